@@ -1,0 +1,3 @@
+module github.com/postmill/postmill/adapters
+
+go 1.26

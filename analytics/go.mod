@@ -1,0 +1,3 @@
+module github.com/postmill/postmill/analytics
+
+go 1.26

@@ -1,0 +1,3 @@
+module github.com/postmill/postmill/core
+
+go 1.26

@@ -1,0 +1,3 @@
+module github.com/postmill/postmill/deploy
+
+go 1.26

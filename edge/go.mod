@@ -1,0 +1,3 @@
+module github.com/postmill/postmill/edge
+
+go 1.26

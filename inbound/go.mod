@@ -1,0 +1,3 @@
+module github.com/postmill/postmill/inbound
+
+go 1.26

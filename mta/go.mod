@@ -1,0 +1,3 @@
+module github.com/postmill/postmill/mta
+
+go 1.26

@@ -1,0 +1,134 @@
+package ports
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Code classifies an error the way Connect does, so that every transport (REST, Connect, SMTP) can map it
+// with one table. The set is deliberately small.
+type Code string
+
+// The error codes. Each driving-interface method documents which ones it returns.
+const (
+	CodeInvalidArgument    Code = "invalid_argument"
+	CodeNotFound           Code = "not_found"
+	CodeAlreadyExists      Code = "already_exists"
+	CodeFailedPrecondition Code = "failed_precondition"
+	CodePermissionDenied   Code = "permission_denied"
+	CodeUnauthenticated    Code = "unauthenticated"
+	CodeResourceExhausted  Code = "resource_exhausted"
+	CodePaymentRequired    Code = "payment_required"
+	CodeInternal           Code = "internal"
+)
+
+// FieldViolation names one schema violation: Path is dot-joined (attachments.0.content), as in SPEC §7.
+type FieldViolation struct {
+	Path    string
+	Message string
+}
+
+// Error is the one error type that crosses Postmill's boundaries. Reason carries the SPEC §7 machine word
+// (insufficient_scope, plan_limit_exceeded, org_suspended, warmup_cap_reached) when the error has one; the
+// REST edge uses it as the body's `error` field. Fields holds extra top-level body fields such as
+// requiredScopes, metric or limit: values must be JSON-encodable.
+type Error struct {
+	Code              Code
+	Message           string
+	Reason            string
+	Details           []FieldViolation
+	Constraint        string
+	RetryAfterSeconds int
+	Fields            map[string]any
+}
+
+// Error implements error.
+func (e *Error) Error() string {
+	if e.Reason != "" {
+		return fmt.Sprintf("%s (%s): %s", e.Code, e.Reason, e.Message)
+	}
+	return fmt.Sprintf("%s: %s", e.Code, e.Message)
+}
+
+// Errorf builds an *Error with a formatted message.
+func Errorf(code Code, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// AsError finds the *Error in err's chain. Wrapped errors keep their code (errors.As, never a type assertion).
+func AsError(err error) (*Error, bool) {
+	var e *Error
+	if errors.As(err, &e) {
+		return e, true
+	}
+	return nil, false
+}
+
+// ErrorCode returns the code of err: "" for nil, CodeInternal for an error that is not an *Error.
+func ErrorCode(err error) Code {
+	if err == nil {
+		return ""
+	}
+	if e, ok := AsError(err); ok {
+		return e.Code
+	}
+	return CodeInternal
+}
+
+// ErrorMessage returns the human message of an *Error, or "internal error" for anything else so that
+// unexpected details never leave the process.
+func ErrorMessage(err error) string {
+	if e, ok := AsError(err); ok {
+		return e.Message
+	}
+	return "internal error"
+}
+
+// Messages fixed by SPEC §7.
+const (
+	MessageValidationFailed  = "Validation failed"
+	MessageAlreadyExists     = "Resource already exists"
+	MessageMissingReference  = "Referenced resource does not exist"
+	MessageRateLimitExceeded = "Rate limit exceeded. Try again later."
+)
+
+// ValidationError is the 400 of SPEC §7 for a schema violation.
+func ValidationError(details ...FieldViolation) *Error {
+	return &Error{Code: CodeInvalidArgument, Message: MessageValidationFailed, Details: details}
+}
+
+// AlreadyExists is the 409 of SPEC §7: it names the constraint and never echoes the conflicting value.
+func AlreadyExists(constraint string) *Error {
+	return &Error{Code: CodeAlreadyExists, Message: MessageAlreadyExists, Constraint: constraint}
+}
+
+// MissingReference is the 400 of SPEC §7 for a reference to a resource that does not exist.
+func MissingReference(constraint string) *Error {
+	return &Error{Code: CodeInvalidArgument, Message: MessageMissingReference, Constraint: constraint}
+}
+
+// NotFound is a 404 with the given message.
+func NotFound(format string, args ...any) *Error { return Errorf(CodeNotFound, format, args...) }
+
+// Unauthenticated is a 401 with the given message.
+func Unauthenticated(format string, args ...any) *Error {
+	return Errorf(CodeUnauthenticated, format, args...)
+}
+
+// RateLimited is the 429 of SPEC §7 for request-rate limits.
+func RateLimited(retryAfterSeconds int) *Error {
+	if retryAfterSeconds < 1 {
+		retryAfterSeconds = 1
+	}
+	return &Error{Code: CodeResourceExhausted, Message: MessageRateLimitExceeded, RetryAfterSeconds: retryAfterSeconds}
+}
+
+// InsufficientScope is the 403 of SPEC §5 rule 9; required lists the scopes any one of which would do.
+func InsufficientScope(required []string) *Error {
+	return &Error{
+		Code:    CodePermissionDenied,
+		Reason:  "insufficient_scope",
+		Message: "API key lacks the scope required for this route",
+		Fields:  map[string]any{"requiredScopes": required},
+	}
+}

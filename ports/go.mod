@@ -1,0 +1,3 @@
+module github.com/postmill/postmill/ports
+
+go 1.26
