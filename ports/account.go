@@ -257,3 +257,16 @@ type RateLimiter interface {
 	// Allow counts one request against key in the current window of the given length.
 	Allow(ctx context.Context, key string, limit int, window time.Duration) (RateDecision, error)
 }
+
+// Core bundles the driving interfaces a tier calls. In one process they are the core's use cases; in a
+// split deployment they are adapters/rpc clients, and the tier cannot tell the difference.
+type Core struct {
+	Accounts        AccountService
+	Auth            AuthService
+	APIKeys         APIKeyService
+	SMTPCredentials SMTPCredentialService
+	Organizations   OrganizationService
+	RateLimiter     RateLimiter
+	// Health answers when the core and its database answer.
+	Health Pinger
+}
