@@ -160,7 +160,7 @@ type SMTPCredential struct {
 	ID             string
 	OrganizationID string
 	Username       string
-	PasswordHash   string // argon2id; never leaves the core
+	PasswordHash   string // SHA-256 hex of a 192-bit random password; never leaves the core
 	Host           string
 	Port           int
 	CreatedAt      time.Time

@@ -1,0 +1,99 @@
+package postgres
+
+import (
+	"context"
+	"time"
+
+	"github.com/postmill/postmill/adapters/postgres/internal/db"
+	"github.com/postmill/postmill/ports"
+)
+
+// InsertAPIKey implements ports.APIKeyStore. A nil scope list is stored as an empty one, never NULL.
+func (s *Store) InsertAPIKey(ctx context.Context, k ports.APIKey) error {
+	scopes := k.Scopes
+	if scopes == nil {
+		scopes = []string{}
+	}
+	err := s.queries.InsertAPIKey(ctx, db.InsertAPIKeyParams{
+		OrganizationID: k.OrganizationID,
+		ID:             k.ID,
+		Name:           k.Name,
+		Prefix:         k.Prefix,
+		TokenHash:      k.TokenHash,
+		Scopes:         scopes,
+		ScopesEnforced: k.ScopesEnforced,
+		LastUsedAt:     k.LastUsedAt,
+		RevokedAt:      k.RevokedAt,
+		CreatedAt:      k.CreatedAt,
+	})
+	return interpretError(err)
+}
+
+// ListAPIKeys implements ports.APIKeyStore: newest first (SPEC §4.1), revoked keys included.
+func (s *Store) ListAPIKeys(ctx context.Context, orgID string) ([]ports.APIKey, error) {
+	rows, err := s.queries.ListAPIKeys(ctx, orgID)
+	if err := listError(err); err != nil {
+		return nil, err
+	}
+	out := make([]ports.APIKey, 0, len(rows))
+	for _, r := range rows {
+		out = append(out, apiKeyFromRow(r))
+	}
+	return out, nil
+}
+
+// RevokeAPIKey implements ports.APIKeyStore. Revoking twice keeps the first revokedAt, so the record
+// shows when the key actually stopped working.
+func (s *Store) RevokeAPIKey(ctx context.Context, orgID, id string, now time.Time) error {
+	n, err := s.queries.RevokeAPIKey(ctx, db.RevokeAPIKeyParams{OrganizationID: orgID, ID: id, RevokedAt: &now})
+	if err != nil {
+		return interpretErrorFor("API key", err)
+	}
+	if n == 0 {
+		return ports.NotFound("API key not found")
+	}
+	return nil
+}
+
+// APIKeyByPrefix implements ports.APIKeyStore. It is not scoped by organization because the prefix is
+// how a request's organization is found (SPEC §5 rule 4); revoked keys are returned too and the caller
+// rejects them.
+func (s *Store) APIKeyByPrefix(ctx context.Context, prefix string) (ports.APIKey, error) {
+	row, err := s.queries.APIKeyByPrefix(ctx, prefix)
+	if err != nil {
+		return ports.APIKey{}, interpretErrorFor("API key", err)
+	}
+	return apiKeyFromRow(row), nil
+}
+
+// TouchAPIKeys implements ports.APIKeyStore in one statement for the whole batch. lastUsedAt only moves
+// forward, so an older batch flushed late cannot undo a newer one; unknown ids are ignored.
+func (s *Store) TouchAPIKeys(ctx context.Context, lastUsed map[string]time.Time) error {
+	if len(lastUsed) == 0 {
+		return nil
+	}
+	p := db.TouchAPIKeysParams{
+		Ids:    make([]string, 0, len(lastUsed)),
+		UsedAt: make([]time.Time, 0, len(lastUsed)),
+	}
+	for id, at := range lastUsed {
+		p.Ids = append(p.Ids, id)
+		p.UsedAt = append(p.UsedAt, at)
+	}
+	return interpretError(s.queries.TouchAPIKeys(ctx, p))
+}
+
+func apiKeyFromRow(r db.ApiKey) ports.APIKey {
+	return ports.APIKey{
+		ID:             r.ID,
+		OrganizationID: r.OrganizationID,
+		Name:           r.Name,
+		Prefix:         r.Prefix,
+		TokenHash:      r.TokenHash,
+		Scopes:         r.Scopes,
+		ScopesEnforced: r.ScopesEnforced,
+		LastUsedAt:     utcPtr(r.LastUsedAt),
+		RevokedAt:      utcPtr(r.RevokedAt),
+		CreatedAt:      r.CreatedAt.UTC(),
+	}
+}

@@ -1,0 +1,31 @@
+package postgres
+
+import (
+	"context"
+	"time"
+
+	"github.com/postmill/postmill/adapters/postgres/internal/db"
+)
+
+// IncrementWindow implements ports.RateLimitStore with one upsert, so concurrent requests from any number
+// of processes each get a distinct count. expiresAt is set by the first request of a window.
+func (s *Store) IncrementWindow(ctx context.Context, key string, windowStart, expiresAt time.Time) (int, error) {
+	n, err := s.queries.IncrementWindow(ctx, db.IncrementWindowParams{
+		Key:         key,
+		WindowStart: windowStart,
+		ExpiresAt:   expiresAt,
+	})
+	if err != nil {
+		return 0, interpretError(err)
+	}
+	return int(n), nil
+}
+
+// DeleteExpiredWindows implements ports.RateLimitStore: rows whose expiresAt is at or before now go.
+func (s *Store) DeleteExpiredWindows(ctx context.Context, now time.Time) (int, error) {
+	n, err := s.queries.DeleteExpiredWindows(ctx, now)
+	if err != nil {
+		return 0, interpretError(err)
+	}
+	return int(n), nil
+}

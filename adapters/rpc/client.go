@@ -1,0 +1,290 @@
+package rpc
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"time"
+
+	"connectrpc.com/connect"
+
+	"github.com/postmill/postmill/ports"
+
+	accountv1 "github.com/postmill/postmill/adapters/rpc/gen/postmill/account/v1"
+	"github.com/postmill/postmill/adapters/rpc/gen/postmill/account/v1/accountv1connect"
+	credentialv1 "github.com/postmill/postmill/adapters/rpc/gen/postmill/credential/v1"
+	"github.com/postmill/postmill/adapters/rpc/gen/postmill/credential/v1/credentialv1connect"
+	healthv1 "github.com/postmill/postmill/adapters/rpc/gen/postmill/health/v1"
+	"github.com/postmill/postmill/adapters/rpc/gen/postmill/health/v1/healthv1connect"
+	organizationv1 "github.com/postmill/postmill/adapters/rpc/gen/postmill/organization/v1"
+	"github.com/postmill/postmill/adapters/rpc/gen/postmill/organization/v1/organizationv1connect"
+	ratelimitv1 "github.com/postmill/postmill/adapters/rpc/gen/postmill/ratelimit/v1"
+	"github.com/postmill/postmill/adapters/rpc/gen/postmill/ratelimit/v1/ratelimitv1connect"
+)
+
+// Client is the core as seen from another tier: it implements every driving interface of ports.Core by
+// calling a NewHandler over Connect, and returns the same values and *ports.Error the in-process core
+// would, so the tier is written once for both deployments.
+type Client struct {
+	accounts      accountv1connect.AccountServiceClient
+	auth          accountv1connect.AuthServiceClient
+	apiKeys       credentialv1connect.APIKeyServiceClient
+	smtp          credentialv1connect.SMTPCredentialServiceClient
+	organizations organizationv1connect.OrganizationServiceClient
+	rateLimit     ratelimitv1connect.RateLimitServiceClient
+	health        healthv1connect.HealthServiceClient
+}
+
+var (
+	_ ports.AccountService        = (*Client)(nil)
+	_ ports.AuthService           = (*Client)(nil)
+	_ ports.APIKeyService         = (*Client)(nil)
+	_ ports.SMTPCredentialService = (*Client)(nil)
+	_ ports.OrganizationService   = (*Client)(nil)
+	_ ports.RateLimiter           = (*Client)(nil)
+	_ ports.Pinger                = (*Client)(nil)
+)
+
+// defaultHTTPClient keeps many idle connections per host instead of net/http's two: the edge calls the
+// core on almost every request (authentication, rate limits), and re-dialling would dominate the hop.
+func defaultHTTPClient() *http.Client {
+	return &http.Client{
+		Timeout: 30 * time.Second,
+		Transport: &http.Transport{
+			Proxy:                 http.ProxyFromEnvironment,
+			DialContext:           (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+			ForceAttemptHTTP2:     true,
+			MaxIdleConns:          1024,
+			MaxIdleConnsPerHost:   256,
+			IdleConnTimeout:       90 * time.Second,
+			TLSHandshakeTimeout:   5 * time.Second,
+			ExpectContinueTimeout: time.Second,
+		},
+	}
+}
+
+// NewClient calls the handler served at baseURL (such as http://core:8081), presenting token as the
+// inter-tier credential. A nil httpClient means one whose transport keeps up to 256 idle connections
+// to the core, because the edge calls it on almost every request, and whose 30-second timeout bounds a
+// call whose caller set no deadline.
+func NewClient(baseURL, token string, httpClient connect.HTTPClient) *Client {
+	if httpClient == nil {
+		httpClient = defaultHTTPClient()
+	}
+	opts := []connect.ClientOption{connect.WithInterceptors(clientInterceptors(token)...)}
+	return &Client{
+		accounts:      accountv1connect.NewAccountServiceClient(httpClient, baseURL, opts...),
+		auth:          accountv1connect.NewAuthServiceClient(httpClient, baseURL, opts...),
+		apiKeys:       credentialv1connect.NewAPIKeyServiceClient(httpClient, baseURL, opts...),
+		smtp:          credentialv1connect.NewSMTPCredentialServiceClient(httpClient, baseURL, opts...),
+		organizations: organizationv1connect.NewOrganizationServiceClient(httpClient, baseURL, opts...),
+		rateLimit:     ratelimitv1connect.NewRateLimitServiceClient(httpClient, baseURL, opts...),
+		health:        healthv1connect.NewHealthServiceClient(httpClient, baseURL, opts...),
+	}
+}
+
+// Core bundles the client as every interface of ports.Core, ready to hand to a tier in place of the
+// in-process core.
+func (c *Client) Core() ports.Core {
+	return ports.Core{
+		Accounts:        c,
+		Auth:            c,
+		APIKeys:         c,
+		SMTPCredentials: c,
+		Organizations:   c,
+		RateLimiter:     c,
+		Health:          c,
+	}
+}
+
+// Signup implements ports.AccountService.
+func (c *Client) Signup(ctx context.Context, in ports.SignupInput) (ports.SignupResult, error) {
+	res, err := c.accounts.Signup(ctx, connect.NewRequest(&accountv1.SignupRequest{
+		Email:            in.Email,
+		Password:         in.Password,
+		OrganizationName: in.OrganizationName,
+	}))
+	if err != nil {
+		return ports.SignupResult{}, fromConnectError(accountv1connect.AccountServiceSignupProcedure, err)
+	}
+	return ports.SignupResult{
+		UserID:         res.Msg.GetUserId(),
+		OrganizationID: res.Msg.GetOrganizationId(),
+		Tokens:         tokenPairFromProto(res.Msg.GetTokens()),
+	}, nil
+}
+
+// Login implements ports.AccountService.
+func (c *Client) Login(ctx context.Context, in ports.LoginInput) (ports.TokenPair, error) {
+	res, err := c.accounts.Login(ctx, connect.NewRequest(&accountv1.LoginRequest{
+		Email:    in.Email,
+		Password: in.Password,
+		Totp:     in.TOTP,
+		OrgId:    in.OrgID,
+	}))
+	if err != nil {
+		return ports.TokenPair{}, fromConnectError(accountv1connect.AccountServiceLoginProcedure, err)
+	}
+	return tokenPairFromProto(res.Msg.GetTokens()), nil
+}
+
+// Refresh implements ports.AccountService.
+func (c *Client) Refresh(ctx context.Context, refreshToken string) (ports.TokenPair, error) {
+	res, err := c.accounts.Refresh(ctx, connect.NewRequest(&accountv1.RefreshRequest{RefreshToken: refreshToken}))
+	if err != nil {
+		return ports.TokenPair{}, fromConnectError(accountv1connect.AccountServiceRefreshProcedure, err)
+	}
+	return tokenPairFromProto(res.Msg.GetTokens()), nil
+}
+
+// EnrollTOTP implements ports.AccountService.
+func (c *Client) EnrollTOTP(ctx context.Context, p ports.Principal) (ports.TOTPEnrollment, error) {
+	res, err := c.accounts.EnrollTOTP(ctx, connect.NewRequest(&accountv1.EnrollTOTPRequest{Principal: principalToProto(p)}))
+	if err != nil {
+		return ports.TOTPEnrollment{}, fromConnectError(accountv1connect.AccountServiceEnrollTOTPProcedure, err)
+	}
+	return ports.TOTPEnrollment{Secret: res.Msg.GetSecret(), OTPAuthURL: res.Msg.GetOtpAuthUrl()}, nil
+}
+
+// VerifyTOTP implements ports.AccountService.
+func (c *Client) VerifyTOTP(ctx context.Context, p ports.Principal, code string) error {
+	_, err := c.accounts.VerifyTOTP(ctx, connect.NewRequest(&accountv1.VerifyTOTPRequest{Principal: principalToProto(p), Code: code}))
+	return fromConnectError(accountv1connect.AccountServiceVerifyTOTPProcedure, err)
+}
+
+// AuthenticateAPIKey implements ports.AuthService.
+func (c *Client) AuthenticateAPIKey(ctx context.Context, token string) (ports.Principal, error) {
+	res, err := c.auth.AuthenticateAPIKey(ctx, connect.NewRequest(&accountv1.AuthenticateAPIKeyRequest{Token: token}))
+	if err != nil {
+		return ports.Principal{}, fromConnectError(accountv1connect.AuthServiceAuthenticateAPIKeyProcedure, err)
+	}
+	return principalFromProto(res.Msg.GetPrincipal()), nil
+}
+
+// AuthenticateSession implements ports.AuthService.
+func (c *Client) AuthenticateSession(ctx context.Context, token string) (ports.Principal, error) {
+	res, err := c.auth.AuthenticateSession(ctx, connect.NewRequest(&accountv1.AuthenticateSessionRequest{Token: token}))
+	if err != nil {
+		return ports.Principal{}, fromConnectError(accountv1connect.AuthServiceAuthenticateSessionProcedure, err)
+	}
+	return principalFromProto(res.Msg.GetPrincipal()), nil
+}
+
+// ListAPIKeys implements ports.APIKeyService.
+func (c *Client) ListAPIKeys(ctx context.Context, orgID string) ([]ports.APIKey, error) {
+	res, err := c.apiKeys.ListAPIKeys(ctx, connect.NewRequest(&credentialv1.ListAPIKeysRequest{OrganizationId: orgID}))
+	if err != nil {
+		return nil, fromConnectError(credentialv1connect.APIKeyServiceListAPIKeysProcedure, err)
+	}
+	return apiKeysFromProto(res.Msg.GetApiKeys()), nil
+}
+
+// CreateAPIKey implements ports.APIKeyService.
+func (c *Client) CreateAPIKey(ctx context.Context, orgID, name string, scopes []string) (ports.CreatedAPIKey, error) {
+	res, err := c.apiKeys.CreateAPIKey(ctx, connect.NewRequest(&credentialv1.CreateAPIKeyRequest{
+		OrganizationId: orgID,
+		Name:           name,
+		Scopes:         credentialScopesToProto(scopes),
+	}))
+	if err != nil {
+		return ports.CreatedAPIKey{}, fromConnectError(credentialv1connect.APIKeyServiceCreateAPIKeyProcedure, err)
+	}
+	return ports.CreatedAPIKey{APIKey: apiKeyFromProto(res.Msg.GetApiKey()), Token: res.Msg.GetToken()}, nil
+}
+
+// RevokeAPIKey implements ports.APIKeyService.
+func (c *Client) RevokeAPIKey(ctx context.Context, orgID, id string) error {
+	_, err := c.apiKeys.RevokeAPIKey(ctx, connect.NewRequest(&credentialv1.RevokeAPIKeyRequest{OrganizationId: orgID, Id: id}))
+	return fromConnectError(credentialv1connect.APIKeyServiceRevokeAPIKeyProcedure, err)
+}
+
+// CreateSMTPCredential implements ports.SMTPCredentialService.
+func (c *Client) CreateSMTPCredential(ctx context.Context, orgID string) (ports.CreatedSMTPCredential, error) {
+	res, err := c.smtp.CreateSMTPCredential(ctx, connect.NewRequest(&credentialv1.CreateSMTPCredentialRequest{OrganizationId: orgID}))
+	if err != nil {
+		return ports.CreatedSMTPCredential{}, fromConnectError(credentialv1connect.SMTPCredentialServiceCreateSMTPCredentialProcedure, err)
+	}
+	return ports.CreatedSMTPCredential{
+		SMTPCredential: smtpCredentialFromProto(res.Msg.GetSmtpCredential()),
+		Password:       res.Msg.GetPassword(),
+	}, nil
+}
+
+// ListSMTPCredentials implements ports.SMTPCredentialService.
+func (c *Client) ListSMTPCredentials(ctx context.Context, orgID string) ([]ports.SMTPCredential, error) {
+	res, err := c.smtp.ListSMTPCredentials(ctx, connect.NewRequest(&credentialv1.ListSMTPCredentialsRequest{OrganizationId: orgID}))
+	if err != nil {
+		return nil, fromConnectError(credentialv1connect.SMTPCredentialServiceListSMTPCredentialsProcedure, err)
+	}
+	return smtpCredentialsFromProto(res.Msg.GetSmtpCredentials()), nil
+}
+
+// DeleteSMTPCredential implements ports.SMTPCredentialService.
+func (c *Client) DeleteSMTPCredential(ctx context.Context, orgID, id string) error {
+	_, err := c.smtp.DeleteSMTPCredential(ctx, connect.NewRequest(&credentialv1.DeleteSMTPCredentialRequest{OrganizationId: orgID, Id: id}))
+	return fromConnectError(credentialv1connect.SMTPCredentialServiceDeleteSMTPCredentialProcedure, err)
+}
+
+// GetOrganization implements ports.OrganizationService.
+func (c *Client) GetOrganization(ctx context.Context, orgID string) (ports.Organization, error) {
+	res, err := c.organizations.GetOrganization(ctx, connect.NewRequest(&organizationv1.GetOrganizationRequest{OrganizationId: orgID}))
+	if err != nil {
+		return ports.Organization{}, fromConnectError(organizationv1connect.OrganizationServiceGetOrganizationProcedure, err)
+	}
+	return organizationFromProto(res.Msg.GetOrganization()), nil
+}
+
+// ListOrganizations implements ports.OrganizationService.
+func (c *Client) ListOrganizations(ctx context.Context) ([]ports.Organization, error) {
+	res, err := c.organizations.ListOrganizations(ctx, connect.NewRequest(&organizationv1.ListOrganizationsRequest{}))
+	if err != nil {
+		return nil, fromConnectError(organizationv1connect.OrganizationServiceListOrganizationsProcedure, err)
+	}
+	return organizationsFromProto(res.Msg.GetOrganizations()), nil
+}
+
+// SetPaused implements ports.OrganizationService.
+func (c *Client) SetPaused(ctx context.Context, orgID string, paused bool) (ports.Organization, error) {
+	res, err := c.organizations.SetPaused(ctx, connect.NewRequest(&organizationv1.SetPausedRequest{OrganizationId: orgID, Paused: paused}))
+	if err != nil {
+		return ports.Organization{}, fromConnectError(organizationv1connect.OrganizationServiceSetPausedProcedure, err)
+	}
+	return organizationFromProto(res.Msg.GetOrganization()), nil
+}
+
+// SetPlan implements ports.OrganizationService.
+func (c *Client) SetPlan(ctx context.Context, orgID string, plan ports.Plan) (ports.Organization, error) {
+	res, err := c.organizations.SetPlan(ctx, connect.NewRequest(&organizationv1.SetPlanRequest{OrganizationId: orgID, Plan: planToProto(plan)}))
+	if err != nil {
+		return ports.Organization{}, fromConnectError(organizationv1connect.OrganizationServiceSetPlanProcedure, err)
+	}
+	return organizationFromProto(res.Msg.GetOrganization()), nil
+}
+
+// Subscription implements ports.OrganizationService.
+func (c *Client) Subscription(ctx context.Context, orgID string) (ports.Subscription, error) {
+	res, err := c.organizations.Subscription(ctx, connect.NewRequest(&organizationv1.SubscriptionRequest{OrganizationId: orgID}))
+	if err != nil {
+		return ports.Subscription{}, fromConnectError(organizationv1connect.OrganizationServiceSubscriptionProcedure, err)
+	}
+	return subscriptionFromProto(res.Msg.GetSubscription()), nil
+}
+
+// Allow implements ports.RateLimiter.
+func (c *Client) Allow(ctx context.Context, key string, limit int, window time.Duration) (ports.RateDecision, error) {
+	res, err := c.rateLimit.Allow(ctx, connect.NewRequest(&ratelimitv1.AllowRequest{
+		Key:    key,
+		Limit:  int64(limit),
+		Window: durationToProto(window),
+	}))
+	if err != nil {
+		return ports.RateDecision{}, fromConnectError(ratelimitv1connect.RateLimitServiceAllowProcedure, err)
+	}
+	return rateDecisionFromProto(res.Msg.GetDecision()), nil
+}
+
+// Ping implements ports.Pinger: it succeeds when the core and its database answer.
+func (c *Client) Ping(ctx context.Context) error {
+	_, err := c.health.Check(ctx, connect.NewRequest(&healthv1.CheckRequest{}))
+	return fromConnectError(healthv1connect.HealthServiceCheckProcedure, err)
+}

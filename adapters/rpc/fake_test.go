@@ -1,0 +1,153 @@
+package rpc_test
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/postmill/postmill/ports"
+)
+
+// fakeCore implements every interface of ports.Core by recording each call's arguments and answering
+// with the fixed values a test put in it. It stands in for the core: the tests exercise the transport.
+type fakeCore struct {
+	mu    sync.Mutex
+	calls []call
+
+	// err, when set, is what every method returns; panicWith, when set, is what every method panics with.
+	err       error
+	panicWith any
+
+	signup      ports.SignupResult
+	tokens      ports.TokenPair
+	enrollment  ports.TOTPEnrollment
+	principal   ports.Principal
+	apiKeys     []ports.APIKey
+	createdKey  ports.CreatedAPIKey
+	createdCred ports.CreatedSMTPCredential
+	creds       []ports.SMTPCredential
+	org         ports.Organization
+	orgs        []ports.Organization
+	sub         ports.Subscription
+	decision    ports.RateDecision
+
+	// seen receives the context of each call, for tests of what travels in it.
+	seen func(ctx context.Context)
+}
+
+type call struct {
+	method string
+	args   []any
+}
+
+func (f *fakeCore) core() ports.Core {
+	return ports.Core{
+		Accounts:        f,
+		Auth:            f,
+		APIKeys:         f,
+		SMTPCredentials: f,
+		Organizations:   f,
+		RateLimiter:     f,
+		Health:          f,
+	}
+}
+
+func (f *fakeCore) record(ctx context.Context, method string, args ...any) error {
+	f.mu.Lock()
+	f.calls = append(f.calls, call{method: method, args: args})
+	seen, panicWith, err := f.seen, f.panicWith, f.err
+	f.mu.Unlock()
+	if seen != nil {
+		seen(ctx)
+	}
+	if panicWith != nil {
+		panic(panicWith)
+	}
+	return err
+}
+
+func (f *fakeCore) recorded() []call {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]call(nil), f.calls...)
+}
+
+func (f *fakeCore) Signup(ctx context.Context, in ports.SignupInput) (ports.SignupResult, error) {
+	return f.signup, f.record(ctx, "Signup", in)
+}
+
+func (f *fakeCore) Login(ctx context.Context, in ports.LoginInput) (ports.TokenPair, error) {
+	return f.tokens, f.record(ctx, "Login", in)
+}
+
+func (f *fakeCore) Refresh(ctx context.Context, refreshToken string) (ports.TokenPair, error) {
+	return f.tokens, f.record(ctx, "Refresh", refreshToken)
+}
+
+func (f *fakeCore) EnrollTOTP(ctx context.Context, p ports.Principal) (ports.TOTPEnrollment, error) {
+	return f.enrollment, f.record(ctx, "EnrollTOTP", p)
+}
+
+func (f *fakeCore) VerifyTOTP(ctx context.Context, p ports.Principal, code string) error {
+	return f.record(ctx, "VerifyTOTP", p, code)
+}
+
+func (f *fakeCore) AuthenticateAPIKey(ctx context.Context, token string) (ports.Principal, error) {
+	return f.principal, f.record(ctx, "AuthenticateAPIKey", token)
+}
+
+func (f *fakeCore) AuthenticateSession(ctx context.Context, token string) (ports.Principal, error) {
+	return f.principal, f.record(ctx, "AuthenticateSession", token)
+}
+
+func (f *fakeCore) ListAPIKeys(ctx context.Context, orgID string) ([]ports.APIKey, error) {
+	return f.apiKeys, f.record(ctx, "ListAPIKeys", orgID)
+}
+
+func (f *fakeCore) CreateAPIKey(ctx context.Context, orgID, name string, scopes []string) (ports.CreatedAPIKey, error) {
+	return f.createdKey, f.record(ctx, "CreateAPIKey", orgID, name, scopes)
+}
+
+func (f *fakeCore) RevokeAPIKey(ctx context.Context, orgID, id string) error {
+	return f.record(ctx, "RevokeAPIKey", orgID, id)
+}
+
+func (f *fakeCore) CreateSMTPCredential(ctx context.Context, orgID string) (ports.CreatedSMTPCredential, error) {
+	return f.createdCred, f.record(ctx, "CreateSMTPCredential", orgID)
+}
+
+func (f *fakeCore) ListSMTPCredentials(ctx context.Context, orgID string) ([]ports.SMTPCredential, error) {
+	return f.creds, f.record(ctx, "ListSMTPCredentials", orgID)
+}
+
+func (f *fakeCore) DeleteSMTPCredential(ctx context.Context, orgID, id string) error {
+	return f.record(ctx, "DeleteSMTPCredential", orgID, id)
+}
+
+func (f *fakeCore) GetOrganization(ctx context.Context, orgID string) (ports.Organization, error) {
+	return f.org, f.record(ctx, "GetOrganization", orgID)
+}
+
+func (f *fakeCore) ListOrganizations(ctx context.Context) ([]ports.Organization, error) {
+	return f.orgs, f.record(ctx, "ListOrganizations")
+}
+
+func (f *fakeCore) SetPaused(ctx context.Context, orgID string, paused bool) (ports.Organization, error) {
+	return f.org, f.record(ctx, "SetPaused", orgID, paused)
+}
+
+func (f *fakeCore) SetPlan(ctx context.Context, orgID string, plan ports.Plan) (ports.Organization, error) {
+	return f.org, f.record(ctx, "SetPlan", orgID, plan)
+}
+
+func (f *fakeCore) Subscription(ctx context.Context, orgID string) (ports.Subscription, error) {
+	return f.sub, f.record(ctx, "Subscription", orgID)
+}
+
+func (f *fakeCore) Allow(ctx context.Context, key string, limit int, window time.Duration) (ports.RateDecision, error) {
+	return f.decision, f.record(ctx, "Allow", key, limit, window)
+}
+
+func (f *fakeCore) Ping(ctx context.Context) error {
+	return f.record(ctx, "Ping")
+}

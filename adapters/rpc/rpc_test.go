@@ -1,0 +1,981 @@
+package rpc_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"connectrpc.com/connect"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/reflect/protoregistry"
+
+	"github.com/postmill/postmill/adapters/rpc"
+	healthv1 "github.com/postmill/postmill/adapters/rpc/gen/postmill/health/v1"
+	"github.com/postmill/postmill/adapters/rpc/gen/postmill/health/v1/healthv1connect"
+	"github.com/postmill/postmill/ports"
+)
+
+const testToken = "inter-tier-token"
+
+func TestMain(m *testing.M) {
+	// Deployments install a W3C propagator at start; without one the hop would carry no trace context.
+	otel.SetTextMapPropagator(propagation.TraceContext{})
+	os.Exit(m.Run())
+}
+
+type testBundle struct {
+	fake   *fakeCore
+	client *rpc.Client
+	server *httptest.Server
+}
+
+// setup serves fake's core (a fresh fake when nil) over loopback HTTP and returns a client of it.
+func setup(tb testing.TB, fake *fakeCore) *testBundle {
+	tb.Helper()
+	if fake == nil {
+		fake = &fakeCore{}
+	}
+	srv := mustServe(tb, fake.core(), testToken)
+	return &testBundle{fake: fake, client: rpc.NewClient(srv.URL, testToken, nil), server: srv}
+}
+
+func mustServe(tb testing.TB, core ports.Core, token string) *httptest.Server {
+	tb.Helper()
+	srv := httptest.NewServer(rpc.NewHandler(core, rpc.ServerConfig{
+		Token:  token,
+		Logger: slog.New(slog.DiscardHandler),
+	}))
+	tb.Cleanup(srv.Close)
+	return srv
+}
+
+// wireCode calls HealthService/Check directly, presenting authorization as given, and returns the
+// Connect code the server answered with (0 on success).
+func wireCode(tb testing.TB, srv *httptest.Server, authorization string) connect.Code {
+	tb.Helper()
+	hc := healthv1connect.NewHealthServiceClient(srv.Client(), srv.URL)
+	req := connect.NewRequest(&healthv1.CheckRequest{})
+	if authorization != "" {
+		req.Header().Set("Authorization", authorization)
+	}
+	_, err := hc.Check(context.Background(), req)
+	if err == nil {
+		return 0
+	}
+	return connect.CodeOf(err)
+}
+
+var (
+	t0 = time.Date(2026, 11, 21, 9, 36, 12, 123456789, time.UTC)
+	t1 = time.Date(2026, 11, 22, 10, 0, 0, 1, time.UTC)
+	t2 = time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+)
+
+func ptr[T any](v T) *T { return &v }
+
+// The stored side of a key or credential, as the core holds it: the hashes must not reach the client.
+var (
+	storedKey = ports.APIKey{
+		ID: "k1", OrganizationID: "org1", Name: "prod", Prefix: "0123456789abcdef",
+		TokenHash: []byte("sha256-of-token"), Scopes: []string{"emails:send", "emails:read"}, ScopesEnforced: true,
+		LastUsedAt: nil, RevokedAt: ptr(t1), CreatedAt: t0,
+	}
+	storedCred = ports.SMTPCredential{
+		ID: "c1", OrganizationID: "org1", Username: "pm_abc", PasswordHash: "$argon2id$v=19$...",
+		Host: "smtp.postmill.local", Port: 1587, CreatedAt: t0,
+	}
+)
+
+func withoutHashes(k ports.APIKey) ports.APIKey {
+	k.TokenHash = nil
+	return k
+}
+
+func withoutPasswordHash(c ports.SMTPCredential) ports.SMTPCredential {
+	c.PasswordHash = ""
+	return c
+}
+
+type roundTrip struct {
+	name   string
+	answer func(f *fakeCore)
+	call   func(ctx context.Context, c *rpc.Client) (any, error)
+	want   any    // what the client returns
+	method string // what the implementation is called with
+	args   []any
+}
+
+func roundTrips() []roundTrip {
+	sessionPrincipal := ports.Principal{Kind: ports.PrincipalSession, OrganizationID: "org1", UserID: "u1", IsAdmin: true}
+	keyPrincipal := ports.Principal{
+		Kind: ports.PrincipalAPIKey, OrganizationID: "org1", APIKeyID: "k1",
+		Scopes: []string{"emails:send", "*"}, ScopesEnforced: true,
+	}
+	emptyScopesPrincipal := ports.Principal{Kind: ports.PrincipalAPIKey, OrganizationID: "org2", APIKeyID: "k2", Scopes: []string{}}
+	usedKey := ports.APIKey{
+		ID: "k2", OrganizationID: "org1", Name: "", Prefix: "fedcba9876543210",
+		Scopes: []string{}, LastUsedAt: ptr(t1), RevokedAt: nil, CreatedAt: t1,
+	}
+	bareKey := ports.APIKey{ID: "k3"} // nil scopes, every time unset
+	org := ports.Organization{
+		ID: "org1", Name: "Analytical Engines", Slug: "analytical-engines", CreatedAt: t0,
+		Paused: true, Plan: ports.Plan{MonthlyLimit: 3000, WarmupCap: 150},
+	}
+	otherOrg := ports.Organization{ID: "org2", Name: "b", Slug: "b", CreatedAt: t1}
+
+	var trips []roundTrip
+	add := func(r roundTrip) { trips = append(trips, r) }
+
+	add(roundTrip{
+		name: "Signup",
+		answer: func(f *fakeCore) {
+			f.signup = ports.SignupResult{UserID: "u1", OrganizationID: "org1", Tokens: ports.TokenPair{AccessToken: "at", RefreshToken: "rt"}}
+		},
+		call: func(ctx context.Context, c *rpc.Client) (any, error) {
+			return c.Signup(ctx, ports.SignupInput{Email: "ada@example.com", Password: "correct horse", OrganizationName: "Analytical"})
+		},
+		want:   ports.SignupResult{UserID: "u1", OrganizationID: "org1", Tokens: ports.TokenPair{AccessToken: "at", RefreshToken: "rt"}},
+		method: "Signup",
+		args:   []any{ports.SignupInput{Email: "ada@example.com", Password: "correct horse", OrganizationName: "Analytical"}},
+	})
+	add(roundTrip{
+		name:   "Signup/zero values",
+		answer: func(*fakeCore) {},
+		call: func(ctx context.Context, c *rpc.Client) (any, error) {
+			return c.Signup(ctx, ports.SignupInput{})
+		},
+		want:   ports.SignupResult{},
+		method: "Signup",
+		args:   []any{ports.SignupInput{}},
+	})
+	add(roundTrip{
+		name:   "Login",
+		answer: func(f *fakeCore) { f.tokens = ports.TokenPair{AccessToken: "at2", RefreshToken: "rt2"} },
+		call: func(ctx context.Context, c *rpc.Client) (any, error) {
+			return c.Login(ctx, ports.LoginInput{Email: "ada@example.com", Password: "pw", TOTP: "123456", OrgID: "org9"})
+		},
+		want:   ports.TokenPair{AccessToken: "at2", RefreshToken: "rt2"},
+		method: "Login",
+		args:   []any{ports.LoginInput{Email: "ada@example.com", Password: "pw", TOTP: "123456", OrgID: "org9"}},
+	})
+	add(roundTrip{
+		name:   "Refresh",
+		answer: func(f *fakeCore) { f.tokens = ports.TokenPair{AccessToken: "at3", RefreshToken: "rt3"} },
+		call: func(ctx context.Context, c *rpc.Client) (any, error) {
+			return c.Refresh(ctx, "rt2")
+		},
+		want:   ports.TokenPair{AccessToken: "at3", RefreshToken: "rt3"},
+		method: "Refresh",
+		args:   []any{"rt2"},
+	})
+	add(roundTrip{
+		name: "EnrollTOTP",
+		answer: func(f *fakeCore) {
+			f.enrollment = ports.TOTPEnrollment{Secret: "JBSWY3DPEHPK3PXP", OTPAuthURL: "otpauth://totp/x"}
+		},
+		call: func(ctx context.Context, c *rpc.Client) (any, error) {
+			return c.EnrollTOTP(ctx, sessionPrincipal)
+		},
+		want:   ports.TOTPEnrollment{Secret: "JBSWY3DPEHPK3PXP", OTPAuthURL: "otpauth://totp/x"},
+		method: "EnrollTOTP",
+		args:   []any{sessionPrincipal},
+	})
+	add(roundTrip{
+		name:   "VerifyTOTP",
+		answer: func(*fakeCore) {},
+		call: func(ctx context.Context, c *rpc.Client) (any, error) {
+			return nil, c.VerifyTOTP(ctx, keyPrincipal, "654321")
+		},
+		want:   nil,
+		method: "VerifyTOTP",
+		args:   []any{keyPrincipal, "654321"},
+	})
+	add(roundTrip{
+		name:   "VerifyTOTP/empty scopes",
+		answer: func(*fakeCore) {},
+		call: func(ctx context.Context, c *rpc.Client) (any, error) {
+			return nil, c.VerifyTOTP(ctx, emptyScopesPrincipal, "")
+		},
+		want:   nil,
+		method: "VerifyTOTP",
+		args:   []any{emptyScopesPrincipal, ""},
+	})
+	for _, p := range []ports.Principal{keyPrincipal, emptyScopesPrincipal, {}} {
+		add(roundTrip{
+			name:   fmt.Sprintf("AuthenticateAPIKey/%+v", p),
+			answer: func(f *fakeCore) { f.principal = p },
+			call: func(ctx context.Context, c *rpc.Client) (any, error) {
+				return c.AuthenticateAPIKey(ctx, "svc_live_abc")
+			},
+			want:   p,
+			method: "AuthenticateAPIKey",
+			args:   []any{"svc_live_abc"},
+		})
+	}
+	add(roundTrip{
+		name:   "AuthenticateSession",
+		answer: func(f *fakeCore) { f.principal = sessionPrincipal },
+		call: func(ctx context.Context, c *rpc.Client) (any, error) {
+			return c.AuthenticateSession(ctx, "eyJhbGciOi")
+		},
+		want:   sessionPrincipal,
+		method: "AuthenticateSession",
+		args:   []any{"eyJhbGciOi"},
+	})
+	for name, keys := range map[string][]ports.APIKey{
+		"set":   {storedKey, usedKey, bareKey},
+		"empty": {},
+		"nil":   nil,
+	} {
+		want := []ports.APIKey(nil)
+		if keys != nil {
+			want = []ports.APIKey{}
+			for _, k := range keys {
+				want = append(want, withoutHashes(k))
+			}
+		}
+		add(roundTrip{
+			name:   "ListAPIKeys/" + name,
+			answer: func(f *fakeCore) { f.apiKeys = keys },
+			call: func(ctx context.Context, c *rpc.Client) (any, error) {
+				return c.ListAPIKeys(ctx, "org1")
+			},
+			want:   want,
+			method: "ListAPIKeys",
+			args:   []any{"org1"},
+		})
+	}
+	for name, scopes := range map[string][]string{
+		"default scopes": nil,
+		"no scopes":      {},
+		"scopes":         {"emails:send", "billing:read"},
+	} {
+		add(roundTrip{
+			name: "CreateAPIKey/" + name,
+			answer: func(f *fakeCore) {
+				f.createdKey = ports.CreatedAPIKey{APIKey: storedKey, Token: "svc_live_0123456789abcdef_secret"}
+			},
+			call: func(ctx context.Context, c *rpc.Client) (any, error) {
+				return c.CreateAPIKey(ctx, "org1", "prod", scopes)
+			},
+			want:   ports.CreatedAPIKey{APIKey: withoutHashes(storedKey), Token: "svc_live_0123456789abcdef_secret"},
+			method: "CreateAPIKey",
+			args:   []any{"org1", "prod", scopes},
+		})
+	}
+	add(roundTrip{
+		name:   "RevokeAPIKey",
+		answer: func(*fakeCore) {},
+		call: func(ctx context.Context, c *rpc.Client) (any, error) {
+			return nil, c.RevokeAPIKey(ctx, "org1", "k1")
+		},
+		want:   nil,
+		method: "RevokeAPIKey",
+		args:   []any{"org1", "k1"},
+	})
+	add(roundTrip{
+		name: "CreateSMTPCredential",
+		answer: func(f *fakeCore) {
+			f.createdCred = ports.CreatedSMTPCredential{SMTPCredential: storedCred, Password: "plain-once"}
+		},
+		call: func(ctx context.Context, c *rpc.Client) (any, error) {
+			return c.CreateSMTPCredential(ctx, "org1")
+		},
+		want:   ports.CreatedSMTPCredential{SMTPCredential: withoutPasswordHash(storedCred), Password: "plain-once"},
+		method: "CreateSMTPCredential",
+		args:   []any{"org1"},
+	})
+	for name, creds := range map[string][]ports.SMTPCredential{
+		"set":   {storedCred, {ID: "c2"}},
+		"empty": {},
+		"nil":   nil,
+	} {
+		want := []ports.SMTPCredential(nil)
+		if creds != nil {
+			want = []ports.SMTPCredential{}
+			for _, c := range creds {
+				want = append(want, withoutPasswordHash(c))
+			}
+		}
+		add(roundTrip{
+			name:   "ListSMTPCredentials/" + name,
+			answer: func(f *fakeCore) { f.creds = creds },
+			call: func(ctx context.Context, c *rpc.Client) (any, error) {
+				return c.ListSMTPCredentials(ctx, "org1")
+			},
+			want:   want,
+			method: "ListSMTPCredentials",
+			args:   []any{"org1"},
+		})
+	}
+	add(roundTrip{
+		name:   "DeleteSMTPCredential",
+		answer: func(*fakeCore) {},
+		call: func(ctx context.Context, c *rpc.Client) (any, error) {
+			return nil, c.DeleteSMTPCredential(ctx, "org1", "c1")
+		},
+		want:   nil,
+		method: "DeleteSMTPCredential",
+		args:   []any{"org1", "c1"},
+	})
+	add(roundTrip{
+		name:   "GetOrganization",
+		answer: func(f *fakeCore) { f.org = org },
+		call: func(ctx context.Context, c *rpc.Client) (any, error) {
+			return c.GetOrganization(ctx, "org1")
+		},
+		want:   org,
+		method: "GetOrganization",
+		args:   []any{"org1"},
+	})
+	for name, orgs := range map[string][]ports.Organization{
+		"set":   {org, otherOrg, {}},
+		"empty": {},
+		"nil":   nil,
+	} {
+		add(roundTrip{
+			name:   "ListOrganizations/" + name,
+			answer: func(f *fakeCore) { f.orgs = orgs },
+			call: func(ctx context.Context, c *rpc.Client) (any, error) {
+				return c.ListOrganizations(ctx)
+			},
+			want:   orgs,
+			method: "ListOrganizations",
+			args:   nil,
+		})
+	}
+	for _, paused := range []bool{true, false} {
+		add(roundTrip{
+			name:   fmt.Sprintf("SetPaused/%v", paused),
+			answer: func(f *fakeCore) { f.org = otherOrg },
+			call: func(ctx context.Context, c *rpc.Client) (any, error) {
+				return c.SetPaused(ctx, "org2", paused)
+			},
+			want:   otherOrg,
+			method: "SetPaused",
+			args:   []any{"org2", paused},
+		})
+	}
+	add(roundTrip{
+		name:   "SetPlan",
+		answer: func(f *fakeCore) { f.org = org },
+		call: func(ctx context.Context, c *rpc.Client) (any, error) {
+			return c.SetPlan(ctx, "org1", ports.Plan{MonthlyLimit: 1 << 40, WarmupCap: 7})
+		},
+		want:   org,
+		method: "SetPlan",
+		args:   []any{"org1", ports.Plan{MonthlyLimit: 1 << 40, WarmupCap: 7}},
+	})
+	sub := ports.Subscription{OrganizationID: "org1", Plan: ports.Plan{MonthlyLimit: 3000}, PeriodStart: t0, PeriodEnd: t2, EmailsSent: 2999}
+	add(roundTrip{
+		name:   "Subscription",
+		answer: func(f *fakeCore) { f.sub = sub },
+		call: func(ctx context.Context, c *rpc.Client) (any, error) {
+			return c.Subscription(ctx, "org1")
+		},
+		want:   sub,
+		method: "Subscription",
+		args:   []any{"org1"},
+	})
+	for name, d := range map[string]ports.RateDecision{
+		"allowed": {Allowed: true, Count: 1, Limit: 10},
+		"denied":  {Allowed: false, Count: 11, Limit: 10, RetryAfter: 1500*time.Millisecond + 7},
+	} {
+		add(roundTrip{
+			name:   "Allow/" + name,
+			answer: func(f *fakeCore) { f.decision = d },
+			call: func(ctx context.Context, c *rpc.Client) (any, error) {
+				return c.Allow(ctx, "ip:127.0.0.1", 10, time.Second)
+			},
+			want:   d,
+			method: "Allow",
+			args:   []any{"ip:127.0.0.1", 10, time.Second},
+		})
+	}
+	add(roundTrip{
+		name:   "Ping",
+		answer: func(*fakeCore) {},
+		call: func(ctx context.Context, c *rpc.Client) (any, error) {
+			return nil, c.Ping(ctx)
+		},
+		want:   nil,
+		method: "Ping",
+		args:   nil,
+	})
+	return trips
+}
+
+// TestRoundTrip calls every method over loopback HTTP and checks that the implementation receives
+// exactly what the caller passed and the caller receives exactly what the implementation returned,
+// nil and empty slices and unset times included, minus the hashes that must stay in the core.
+func TestRoundTrip(t *testing.T) {
+	t.Parallel()
+	for _, tc := range roundTrips() {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, nil)
+			tc.answer(b.fake)
+			got, err := tc.call(context.Background(), b.client)
+			if err != nil {
+				t.Fatalf("call: %v", err)
+			}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("result:\n got %#v\nwant %#v", got, tc.want)
+			}
+			calls := b.fake.recorded()
+			if len(calls) != 1 || calls[0].method != tc.method {
+				t.Fatalf("implementation calls = %+v, want one %s", calls, tc.method)
+			}
+			if !reflect.DeepEqual(calls[0].args, tc.args) {
+				t.Errorf("implementation args:\n got %#v\nwant %#v", calls[0].args, tc.args)
+			}
+		})
+	}
+}
+
+// TestErrorOnEveryMethod checks that each method's error path carries the *ports.Error back intact and
+// returns the zero value, so no handler or client method forgets to translate.
+func TestErrorOnEveryMethod(t *testing.T) {
+	t.Parallel()
+	want := &ports.Error{
+		Code: ports.CodeNotFound, Message: "organization not found", Reason: "gone",
+		Details: []ports.FieldViolation{{Path: "id", Message: "unknown"}}, Constraint: "organizations_pkey",
+		RetryAfterSeconds: 3,
+	}
+	for _, tc := range roundTrips() {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, nil)
+			tc.answer(b.fake)
+			b.fake.err = fmt.Errorf("store: %w", want)
+			got, err := tc.call(context.Background(), b.client)
+			perr, ok := ports.AsError(err)
+			if !ok {
+				t.Fatalf("err = %v, want a *ports.Error", err)
+			}
+			if !reflect.DeepEqual(perr, want) {
+				t.Errorf("err:\n got %#v\nwant %#v", perr, want)
+			}
+			if got != nil && !reflect.ValueOf(got).IsZero() {
+				t.Errorf("result with an error = %#v, want the zero value", got)
+			}
+		})
+	}
+}
+
+// fullError sets every field of ports.Error, so a field the wire forgets shows up as a difference.
+func fullError(code ports.Code) *ports.Error {
+	return &ports.Error{
+		Code:              code,
+		Message:           "message for " + string(code) + " — ünïcödé",
+		Reason:            "reason_" + string(code),
+		Details:           []ports.FieldViolation{{Path: "attachments.0.content", Message: "is required"}, {Path: "to", Message: "too many"}},
+		Constraint:        "constraint_" + string(code),
+		RetryAfterSeconds: 42,
+		Fields:            map[string]any{"requiredScopes": []string{"emails:send"}, "limit": int64(1<<60 + 1), "metric": "emails_sent", "nested": map[string]any{"ok": true}},
+	}
+}
+
+func jsonOf(tb testing.TB, v any) string {
+	tb.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return string(b)
+}
+
+// assertSameError compares every field; Fields are compared as the JSON they render to, which is all
+// ports promises of them (their values are only promised to be JSON-encodable).
+func assertSameError(tb testing.TB, got error, want *ports.Error) {
+	tb.Helper()
+	perr, ok := ports.AsError(got)
+	if !ok {
+		tb.Fatalf("err = %v (%T), want a *ports.Error", got, got)
+	}
+	if jsonOf(tb, perr.Fields) != jsonOf(tb, want.Fields) {
+		tb.Errorf("Fields = %s, want %s", jsonOf(tb, perr.Fields), jsonOf(tb, want.Fields))
+	}
+	if (perr.Fields == nil) != (want.Fields == nil) {
+		tb.Errorf("Fields nil = %v, want %v", perr.Fields == nil, want.Fields == nil)
+	}
+	g, w := *perr, *want
+	g.Fields, w.Fields = nil, nil
+	if !reflect.DeepEqual(g, w) {
+		tb.Errorf("error:\n got %#v\nwant %#v", g, w)
+	}
+}
+
+// TestErrorRoundTrip checks that every ports code crosses the wire with the Connect code of the table
+// and comes back with every field intact.
+func TestErrorRoundTrip(t *testing.T) {
+	t.Parallel()
+	wire := map[ports.Code]connect.Code{
+		ports.CodeInvalidArgument:    connect.CodeInvalidArgument,
+		ports.CodeNotFound:           connect.CodeNotFound,
+		ports.CodeAlreadyExists:      connect.CodeAlreadyExists,
+		ports.CodeFailedPrecondition: connect.CodeFailedPrecondition,
+		ports.CodePermissionDenied:   connect.CodePermissionDenied,
+		ports.CodeUnauthenticated:    connect.CodeUnauthenticated,
+		ports.CodeResourceExhausted:  connect.CodeResourceExhausted,
+		ports.CodePaymentRequired:    connect.CodeFailedPrecondition,
+		ports.CodeInternal:           connect.CodeInternal,
+	}
+	for code, wireCodeWant := range wire {
+		t.Run(string(code), func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, nil)
+			want := fullError(code)
+			mustSetEveryField(t, *want)
+			b.fake.err = want
+			assertSameError(t, b.client.Ping(context.Background()), want)
+			if got := wireCode(t, b.server, "Bearer "+testToken); got != wireCodeWant {
+				t.Errorf("wire code = %v, want %v", got, wireCodeWant)
+			}
+		})
+	}
+}
+
+// TestErrorShapes covers the ways an error can be partly empty, each of which the edge renders
+// differently (an empty details array is not an absent one), and the errors that must not leak.
+func TestErrorShapes(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name string
+		err  error
+		want *ports.Error
+	}{
+		{"bare", &ports.Error{Code: ports.CodeNotFound}, &ports.Error{Code: ports.CodeNotFound}},
+		{"validation without details", ports.ValidationError(), ports.ValidationError()},
+		{"empty details", ports.ValidationError([]ports.FieldViolation{}...), ports.ValidationError([]ports.FieldViolation{}...)},
+		{"empty fields", &ports.Error{Code: ports.CodePermissionDenied, Fields: map[string]any{}}, &ports.Error{Code: ports.CodePermissionDenied, Fields: map[string]any{}}},
+		{"insufficient scope", ports.InsufficientScope([]string{"emails:send", "*"}), ports.InsufficientScope([]string{"emails:send", "*"})},
+		{"already exists", ports.AlreadyExists("users_email_key"), ports.AlreadyExists("users_email_key")},
+		{"rate limited", ports.RateLimited(17), ports.RateLimited(17)},
+		{"wrapped", fmt.Errorf("store: %w", ports.NotFound("no org %s", "x")), ports.NotFound("no org %s", "x")},
+		{"plain error", errors.New("pq: password authentication failed for user \"secret\""), &ports.Error{Code: ports.CodeInternal, Message: "internal error"}},
+		{"unknown code", &ports.Error{Code: "teapot", Message: "secret teapot", Reason: "secret"}, &ports.Error{Code: ports.CodeInternal, Message: "internal error"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, nil)
+			b.fake.err = tc.err
+			err := b.client.Ping(context.Background())
+			assertSameError(t, err, tc.want)
+			if strings.Contains(err.Error(), "secret") {
+				t.Errorf("err = %q leaks the implementation's words", err)
+			}
+		})
+	}
+}
+
+// TestAuthRefused checks that a call without the inter-tier token, or with a wrong one, is refused as
+// unauthenticated before it reaches the implementation.
+func TestAuthRefused(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name        string
+		serverToken string
+		header      string
+	}{
+		{"no header", testToken, ""},
+		{"wrong token", testToken, "Bearer wrong"},
+		{"token prefix", testToken, "Bearer " + testToken[:5]},
+		{"token with suffix", testToken, "Bearer " + testToken + "x"},
+		{"no scheme", testToken, testToken},
+		{"other scheme", testToken, "Basic " + testToken},
+		{"scheme only", testToken, "Bearer"},
+		{"two spaces", testToken, "Bearer  " + testToken},
+		{"empty server token, empty bearer", "", "Bearer "},
+		{"empty server token, some bearer", "", "Bearer anything"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			fake := &fakeCore{}
+			srv := mustServe(t, fake.core(), tc.serverToken)
+			if got := wireCode(t, srv, tc.header); got != connect.CodeUnauthenticated {
+				t.Errorf("wire code = %v, want unauthenticated", got)
+			}
+			if calls := fake.recorded(); len(calls) != 0 {
+				t.Errorf("implementation reached: %+v", calls)
+			}
+		})
+	}
+
+	t.Run("message and HTTP status", func(t *testing.T) {
+		t.Parallel()
+		fake := &fakeCore{}
+		srv := mustServe(t, fake.core(), testToken)
+		res, err := srv.Client().Post(srv.URL+healthv1connect.HealthServiceCheckProcedure, "application/json", strings.NewReader("{}"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		body, _ := io.ReadAll(res.Body)
+		if res.StatusCode != http.StatusUnauthorized || !strings.Contains(string(body), "rpc: invalid credentials") {
+			t.Errorf("status %d body %s, want 401 with rpc: invalid credentials", res.StatusCode, body)
+		}
+		if calls := fake.recorded(); len(calls) != 0 {
+			t.Errorf("implementation reached: %+v", calls)
+		}
+	})
+
+	t.Run("unconfigured server and client", func(t *testing.T) {
+		t.Parallel()
+		fake := &fakeCore{}
+		srv := mustServe(t, fake.core(), "")
+		c := rpc.NewClient(srv.URL, "", nil)
+		if err := c.Ping(context.Background()); connect.CodeOf(err) != connect.CodeUnauthenticated {
+			t.Errorf("err = %v, want refused as unauthenticated", err)
+		}
+		if calls := fake.recorded(); len(calls) != 0 {
+			t.Errorf("implementation reached: %+v", calls)
+		}
+	})
+
+	t.Run("client with wrong token", func(t *testing.T) {
+		t.Parallel()
+		fake := &fakeCore{}
+		srv := mustServe(t, fake.core(), testToken)
+		c := rpc.NewClient(srv.URL, "wrong", nil)
+		_, err := c.GetOrganization(context.Background(), "org1")
+		// The tier's caller did nothing wrong: a refused hop is this deployment's fault, so it is internal
+		// (a 500), never the unauthenticated (401) of the end user's own credentials.
+		if ports.ErrorCode(err) != ports.CodeInternal || ports.ErrorMessage(err) != "internal error" {
+			t.Errorf("err = %v (code %s), want internal", err, ports.ErrorCode(err))
+		}
+		if connect.CodeOf(err) != connect.CodeUnauthenticated {
+			t.Errorf("cause code = %v, want unauthenticated", connect.CodeOf(err))
+		}
+		if calls := fake.recorded(); len(calls) != 0 {
+			t.Errorf("implementation reached: %+v", calls)
+		}
+	})
+}
+
+// TestAuthAccepted checks the token is accepted with the scheme in any case (RFC 7235 §2.1).
+func TestAuthAccepted(t *testing.T) {
+	t.Parallel()
+	for _, header := range []string{"Bearer " + testToken, "bearer " + testToken, "BEARER " + testToken} {
+		t.Run(header, func(t *testing.T) {
+			t.Parallel()
+			fake := &fakeCore{}
+			srv := mustServe(t, fake.core(), testToken)
+			if got := wireCode(t, srv, header); got != 0 {
+				t.Errorf("wire code = %v, want success", got)
+			}
+			if calls := fake.recorded(); len(calls) != 1 {
+				t.Errorf("implementation calls = %+v, want one", calls)
+			}
+		})
+	}
+}
+
+// TestPanicBecomesInternal checks that a panicking implementation answers Internal without detail and
+// that the server keeps serving.
+func TestPanicBecomesInternal(t *testing.T) {
+	t.Parallel()
+	b := setup(t, &fakeCore{panicWith: "secret boom"})
+	_, err := b.client.GetOrganization(context.Background(), "org1")
+	if ports.ErrorCode(err) != ports.CodeInternal || ports.ErrorMessage(err) != "internal error" {
+		t.Errorf("err = %v (code %s), want internal error", err, ports.ErrorCode(err))
+	}
+	if connect.CodeOf(err) != connect.CodeInternal {
+		t.Errorf("wire code = %v, want internal (a dropped connection would be unavailable)", connect.CodeOf(err))
+	}
+	if strings.Contains(err.Error(), "boom") {
+		t.Errorf("err = %q leaks the panic value", err)
+	}
+	b.fake.mu.Lock()
+	b.fake.panicWith = nil
+	b.fake.mu.Unlock()
+	if err := b.client.Ping(context.Background()); err != nil {
+		t.Errorf("after a panic: %v", err)
+	}
+}
+
+// TestTransportFailure checks that a core that cannot be reached is an internal error that keeps its
+// cause.
+func TestTransportFailure(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	b.server.Close()
+	err := b.client.Ping(context.Background())
+	if ports.ErrorCode(err) != ports.CodeInternal || ports.ErrorMessage(err) != "internal error" {
+		t.Errorf("err = %v (code %s), want internal error", err, ports.ErrorCode(err))
+	}
+	var cerr *connect.Error
+	if !errors.As(err, &cerr) || cerr.Code() != connect.CodeUnavailable {
+		t.Errorf("cause = %v, want a Connect unavailable error", err)
+	}
+	if !strings.Contains(err.Error(), healthv1connect.HealthServiceCheckProcedure) {
+		t.Errorf("err = %q, want the procedure named for the logs", err)
+	}
+}
+
+// TestDeadline checks that the caller's deadline reaches the implementation, and that a call whose
+// deadline passed reports it through errors.Is as it would in process.
+func TestDeadline(t *testing.T) {
+	t.Parallel()
+	var hadDeadline bool
+	b := setup(t, &fakeCore{seen: func(ctx context.Context) { _, hadDeadline = ctx.Deadline() }})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := b.client.Ping(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !hadDeadline {
+		t.Error("implementation's context has no deadline")
+	}
+
+	expired, cancel2 := context.WithTimeout(context.Background(), -time.Second)
+	defer cancel2()
+	err := b.client.Ping(expired)
+	if ports.ErrorCode(err) != ports.CodeInternal || !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("err = %v, want internal wrapping context.DeadlineExceeded", err)
+	}
+}
+
+// TestTraceCrossesHop checks that the caller's trace context is the parent of the implementation's, so
+// a request shows as one trace across tiers.
+func TestTraceCrossesHop(t *testing.T) {
+	t.Parallel()
+	parent := trace.NewSpanContext(trace.SpanContextConfig{
+		TraceID:    trace.TraceID{0x4b, 0xf9, 0x2f, 0x35, 0x77, 0xb3, 0x4d, 0xa6, 0xa3, 0xce, 0x92, 0x9d, 0x0e, 0x0e, 0x47, 0x36},
+		SpanID:     trace.SpanID{0x00, 0xf0, 0x67, 0xaa, 0x0b, 0xa9, 0x02, 0xb7},
+		TraceFlags: trace.FlagsSampled,
+	})
+	var got trace.SpanContext
+	b := setup(t, &fakeCore{seen: func(ctx context.Context) { got = trace.SpanContextFromContext(ctx) }})
+	if err := b.client.Ping(trace.ContextWithSpanContext(context.Background(), parent)); err != nil {
+		t.Fatal(err)
+	}
+	if got.TraceID() != parent.TraceID() {
+		t.Errorf("implementation trace id = %v, want %v", got.TraceID(), parent.TraceID())
+	}
+}
+
+// TestUnmountedService checks that a nil field of ports.Core leaves its service out: calls to it fail as
+// internal errors while the others serve.
+func TestUnmountedService(t *testing.T) {
+	t.Parallel()
+	fake := &fakeCore{}
+	srv := mustServe(t, ports.Core{Health: fake}, testToken)
+	c := rpc.NewClient(srv.URL, testToken, nil)
+	_, err := c.GetOrganization(context.Background(), "org1")
+	if ports.ErrorCode(err) != ports.CodeInternal || connect.CodeOf(err) != connect.CodeUnimplemented {
+		t.Errorf("err = %v, want internal caused by unimplemented", err)
+	}
+	if err := c.Ping(context.Background()); err != nil {
+		t.Errorf("Ping: %v", err)
+	}
+}
+
+// TestConcurrentCalls checks that one client serves many goroutines at once.
+func TestConcurrentCalls(t *testing.T) {
+	t.Parallel()
+	b := setup(t, &fakeCore{decision: ports.RateDecision{Allowed: true, Count: 1, Limit: 100}})
+	const n = 64
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for i := range n {
+		wg.Go(func() {
+			d, err := b.client.Allow(context.Background(), fmt.Sprintf("key%d", i), 100, time.Minute)
+			if err == nil && !d.Allowed {
+				err = fmt.Errorf("decision %+v", d)
+			}
+			errs <- err
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Error(err)
+		}
+	}
+	if got := len(b.fake.recorded()); got != n {
+		t.Errorf("implementation calls = %d, want %d", got, n)
+	}
+}
+
+// TestTimesKeepTheirInstant checks that a time in another zone arrives as the same instant (in UTC:
+// Timestamp carries no zone).
+func TestTimesKeepTheirInstant(t *testing.T) {
+	t.Parallel()
+	at := time.Date(2026, 11, 21, 10, 36, 12, 5, time.FixedZone("CET", 3600))
+	b := setup(t, &fakeCore{org: ports.Organization{ID: "org1", CreatedAt: at}})
+	got, err := b.client.GetOrganization(context.Background(), "org1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !got.CreatedAt.Equal(at) {
+		t.Errorf("CreatedAt = %v, want %v", got.CreatedAt, at)
+	}
+}
+
+// TestCore checks that the bundle routes every interface to the client.
+func TestCore(t *testing.T) {
+	t.Parallel()
+	c := rpc.NewClient("http://127.0.0.1:1", testToken, nil)
+	core := c.Core()
+	for name, v := range map[string]any{
+		"Accounts": core.Accounts, "Auth": core.Auth, "APIKeys": core.APIKeys,
+		"SMTPCredentials": core.SMTPCredentials, "Organizations": core.Organizations,
+		"RateLimiter": core.RateLimiter, "Health": core.Health,
+	} {
+		if v != any(c) {
+			t.Errorf("Core().%s = %v, want the client", name, v)
+		}
+	}
+}
+
+// TestNoHashOnTheWire checks the schema itself: no message may grow a field for a token or password
+// hash, which must stay inside the core.
+func TestNoHashOnTheWire(t *testing.T) {
+	t.Parallel()
+	var messages int
+	var walk func(protoreflect.MessageDescriptors)
+	walk = func(ms protoreflect.MessageDescriptors) {
+		for i := range ms.Len() {
+			m := ms.Get(i)
+			messages++
+			for j := range m.Fields().Len() {
+				if f := m.Fields().Get(j); strings.Contains(string(f.Name()), "hash") {
+					t.Errorf("%s has field %s", m.FullName(), f.Name())
+				}
+			}
+			walk(m.Messages())
+		}
+	}
+	protoregistry.GlobalFiles.RangeFiles(func(fd protoreflect.FileDescriptor) bool {
+		if strings.HasPrefix(fd.Path(), "postmill/") {
+			walk(fd.Messages())
+		}
+		return true
+	})
+	if messages < 10 {
+		t.Fatalf("walked %d messages; the generated packages are not registered", messages)
+	}
+}
+
+// TestServerConfigValidate checks that an empty token is reported before the server starts.
+func TestServerConfigValidate(t *testing.T) {
+	t.Parallel()
+	if err := (rpc.ServerConfig{}).Validate(); err == nil {
+		t.Error("empty token: want an error")
+	}
+	if err := (rpc.ServerConfig{Token: testToken}).Validate(); err != nil {
+		t.Errorf("token set: %v", err)
+	}
+}
+
+// mustSetEveryField fails when a field of v (a struct, walked into embedded and nested structs) holds its
+// zero value, so that a field added to a ports type fails here until the wire carries it too.
+func mustSetEveryField(tb testing.TB, v any) {
+	tb.Helper()
+	var walk func(rv reflect.Value, path string)
+	walk = func(rv reflect.Value, path string) {
+		if rv.Kind() == reflect.Struct && rv.Type() != reflect.TypeOf(time.Time{}) {
+			for i := range rv.NumField() {
+				walk(rv.Field(i), path+"."+rv.Type().Field(i).Name)
+			}
+			return
+		}
+		if rv.IsZero() {
+			tb.Errorf("fixture field %s is zero: set it so the test covers it", path)
+		}
+	}
+	walk(reflect.ValueOf(v), reflect.TypeOf(v).Name())
+}
+
+// TestEveryFieldCrosses sends values with every field set through the methods that carry them.
+func TestEveryFieldCrosses(t *testing.T) {
+	t.Parallel()
+	principal := ports.Principal{
+		Kind: ports.PrincipalAPIKey, OrganizationID: "org1", UserID: "u1", IsAdmin: true,
+		APIKeyID: "k1", Scopes: []string{"*"}, ScopesEnforced: true,
+	}
+	key := ports.CreatedAPIKey{Token: "svc_live_x", APIKey: ports.APIKey{
+		ID: "k1", OrganizationID: "org1", Name: "n", Prefix: "p", TokenHash: []byte{1}, Scopes: []string{"a"},
+		ScopesEnforced: true, LastUsedAt: ptr(t1), RevokedAt: ptr(t2), CreatedAt: t0,
+	}}
+	cred := ports.CreatedSMTPCredential{Password: "pw", SMTPCredential: ports.SMTPCredential{
+		ID: "c1", OrganizationID: "org1", Username: "u", PasswordHash: "h", Host: "h", Port: 587, CreatedAt: t0,
+	}}
+	org := ports.Organization{ID: "o", Name: "n", Slug: "s", CreatedAt: t0, Paused: true, Plan: ports.Plan{MonthlyLimit: 1, WarmupCap: 2}}
+	sub := ports.Subscription{OrganizationID: "o", Plan: ports.Plan{MonthlyLimit: 1, WarmupCap: 2}, PeriodStart: t0, PeriodEnd: t2, EmailsSent: 3}
+	decision := ports.RateDecision{Allowed: true, Count: 1, Limit: 2, RetryAfter: time.Second}
+	signupIn := ports.SignupInput{Email: "e", Password: "p", OrganizationName: "o"}
+	signup := ports.SignupResult{UserID: "u", OrganizationID: "o", Tokens: ports.TokenPair{AccessToken: "a", RefreshToken: "r"}}
+	loginIn := ports.LoginInput{Email: "e", Password: "p", TOTP: "t", OrgID: "o"}
+	enrollment := ports.TOTPEnrollment{Secret: "s", OTPAuthURL: "u"}
+	for _, v := range []any{principal, key, cred, org, sub, decision, signupIn, signup, loginIn, enrollment} {
+		mustSetEveryField(t, v)
+	}
+
+	b := setup(t, &fakeCore{
+		principal: principal, createdKey: key, createdCred: cred, org: org, sub: sub,
+		decision: decision, signup: signup, tokens: signup.Tokens, enrollment: enrollment,
+	})
+	ctx := context.Background()
+	check := func(name string, got, want any, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s:\n got %#v\nwant %#v", name, got, want)
+		}
+	}
+	gotPrincipal, err := b.client.AuthenticateAPIKey(ctx, "t")
+	check("principal", gotPrincipal, principal, err)
+	gotKey, err := b.client.CreateAPIKey(ctx, "org1", "n", nil)
+	wantKey := key
+	wantKey.TokenHash = nil
+	check("api key", gotKey, wantKey, err)
+	gotCred, err := b.client.CreateSMTPCredential(ctx, "org1")
+	wantCred := cred
+	wantCred.PasswordHash = ""
+	check("smtp credential", gotCred, wantCred, err)
+	gotOrg, err := b.client.GetOrganization(ctx, "o")
+	check("organization", gotOrg, org, err)
+	gotSub, err := b.client.Subscription(ctx, "o")
+	check("subscription", gotSub, sub, err)
+	gotDecision, err := b.client.Allow(ctx, "k", 2, time.Minute)
+	check("decision", gotDecision, decision, err)
+	gotSignup, err := b.client.Signup(ctx, signupIn)
+	check("signup", gotSignup, signup, err)
+	gotTokens, err := b.client.Login(ctx, loginIn)
+	check("login", gotTokens, signup.Tokens, err)
+	gotEnrollment, err := b.client.EnrollTOTP(ctx, principal)
+	check("enrollment", gotEnrollment, enrollment, err)
+
+	calls := b.fake.recorded()
+	wantArgs := map[string][]any{
+		"Signup":     {signupIn},
+		"Login":      {loginIn},
+		"EnrollTOTP": {principal},
+	}
+	for _, c := range calls {
+		if want, ok := wantArgs[c.method]; ok && !reflect.DeepEqual(c.args, want) {
+			t.Errorf("%s args:\n got %#v\nwant %#v", c.method, c.args, want)
+		}
+	}
+}

@@ -1,0 +1,279 @@
+package rpc
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+
+	"connectrpc.com/connect"
+
+	"github.com/postmill/postmill/ports"
+
+	accountv1 "github.com/postmill/postmill/adapters/rpc/gen/postmill/account/v1"
+	"github.com/postmill/postmill/adapters/rpc/gen/postmill/account/v1/accountv1connect"
+	credentialv1 "github.com/postmill/postmill/adapters/rpc/gen/postmill/credential/v1"
+	"github.com/postmill/postmill/adapters/rpc/gen/postmill/credential/v1/credentialv1connect"
+	healthv1 "github.com/postmill/postmill/adapters/rpc/gen/postmill/health/v1"
+	"github.com/postmill/postmill/adapters/rpc/gen/postmill/health/v1/healthv1connect"
+	organizationv1 "github.com/postmill/postmill/adapters/rpc/gen/postmill/organization/v1"
+	"github.com/postmill/postmill/adapters/rpc/gen/postmill/organization/v1/organizationv1connect"
+	ratelimitv1 "github.com/postmill/postmill/adapters/rpc/gen/postmill/ratelimit/v1"
+	"github.com/postmill/postmill/adapters/rpc/gen/postmill/ratelimit/v1/ratelimitv1connect"
+)
+
+// ServerConfig configures the core's side of the hop.
+type ServerConfig struct {
+	// Token is the shared secret every caller must present as `Authorization: Bearer <Token>`. The
+	// handler refuses every call while it is empty, so a forgotten setting fails closed.
+	Token string
+	// Logger receives panics and errors that are not *ports.Error, which callers only see as
+	// "internal error". Nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// Validate reports a configuration that would refuse every call, so that a deployment fails at start
+// rather than on its first request.
+func (c ServerConfig) Validate() error {
+	if c.Token == "" {
+		return errors.New("rpc: server token is required")
+	}
+	return nil
+}
+
+// NewHandler serves core's services on one mux, behind the interceptors of serverInterceptors. A nil
+// field of core leaves its service unmounted, so a process serves only what it has; calls to it fail as
+// Unimplemented, which clients report as internal errors.
+func NewHandler(core ports.Core, cfg ServerConfig) http.Handler {
+	log := cfg.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	s := &server{core: core, log: log}
+	opts := []connect.HandlerOption{connect.WithInterceptors(serverInterceptors(cfg, log)...)}
+	mux := http.NewServeMux()
+	mount := func(path string, h http.Handler) { mux.Handle(path, h) }
+	if core.Accounts != nil {
+		mount(accountv1connect.NewAccountServiceHandler(s, opts...))
+	}
+	if core.Auth != nil {
+		mount(accountv1connect.NewAuthServiceHandler(s, opts...))
+	}
+	if core.APIKeys != nil {
+		mount(credentialv1connect.NewAPIKeyServiceHandler(s, opts...))
+	}
+	if core.SMTPCredentials != nil {
+		mount(credentialv1connect.NewSMTPCredentialServiceHandler(s, opts...))
+	}
+	if core.Organizations != nil {
+		mount(organizationv1connect.NewOrganizationServiceHandler(s, opts...))
+	}
+	if core.RateLimiter != nil {
+		mount(ratelimitv1connect.NewRateLimitServiceHandler(s, opts...))
+	}
+	if core.Health != nil {
+		mount(healthv1connect.NewHealthServiceHandler(s, opts...))
+	}
+	return mux
+}
+
+// server implements every generated handler interface by converting the request, calling core and
+// converting the answer; method names do not collide across the services.
+type server struct {
+	core ports.Core
+	log  *slog.Logger
+}
+
+var (
+	_ accountv1connect.AccountServiceHandler           = (*server)(nil)
+	_ accountv1connect.AuthServiceHandler              = (*server)(nil)
+	_ credentialv1connect.APIKeyServiceHandler         = (*server)(nil)
+	_ credentialv1connect.SMTPCredentialServiceHandler = (*server)(nil)
+	_ organizationv1connect.OrganizationServiceHandler = (*server)(nil)
+	_ ratelimitv1connect.RateLimitServiceHandler       = (*server)(nil)
+	_ healthv1connect.HealthServiceHandler             = (*server)(nil)
+)
+
+// fail turns an implementation's error into its wire form, logging what the caller will not see.
+func (s *server) fail(ctx context.Context, spec connect.Spec, err error) error {
+	if ports.ErrorCode(err) == ports.CodeInternal {
+		s.log.ErrorContext(ctx, "rpc: internal error", "procedure", spec.Procedure, "err", err)
+	}
+	return toConnectError(err)
+}
+
+func (s *server) Signup(ctx context.Context, req *connect.Request[accountv1.SignupRequest]) (*connect.Response[accountv1.SignupResponse], error) {
+	m := req.Msg
+	res, err := s.core.Accounts.Signup(ctx, ports.SignupInput{
+		Email:            m.GetEmail(),
+		Password:         m.GetPassword(),
+		OrganizationName: m.GetOrganizationName(),
+	})
+	if err != nil {
+		return nil, s.fail(ctx, req.Spec(), err)
+	}
+	return connect.NewResponse(&accountv1.SignupResponse{
+		UserId:         res.UserID,
+		OrganizationId: res.OrganizationID,
+		Tokens:         tokenPairToProto(res.Tokens),
+	}), nil
+}
+
+func (s *server) Login(ctx context.Context, req *connect.Request[accountv1.LoginRequest]) (*connect.Response[accountv1.LoginResponse], error) {
+	m := req.Msg
+	tokens, err := s.core.Accounts.Login(ctx, ports.LoginInput{
+		Email:    m.GetEmail(),
+		Password: m.GetPassword(),
+		TOTP:     m.GetTotp(),
+		OrgID:    m.GetOrgId(),
+	})
+	if err != nil {
+		return nil, s.fail(ctx, req.Spec(), err)
+	}
+	return connect.NewResponse(&accountv1.LoginResponse{Tokens: tokenPairToProto(tokens)}), nil
+}
+
+func (s *server) Refresh(ctx context.Context, req *connect.Request[accountv1.RefreshRequest]) (*connect.Response[accountv1.RefreshResponse], error) {
+	tokens, err := s.core.Accounts.Refresh(ctx, req.Msg.GetRefreshToken())
+	if err != nil {
+		return nil, s.fail(ctx, req.Spec(), err)
+	}
+	return connect.NewResponse(&accountv1.RefreshResponse{Tokens: tokenPairToProto(tokens)}), nil
+}
+
+func (s *server) EnrollTOTP(ctx context.Context, req *connect.Request[accountv1.EnrollTOTPRequest]) (*connect.Response[accountv1.EnrollTOTPResponse], error) {
+	e, err := s.core.Accounts.EnrollTOTP(ctx, principalFromProto(req.Msg.GetPrincipal()))
+	if err != nil {
+		return nil, s.fail(ctx, req.Spec(), err)
+	}
+	return connect.NewResponse(&accountv1.EnrollTOTPResponse{Secret: e.Secret, OtpAuthUrl: e.OTPAuthURL}), nil
+}
+
+func (s *server) VerifyTOTP(ctx context.Context, req *connect.Request[accountv1.VerifyTOTPRequest]) (*connect.Response[accountv1.VerifyTOTPResponse], error) {
+	if err := s.core.Accounts.VerifyTOTP(ctx, principalFromProto(req.Msg.GetPrincipal()), req.Msg.GetCode()); err != nil {
+		return nil, s.fail(ctx, req.Spec(), err)
+	}
+	return connect.NewResponse(&accountv1.VerifyTOTPResponse{}), nil
+}
+
+func (s *server) AuthenticateAPIKey(ctx context.Context, req *connect.Request[accountv1.AuthenticateAPIKeyRequest]) (*connect.Response[accountv1.AuthenticateAPIKeyResponse], error) {
+	p, err := s.core.Auth.AuthenticateAPIKey(ctx, req.Msg.GetToken())
+	if err != nil {
+		return nil, s.fail(ctx, req.Spec(), err)
+	}
+	return connect.NewResponse(&accountv1.AuthenticateAPIKeyResponse{Principal: principalToProto(p)}), nil
+}
+
+func (s *server) AuthenticateSession(ctx context.Context, req *connect.Request[accountv1.AuthenticateSessionRequest]) (*connect.Response[accountv1.AuthenticateSessionResponse], error) {
+	p, err := s.core.Auth.AuthenticateSession(ctx, req.Msg.GetToken())
+	if err != nil {
+		return nil, s.fail(ctx, req.Spec(), err)
+	}
+	return connect.NewResponse(&accountv1.AuthenticateSessionResponse{Principal: principalToProto(p)}), nil
+}
+
+func (s *server) ListAPIKeys(ctx context.Context, req *connect.Request[credentialv1.ListAPIKeysRequest]) (*connect.Response[credentialv1.ListAPIKeysResponse], error) {
+	keys, err := s.core.APIKeys.ListAPIKeys(ctx, req.Msg.GetOrganizationId())
+	if err != nil {
+		return nil, s.fail(ctx, req.Spec(), err)
+	}
+	return connect.NewResponse(&credentialv1.ListAPIKeysResponse{ApiKeys: apiKeysToProto(keys)}), nil
+}
+
+func (s *server) CreateAPIKey(ctx context.Context, req *connect.Request[credentialv1.CreateAPIKeyRequest]) (*connect.Response[credentialv1.CreateAPIKeyResponse], error) {
+	m := req.Msg
+	k, err := s.core.APIKeys.CreateAPIKey(ctx, m.GetOrganizationId(), m.GetName(), credentialScopesFromProto(m.GetScopes()))
+	if err != nil {
+		return nil, s.fail(ctx, req.Spec(), err)
+	}
+	return connect.NewResponse(&credentialv1.CreateAPIKeyResponse{ApiKey: apiKeyToProto(k.APIKey), Token: k.Token}), nil
+}
+
+func (s *server) RevokeAPIKey(ctx context.Context, req *connect.Request[credentialv1.RevokeAPIKeyRequest]) (*connect.Response[credentialv1.RevokeAPIKeyResponse], error) {
+	if err := s.core.APIKeys.RevokeAPIKey(ctx, req.Msg.GetOrganizationId(), req.Msg.GetId()); err != nil {
+		return nil, s.fail(ctx, req.Spec(), err)
+	}
+	return connect.NewResponse(&credentialv1.RevokeAPIKeyResponse{}), nil
+}
+
+func (s *server) CreateSMTPCredential(ctx context.Context, req *connect.Request[credentialv1.CreateSMTPCredentialRequest]) (*connect.Response[credentialv1.CreateSMTPCredentialResponse], error) {
+	c, err := s.core.SMTPCredentials.CreateSMTPCredential(ctx, req.Msg.GetOrganizationId())
+	if err != nil {
+		return nil, s.fail(ctx, req.Spec(), err)
+	}
+	return connect.NewResponse(&credentialv1.CreateSMTPCredentialResponse{
+		SmtpCredential: smtpCredentialToProto(c.SMTPCredential),
+		Password:       c.Password,
+	}), nil
+}
+
+func (s *server) ListSMTPCredentials(ctx context.Context, req *connect.Request[credentialv1.ListSMTPCredentialsRequest]) (*connect.Response[credentialv1.ListSMTPCredentialsResponse], error) {
+	creds, err := s.core.SMTPCredentials.ListSMTPCredentials(ctx, req.Msg.GetOrganizationId())
+	if err != nil {
+		return nil, s.fail(ctx, req.Spec(), err)
+	}
+	return connect.NewResponse(&credentialv1.ListSMTPCredentialsResponse{SmtpCredentials: smtpCredentialsToProto(creds)}), nil
+}
+
+func (s *server) DeleteSMTPCredential(ctx context.Context, req *connect.Request[credentialv1.DeleteSMTPCredentialRequest]) (*connect.Response[credentialv1.DeleteSMTPCredentialResponse], error) {
+	if err := s.core.SMTPCredentials.DeleteSMTPCredential(ctx, req.Msg.GetOrganizationId(), req.Msg.GetId()); err != nil {
+		return nil, s.fail(ctx, req.Spec(), err)
+	}
+	return connect.NewResponse(&credentialv1.DeleteSMTPCredentialResponse{}), nil
+}
+
+func (s *server) GetOrganization(ctx context.Context, req *connect.Request[organizationv1.GetOrganizationRequest]) (*connect.Response[organizationv1.GetOrganizationResponse], error) {
+	o, err := s.core.Organizations.GetOrganization(ctx, req.Msg.GetOrganizationId())
+	if err != nil {
+		return nil, s.fail(ctx, req.Spec(), err)
+	}
+	return connect.NewResponse(&organizationv1.GetOrganizationResponse{Organization: organizationToProto(o)}), nil
+}
+
+func (s *server) ListOrganizations(ctx context.Context, req *connect.Request[organizationv1.ListOrganizationsRequest]) (*connect.Response[organizationv1.ListOrganizationsResponse], error) {
+	orgs, err := s.core.Organizations.ListOrganizations(ctx)
+	if err != nil {
+		return nil, s.fail(ctx, req.Spec(), err)
+	}
+	return connect.NewResponse(&organizationv1.ListOrganizationsResponse{Organizations: organizationsToProto(orgs)}), nil
+}
+
+func (s *server) SetPaused(ctx context.Context, req *connect.Request[organizationv1.SetPausedRequest]) (*connect.Response[organizationv1.SetPausedResponse], error) {
+	o, err := s.core.Organizations.SetPaused(ctx, req.Msg.GetOrganizationId(), req.Msg.GetPaused())
+	if err != nil {
+		return nil, s.fail(ctx, req.Spec(), err)
+	}
+	return connect.NewResponse(&organizationv1.SetPausedResponse{Organization: organizationToProto(o)}), nil
+}
+
+func (s *server) SetPlan(ctx context.Context, req *connect.Request[organizationv1.SetPlanRequest]) (*connect.Response[organizationv1.SetPlanResponse], error) {
+	o, err := s.core.Organizations.SetPlan(ctx, req.Msg.GetOrganizationId(), planFromProto(req.Msg.GetPlan()))
+	if err != nil {
+		return nil, s.fail(ctx, req.Spec(), err)
+	}
+	return connect.NewResponse(&organizationv1.SetPlanResponse{Organization: organizationToProto(o)}), nil
+}
+
+func (s *server) Subscription(ctx context.Context, req *connect.Request[organizationv1.SubscriptionRequest]) (*connect.Response[organizationv1.SubscriptionResponse], error) {
+	sub, err := s.core.Organizations.Subscription(ctx, req.Msg.GetOrganizationId())
+	if err != nil {
+		return nil, s.fail(ctx, req.Spec(), err)
+	}
+	return connect.NewResponse(&organizationv1.SubscriptionResponse{Subscription: subscriptionToProto(sub)}), nil
+}
+
+func (s *server) Allow(ctx context.Context, req *connect.Request[ratelimitv1.AllowRequest]) (*connect.Response[ratelimitv1.AllowResponse], error) {
+	m := req.Msg
+	d, err := s.core.RateLimiter.Allow(ctx, m.GetKey(), int(m.GetLimit()), durationFromProto(m.GetWindow()))
+	if err != nil {
+		return nil, s.fail(ctx, req.Spec(), err)
+	}
+	return connect.NewResponse(&ratelimitv1.AllowResponse{Decision: rateDecisionToProto(d)}), nil
+}
+
+func (s *server) Check(ctx context.Context, req *connect.Request[healthv1.CheckRequest]) (*connect.Response[healthv1.CheckResponse], error) {
+	if err := s.core.Health.Ping(ctx); err != nil {
+		return nil, s.fail(ctx, req.Spec(), err)
+	}
+	return connect.NewResponse(&healthv1.CheckResponse{}), nil
+}

@@ -1,0 +1,377 @@
+// Package app is Postmill's composition root: the only place that knows every tier and adapter. It turns a
+// Config and a list of targets into dskit modules (one per tier plus the store they share), starts them
+// under one services manager, and stops them in reverse dependency order so that SIGTERM drains.
+package app
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/go-kit/log"
+	"github.com/grafana/dskit/modules"
+	"github.com/grafana/dskit/services"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/postmill/postmill/adapters/postgres"
+	"github.com/postmill/postmill/adapters/rpc"
+	"github.com/postmill/postmill/core/account"
+	"github.com/postmill/postmill/core/ratelimit"
+	"github.com/postmill/postmill/core/secret"
+	"github.com/postmill/postmill/edge"
+	"github.com/postmill/postmill/ports"
+)
+
+// Module names in the dskit graph. moduleStore is internal: every target that needs the database
+// depends on it.
+const (
+	moduleStore = "store"
+	moduleAll   = "all"
+)
+
+// App is one running Postmill process.
+type App struct {
+	cfg     Config
+	targets Targets
+	logger  *slog.Logger
+	reg     *prometheus.Registry
+	keyring *secret.Keyring
+
+	manager *services.Manager
+
+	mu       sync.Mutex
+	store    *postgres.Store
+	core     ports.Core
+	remote   *rpc.Client // edge-only processes reach the core through it
+	httpAddr net.Addr
+	rpcAddr  net.Addr
+}
+
+// New validates the configuration and builds the module graph for targets; nothing starts until Start.
+func New(cfg Config, targets Targets, logger *slog.Logger) (*App, error) {
+	if err := cfg.Validate(targets); err != nil {
+		return nil, err
+	}
+	if logger == nil {
+		logger = slog.Default()
+	}
+	keyring, err := secret.NewKeyring(cfg.SecretKeys...)
+	if err != nil {
+		return nil, fmt.Errorf("secret key: %w", err)
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	a := &App{cfg: cfg, targets: targets, logger: logger, reg: reg, keyring: keyring}
+
+	mm := modules.NewManager(log.NewNopLogger())
+	mm.RegisterModule(moduleStore, a.initStore, modules.UserInvisibleModule)
+	mm.RegisterModule(TargetCore, a.initCore)
+	mm.RegisterModule(TargetEdge, a.initEdge)
+	mm.RegisterModule(TargetMTA, a.idleTier(TargetMTA))
+	mm.RegisterModule(TargetInbound, a.idleTier(TargetInbound))
+	mm.RegisterModule(TargetAnalytics, a.idleTier(TargetAnalytics))
+	mm.RegisterModule(moduleAll, nil)
+	deps := map[string][]string{
+		TargetCore: {moduleStore},
+		moduleAll:  tiers,
+	}
+	if targets.Has(TargetCore) {
+		// In one process the edge calls the core in-process, so the core must be up first and down last.
+		deps[TargetEdge] = []string{TargetCore}
+	}
+	for name, d := range deps {
+		if err := mm.AddDependency(name, d...); err != nil {
+			return nil, err
+		}
+	}
+	svcs, err := mm.InitModuleServices(targets...)
+	if err != nil {
+		return nil, err
+	}
+	list := make([]services.Service, 0, len(svcs))
+	for _, s := range svcs {
+		list = append(list, s)
+	}
+	a.manager, err = services.NewManager(list...)
+	if err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// Start starts every service and waits until all run (or one fails).
+func (a *App) Start(ctx context.Context) error {
+	if err := a.manager.StartAsync(context.Background()); err != nil {
+		return err
+	}
+	if err := a.manager.AwaitHealthy(ctx); err != nil {
+		for _, s := range a.manager.ServicesByState()[services.Failed] {
+			if f := s.FailureCase(); f != nil {
+				err = f
+			}
+		}
+		stopCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = a.Stop(stopCtx)
+		return err
+	}
+	return nil
+}
+
+// Stop drains and stops every service, dependants before their dependencies.
+func (a *App) Stop(ctx context.Context) error {
+	a.manager.StopAsync()
+	return a.manager.AwaitStopped(ctx)
+}
+
+// Failed is closed with the failure when any service fails after Start, so the binary can exit non-zero.
+func (a *App) Failed() <-chan error {
+	ch := make(chan error, 1)
+	a.manager.AddListener(services.NewManagerListener(nil, nil, func(s services.Service) {
+		ch <- fmt.Errorf("service failed: %w", s.FailureCase())
+	}))
+	return ch
+}
+
+// HTTPURL is the edge's base URL (useful with a :0 listener).
+func (a *App) HTTPURL() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.httpAddr == nil {
+		return ""
+	}
+	return "http://" + a.httpAddr.String()
+}
+
+// RPCURL is the core's Connect base URL (useful with a :0 listener).
+func (a *App) RPCURL() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.rpcAddr == nil {
+		return ""
+	}
+	return "http://" + a.rpcAddr.String()
+}
+
+// Store is the PostgreSQL store of a process that runs the core (nil otherwise).
+func (a *App) Store() *postgres.Store {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.store
+}
+
+// rpcToken is the bearer token between tiers: derived from the master secret, so every process configured
+// with the same POSTMILL_SECRET_KEY (or data directory) agrees on it and nothing else knows it.
+func (a *App) rpcToken() string { return hex.EncodeToString(a.keyring.Derive("rpc-token")) }
+
+func (a *App) initStore() (services.Service, error) {
+	return services.NewIdleService(func(ctx context.Context) error {
+		st, err := postgres.Open(ctx, a.cfg.DatabaseURL)
+		if err != nil {
+			return fmt.Errorf("opening the database: %w", err)
+		}
+		if err := st.Ping(ctx); err != nil {
+			st.Close()
+			return fmt.Errorf("database does not answer: %w", err)
+		}
+		if a.cfg.Migrate {
+			if err := postgres.Migrate(ctx, st.Pool()); err != nil {
+				st.Close()
+				return fmt.Errorf("migrating: %w", err)
+			}
+		}
+		a.mu.Lock()
+		a.store = st
+		a.mu.Unlock()
+		a.logger.Info("store ready", "migrated", a.cfg.Migrate)
+		return nil
+	}, func(error) error {
+		if st := a.Store(); st != nil {
+			st.Close()
+		}
+		return nil
+	}).WithName(moduleStore), nil
+}
+
+func (a *App) initCore() (services.Service, error) {
+	var (
+		srv     *http.Server
+		ln      net.Listener
+		loops   []func(context.Context) error
+		serveCh = make(chan error, 1)
+	)
+	starting := func(ctx context.Context) error {
+		st := a.Store()
+		host, port := a.cfg.submission()
+		acc, err := account.New(account.Config{
+			AdminEmails:    a.cfg.AdminEmails,
+			DefaultPlan:    ports.Plan{MonthlyLimit: a.cfg.DefaultMonthly, WarmupCap: a.cfg.DefaultWarmupCap},
+			SubmissionHost: host,
+			SubmissionPort: port,
+		}, account.Deps{
+			Accounts: st, Organizations: st, APIKeys: st, SMTPCredentials: st,
+			Clock: ports.SystemClock{}, Keyring: a.keyring, Logger: a.logger,
+		})
+		if err != nil {
+			return err
+		}
+		limiter := ratelimit.New(st, ports.SystemClock{})
+		core := ports.Core{
+			Accounts: acc, Auth: acc, APIKeys: acc, SMTPCredentials: acc, Organizations: acc,
+			RateLimiter: limiter, Health: st,
+		}
+		loops = []func(context.Context) error{acc.Run, limiter.Run}
+		a.mu.Lock()
+		a.core = core
+		a.mu.Unlock()
+
+		ln, err = net.Listen("tcp", a.cfg.RPCAddr)
+		if err != nil {
+			return fmt.Errorf("core rpc listener: %w", err)
+		}
+		a.mu.Lock()
+		a.rpcAddr = ln.Addr()
+		a.mu.Unlock()
+		srv = &http.Server{Handler: rpc.NewHandler(core, rpc.ServerConfig{Token: a.rpcToken()}), ReadHeaderTimeout: 10 * time.Second}
+		go func() { serveCh <- srv.Serve(ln) }()
+		a.logger.Info("listening", "service", "core-rpc", "addr", ln.Addr().String())
+		return nil
+	}
+	running := func(ctx context.Context) error {
+		errCh := make(chan error, len(loops))
+		for _, loop := range loops {
+			go func() { errCh <- loop(ctx) }()
+		}
+		select {
+		case <-ctx.Done():
+			for range loops {
+				<-errCh // every loop flushes what it holds before returning
+			}
+			return nil
+		case err := <-serveCh:
+			return fmt.Errorf("core rpc server: %w", err)
+		case err := <-errCh:
+			if err != nil && !errors.Is(err, context.Canceled) {
+				return err
+			}
+			<-ctx.Done()
+			return nil
+		}
+	}
+	stopping := func(error) error {
+		if srv == nil {
+			return nil
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), a.grace())
+		defer cancel()
+		return srv.Shutdown(ctx)
+	}
+	return services.NewBasicService(starting, running, stopping).WithName(TargetCore), nil
+}
+
+func (a *App) initEdge() (services.Service, error) {
+	var (
+		srv     *http.Server
+		serveCh = make(chan error, 1)
+	)
+	starting := func(ctx context.Context) error {
+		core := a.inProcessCore()
+		if !a.targets.Has(TargetCore) {
+			client := rpc.NewClient(a.cfg.CoreURL, a.rpcToken(), nil)
+			a.mu.Lock()
+			a.remote = client
+			a.mu.Unlock()
+			core = client.Core()
+		}
+		e, err := edge.New(edge.Config{
+			TrustedProxies: a.cfg.TrustedProxies,
+			Ready:          a.ready,
+			Logger:         a.logger,
+			Registerer:     a.reg,
+			Gatherer:       a.reg,
+		}, core)
+		if err != nil {
+			return err
+		}
+		ln, err := net.Listen("tcp", a.cfg.HTTPAddr)
+		if err != nil {
+			return fmt.Errorf("edge listener: %w", err)
+		}
+		a.mu.Lock()
+		a.httpAddr = ln.Addr()
+		a.mu.Unlock()
+		srv = &http.Server{Handler: e.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+		go func() { serveCh <- srv.Serve(ln) }()
+		a.logger.Info("listening", "service", "edge-http", "addr", ln.Addr().String(), "base_url", a.cfg.BaseURL)
+		return nil
+	}
+	running := func(ctx context.Context) error {
+		select {
+		case <-ctx.Done():
+			return nil
+		case err := <-serveCh:
+			return fmt.Errorf("edge http server: %w", err)
+		}
+	}
+	stopping := func(error) error {
+		if srv == nil {
+			return nil
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), a.grace())
+		defer cancel()
+		return srv.Shutdown(ctx) // stops accepting, lets in-flight requests finish
+	}
+	return services.NewBasicService(starting, running, stopping).WithName(TargetEdge), nil
+}
+
+// idleTier is a tier that has no work yet: it starts, reports running, and stops cleanly.
+func (a *App) idleTier(name string) func() (services.Service, error) {
+	return func() (services.Service, error) {
+		return services.NewIdleService(func(context.Context) error {
+			a.logger.Info("tier started", "tier", name)
+			return nil
+		}, func(error) error {
+			a.logger.Info("tier stopped", "tier", name)
+			return nil
+		}).WithName(name), nil
+	}
+}
+
+func (a *App) inProcessCore() ports.Core {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.core
+}
+
+// ready backs /readyz: every target running and the database answering (through the core, wherever it is).
+func (a *App) ready(ctx context.Context) error {
+	if !a.manager.IsHealthy() {
+		return errors.New("not every target is running")
+	}
+	a.mu.Lock()
+	var health ports.Pinger = a.core.Health
+	if a.remote != nil {
+		health = a.remote
+	}
+	a.mu.Unlock()
+	if health == nil {
+		return errors.New("no core to ask")
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	return health.Ping(ctx)
+}
+
+func (a *App) grace() time.Duration {
+	if a.cfg.ShutdownGraceSecs <= 0 {
+		return 20 * time.Second
+	}
+	return time.Duration(a.cfg.ShutdownGraceSecs) * time.Second
+}

@@ -1,0 +1,264 @@
+package app
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// Config is the whole platform's configuration. The binary fills it from POSTMILL_* environment variables
+// (LoadEnv); tests fill it directly. Fields for tiers that later issues build are read and validated now so
+// that the runtime contract of ARCHITECTURE.md holds from the first release.
+type Config struct {
+	DatabaseURL string
+	Migrate     bool
+
+	HTTPAddr string
+	BaseURL  string
+	// RPCAddr is where a process running the core serves Connect for other tiers.
+	RPCAddr string
+	// CoreURL is where a process without the core reaches one (edge-only processes).
+	CoreURL string
+
+	SMTPAddr       string
+	SubmissionAddr string
+	// SubmissionHost is the host name shown with SMTP credentials; defaults to SubmissionAddr's host.
+	SubmissionHost string
+
+	DNSResolver       string
+	MTAPort           int
+	MTARelay          string
+	WebhookAllowNets  []netip.Prefix
+	TrustedProxies    []netip.Prefix
+	AdminEmails       []string
+	SpfInclude        string
+	ReturnPathHost    string
+	TrackingHost      string
+	DMARCRua          string
+	InboundMXHost     string
+	Queue             string
+	KafkaBrokers      []string
+	Analytics         string
+	ClickHouseDSN     string
+	Blob              string
+	Scanner           string
+	ClamdAddr         string
+	DefaultMonthly    int64
+	DefaultWarmupCap  int64
+	DataDir           string
+	SecretKeys        [][]byte
+	LogLevel          slog.Level
+	ShutdownGraceSecs int
+}
+
+// Getenv reads one variable; LoadEnv takes it as a parameter so tests need not touch the process
+// environment.
+type Getenv func(string) string
+
+// LoadEnv reads the POSTMILL_* variables of ARCHITECTURE.md's runtime contract. When POSTMILL_SECRET_KEY is
+// unset, a secret is generated once and kept in POSTMILL_DATA_DIR/secret.key (mode 0600) so that restarts,
+// and several processes sharing the directory, agree on it.
+func LoadEnv(getenv Getenv) (Config, error) {
+	str := func(name, def string) string {
+		if v := strings.TrimSpace(getenv(name)); v != "" {
+			return v
+		}
+		return def
+	}
+	var errs []error
+	integer := func(name string, def int64) int64 {
+		v := strings.TrimSpace(getenv(name))
+		if v == "" {
+			return def
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: not an integer", name))
+		}
+		return n
+	}
+	prefixes := func(name string) []netip.Prefix {
+		var out []netip.Prefix
+		for _, s := range list(getenv(name)) {
+			p, err := parsePrefix(s)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s: %q is not a CIDR or address", name, s))
+				continue
+			}
+			out = append(out, p)
+		}
+		return out
+	}
+
+	c := Config{
+		DatabaseURL:       str("POSTMILL_DATABASE_URL", ""),
+		Migrate:           str("POSTMILL_MIGRATE", "true") != "false",
+		HTTPAddr:          str("POSTMILL_HTTP_ADDR", "127.0.0.1:8080"),
+		RPCAddr:           str("POSTMILL_RPC_ADDR", "127.0.0.1:8081"),
+		SMTPAddr:          str("POSTMILL_SMTP_ADDR", "127.0.0.1:2525"),
+		SubmissionAddr:    str("POSTMILL_SUBMISSION_ADDR", "127.0.0.1:1587"),
+		SubmissionHost:    str("POSTMILL_SUBMISSION_HOST", ""),
+		DNSResolver:       str("POSTMILL_DNS_RESOLVER", ""),
+		MTAPort:           int(integer("POSTMILL_MTA_PORT", 25)),
+		MTARelay:          str("POSTMILL_MTA_RELAY", ""),
+		WebhookAllowNets:  prefixes("POSTMILL_WEBHOOK_ALLOW_NETS"),
+		TrustedProxies:    prefixes("POSTMILL_TRUSTED_PROXIES"),
+		AdminEmails:       list(strings.ToLower(getenv("POSTMILL_ADMIN_EMAILS"))),
+		SpfInclude:        str("POSTMILL_SPF_INCLUDE", "spf.postmill.local"),
+		ReturnPathHost:    str("POSTMILL_RETURN_PATH_HOST", "bounces.postmill.local"),
+		TrackingHost:      str("POSTMILL_TRACKING_HOST", "track.postmill.local"),
+		DMARCRua:          str("POSTMILL_DMARC_RUA", "dmarc@reports.postmill.local"),
+		InboundMXHost:     str("POSTMILL_INBOUND_MX_HOST", "mx.postmill.local"),
+		Queue:             str("POSTMILL_QUEUE", "postgres"),
+		KafkaBrokers:      list(getenv("POSTMILL_KAFKA_BROKERS")),
+		Analytics:         str("POSTMILL_ANALYTICS", "postgres"),
+		ClickHouseDSN:     str("POSTMILL_CLICKHOUSE_DSN", ""),
+		Blob:              str("POSTMILL_BLOB", "fs"),
+		Scanner:           str("POSTMILL_SCANNER", "builtin"),
+		ClamdAddr:         str("POSTMILL_CLAMD_ADDR", ""),
+		DefaultMonthly:    integer("POSTMILL_DEFAULT_MONTHLY_LIMIT", 3000),
+		DefaultWarmupCap:  integer("POSTMILL_DEFAULT_WARMUP_CAP", 0),
+		DataDir:           str("POSTMILL_DATA_DIR", "./.data"),
+		ShutdownGraceSecs: int(integer("POSTMILL_SHUTDOWN_GRACE_SECONDS", 20)),
+	}
+	c.BaseURL = strings.TrimRight(str("POSTMILL_BASE_URL", "http://"+c.HTTPAddr), "/")
+	c.CoreURL = strings.TrimRight(str("POSTMILL_CORE_URL", "http://"+c.RPCAddr), "/")
+	if err := c.LogLevel.UnmarshalText([]byte(str("POSTMILL_LOG_LEVEL", "info"))); err != nil {
+		errs = append(errs, fmt.Errorf("POSTMILL_LOG_LEVEL: %w", err))
+	}
+	if keys := list(getenv("POSTMILL_SECRET_KEY")); len(keys) > 0 {
+		for _, k := range keys {
+			c.SecretKeys = append(c.SecretKeys, []byte(k))
+		}
+	} else {
+		k, err := loadOrCreateSecret(c.DataDir)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		c.SecretKeys = [][]byte{k}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return Config{}, err
+	}
+	return c, nil
+}
+
+// Validate reports configuration that cannot work, before anything starts.
+func (c *Config) Validate(targets Targets) error {
+	var errs []error
+	if targets.Has(TargetCore) && c.DatabaseURL == "" {
+		errs = append(errs, errors.New("POSTMILL_DATABASE_URL is required for the core (make run supplies one)"))
+	}
+	if len(c.SecretKeys) == 0 {
+		errs = append(errs, errors.New("no secret key: set POSTMILL_SECRET_KEY or POSTMILL_DATA_DIR"))
+	}
+	for _, k := range c.SecretKeys {
+		if len(k) < 16 {
+			errs = append(errs, errors.New("POSTMILL_SECRET_KEY: each key needs at least 16 characters"))
+			break
+		}
+	}
+	for name, addr := range map[string]string{"POSTMILL_HTTP_ADDR": c.HTTPAddr, "POSTMILL_RPC_ADDR": c.RPCAddr,
+		"POSTMILL_SMTP_ADDR": c.SMTPAddr, "POSTMILL_SUBMISSION_ADDR": c.SubmissionAddr} {
+		if _, _, err := net.SplitHostPort(addr); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %q is not host:port", name, addr))
+		}
+	}
+	switch c.Queue {
+	case "postgres", "kafka":
+	default:
+		errs = append(errs, fmt.Errorf("POSTMILL_QUEUE: %q is not postgres or kafka", c.Queue))
+	}
+	switch c.Analytics {
+	case "postgres", "clickhouse":
+	default:
+		errs = append(errs, fmt.Errorf("POSTMILL_ANALYTICS: %q is not postgres or clickhouse", c.Analytics))
+	}
+	switch c.Blob {
+	case "fs", "s3":
+	default:
+		errs = append(errs, fmt.Errorf("POSTMILL_BLOB: %q is not fs or s3", c.Blob))
+	}
+	switch c.Scanner {
+	case "builtin", "clamd":
+	default:
+		errs = append(errs, fmt.Errorf("POSTMILL_SCANNER: %q is not builtin or clamd", c.Scanner))
+	}
+	if c.DefaultMonthly < 0 || c.DefaultWarmupCap < 0 {
+		errs = append(errs, errors.New("POSTMILL_DEFAULT_MONTHLY_LIMIT and POSTMILL_DEFAULT_WARMUP_CAP must be >= 0"))
+	}
+	return errors.Join(errs...)
+}
+
+// submission returns the host and port shown with SMTP credentials.
+func (c *Config) submission() (string, int) {
+	host, portStr, _ := net.SplitHostPort(c.SubmissionAddr)
+	port, _ := strconv.Atoi(portStr)
+	if c.SubmissionHost != "" {
+		host = c.SubmissionHost
+	}
+	return host, port
+}
+
+func list(s string) []string {
+	var out []string
+	for _, part := range strings.Split(s, ",") {
+		if part = strings.TrimSpace(part); part != "" {
+			out = append(out, part)
+		}
+	}
+	return out
+}
+
+func parsePrefix(s string) (netip.Prefix, error) {
+	if strings.Contains(s, "/") {
+		p, err := netip.ParsePrefix(s)
+		return p.Masked(), err
+	}
+	a, err := netip.ParseAddr(s)
+	if err != nil {
+		return netip.Prefix{}, err
+	}
+	return netip.PrefixFrom(a, a.BitLen()), nil
+}
+
+// loadOrCreateSecret keeps the generated master secret in dir/secret.key. O_EXCL makes two processes
+// starting at once agree: the loser reads the winner's file.
+func loadOrCreateSecret(dir string) ([]byte, error) {
+	path := filepath.Join(dir, "secret.key")
+	if b, err := os.ReadFile(path); err == nil && len(strings.TrimSpace(string(b))) > 0 {
+		return []byte(strings.TrimSpace(string(b))), nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("POSTMILL_DATA_DIR: %w", err)
+	}
+	raw := make([]byte, 32)
+	if _, err := rand.Read(raw); err != nil {
+		return nil, err
+	}
+	key := hex.EncodeToString(raw)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, os.ErrExist) {
+		b, rerr := os.ReadFile(path)
+		if rerr != nil {
+			return nil, rerr
+		}
+		return []byte(strings.TrimSpace(string(b))), nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("creating %s: %w", path, err)
+	}
+	defer f.Close()
+	if _, err := f.WriteString(key + "\n"); err != nil {
+		return nil, err
+	}
+	return []byte(key), f.Sync()
+}

@@ -1,0 +1,124 @@
+// Command postmill is the one Postmill binary. `postmill serve [--target=all|edge,core,mta,inbound,analytics]`
+// runs the chosen tiers in one process; `postmill migrate` applies the database migrations and exits.
+// Configuration comes from POSTMILL_* environment variables (see the README).
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/postmill/postmill/adapters/postgres"
+	"github.com/postmill/postmill/deploy/app"
+)
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "postmill:", err)
+		os.Exit(1)
+	}
+}
+
+const usage = `usage: postmill <command> [flags]
+
+commands:
+  serve [--target=all]   run tiers: all (default) or a comma list of edge, core, mta, inbound, analytics
+  migrate                apply database migrations to POSTMILL_DATABASE_URL and exit
+`
+
+func run(args []string) error {
+	if len(args) == 0 {
+		fmt.Fprint(os.Stderr, usage)
+		return errors.New("no command")
+	}
+	cfg, err := app.LoadEnv(os.Getenv)
+	if err != nil {
+		return err
+	}
+	logger := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))
+	slog.SetDefault(logger)
+
+	switch args[0] {
+	case "serve":
+		fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+		target := fs.String("target", app.TargetAll, "tiers to run: all or a comma list of edge, core, mta, inbound, analytics")
+		if err := fs.Parse(args[1:]); err != nil {
+			return err
+		}
+		targets, err := app.ParseTargets(*target)
+		if err != nil {
+			return err
+		}
+		return serve(cfg, targets, logger)
+	case "migrate":
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		if cfg.DatabaseURL == "" {
+			return errors.New("POSTMILL_DATABASE_URL is required")
+		}
+		st, err := postgres.Open(ctx, cfg.DatabaseURL)
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		if err := postgres.Migrate(ctx, st.Pool()); err != nil {
+			return err
+		}
+		logger.Info("migrations applied")
+		return nil
+	case "help", "-h", "--help":
+		fmt.Print(usage)
+		return nil
+	default:
+		fmt.Fprint(os.Stderr, usage)
+		return fmt.Errorf("unknown command %q", args[0])
+	}
+}
+
+func serve(cfg app.Config, targets app.Targets, logger *slog.Logger) error {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+
+	shutdownTracing, err := app.SetupTracing(ctx, "postmill")
+	if err != nil {
+		return fmt.Errorf("tracing: %w", err)
+	}
+	defer func() {
+		c, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = shutdownTracing(c)
+	}()
+
+	a, err := app.New(cfg, targets, logger)
+	if err != nil {
+		return err
+	}
+	startCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	failed := a.Failed()
+	if err := a.Start(startCtx); err != nil {
+		return err
+	}
+	logger.Info("postmill started", "targets", targets, "http", a.HTTPURL(), "rpc", a.RPCURL())
+
+	var runErr error
+	select {
+	case <-ctx.Done():
+		logger.Info("shutting down: draining")
+	case runErr = <-failed:
+		logger.Error("shutting down after a failure", "err", runErr)
+	}
+	stopCtx, cancelStop := context.WithTimeout(context.Background(), time.Duration(cfg.ShutdownGraceSecs+10)*time.Second)
+	defer cancelStop()
+	if err := a.Stop(stopCtx); err != nil && runErr == nil {
+		runErr = err
+	}
+	logger.Info("postmill stopped")
+	return runErr
+}

@@ -1,0 +1,277 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/postmill/postmill/adapters/postgres/pgtest"
+)
+
+var (
+	binOnce sync.Once
+	binPath string
+	binErr  error
+)
+
+// mustBinary builds deploy/cmd/postmill once per test run, exactly as the README does.
+func mustBinary(tb testing.TB) string {
+	tb.Helper()
+	binOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "postmill-bin-")
+		if err != nil {
+			binErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "postmill")
+		cmd := exec.Command("go", "build", "-o", binPath, "github.com/postmill/postmill/deploy/cmd/postmill")
+		cmd.Stderr = os.Stderr
+		binErr = cmd.Run()
+	})
+	if binErr != nil {
+		tb.Fatalf("building postmill: %v", binErr)
+	}
+	return binPath
+}
+
+// proc is a running postmill process.
+type proc struct {
+	cmd   *exec.Cmd
+	addrs map[string]string // service → address, from the "listening" log lines
+	logs  *bytes.Buffer
+	done  chan error
+}
+
+// MustServe runs `postmill serve --target=targets` with env and waits until its listeners are up.
+func MustServe(tb testing.TB, targets string, env map[string]string) *proc {
+	tb.Helper()
+	cmd := exec.Command(mustBinary(tb), "serve", "--target="+targets)
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
+	for k, v := range env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	p := &proc{cmd: cmd, addrs: map[string]string{}, logs: &bytes.Buffer{}, done: make(chan error, 1)}
+	started := make(chan struct{})
+	var mu sync.Mutex
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		once := sync.Once{}
+		for sc.Scan() {
+			line := sc.Text()
+			mu.Lock()
+			p.logs.WriteString(line + "\n")
+			var rec map[string]any
+			if json.Unmarshal([]byte(line), &rec) == nil {
+				if rec["msg"] == "listening" {
+					p.addrs[rec["service"].(string)] = rec["addr"].(string)
+				}
+				if rec["msg"] == "postmill started" {
+					once.Do(func() { close(started) })
+				}
+			}
+			mu.Unlock()
+		}
+		p.done <- cmd.Wait()
+	}()
+	tb.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-p.done:
+		case <-time.After(30 * time.Second):
+			_ = cmd.Process.Kill()
+		}
+	})
+	select {
+	case <-started:
+	case err := <-p.done:
+		tb.Fatalf("postmill exited early: %v\n%s", err, p.logs.String())
+	case <-time.After(90 * time.Second):
+		tb.Fatalf("postmill did not start\n%s", p.logs.String())
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	return p
+}
+
+func baseEnv(tb testing.TB, databaseURL string) map[string]string {
+	return map[string]string{
+		"POSTMILL_DATABASE_URL":    databaseURL,
+		"POSTMILL_HTTP_ADDR":       "127.0.0.1:0",
+		"POSTMILL_RPC_ADDR":        "127.0.0.1:0",
+		"POSTMILL_SECRET_KEY":      randomHex(tb, 32),
+		"POSTMILL_DATA_DIR":        tb.TempDir(),
+		"POSTMILL_ADMIN_EMAILS":    "root@admin.example",
+		"POSTMILL_TRUSTED_PROXIES": "127.0.0.1",
+	}
+}
+
+// scenario runs the account flow a new user would try and returns a comparable transcript: status codes
+// and the sorted field names of each answer (ids and tokens differ between runs; shapes must not).
+func scenario(tb testing.TB, e *env) []string {
+	tb.Helper()
+	var out []string
+	note := func(step string, r resp) {
+		keys := make([]string, 0, len(r.body))
+		for k := range r.body {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		if r.list != nil {
+			keys = append(keys, fmt.Sprintf("list:%d", len(r.list)))
+		}
+		extra := ""
+		if s := r.str("error"); s != "" {
+			extra = " error=" + s + " message=" + r.str("message")
+		}
+		out = append(out, fmt.Sprintf("%s %d %v%s", step, r.status, keys, extra))
+	}
+	a := e.MustSignup("split@example.com", "")
+	note("dup-signup", e.do(req{method: "POST", path: "/v1/auth/signup", header: map[string]string{"X-Forwarded-For": nextClientIP()},
+		body: map[string]any{"email": "split@example.com", "password": "long enough"}}))
+	note("bad-signup", e.do(req{method: "POST", path: "/v1/auth/signup", header: map[string]string{"X-Forwarded-For": nextClientIP()},
+		body: map[string]any{"email": "nope", "password": "x"}}))
+	note("login-wrong", e.post("/v1/auth/login", "", map[string]any{"email": a.email, "password": "wrong password"}))
+	note("login", e.post("/v1/auth/login", "", map[string]any{"email": a.email, "password": a.password}))
+	note("refresh", e.post("/v1/auth/refresh", "", map[string]any{"refreshToken": a.refresh}))
+	note("refresh-reuse", e.post("/v1/auth/refresh", "", map[string]any{"refreshToken": a.refresh}))
+	note("org", e.get("/v1/organization", a.access))
+	note("enroll", e.post("/v1/auth/2fa/enroll", a.access, nil))
+	k := e.post("/v1/api-keys", a.access, map[string]any{"name": "k", "scopes": []string{"emails:send"}})
+	note("key", k)
+	note("key-bad-scope", e.post("/v1/api-keys", a.access, map[string]any{"name": "k", "scopes": []string{"nope"}}))
+	note("keys", e.get("/v1/api-keys", a.access))
+	note("scope-403", e.get("/v1/billing/subscription", k.str("token")))
+	note("revoke", e.del("/v1/api-keys/"+k.str("id"), a.access))
+	note("revoked-401", e.get("/v1/billing/subscription", k.str("token")))
+	note("smtp", e.post("/v1/smtp-credentials", a.access, nil))
+	note("smtps", e.get("/v1/smtp-credentials", a.access))
+	note("admin-403", e.get("/v1/admin/organizations", a.access))
+	note("unknown", e.get("/v1/nope", a.access))
+	return out
+}
+
+func TestSplitEdgeAndCoreAnswerLikeAll(t *testing.T) {
+	t.Parallel()
+	// One process with every tier.
+	all := MustServe(t, "all", baseEnv(t, pgtest.URL(t)))
+	eAll := &env{t: t, base: "http://" + all.addrs["edge-http"], http: &http.Client{Timeout: 30 * time.Second}}
+
+	// The same platform as two processes: the core (with its database) and an edge that reaches it over
+	// authenticated Connect.
+	split := baseEnv(t, pgtest.URL(t))
+	core := MustServe(t, "core", split)
+	if core.addrs["edge-http"] != "" {
+		t.Fatal("--target=core started the edge")
+	}
+	edgeEnv := map[string]string{}
+	for k, v := range split {
+		edgeEnv[k] = v
+	}
+	delete(edgeEnv, "POSTMILL_DATABASE_URL") // the edge needs no database
+	edgeEnv["POSTMILL_CORE_URL"] = "http://" + core.addrs["core-rpc"]
+	edgeProc := MustServe(t, "edge", edgeEnv)
+	if edgeProc.addrs["core-rpc"] != "" {
+		t.Fatal("--target=edge started the core")
+	}
+	eSplit := &env{t: t, base: "http://" + edgeProc.addrs["edge-http"], http: &http.Client{Timeout: 30 * time.Second}}
+	expect(t, eSplit.get("/readyz", ""), 200)
+
+	got, want := scenario(t, eSplit), scenario(t, eAll)
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("split deployment answers differently\nsplit:\n%s\n\nall:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+
+	// The core's RPC port refuses callers without the derived token.
+	for _, auth := range []string{"", "Bearer wrong"} {
+		hr, _ := http.NewRequest("POST", "http://"+core.addrs["core-rpc"]+"/postmill.organization.v1.OrganizationService/ListOrganizations", strings.NewReader("{}"))
+		hr.Header.Set("Content-Type", "application/json")
+		if auth != "" {
+			hr.Header.Set("Authorization", auth)
+		}
+		res, err := http.DefaultClient.Do(hr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode != http.StatusUnauthorized || !strings.Contains(string(body), "unauthenticated") {
+			t.Errorf("rpc with %q: %d %s", auth, res.StatusCode, body)
+		}
+	}
+
+	// Stopping the core makes the edge unready, not broken.
+	_ = core.cmd.Process.Signal(syscall.SIGTERM)
+	<-core.done
+	if r := eSplit.get("/readyz", ""); r.status != http.StatusServiceUnavailable {
+		t.Errorf("readyz with the core gone: %d", r.status)
+	}
+}
+
+func TestSIGTERMDrainsAndExitsCleanly(t *testing.T) {
+	t.Parallel()
+	p := MustServe(t, "all", baseEnv(t, pgtest.URL(t)))
+	for _, svc := range []string{"edge-http", "core-rpc"} {
+		if p.addrs[svc] == "" {
+			t.Fatalf("no %s listener\n%s", svc, p.logs)
+		}
+	}
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-p.done:
+		if err != nil {
+			t.Fatalf("exit after SIGTERM: %v\n%s", err, p.logs)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("did not stop after SIGTERM")
+	}
+	for _, want := range []string{"shutting down: draining", "tier stopped", "postmill stopped"} {
+		if !strings.Contains(p.logs.String(), want) {
+			t.Errorf("log lacks %q", want)
+		}
+	}
+}
+
+func TestMigrateCommandAndMissingDatabase(t *testing.T) {
+	t.Parallel()
+	bin := mustBinary(t)
+	url := pgtest.URL(t)
+	for range 2 { // twice: the second run has nothing to do
+		cmd := exec.Command(bin, "migrate")
+		cmd.Env = []string{"POSTMILL_DATABASE_URL=" + url, "POSTMILL_DATA_DIR=" + t.TempDir()}
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("migrate: %v\n%s", err, out)
+		}
+	}
+	cmd := exec.Command(bin, "serve")
+	cmd.Env = []string{"POSTMILL_DATA_DIR=" + t.TempDir()}
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "POSTMILL_DATABASE_URL") {
+		t.Errorf("serve without a database: %v %s", err, out)
+	}
+	cmd = exec.Command(bin, "serve", "--target=edge,bogus")
+	cmd.Env = []string{"POSTMILL_DATA_DIR=" + t.TempDir()}
+	if out, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(out), "bogus") {
+		t.Errorf("unknown target: %v %s", err, out)
+	}
+}

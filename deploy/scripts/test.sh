@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# make test: every module's tests against a real PostgreSQL — POSTMILL_TEST_DATABASE_URL when set, otherwise
+# the private cluster of pg.sh (database postmill_test; each test makes its own schema in it).
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+cd "$ROOT"
+if [ -z "${POSTMILL_TEST_DATABASE_URL:-}" ]; then
+	POSTMILL_TEST_DATABASE_URL=$(deploy/scripts/pg.sh url postmill_test)
+	export POSTMILL_TEST_DATABASE_URL
+fi
+echo "test database: ${POSTMILL_TEST_DATABASE_URL%%\?*}"
+modules=(ports core adapters edge mta inbound analytics deploy)
+pkgs=()
+for m in "${modules[@]}"; do pkgs+=("./$m/..."); done
+go vet "${pkgs[@]}"
+go test -count=1 -timeout 15m "${pkgs[@]}" "$@"

@@ -1,0 +1,234 @@
+package edge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/netip"
+	"os"
+	"time"
+
+	"github.com/danielgtaylor/huma/v2"
+	"github.com/danielgtaylor/huma/v2/adapters/humago"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/postmill/postmill/ports"
+)
+
+// DefaultMaxBodyBytes bounds request bodies when Config.MaxBodyBytes is zero: large enough for every JSON
+// body of SPEC §4.1, small enough that a client cannot make the edge buffer much per request.
+const DefaultMaxBodyBytes int64 = 1 << 20
+
+// readyTimeout bounds one readiness check so a hung dependency answers 503 rather than hanging the probe.
+const readyTimeout = 5 * time.Second
+
+// Config is what the composition root decides for the edge; the zero value works (no trusted proxies,
+// JSON logs on stderr, a private metrics registry, 1 MiB bodies, ready as soon as the core's Health answers).
+type Config struct {
+	// TrustedProxies are the networks whose X-Forwarded-For is believed when deriving the client IP used
+	// by the per-IP rate limits of SPEC §8. Empty means the socket peer is the client.
+	TrustedProxies []netip.Prefix
+	// Ready reports whether every part of the process has started and the database answers; /readyz
+	// calls it. Nil falls back to core.Health, then to always ready.
+	Ready func(context.Context) error
+	// Logger receives the access log and internal errors; every line of a request carries request_id.
+	Logger *slog.Logger
+	// Registerer receives the edge's metrics. Set it and Gatherer to the same *prometheus.Registry so
+	// /metrics shows the whole process, or leave both nil for a private registry.
+	Registerer prometheus.Registerer
+	// Gatherer is what /metrics exposes.
+	Gatherer prometheus.Gatherer
+	// MaxBodyBytes bounds request bodies; a larger body is a 413. Zero means DefaultMaxBodyBytes.
+	MaxBodyBytes int64
+}
+
+// Validate rejects configurations that would silently lose metrics or bodies.
+func (c Config) Validate() error {
+	if c.MaxBodyBytes < 0 {
+		return fmt.Errorf("edge: MaxBodyBytes must not be negative (got %d)", c.MaxBodyBytes)
+	}
+	for _, p := range c.TrustedProxies {
+		if !p.IsValid() {
+			return errors.New("edge: TrustedProxies holds an invalid prefix")
+		}
+	}
+	if (c.Registerer == nil) != (c.Gatherer == nil) {
+		if _, ok := c.Registerer.(prometheus.Gatherer); ok && c.Gatherer == nil {
+			return nil
+		}
+		if _, ok := c.Gatherer.(prometheus.Registerer); ok && c.Registerer == nil {
+			return nil
+		}
+		return errors.New("edge: set Registerer and Gatherer together (or neither)")
+	}
+	return nil
+}
+
+// Server is the REST edge: a huma API on the standard library mux, wrapped in the request-scoped
+// observability every route shares.
+type Server struct {
+	cfg     Config
+	core    ports.Core
+	logger  *slog.Logger
+	metrics *httpMetrics
+	tracer  trace.Tracer
+	mux     *http.ServeMux
+	api     huma.API
+	handler http.Handler
+}
+
+// New builds the edge over the core's driving interfaces. It fails when cfg is invalid or the core lacks
+// a service the routes need, so a wiring mistake stops the process at start rather than at a request.
+func New(cfg Config, core ports.Core) (*Server, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	switch {
+	case core.Accounts == nil, core.Auth == nil, core.APIKeys == nil, core.SMTPCredentials == nil,
+		core.Organizations == nil, core.RateLimiter == nil:
+		return nil, errors.New("edge: ports.Core needs Accounts, Auth, APIKeys, SMTPCredentials, Organizations and RateLimiter")
+	}
+	if cfg.MaxBodyBytes == 0 {
+		cfg.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	s := &Server{cfg: cfg, core: core, logger: cfg.Logger, tracer: otel.Tracer("github.com/postmill/postmill/edge")}
+	if s.logger == nil {
+		s.logger = slog.New(slog.NewJSONHandler(os.Stderr, nil))
+	}
+
+	reg, gat := cfg.Registerer, cfg.Gatherer
+	if reg == nil && gat == nil {
+		r := prometheus.NewRegistry()
+		reg, gat = r, r
+	}
+	if reg == nil {
+		reg = gat.(prometheus.Registerer)
+	}
+	if gat == nil {
+		gat = reg.(prometheus.Gatherer)
+	}
+	var err error
+	if s.metrics, err = newHTTPMetrics(reg); err != nil {
+		return nil, fmt.Errorf("edge: registering metrics: %w", err)
+	}
+
+	s.mux = http.NewServeMux()
+	s.api = humago.New(s.mux, apiConfig())
+	s.api.UseMiddleware(s.guard)
+	s.registerAccountRoutes()
+	s.registerCredentialRoutes()
+	s.registerOrganizationRoutes()
+	documentValidationAs400(s.api.OpenAPI())
+
+	s.mux.HandleFunc("GET /healthz", s.healthz)
+	s.mux.HandleFunc("GET /readyz", s.readyz)
+	s.mux.Handle("GET /metrics", promhttp.HandlerFor(gat, promhttp.HandlerOpts{}))
+	s.mux.HandleFunc("/", notFound)
+
+	s.handler = s.observe(s.mux)
+	return s, nil
+}
+
+// Handler is what the composition root puts on the HTTP listener.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// apiConfig is huma's default configuration without the $schema links it would add to every response
+// body (the SPEC shapes are exact) and without the /schemas route.
+func apiConfig() huma.Config {
+	c := huma.DefaultConfig("Postmill API", "1.0.0")
+	c.CreateHooks = nil
+	c.SchemasPath = ""
+	c.OpenAPIPath = "/v1/openapi"
+	c.DocsPath = "/docs"
+	c.Info.Description = "Multi-tenant email delivery. Errors use one body: {statusCode, error, message} " +
+		"plus details, constraint, retryAfterSeconds or requiredScopes where they apply."
+	c.Components.SecuritySchemes = map[string]*huma.SecurityScheme{
+		securitySession: {
+			Type:         "http",
+			Scheme:       "bearer",
+			BearerFormat: "JWT",
+			Description:  "Dashboard session access token from /v1/auth/login, /v1/auth/signup or /v1/auth/refresh.",
+		},
+		securityAPIKey: {
+			Type:         "http",
+			Scheme:       "bearer",
+			BearerFormat: "svc_live_<prefix>.<secret>",
+			Description:  "API key; the listed scopes are alternatives (any one suffices).",
+		},
+	}
+	c.Tags = []*huma.Tag{
+		{Name: tagAuth, Description: "Sign-up, sign-in, token refresh and two-factor enrolment."},
+		{Name: tagAPIKeys, Description: "API key administration (dashboard session)."},
+		{Name: tagSMTP, Description: "SMTP submission credentials (dashboard session)."},
+		{Name: tagOrganization, Description: "The signed-in organization."},
+		{Name: tagAdmin, Description: "Platform administration (session of a platform admin)."},
+		{Name: tagBilling, Description: "Plan and usage (API key)."},
+	}
+	return c
+}
+
+func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	ready := s.cfg.Ready
+	if ready == nil && s.core.Health != nil {
+		ready = s.core.Health.Ping
+	}
+	if ready != nil {
+		ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
+		defer cancel()
+		if err := ready(ctx); err != nil {
+			loggerFrom(r.Context()).Warn("not ready", slog.String("error", err.Error()))
+			writeJSONError(w, statusProblem(http.StatusServiceUnavailable, ""))
+			return
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+}
+
+// notFound answers every request no route matched, in the SPEC §7 shape.
+func notFound(w http.ResponseWriter, r *http.Request) {
+	writeJSONError(w, statusProblem(http.StatusNotFound, fmt.Sprintf("Cannot %s %s", r.Method, r.URL.Path)))
+}
+
+func writeJSONError(w http.ResponseWriter, body *errorBody) {
+	writeJSON(w, body.StatusCode, body)
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := marshalJSON(v)
+	if err != nil {
+		status, b = http.StatusInternalServerError, []byte(`{"statusCode":500,"error":"Internal Server Error","message":"Internal Server Error"}`)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(b, '\n'))
+}
+
+// documentValidationAs400 removes the 422 huma documents for every operation with inputs: SPEC §7 answers
+// schema violations with 400, which humaError guarantees at run time.
+func documentValidationAs400(doc *huma.OpenAPI) {
+	for _, item := range doc.Paths {
+		for _, op := range []*huma.Operation{item.Get, item.Put, item.Post, item.Delete, item.Patch} {
+			if op == nil {
+				continue
+			}
+			unprocessable, ok := op.Responses["422"]
+			if !ok {
+				continue
+			}
+			delete(op.Responses, "422")
+			if _, ok := op.Responses["400"]; !ok {
+				unprocessable.Description = http.StatusText(http.StatusBadRequest)
+				op.Responses["400"] = unprocessable
+			}
+		}
+	}
+}
