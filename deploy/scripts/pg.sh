@@ -11,6 +11,7 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 PGDIR=${POSTMILL_PG_DIR:-$ROOT/.data/pg}
 PORT=${POSTMILL_PG_PORT:-54329}
+FIXED_PORT=${POSTMILL_PG_PORT:-}
 
 log() { echo "pg.sh: $*" >&2; }
 
@@ -54,6 +55,10 @@ as_pg() {
 	fi
 }
 
+port_busy() {
+	(exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
+}
+
 start() {
 	ensure_installed
 	mkdir -p "$PGDIR"
@@ -67,7 +72,19 @@ start() {
 		as_pg "$INITDB" -D "$PGDIR" -U postgres --auth=trust -E UTF8 --locale=C.UTF-8 >/dev/null 2>&1 ||
 			as_pg "$INITDB" -D "$PGDIR" -U postgres --auth=trust -E UTF8 >/dev/null
 	fi
-	if ! as_pg "$PG_CTL" -D "$PGDIR" status >/dev/null 2>&1; then
+	if as_pg "$PG_CTL" -D "$PGDIR" status >/dev/null 2>&1; then
+		# Running already: its port is the fourth line of postmaster.pid.
+		PORT=$(sed -n 4p "$PGDIR/postmaster.pid")
+	else
+		# Another cluster (say, another checkout's) may hold the port: take the next free one unless the
+		# port was fixed by POSTMILL_PG_PORT.
+		while port_busy "$PORT"; do
+			if [ -n "$FIXED_PORT" ]; then
+				log "127.0.0.1:$PORT is in use by something else (POSTMILL_PG_PORT)"
+				exit 1
+			fi
+			PORT=$((PORT + 1))
+		done
 		log "starting PostgreSQL on 127.0.0.1:$PORT"
 		as_pg "$PG_CTL" -D "$PGDIR" -l "$PGDIR/server.log" -w -t 60 \
 			-o "-p $PORT -k $PGDIR -c listen_addresses=127.0.0.1 -c max_connections=400 -c shared_buffers=256MB" \
