@@ -100,6 +100,8 @@ type PrincipalKind string
 const (
 	PrincipalSession PrincipalKind = "session"
 	PrincipalAPIKey  PrincipalKind = "api_key"
+	// PrincipalSMTP is an SMTP submission credential: it may only send (emails:send).
+	PrincipalSMTP PrincipalKind = "smtp_credential"
 )
 
 // Principal is an authenticated caller. OrganizationID is the only tenant a request may touch.
@@ -214,6 +216,8 @@ type AuthService interface {
 	AuthenticateAPIKey(ctx context.Context, token string) (Principal, error)
 	// AuthenticateSession accepts access JWTs only. Errors: unauthenticated.
 	AuthenticateSession(ctx context.Context, token string) (Principal, error)
+	// AuthenticateSMTP checks an SMTP credential for submission. Errors: unauthenticated.
+	AuthenticateSMTP(ctx context.Context, username, password string) (Principal, error)
 }
 
 // APIKeyService administers API keys (Session routes).
@@ -267,6 +271,10 @@ type Core struct {
 	SMTPCredentials SMTPCredentialService
 	Organizations   OrganizationService
 	RateLimiter     RateLimiter
+	Domains         DomainService
+	Emails          EmailService
+	// Delivery is what the MTA tier calls.
+	Delivery DeliveryService
 	// Health answers when the core and its database answer.
 	Health Pinger
 }

@@ -8,9 +8,6 @@ import (
 	"github.com/postmill/postmill/ports"
 )
 
-// MetricEmailsSent is the usage meter of the monthly plan allowance (SPEC §7 plan_limit_exceeded).
-const MetricEmailsSent = "emails_sent"
-
 // GetOrganization returns one organization. Errors: not_found.
 func (s *Service) GetOrganization(ctx context.Context, orgID string) (ports.Organization, error) {
 	org, err := s.orgs.Organization(ctx, orgID)
@@ -66,7 +63,7 @@ func (s *Service) Subscription(ctx context.Context, orgID string) (ports.Subscri
 		return ports.Subscription{}, fmt.Errorf("account: organization: %w", err)
 	}
 	start, end := billingPeriod(s.now())
-	sent, err := s.orgs.Usage(ctx, orgID, MetricEmailsSent, start)
+	sent, err := s.orgs.Usage(ctx, orgID, ports.MetricEmailsSent, start)
 	if err != nil {
 		return ports.Subscription{}, fmt.Errorf("account: usage: %w", err)
 	}

@@ -10,10 +10,6 @@ import (
 	"github.com/postmill/postmill/ports"
 )
 
-// PrincipalSMTP is the kind of principal AuthenticateSMTP returns. ports has no kind for SMTP credentials yet;
-// such a principal may only submit mail for its organization.
-const PrincipalSMTP ports.PrincipalKind = "smtp_credential"
-
 const msgInvalidSMTP = "invalid SMTP credentials"
 
 // CreateSMTPCredential generates a pm_ username and a password of 24 random bytes, returned once. The password
@@ -62,7 +58,7 @@ func (s *Service) DeleteSMTPCredential(ctx context.Context, orgID, id string) er
 }
 
 // AuthenticateSMTP checks an SMTP AUTH (RFC 4954) username and password for the submission server and returns
-// a principal of kind PrincipalSMTP for the credential's organization. The hashes are compared in constant
+// a principal of kind ports.PrincipalSMTP for the credential's organization. The hashes are compared in constant
 // time. Errors: unauthenticated.
 func (s *Service) AuthenticateSMTP(ctx context.Context, username, password string) (ports.Principal, error) {
 	if !validSMTPUsername(username) {
@@ -79,7 +75,7 @@ func (s *Service) AuthenticateSMTP(ctx context.Context, username, password strin
 		return ports.Principal{}, ports.Unauthenticated(msgInvalidSMTP)
 	}
 	return ports.Principal{
-		Kind:           PrincipalSMTP,
+		Kind:           ports.PrincipalSMTP,
 		OrganizationID: cred.OrganizationID,
 		Scopes:         []string{ports.ScopeEmailsSend},
 		ScopesEnforced: true,

@@ -1,0 +1,137 @@
+package ports
+
+import (
+	"context"
+	"net/netip"
+	"time"
+)
+
+// DomainStatus is a sending domain's state (SPEC §3). "verifying" is reserved and never emitted.
+type DomainStatus string
+
+// Sending-domain states.
+const (
+	DomainPending   DomainStatus = "pending"
+	DomainFailed    DomainStatus = "failed"
+	DomainVerified  DomainStatus = "verified"
+	DomainSuspended DomainStatus = "suspended"
+)
+
+// DNS record types a sending domain publishes (SPEC §2).
+const (
+	RecordSPF        = "SPF"
+	RecordDKIM       = "DKIM"
+	RecordDMARC      = "DMARC"
+	RecordReturnPath = "RETURN_PATH"
+	RecordTracking   = "TRACKING"
+)
+
+// DNSRecord is one record a domain owner publishes, with the result of the last check.
+type DNSRecord struct {
+	ID       string
+	DomainID string
+	Type     string // RecordSPF, ...
+	Host     string
+	Value    string
+	TTL      int
+	// Required records must all resolve for the domain to verify.
+	Required  bool
+	Verified  bool
+	CheckedAt *time.Time
+}
+
+// Domain is a sending domain. DKIMPrivateKey is sealed (encrypted at rest) and never leaves the core and
+// the store; responses never include it.
+type Domain struct {
+	ID             string
+	OrganizationID string
+	Name           string
+	Status         DomainStatus
+	Region         string
+	DKIMSelector   string
+	DKIMPrivateKey []byte // sealed PKCS#8 DER
+	DKIMPublicKey  string // base64 of the DER SubjectPublicKeyInfo, as published in p=
+	VerifiedAt     *time.Time
+	CreatedAt      time.Time
+	Records        []DNSRecord
+}
+
+// DomainService manages sending domains (SPEC §4.3, Session routes).
+type DomainService interface {
+	// CreateDomain errors: invalid_argument (grammar), already_exists (constraint domains_org_name_key).
+	CreateDomain(ctx context.Context, orgID, name string) (Domain, error)
+	// ListDomains returns the organization's domains, newest first, without records.
+	ListDomains(ctx context.Context, orgID string) ([]Domain, error)
+	// GetDomain returns the domain with its records. Errors: not_found.
+	GetDomain(ctx context.Context, orgID, id string) (Domain, error)
+	// VerifyDomain checks every record over DNS and applies SPEC §3's state table. Errors: not_found,
+	// resource_exhausted (10 per organization per hour).
+	VerifyDomain(ctx context.Context, orgID, id string) (Domain, error)
+	// SuspendDomain errors: not_found.
+	SuspendDomain(ctx context.Context, orgID, id string) (Domain, error)
+}
+
+// MX is one mail exchanger.
+type MX struct {
+	Host       string // without the trailing dot
+	Preference uint16
+}
+
+// DNSErrorKind distinguishes answers that mean "no such data" from failures worth retrying.
+type DNSErrorKind string
+
+// DNS outcomes other than an answer.
+const (
+	DNSNotFound  DNSErrorKind = "nxdomain"  // the name does not exist
+	DNSNoData    DNSErrorKind = "nodata"    // the name exists, the type does not
+	DNSTemporary DNSErrorKind = "temporary" // SERVFAIL, timeout, refused: try again later
+)
+
+// DNSError is what a Resolver returns instead of an answer.
+type DNSError struct {
+	Kind DNSErrorKind
+	Name string
+	Err  error
+}
+
+// Error implements error.
+func (e *DNSError) Error() string {
+	if e.Err != nil {
+		return "dns " + string(e.Kind) + " for " + e.Name + ": " + e.Err.Error()
+	}
+	return "dns " + string(e.Kind) + " for " + e.Name
+}
+
+// Unwrap exposes the cause.
+func (e *DNSError) Unwrap() error { return e.Err }
+
+// Resolver answers the DNS questions Postmill asks: domain verification, MX routing, webhook hosts. Every
+// lookup goes to POSTMILL_DNS_RESOLVER (or the system's) so tests and private deployments control answers.
+// Failures are *DNSError.
+type Resolver interface {
+	// LookupTXT returns each TXT record with its character-strings joined.
+	LookupTXT(ctx context.Context, name string) ([]string, error)
+	// LookupCNAME returns the CNAME target without the trailing dot.
+	LookupCNAME(ctx context.Context, name string) (string, error)
+	// LookupMX returns the MX records sorted by preference. A null MX (RFC 7505) is returned as one
+	// record with Host "".
+	LookupMX(ctx context.Context, name string) ([]MX, error)
+	// LookupIP returns the A and AAAA addresses of host.
+	LookupIP(ctx context.Context, host string) ([]netip.Addr, error)
+}
+
+// DomainStore persists sending domains and their records; every method is scoped by organization.
+type DomainStore interface {
+	// InsertDomain writes the domain and its records. Errors: already_exists (domains_org_name_key).
+	InsertDomain(ctx context.Context, d Domain, e Event) error
+	ListDomains(ctx context.Context, orgID string) ([]Domain, error)
+	// GetDomain returns the domain with records. Errors: not_found.
+	GetDomain(ctx context.Context, orgID, id string) (Domain, error)
+	// DomainByName returns the domain (without records) for a sender's domain. Errors: not_found.
+	DomainByName(ctx context.Context, orgID, name string) (Domain, error)
+	// SaveVerification stores every record's result, the new status and verifiedAt (kept once set), and
+	// the events, in one transaction. Errors: not_found.
+	SaveVerification(ctx context.Context, d Domain, events []Event) error
+	// SetDomainStatus changes the status. Errors: not_found.
+	SetDomainStatus(ctx context.Context, orgID, id string, status DomainStatus) (Domain, error)
+}
