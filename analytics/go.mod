@@ -2,6 +2,4 @@ module github.com/postmill/postmill/analytics
 
 go 1.26
 
-require github.com/postmill/postmill/ports v0.0.0
-
 replace github.com/postmill/postmill/ports => ../ports

@@ -177,13 +177,16 @@ func canonicalUUID(s string) string {
 }
 
 // utc renders timestamps with an explicit offset (Z) whatever zone the core's clock or driver used.
-func utc(t time.Time) time.Time { return t.UTC() }
+//
+// Times are cut to microseconds, PostgreSQL's precision, so a value rendered straight after a change reads
+// the same as when it is read back later.
+func utc(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }
 
 // utcPtr keeps nil as nil so unset timestamps render as null.
 func utcPtr(t *time.Time) *time.Time {
 	if t == nil {
 		return nil
 	}
-	u := t.UTC()
+	u := utc(*t)
 	return &u
 }

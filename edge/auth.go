@@ -192,7 +192,8 @@ func looksLikeJWT(token string) bool {
 }
 
 // register declares an operation with its authentication rule, the matching OpenAPI security
-// requirement, the error statuses it can answer and the body bound, then hands it to huma.
+// requirement, the error statuses it can answer and the body bound, then hands it to huma. An operation
+// that sets MaxBodyBytes (the send routes) gets that bound or Config.MaxBodyBytes, whichever is larger.
 func register[I, O any](s *Server, op huma.Operation, a access, h func(context.Context, *I) (*O, error), errs ...int) {
 	if a.kind == authUnset {
 		panic("edge: operation " + op.OperationID + " declares no access rule")
@@ -201,8 +202,8 @@ func register[I, O any](s *Server, op huma.Operation, a access, h func(context.C
 		op.Metadata = map[string]any{}
 	}
 	op.Metadata[metaAccess] = a
-	// huma rejects a body whose length reaches its limit; one more byte lets exactly MaxBodyBytes through.
-	op.MaxBodyBytes = s.cfg.MaxBodyBytes + 1
+	// huma rejects a body whose length reaches its limit; one more byte lets exactly the bound through.
+	op.MaxBodyBytes = max(s.cfg.MaxBodyBytes, op.MaxBodyBytes) + 1
 	switch a.kind {
 	case authSession:
 		op.Security = []map[string][]string{{securitySession: {}}}

@@ -7,6 +7,9 @@
 // handlers serve an in-process core or a remote one over Connect. The package imports ports and libraries,
 // never core or adapters (STYLE.md §1).
 //
+// SMTP submission for SMTP credentials (RFC 6409) is the sibling package edge/submission: the same core
+// interfaces, another protocol.
+//
 // Importing the package replaces huma.NewError and huma.NewErrorWithContext so that errors huma produces
 // itself (schema validation, malformed JSON, oversized bodies) come out in the SPEC §7 shape too.
 package edge

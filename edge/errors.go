@@ -218,7 +218,34 @@ func violations(errs []error) []ports.FieldViolation {
 		}
 		out = append(out, ports.FieldViolation{Path: path, Message: detail.Message})
 	}
+	return withoutVagueOneOf(out)
+}
+
+// withoutVagueOneOf drops huma's "matched none" verdict on a oneOf field (such as `to`, a string or an
+// array) when a resolver reported what is actually wrong at that field or inside it, so clients see
+// `to.1: expected string to be RFC 5322 email` rather than a riddle.
+func withoutVagueOneOf(in []ports.FieldViolation) []ports.FieldViolation {
+	out := in[:0:0]
+	for _, v := range in {
+		if v.Message == validation.MsgExpectedMatchExactlyOneSchema && explained(in, v.Path) {
+			continue
+		}
+		out = append(out, v)
+	}
 	return out
+}
+
+// explained reports whether another violation names path or a field inside it.
+func explained(all []ports.FieldViolation, path string) bool {
+	for _, v := range all {
+		if v.Message == validation.MsgExpectedMatchExactlyOneSchema {
+			continue
+		}
+		if v.Path == path || strings.HasPrefix(v.Path, path+".") {
+			return true
+		}
+	}
+	return false
 }
 
 // fieldPath converts a huma location such as body.attachments[0].content or path.id into the dot-joined

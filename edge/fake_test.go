@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -29,10 +31,18 @@ const (
 	starKey      = "svc_live_2123456789abcdef.star"
 	unenforcedKy = "svc_live_3123456789abcdef.legacy"
 
+	readKey = "svc_live_4123456789abcdef.read"
+
 	userOrg  = "0190a0b0-0000-7000-8000-00000000000a"
 	adminOrg = "0190a0b0-0000-7000-8000-00000000000b"
 	otherOrg = "0190a0b0-0000-7000-8000-0000000000ff"
 	keyID    = "0190a0b0-0000-7000-8000-000000000001"
+	domainID = "0190a0b0-0000-7000-8000-0000000000d1"
+	recordID = "0190a0b0-0000-7000-8000-0000000000d2"
+	emailID  = "0190a0b0-0000-7000-8000-0000000000e1"
+
+	// dkimSecret stands for the sealed private key: no response may contain it.
+	dkimSecret = "SEALED-DKIM-PRIVATE-KEY"
 )
 
 // fakeCore implements the driving interfaces of ports.Core with canned answers and records what the edge
@@ -54,19 +64,47 @@ type fakeCore struct {
 	panics bool          // GetOrganization panics
 	limErr error         // returned by Allow
 	org    ports.Organization
+
+	// Sending domains.
+	domain    ports.Domain // returned (with the caller's organization) by every DomainService method
+	domainErr error        // returned by every DomainService method
+
+	// Emails.
+	sends     []ports.SendRequest   // what Send received
+	batches   [][]ports.SendRequest // what SendBatch received
+	sendErr   error                 // returned by Send
+	batchErrs map[int]error         // per-item errors of SendBatch
+	idem      map[string]string     // Idempotency-Key → message id, for replays
+	email     ports.Message         // returned by GetEmail and (as cancelled) CancelEmail
+	emailErr  error                 // returned by GetEmail and CancelEmail
+	page      ports.EmailPage       // returned by ListEmails
+	queries   []ports.ListEmailsQuery
 }
 
 func newFakeCore() *fakeCore {
+	checked := time.Date(2026, 11, 20, 10, 0, 0, 0, time.FixedZone("CET", 3600))
 	return &fakeCore{org: ports.Organization{
 		ID: userOrg, Name: "Acme", Slug: "acme",
 		CreatedAt: time.Date(2026, 3, 4, 5, 6, 7, 0, time.FixedZone("CET", 3600)),
 		Plan:      ports.Plan{MonthlyLimit: 3000},
+	}, domain: ports.Domain{
+		ID: domainID, Name: "example.org", Status: ports.DomainPending, Region: "eu-west-1",
+		DKIMSelector: "pmabcdefghij", DKIMPrivateKey: []byte(dkimSecret), DKIMPublicKey: "MIIBIjANBgkq",
+		CreatedAt: time.Date(2026, 11, 1, 1, 2, 3, 0, time.FixedZone("CET", 3600)),
+		Records: []ports.DNSRecord{
+			{ID: recordID, Type: ports.RecordSPF, Host: "example.org", Value: "v=spf1 include:spf.postmill.local ~all", TTL: 3600, Required: true, Verified: true, CheckedAt: &checked},
+			{ID: recordID, Type: ports.RecordDKIM, Host: "pmabcdefghij._domainkey.example.org", Value: "v=DKIM1; k=rsa; p=MIIBIjANBgkq", TTL: 3600, Required: true},
+			{ID: recordID, Type: ports.RecordDMARC, Host: "_dmarc.example.org", Value: "v=DMARC1; p=quarantine; rua=mailto:dmarc@reports.postmill.local; fo=1", TTL: 3600},
+			{ID: recordID, Type: ports.RecordReturnPath, Host: "bounce.example.org", Value: "bounces.postmill.local", TTL: 3600, Required: true},
+			{ID: recordID, Type: ports.RecordTracking, Host: "track.example.org", Value: "track.postmill.local", TTL: 3600},
+		},
 	}}
 }
 
 func (f *fakeCore) core() ports.Core {
 	return ports.Core{
 		Accounts: f, Auth: f, APIKeys: f, SMTPCredentials: f, Organizations: f, RateLimiter: f,
+		Domains: f, Emails: f,
 	}
 }
 
@@ -142,6 +180,8 @@ func (f *fakeCore) AuthenticateAPIKey(_ context.Context, token string) (ports.Pr
 		p.Scopes = []string{ports.ScopeAll}
 	case unenforcedKy:
 		p.ScopesEnforced = false
+	case readKey:
+		p.Scopes = []string{ports.ScopeEmailsRead}
 	default:
 		return ports.Principal{}, ports.Unauthenticated("Invalid API key")
 	}
@@ -157,6 +197,11 @@ func (f *fakeCore) AuthenticateSession(_ context.Context, token string) (ports.P
 		return ports.Principal{Kind: ports.PrincipalSession, OrganizationID: adminOrg, UserID: "u2", IsAdmin: true}, nil
 	}
 	return ports.Principal{}, ports.Unauthenticated("Invalid session token")
+}
+
+func (f *fakeCore) AuthenticateSMTP(context.Context, string, string) (ports.Principal, error) {
+	f.record("AuthenticateSMTP", "")
+	return ports.Principal{}, ports.Unauthenticated("SMTP credentials are not used by the REST edge")
 }
 
 // APIKeyService.
@@ -438,4 +483,139 @@ func detailPaths(tb testing.TB, body map[string]any) []string {
 		out = append(out, p)
 	}
 	return out
+}
+
+// DomainService.
+
+func (f *fakeCore) domainFor(call, orgID string) (ports.Domain, error) {
+	f.record(call, orgID)
+	if f.domainErr != nil {
+		return ports.Domain{}, f.domainErr
+	}
+	d := f.domain
+	d.OrganizationID = orgID
+	d.Records = slices.Clone(f.domain.Records)
+	for i := range d.Records {
+		d.Records[i].DomainID = d.ID
+	}
+	return d, nil
+}
+
+func (f *fakeCore) CreateDomain(ctx context.Context, orgID, name string) (ports.Domain, error) {
+	d, err := f.domainFor("CreateDomain:"+name, orgID)
+	if err == nil {
+		d.Name = strings.ToLower(strings.TrimSpace(name))
+	}
+	return d, err
+}
+
+func (f *fakeCore) ListDomains(_ context.Context, orgID string) ([]ports.Domain, error) {
+	d, err := f.domainFor("ListDomains", orgID)
+	if err != nil {
+		return nil, err
+	}
+	d.Records = nil
+	return []ports.Domain{d}, nil
+}
+
+func (f *fakeCore) GetDomain(_ context.Context, orgID, id string) (ports.Domain, error) {
+	return f.domainFor("GetDomain:"+id, orgID)
+}
+
+func (f *fakeCore) VerifyDomain(_ context.Context, orgID, id string) (ports.Domain, error) {
+	d, err := f.domainFor("VerifyDomain:"+id, orgID)
+	if err == nil {
+		now := time.Date(2026, 11, 21, 8, 0, 0, 0, time.UTC)
+		d.Status, d.VerifiedAt = ports.DomainVerified, &now
+	}
+	return d, err
+}
+
+func (f *fakeCore) SuspendDomain(_ context.Context, orgID, id string) (ports.Domain, error) {
+	d, err := f.domainFor("SuspendDomain:"+id, orgID)
+	d.Status = ports.DomainSuspended
+	return d, err
+}
+
+// EmailService.
+
+func (f *fakeCore) Send(_ context.Context, orgID string, req ports.SendRequest) (ports.SendResult, error) {
+	f.record("Send", orgID)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.sends = append(f.sends, req)
+	if f.sendErr != nil {
+		return ports.SendResult{}, f.sendErr
+	}
+	if id, ok := f.idem[req.IdempotencyKey]; ok && req.IdempotencyKey != "" {
+		return ports.SendResult{ID: id, Status: ports.StatusQueued, Deduped: true}, nil
+	}
+	id := fmt.Sprintf("0190a0b0-0000-7000-8000-%012d", len(f.sends))
+	if f.idem == nil {
+		f.idem = map[string]string{}
+	}
+	f.idem[req.IdempotencyKey] = id
+	status := ports.StatusQueued
+	if req.ScheduledAt != nil {
+		status = ports.StatusScheduled
+	}
+	return ports.SendResult{ID: id, Status: status}, nil
+}
+
+// SendBatch answers in reverse order so that tests see the edge align results by index.
+func (f *fakeCore) SendBatch(_ context.Context, orgID string, reqs []ports.SendRequest) ([]ports.BatchItemResult, error) {
+	f.record("SendBatch", orgID)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.batches = append(f.batches, reqs)
+	if f.sendErr != nil {
+		return nil, f.sendErr
+	}
+	out := make([]ports.BatchItemResult, 0, len(reqs))
+	for i := len(reqs) - 1; i >= 0; i-- {
+		if err := f.batchErrs[i]; err != nil {
+			out = append(out, ports.BatchItemResult{Index: i, Err: err})
+			continue
+		}
+		out = append(out, ports.BatchItemResult{Index: i, Result: ports.SendResult{
+			ID: fmt.Sprintf("0190a0b0-0000-7000-8000-0000000b%04d", i), Status: ports.StatusQueued}})
+	}
+	return out, nil
+}
+
+func (f *fakeCore) GetEmail(_ context.Context, orgID, id string) (ports.Message, error) {
+	f.record("GetEmail:"+id, orgID)
+	if f.emailErr != nil {
+		return ports.Message{}, f.emailErr
+	}
+	m := f.email
+	m.OrganizationID = orgID
+	return m, nil
+}
+
+func (f *fakeCore) CancelEmail(_ context.Context, orgID, id string) (ports.Message, error) {
+	f.record("CancelEmail:"+id, orgID)
+	if f.emailErr != nil {
+		return ports.Message{}, f.emailErr
+	}
+	m := f.email
+	m.OrganizationID, m.Status = orgID, ports.StatusCancelled
+	return m, nil
+}
+
+func (f *fakeCore) ListEmails(_ context.Context, orgID string, q ports.ListEmailsQuery) (ports.EmailPage, error) {
+	f.record("ListEmails", orgID)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.queries = append(f.queries, q)
+	if f.emailErr != nil {
+		return ports.EmailPage{}, f.emailErr
+	}
+	return f.page, nil
+}
+
+func (f *fakeCore) sendsSnapshot() []ports.SendRequest {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.sends)
 }

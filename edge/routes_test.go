@@ -217,6 +217,17 @@ func TestOpenAPIListsEveryRoute(t *testing.T) {
 		{"post", "/v1/admin/organizations/{id}/resume", "admin-resume-organization", "200", "session", nil},
 		{"put", "/v1/admin/organizations/{id}/limits", "admin-set-organization-limits", "200", "session", nil},
 		{"get", "/v1/billing/subscription", "get-billing-subscription", "200", "apiKey", []string{"billing:read"}},
+		{"get", "/v1/domains", "list-domains", "200", "session", nil},
+		{"post", "/v1/domains", "create-domain", "201", "session", nil},
+		{"get", "/v1/domains/{id}", "get-domain", "200", "session", nil},
+		{"get", "/v1/domains/{id}/dns-records", "list-domain-dns-records", "200", "session", nil},
+		{"post", "/v1/domains/{id}/verify", "verify-domain", "201", "session", nil},
+		{"post", "/v1/domains/{id}/suspend", "suspend-domain", "201", "session", nil},
+		{"post", "/v1/emails", "send-email", "202", "apiKey", []string{"emails:send"}},
+		{"post", "/v1/emails/batch", "send-email-batch", "202", "apiKey", []string{"emails:send"}},
+		{"get", "/v1/emails/{id}", "get-email", "200", "apiKey", []string{"emails:read"}},
+		{"post", "/v1/emails/{id}/cancel", "cancel-email", "201", "apiKey", []string{"emails:send"}},
+		{"get", "/v1/emails", "list-emails", "200", "session", nil},
 	}
 	count := 0
 	for _, item := range doc.Paths {
@@ -261,6 +272,48 @@ func TestOpenAPIListsEveryRoute(t *testing.T) {
 	}
 	if _, ok := doc.Paths["/v1/api-keys/{id}"]["delete"].Responses["400"]; !ok {
 		t.Error("a route with a path id does not document 400")
+	}
+	send := doc.Paths["/v1/emails"]["post"]
+	for _, code := range []string{"400", "401", "402", "403", "413", "429"} {
+		if _, ok := send.Responses[code]; !ok {
+			t.Errorf("POST /v1/emails does not document %s", code)
+		}
+	}
+	if _, ok := doc.Paths["/v1/domains/{id}/verify"]["post"].Responses["429"]; !ok {
+		t.Error("verify does not document 429")
+	}
+	if _, ok := doc.Paths["/v1/emails/{id}/cancel"]["post"].Responses["409"]; !ok {
+		t.Error("cancel does not document 409")
+	}
+	var sendReq struct {
+		Properties map[string]struct {
+			OneOf []struct {
+				Type     string `json:"type"`
+				MinItems int    `json:"minItems"`
+			} `json:"oneOf"`
+		} `json:"properties"`
+		Required []string `json:"required"`
+	}
+	if err := json.Unmarshal(doc.Components.Schemas["SendEmailRequest"], &sendReq); err != nil {
+		t.Fatal(err)
+	}
+	if to := sendReq.Properties["to"].OneOf; len(to) != 2 || to[0].Type != "string" || to[1].Type != "array" || to[1].MinItems != 1 {
+		t.Errorf("to is not documented as string or non-empty array: %+v", to)
+	}
+	if !slices.Equal(sendReq.Required, []string{"from", "to"}) {
+		t.Errorf("send required fields %v", sendReq.Required)
+	}
+	if !strings.Contains(string(r.raw), `"name":"Idempotency-Key"`) {
+		t.Error("the Idempotency-Key header is not documented")
+	}
+	if b := string(doc.Components.Schemas["BatchResponse"]); !strings.Contains(b, "BatchItemAccepted") || !strings.Contains(b, "BatchItemFailed") {
+		t.Errorf("batch results are not documented as accepted or failed: %s", b)
+	}
+	if !strings.Contains(string(doc.Components.Schemas["EmailPageResponse"]), `"nextCursor"`) {
+		t.Errorf("email page: %s", doc.Components.Schemas["EmailPageResponse"])
+	}
+	if strings.Contains(strings.ToLower(string(doc.Components.Schemas["DomainWithRecordsResponse"])), "private") {
+		t.Error("the domain schema documents private key material")
 	}
 	if !strings.Contains(string(doc.Components.Schemas["ErrorBody"]), `"statusCode"`) {
 		t.Errorf("error schema: %s", doc.Components.Schemas["ErrorBody"])

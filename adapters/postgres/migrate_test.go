@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -32,8 +33,12 @@ func TestMigrate_IsIdempotent(t *testing.T) {
 	if err := s.Pool().QueryRow(ctx, `SELECT count(*) FROM goose_db_version WHERE version_id > 0`).Scan(&applied); err != nil {
 		t.Fatal(err)
 	}
-	if applied != 3 {
-		t.Fatalf("applied migrations = %d, want 3 (each once)", applied)
+	files, err := filepath.Glob("migrations/*.sql")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("migration files: %v (%d found)", err, len(files))
+	}
+	if applied != len(files) {
+		t.Fatalf("applied migrations = %d, want %d (each once)", applied, len(files))
 	}
 	if err := s.Pool().QueryRow(ctx, `SELECT count(*) FROM users`).Scan(&users); err != nil {
 		t.Fatal(err)

@@ -27,6 +27,8 @@ var (
 type Store struct {
 	pool    *pgxpool.Pool
 	queries *db.Queries
+	// sends groups concurrent InsertMessage calls into shared transactions (message.go).
+	sends sendCombiner
 }
 
 // Open connects to databaseURL and checks that the database answers, so that a wrong URL fails at start

@@ -14,6 +14,12 @@ import (
 	"github.com/postmill/postmill/adapters/rpc/gen/postmill/account/v1/accountv1connect"
 	credentialv1 "github.com/postmill/postmill/adapters/rpc/gen/postmill/credential/v1"
 	"github.com/postmill/postmill/adapters/rpc/gen/postmill/credential/v1/credentialv1connect"
+	deliveryv1 "github.com/postmill/postmill/adapters/rpc/gen/postmill/delivery/v1"
+	"github.com/postmill/postmill/adapters/rpc/gen/postmill/delivery/v1/deliveryv1connect"
+	domainv1 "github.com/postmill/postmill/adapters/rpc/gen/postmill/domain/v1"
+	"github.com/postmill/postmill/adapters/rpc/gen/postmill/domain/v1/domainv1connect"
+	emailv1 "github.com/postmill/postmill/adapters/rpc/gen/postmill/email/v1"
+	"github.com/postmill/postmill/adapters/rpc/gen/postmill/email/v1/emailv1connect"
 	healthv1 "github.com/postmill/postmill/adapters/rpc/gen/postmill/health/v1"
 	"github.com/postmill/postmill/adapters/rpc/gen/postmill/health/v1/healthv1connect"
 	organizationv1 "github.com/postmill/postmill/adapters/rpc/gen/postmill/organization/v1"
@@ -32,6 +38,9 @@ type Client struct {
 	smtp          credentialv1connect.SMTPCredentialServiceClient
 	organizations organizationv1connect.OrganizationServiceClient
 	rateLimit     ratelimitv1connect.RateLimitServiceClient
+	domains       domainv1connect.DomainServiceClient
+	emails        emailv1connect.EmailServiceClient
+	delivery      deliveryv1connect.DeliveryServiceClient
 	health        healthv1connect.HealthServiceClient
 }
 
@@ -42,6 +51,9 @@ var (
 	_ ports.SMTPCredentialService = (*Client)(nil)
 	_ ports.OrganizationService   = (*Client)(nil)
 	_ ports.RateLimiter           = (*Client)(nil)
+	_ ports.DomainService         = (*Client)(nil)
+	_ ports.EmailService          = (*Client)(nil)
+	_ ports.DeliveryService       = (*Client)(nil)
 	_ ports.Pinger                = (*Client)(nil)
 )
 
@@ -66,12 +78,16 @@ func defaultHTTPClient() *http.Client {
 // NewClient calls the handler served at baseURL (such as http://core:8081), presenting token as the
 // inter-tier credential. A nil httpClient means one whose transport keeps up to 256 idle connections
 // to the core, because the edge calls it on almost every request, and whose 30-second timeout bounds a
-// call whose caller set no deadline.
+// call whose caller set no deadline. Messages up to MaxMessageBytes go either way, as the handler allows.
 func NewClient(baseURL, token string, httpClient connect.HTTPClient) *Client {
 	if httpClient == nil {
 		httpClient = defaultHTTPClient()
 	}
-	opts := []connect.ClientOption{connect.WithInterceptors(clientInterceptors(token)...)}
+	opts := []connect.ClientOption{
+		connect.WithInterceptors(clientInterceptors(token)...),
+		connect.WithReadMaxBytes(MaxMessageBytes),
+		connect.WithSendMaxBytes(MaxMessageBytes),
+	}
 	return &Client{
 		accounts:      accountv1connect.NewAccountServiceClient(httpClient, baseURL, opts...),
 		auth:          accountv1connect.NewAuthServiceClient(httpClient, baseURL, opts...),
@@ -79,6 +95,9 @@ func NewClient(baseURL, token string, httpClient connect.HTTPClient) *Client {
 		smtp:          credentialv1connect.NewSMTPCredentialServiceClient(httpClient, baseURL, opts...),
 		organizations: organizationv1connect.NewOrganizationServiceClient(httpClient, baseURL, opts...),
 		rateLimit:     ratelimitv1connect.NewRateLimitServiceClient(httpClient, baseURL, opts...),
+		domains:       domainv1connect.NewDomainServiceClient(httpClient, baseURL, opts...),
+		emails:        emailv1connect.NewEmailServiceClient(httpClient, baseURL, opts...),
+		delivery:      deliveryv1connect.NewDeliveryServiceClient(httpClient, baseURL, opts...),
 		health:        healthv1connect.NewHealthServiceClient(httpClient, baseURL, opts...),
 	}
 }
@@ -93,6 +112,9 @@ func (c *Client) Core() ports.Core {
 		SMTPCredentials: c,
 		Organizations:   c,
 		RateLimiter:     c,
+		Domains:         c,
+		Emails:          c,
+		Delivery:        c,
 		Health:          c,
 	}
 }
@@ -166,6 +188,15 @@ func (c *Client) AuthenticateSession(ctx context.Context, token string) (ports.P
 	res, err := c.auth.AuthenticateSession(ctx, connect.NewRequest(&accountv1.AuthenticateSessionRequest{Token: token}))
 	if err != nil {
 		return ports.Principal{}, fromConnectError(accountv1connect.AuthServiceAuthenticateSessionProcedure, err)
+	}
+	return principalFromProto(res.Msg.GetPrincipal()), nil
+}
+
+// AuthenticateSMTP implements ports.AuthService.
+func (c *Client) AuthenticateSMTP(ctx context.Context, username, password string) (ports.Principal, error) {
+	res, err := c.auth.AuthenticateSMTP(ctx, connect.NewRequest(&accountv1.AuthenticateSMTPRequest{Username: username, Password: password}))
+	if err != nil {
+		return ports.Principal{}, fromConnectError(accountv1connect.AuthServiceAuthenticateSMTPProcedure, err)
 	}
 	return principalFromProto(res.Msg.GetPrincipal()), nil
 }
@@ -281,6 +312,126 @@ func (c *Client) Allow(ctx context.Context, key string, limit int, window time.D
 		return ports.RateDecision{}, fromConnectError(ratelimitv1connect.RateLimitServiceAllowProcedure, err)
 	}
 	return rateDecisionFromProto(res.Msg.GetDecision()), nil
+}
+
+// CreateDomain implements ports.DomainService.
+func (c *Client) CreateDomain(ctx context.Context, orgID, name string) (ports.Domain, error) {
+	res, err := c.domains.CreateDomain(ctx, connect.NewRequest(&domainv1.CreateDomainRequest{OrganizationId: orgID, Name: name}))
+	if err != nil {
+		return ports.Domain{}, fromConnectError(domainv1connect.DomainServiceCreateDomainProcedure, err)
+	}
+	return domainFromProto(res.Msg.GetDomain()), nil
+}
+
+// ListDomains implements ports.DomainService.
+func (c *Client) ListDomains(ctx context.Context, orgID string) ([]ports.Domain, error) {
+	res, err := c.domains.ListDomains(ctx, connect.NewRequest(&domainv1.ListDomainsRequest{OrganizationId: orgID}))
+	if err != nil {
+		return nil, fromConnectError(domainv1connect.DomainServiceListDomainsProcedure, err)
+	}
+	return domainsFromProto(res.Msg.GetDomains()), nil
+}
+
+// GetDomain implements ports.DomainService.
+func (c *Client) GetDomain(ctx context.Context, orgID, id string) (ports.Domain, error) {
+	res, err := c.domains.GetDomain(ctx, connect.NewRequest(&domainv1.GetDomainRequest{OrganizationId: orgID, Id: id}))
+	if err != nil {
+		return ports.Domain{}, fromConnectError(domainv1connect.DomainServiceGetDomainProcedure, err)
+	}
+	return domainFromProto(res.Msg.GetDomain()), nil
+}
+
+// VerifyDomain implements ports.DomainService.
+func (c *Client) VerifyDomain(ctx context.Context, orgID, id string) (ports.Domain, error) {
+	res, err := c.domains.VerifyDomain(ctx, connect.NewRequest(&domainv1.VerifyDomainRequest{OrganizationId: orgID, Id: id}))
+	if err != nil {
+		return ports.Domain{}, fromConnectError(domainv1connect.DomainServiceVerifyDomainProcedure, err)
+	}
+	return domainFromProto(res.Msg.GetDomain()), nil
+}
+
+// SuspendDomain implements ports.DomainService.
+func (c *Client) SuspendDomain(ctx context.Context, orgID, id string) (ports.Domain, error) {
+	res, err := c.domains.SuspendDomain(ctx, connect.NewRequest(&domainv1.SuspendDomainRequest{OrganizationId: orgID, Id: id}))
+	if err != nil {
+		return ports.Domain{}, fromConnectError(domainv1connect.DomainServiceSuspendDomainProcedure, err)
+	}
+	return domainFromProto(res.Msg.GetDomain()), nil
+}
+
+// Send implements ports.EmailService.
+func (c *Client) Send(ctx context.Context, orgID string, req ports.SendRequest) (ports.SendResult, error) {
+	email, err := sendEmailToProto(req)
+	if err != nil {
+		return ports.SendResult{}, encodeError(emailv1connect.EmailServiceSendProcedure, err)
+	}
+	res, err := c.emails.Send(ctx, connect.NewRequest(&emailv1.SendRequest{OrganizationId: orgID, Email: email}))
+	if err != nil {
+		return ports.SendResult{}, fromConnectError(emailv1connect.EmailServiceSendProcedure, err)
+	}
+	return sendResultFromProto(res.Msg.GetResult()), nil
+}
+
+// SendBatch implements ports.EmailService. Each item's error comes back as the *ports.Error a single
+// Send would have returned.
+func (c *Client) SendBatch(ctx context.Context, orgID string, reqs []ports.SendRequest) ([]ports.BatchItemResult, error) {
+	emails, err := sendEmailsToProto(reqs)
+	if err != nil {
+		return nil, encodeError(emailv1connect.EmailServiceSendBatchProcedure, err)
+	}
+	res, err := c.emails.SendBatch(ctx, connect.NewRequest(&emailv1.SendBatchRequest{OrganizationId: orgID, Emails: emails}))
+	if err != nil {
+		return nil, fromConnectError(emailv1connect.EmailServiceSendBatchProcedure, err)
+	}
+	return batchResultsFromProto(res.Msg.GetResults()), nil
+}
+
+// GetEmail implements ports.EmailService.
+func (c *Client) GetEmail(ctx context.Context, orgID, id string) (ports.Message, error) {
+	res, err := c.emails.GetEmail(ctx, connect.NewRequest(&emailv1.GetEmailRequest{OrganizationId: orgID, Id: id}))
+	if err != nil {
+		return ports.Message{}, fromConnectError(emailv1connect.EmailServiceGetEmailProcedure, err)
+	}
+	return messageFromProto(res.Msg.GetMessage()), nil
+}
+
+// CancelEmail implements ports.EmailService.
+func (c *Client) CancelEmail(ctx context.Context, orgID, id string) (ports.Message, error) {
+	res, err := c.emails.CancelEmail(ctx, connect.NewRequest(&emailv1.CancelEmailRequest{OrganizationId: orgID, Id: id}))
+	if err != nil {
+		return ports.Message{}, fromConnectError(emailv1connect.EmailServiceCancelEmailProcedure, err)
+	}
+	return messageFromProto(res.Msg.GetMessage()), nil
+}
+
+// ListEmails implements ports.EmailService.
+func (c *Client) ListEmails(ctx context.Context, orgID string, q ports.ListEmailsQuery) (ports.EmailPage, error) {
+	res, err := c.emails.ListEmails(ctx, connect.NewRequest(&emailv1.ListEmailsRequest{
+		OrganizationId: orgID,
+		Limit:          int64(q.Limit),
+		Cursor:         q.Cursor,
+		Status:         string(q.Status),
+	}))
+	if err != nil {
+		return ports.EmailPage{}, fromConnectError(emailv1connect.EmailServiceListEmailsProcedure, err)
+	}
+	return ports.EmailPage{Data: messagesFromProto(res.Msg.GetData()), NextCursor: res.Msg.GetNextCursor()}, nil
+}
+
+// LoadOutbound implements ports.DeliveryService. The answer holds the DKIM private key in plaintext, as
+// the in-process core's does.
+func (c *Client) LoadOutbound(ctx context.Context, job ports.DeliveryJob) (ports.OutboundMessage, error) {
+	res, err := c.delivery.LoadOutbound(ctx, connect.NewRequest(&deliveryv1.LoadOutboundRequest{Job: deliveryJobToProto(job)}))
+	if err != nil {
+		return ports.OutboundMessage{}, fromConnectError(deliveryv1connect.DeliveryServiceLoadOutboundProcedure, err)
+	}
+	return outboundMessageFromProto(res.Msg.GetMessage()), nil
+}
+
+// ReportDelivery implements ports.DeliveryService.
+func (c *Client) ReportDelivery(ctx context.Context, r ports.DeliveryReport) error {
+	_, err := c.delivery.ReportDelivery(ctx, connect.NewRequest(&deliveryv1.ReportDeliveryRequest{Report: deliveryReportToProto(r)}))
+	return fromConnectError(deliveryv1connect.DeliveryServiceReportDeliveryProcedure, err)
 }
 
 // Ping implements ports.Pinger: it succeeds when the core and its database answer.

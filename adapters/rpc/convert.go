@@ -1,6 +1,9 @@
 package rpc
 
 import (
+	"bytes"
+	"encoding/json"
+	"fmt"
 	"time"
 
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -10,6 +13,9 @@ import (
 
 	accountv1 "github.com/postmill/postmill/adapters/rpc/gen/postmill/account/v1"
 	credentialv1 "github.com/postmill/postmill/adapters/rpc/gen/postmill/credential/v1"
+	deliveryv1 "github.com/postmill/postmill/adapters/rpc/gen/postmill/delivery/v1"
+	domainv1 "github.com/postmill/postmill/adapters/rpc/gen/postmill/domain/v1"
+	emailv1 "github.com/postmill/postmill/adapters/rpc/gen/postmill/email/v1"
 	organizationv1 "github.com/postmill/postmill/adapters/rpc/gen/postmill/organization/v1"
 	ratelimitv1 "github.com/postmill/postmill/adapters/rpc/gen/postmill/ratelimit/v1"
 )
@@ -309,5 +315,692 @@ func rateDecisionFromProto(d *ratelimitv1.RateDecision) ports.RateDecision {
 		Count:      int(d.GetCount()),
 		Limit:      int(d.GetLimit()),
 		RetryAfter: durationFromProto(d.GetRetryAfter()),
+	}
+}
+
+// Sending: domains, emails and delivery. The same rules hold: nil slices and maps travel as unset
+// wrappers, nil []byte as an unset optional field, nil *time.Time and zero time.Time as unset Timestamps.
+// Domain.DKIMPrivateKey and StoredAttachment.Key have no field in the domain and email schemas and are
+// dropped on the way out; the delivery schema carries both, because the MTA signs and attaches.
+
+func stringListToProto(values []string) *emailv1.StringList {
+	if values == nil {
+		return nil
+	}
+	return &emailv1.StringList{Values: values}
+}
+
+func stringListFromProto(l *emailv1.StringList) []string {
+	if l == nil {
+		return nil
+	}
+	return cloneStrings(l.GetValues())
+}
+
+func stringMapToProto(m map[string]string) *emailv1.StringMap {
+	if m == nil {
+		return nil
+	}
+	return &emailv1.StringMap{Values: m}
+}
+
+func stringMapFromProto(m *emailv1.StringMap) map[string]string {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]string, len(m.GetValues()))
+	for k, v := range m.GetValues() {
+		out[k] = v
+	}
+	return out
+}
+
+// jsonObjectToProto encodes a JSON object held as a Go map; nil stays nil so that the receiver can tell
+// it from an empty object.
+func jsonObjectToProto(m map[string]any) ([]byte, error) {
+	if m == nil {
+		return nil, nil
+	}
+	return json.Marshal(m)
+}
+
+// jsonObjectFromProto decodes what jsonObjectToProto encoded. UseNumber keeps every number exact, as
+// json.Number: a float64 would round integers beyond 2^53.
+func jsonObjectFromProto(b []byte) (map[string]any, error) {
+	if len(b) == 0 {
+		return nil, nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var m map[string]any
+	if err := dec.Decode(&m); err != nil {
+		return nil, err
+	}
+	if m == nil {
+		// "null" is not what jsonObjectToProto sends for a non-nil map; keep the promise of non-nil.
+		m = map[string]any{}
+	}
+	return m, nil
+}
+
+func dnsRecordToProto(r ports.DNSRecord) *domainv1.DNSRecord {
+	return &domainv1.DNSRecord{
+		Id:        r.ID,
+		DomainId:  r.DomainID,
+		Type:      r.Type,
+		Host:      r.Host,
+		Value:     r.Value,
+		Ttl:       int64(r.TTL),
+		Required:  r.Required,
+		Verified:  r.Verified,
+		CheckedAt: timePtrToProto(r.CheckedAt),
+	}
+}
+
+func dnsRecordFromProto(r *domainv1.DNSRecord) ports.DNSRecord {
+	return ports.DNSRecord{
+		ID:        r.GetId(),
+		DomainID:  r.GetDomainId(),
+		Type:      r.GetType(),
+		Host:      r.GetHost(),
+		Value:     r.GetValue(),
+		TTL:       int(r.GetTtl()),
+		Required:  r.GetRequired(),
+		Verified:  r.GetVerified(),
+		CheckedAt: timePtrFromProto(r.GetCheckedAt()),
+	}
+}
+
+func dnsRecordsToProto(records []ports.DNSRecord) *domainv1.DNSRecordList {
+	if records == nil {
+		return nil
+	}
+	l := &domainv1.DNSRecordList{Items: make([]*domainv1.DNSRecord, 0, len(records))}
+	for _, r := range records {
+		l.Items = append(l.Items, dnsRecordToProto(r))
+	}
+	return l
+}
+
+func dnsRecordsFromProto(l *domainv1.DNSRecordList) []ports.DNSRecord {
+	if l == nil {
+		return nil
+	}
+	records := make([]ports.DNSRecord, 0, len(l.GetItems()))
+	for _, r := range l.GetItems() {
+		records = append(records, dnsRecordFromProto(r))
+	}
+	return records
+}
+
+// domainToProto leaves DKIMPrivateKey behind: the schema has no field for it.
+func domainToProto(d ports.Domain) *domainv1.Domain {
+	return &domainv1.Domain{
+		Id:             d.ID,
+		OrganizationId: d.OrganizationID,
+		Name:           d.Name,
+		Status:         string(d.Status),
+		Region:         d.Region,
+		DkimSelector:   d.DKIMSelector,
+		DkimPublicKey:  d.DKIMPublicKey,
+		VerifiedAt:     timePtrToProto(d.VerifiedAt),
+		CreatedAt:      timeToProto(d.CreatedAt),
+		Records:        dnsRecordsToProto(d.Records),
+	}
+}
+
+func domainFromProto(d *domainv1.Domain) ports.Domain {
+	return ports.Domain{
+		ID:             d.GetId(),
+		OrganizationID: d.GetOrganizationId(),
+		Name:           d.GetName(),
+		Status:         ports.DomainStatus(d.GetStatus()),
+		Region:         d.GetRegion(),
+		DKIMSelector:   d.GetDkimSelector(),
+		DKIMPublicKey:  d.GetDkimPublicKey(),
+		VerifiedAt:     timePtrFromProto(d.GetVerifiedAt()),
+		CreatedAt:      timeFromProto(d.GetCreatedAt()),
+		Records:        dnsRecordsFromProto(d.GetRecords()),
+	}
+}
+
+func domainsToProto(domains []ports.Domain) *domainv1.DomainList {
+	if domains == nil {
+		return nil
+	}
+	l := &domainv1.DomainList{Items: make([]*domainv1.Domain, 0, len(domains))}
+	for _, d := range domains {
+		l.Items = append(l.Items, domainToProto(d))
+	}
+	return l
+}
+
+func domainsFromProto(l *domainv1.DomainList) []ports.Domain {
+	if l == nil {
+		return nil
+	}
+	domains := make([]ports.Domain, 0, len(l.GetItems()))
+	for _, d := range l.GetItems() {
+		domains = append(domains, domainFromProto(d))
+	}
+	return domains
+}
+
+func templateRefToProto(t *ports.TemplateRef) (*emailv1.TemplateRef, error) {
+	if t == nil {
+		return nil, nil
+	}
+	vars, err := jsonObjectToProto(t.Variables)
+	if err != nil {
+		return nil, fmt.Errorf("template variables: %w", err)
+	}
+	return &emailv1.TemplateRef{Id: t.ID, VariablesJson: vars}, nil
+}
+
+func templateRefFromProto(t *emailv1.TemplateRef) (*ports.TemplateRef, error) {
+	if t == nil {
+		return nil, nil
+	}
+	vars, err := jsonObjectFromProto(t.GetVariablesJson())
+	if err != nil {
+		return nil, fmt.Errorf("template variables: %w", err)
+	}
+	return &ports.TemplateRef{ID: t.GetId(), Variables: vars}, nil
+}
+
+func attachmentsToProto(atts []ports.Attachment) *emailv1.AttachmentList {
+	if atts == nil {
+		return nil
+	}
+	l := &emailv1.AttachmentList{Items: make([]*emailv1.Attachment, 0, len(atts))}
+	for _, a := range atts {
+		l.Items = append(l.Items, &emailv1.Attachment{
+			Filename:    a.Filename,
+			ContentType: a.ContentType,
+			Content:     a.Content,
+			Inline:      a.Inline,
+			ContentId:   a.ContentID,
+		})
+	}
+	return l
+}
+
+func attachmentsFromProto(l *emailv1.AttachmentList) []ports.Attachment {
+	if l == nil {
+		return nil
+	}
+	atts := make([]ports.Attachment, 0, len(l.GetItems()))
+	for _, a := range l.GetItems() {
+		atts = append(atts, ports.Attachment{
+			Filename:    a.GetFilename(),
+			ContentType: a.GetContentType(),
+			Content:     a.GetContent(),
+			Inline:      a.GetInline(),
+			ContentID:   a.GetContentId(),
+		})
+	}
+	return atts
+}
+
+// sendEmailToProto fails only when template variables cannot be encoded as JSON, which ports promises
+// they can.
+func sendEmailToProto(r ports.SendRequest) (*emailv1.SendEmail, error) {
+	tmpl, err := templateRefToProto(r.Template)
+	if err != nil {
+		return nil, err
+	}
+	return &emailv1.SendEmail{
+		From:           r.From,
+		To:             stringListToProto(r.To),
+		Cc:             stringListToProto(r.Cc),
+		Bcc:            stringListToProto(r.Bcc),
+		Subject:        r.Subject,
+		Html:           r.HTML,
+		Text:           r.Text,
+		ReplyTo:        r.ReplyTo,
+		Template:       tmpl,
+		Attachments:    attachmentsToProto(r.Attachments),
+		Headers:        stringMapToProto(r.Headers),
+		Tags:           stringMapToProto(r.Tags),
+		Metadata:       r.Metadata,
+		Sandbox:        r.Sandbox,
+		ScheduledAt:    timePtrToProto(r.ScheduledAt),
+		IdempotencyKey: r.IdempotencyKey,
+	}, nil
+}
+
+func sendEmailFromProto(r *emailv1.SendEmail) (ports.SendRequest, error) {
+	tmpl, err := templateRefFromProto(r.GetTemplate())
+	if err != nil {
+		return ports.SendRequest{}, err
+	}
+	return ports.SendRequest{
+		From:           r.GetFrom(),
+		To:             stringListFromProto(r.GetTo()),
+		Cc:             stringListFromProto(r.GetCc()),
+		Bcc:            stringListFromProto(r.GetBcc()),
+		Subject:        r.GetSubject(),
+		HTML:           r.GetHtml(),
+		Text:           r.GetText(),
+		ReplyTo:        r.GetReplyTo(),
+		Template:       tmpl,
+		Attachments:    attachmentsFromProto(r.GetAttachments()),
+		Headers:        stringMapFromProto(r.GetHeaders()),
+		Tags:           stringMapFromProto(r.GetTags()),
+		Metadata:       json.RawMessage(r.GetMetadata()),
+		Sandbox:        r.GetSandbox(),
+		ScheduledAt:    timePtrFromProto(r.GetScheduledAt()),
+		IdempotencyKey: r.GetIdempotencyKey(),
+	}, nil
+}
+
+func sendEmailsToProto(reqs []ports.SendRequest) (*emailv1.SendEmailList, error) {
+	if reqs == nil {
+		return nil, nil
+	}
+	l := &emailv1.SendEmailList{Items: make([]*emailv1.SendEmail, 0, len(reqs))}
+	for i, r := range reqs {
+		m, err := sendEmailToProto(r)
+		if err != nil {
+			return nil, fmt.Errorf("item %d: %w", i, err)
+		}
+		l.Items = append(l.Items, m)
+	}
+	return l, nil
+}
+
+func sendEmailsFromProto(l *emailv1.SendEmailList) ([]ports.SendRequest, error) {
+	if l == nil {
+		return nil, nil
+	}
+	reqs := make([]ports.SendRequest, 0, len(l.GetItems()))
+	for i, m := range l.GetItems() {
+		r, err := sendEmailFromProto(m)
+		if err != nil {
+			return nil, fmt.Errorf("item %d: %w", i, err)
+		}
+		reqs = append(reqs, r)
+	}
+	return reqs, nil
+}
+
+func sendResultToProto(r ports.SendResult) *emailv1.SendResult {
+	return &emailv1.SendResult{Id: r.ID, Status: string(r.Status), Deduped: r.Deduped}
+}
+
+func sendResultFromProto(r *emailv1.SendResult) ports.SendResult {
+	return ports.SendResult{ID: r.GetId(), Status: ports.MessageStatus(r.GetStatus()), Deduped: r.GetDeduped()}
+}
+
+func batchResultsToProto(results []ports.BatchItemResult) *emailv1.BatchItemResultList {
+	if results == nil {
+		return nil
+	}
+	l := &emailv1.BatchItemResultList{Items: make([]*emailv1.BatchItemResult, 0, len(results))}
+	for _, r := range results {
+		l.Items = append(l.Items, &emailv1.BatchItemResult{
+			Index:  int64(r.Index),
+			Result: sendResultToProto(r.Result),
+			Error:  batchItemErrorToProto(r.Err),
+		})
+	}
+	return l
+}
+
+func batchResultsFromProto(l *emailv1.BatchItemResultList) []ports.BatchItemResult {
+	if l == nil {
+		return nil
+	}
+	results := make([]ports.BatchItemResult, 0, len(l.GetItems()))
+	for _, r := range l.GetItems() {
+		results = append(results, ports.BatchItemResult{
+			Index:  int(r.GetIndex()),
+			Result: sendResultFromProto(r.GetResult()),
+			Err:    batchItemErrorFromProto(r.GetError()),
+		})
+	}
+	return results
+}
+
+func recipientToProto(r ports.Recipient) *emailv1.Recipient {
+	return &emailv1.Recipient{Id: r.ID, Type: r.Type, Address: r.Address, Status: string(r.Status)}
+}
+
+func recipientFromProto(r *emailv1.Recipient) ports.Recipient {
+	return ports.Recipient{ID: r.GetId(), Type: r.GetType(), Address: r.GetAddress(), Status: ports.MessageStatus(r.GetStatus())}
+}
+
+func recipientsToProto(recipients []ports.Recipient) *emailv1.RecipientList {
+	if recipients == nil {
+		return nil
+	}
+	l := &emailv1.RecipientList{Items: make([]*emailv1.Recipient, 0, len(recipients))}
+	for _, r := range recipients {
+		l.Items = append(l.Items, recipientToProto(r))
+	}
+	return l
+}
+
+func recipientsFromProto(l *emailv1.RecipientList) []ports.Recipient {
+	if l == nil {
+		return nil
+	}
+	recipients := make([]ports.Recipient, 0, len(l.GetItems()))
+	for _, r := range l.GetItems() {
+		recipients = append(recipients, recipientFromProto(r))
+	}
+	return recipients
+}
+
+// storedAttachmentsToProto leaves Key behind: the email schema has no field for it.
+func storedAttachmentsToProto(atts []ports.StoredAttachment) *emailv1.StoredAttachmentList {
+	if atts == nil {
+		return nil
+	}
+	l := &emailv1.StoredAttachmentList{Items: make([]*emailv1.StoredAttachment, 0, len(atts))}
+	for _, a := range atts {
+		l.Items = append(l.Items, &emailv1.StoredAttachment{
+			Id:          a.ID,
+			Filename:    a.Filename,
+			ContentType: a.ContentType,
+			Size:        a.Size,
+			Inline:      a.Inline,
+			ContentId:   a.ContentID,
+		})
+	}
+	return l
+}
+
+func storedAttachmentsFromProto(l *emailv1.StoredAttachmentList) []ports.StoredAttachment {
+	if l == nil {
+		return nil
+	}
+	atts := make([]ports.StoredAttachment, 0, len(l.GetItems()))
+	for _, a := range l.GetItems() {
+		atts = append(atts, ports.StoredAttachment{
+			ID:          a.GetId(),
+			Filename:    a.GetFilename(),
+			ContentType: a.GetContentType(),
+			Size:        a.GetSize(),
+			Inline:      a.GetInline(),
+			ContentID:   a.GetContentId(),
+		})
+	}
+	return atts
+}
+
+func eventToProto(e ports.Event) *emailv1.Event {
+	return &emailv1.Event{
+		Id:               e.ID,
+		OrganizationId:   e.OrganizationID,
+		Type:             e.Type,
+		MessageId:        e.MessageID,
+		RecipientId:      e.RecipientID,
+		DomainId:         e.DomainID,
+		ProviderResponse: e.ProviderResponse,
+		OccurredAt:       timeToProto(e.OccurredAt),
+	}
+}
+
+func eventFromProto(e *emailv1.Event) ports.Event {
+	return ports.Event{
+		ID:               e.GetId(),
+		OrganizationID:   e.GetOrganizationId(),
+		Type:             e.GetType(),
+		MessageID:        e.GetMessageId(),
+		RecipientID:      e.GetRecipientId(),
+		DomainID:         e.GetDomainId(),
+		ProviderResponse: e.ProviderResponse,
+		OccurredAt:       timeFromProto(e.GetOccurredAt()),
+	}
+}
+
+func eventsToProto(events []ports.Event) *emailv1.EventList {
+	if events == nil {
+		return nil
+	}
+	l := &emailv1.EventList{Items: make([]*emailv1.Event, 0, len(events))}
+	for _, e := range events {
+		l.Items = append(l.Items, eventToProto(e))
+	}
+	return l
+}
+
+func eventsFromProto(l *emailv1.EventList) []ports.Event {
+	if l == nil {
+		return nil
+	}
+	events := make([]ports.Event, 0, len(l.GetItems()))
+	for _, e := range l.GetItems() {
+		events = append(events, eventFromProto(e))
+	}
+	return events
+}
+
+func messageToProto(m ports.Message) *emailv1.Message {
+	return &emailv1.Message{
+		Id:             m.ID,
+		OrganizationId: m.OrganizationID,
+		DomainId:       m.DomainID,
+		Status:         string(m.Status),
+		From:           m.From,
+		Subject:        m.Subject,
+		Html:           m.HTML,
+		Text:           m.Text,
+		ReplyTo:        m.ReplyTo,
+		Headers:        stringMapToProto(m.Headers),
+		Tags:           stringMapToProto(m.Tags),
+		Metadata:       m.Metadata,
+		Sandbox:        m.Sandbox,
+		ScheduledAt:    timePtrToProto(m.ScheduledAt),
+		IdempotencyKey: m.IdempotencyKey,
+		CreatedAt:      timeToProto(m.CreatedAt),
+		Recipients:     recipientsToProto(m.Recipients),
+		Attachments:    storedAttachmentsToProto(m.Attachments),
+		Events:         eventsToProto(m.Events),
+	}
+}
+
+func messageFromProto(m *emailv1.Message) ports.Message {
+	return ports.Message{
+		ID:             m.GetId(),
+		OrganizationID: m.GetOrganizationId(),
+		DomainID:       m.GetDomainId(),
+		Status:         ports.MessageStatus(m.GetStatus()),
+		From:           m.GetFrom(),
+		Subject:        m.GetSubject(),
+		HTML:           m.GetHtml(),
+		Text:           m.GetText(),
+		ReplyTo:        m.GetReplyTo(),
+		Headers:        stringMapFromProto(m.GetHeaders()),
+		Tags:           stringMapFromProto(m.GetTags()),
+		Metadata:       json.RawMessage(m.GetMetadata()),
+		Sandbox:        m.GetSandbox(),
+		ScheduledAt:    timePtrFromProto(m.GetScheduledAt()),
+		IdempotencyKey: m.GetIdempotencyKey(),
+		CreatedAt:      timeFromProto(m.GetCreatedAt()),
+		Recipients:     recipientsFromProto(m.GetRecipients()),
+		Attachments:    storedAttachmentsFromProto(m.GetAttachments()),
+		Events:         eventsFromProto(m.GetEvents()),
+	}
+}
+
+func messagesToProto(messages []ports.Message) *emailv1.MessageList {
+	if messages == nil {
+		return nil
+	}
+	l := &emailv1.MessageList{Items: make([]*emailv1.Message, 0, len(messages))}
+	for _, m := range messages {
+		l.Items = append(l.Items, messageToProto(m))
+	}
+	return l
+}
+
+func messagesFromProto(l *emailv1.MessageList) []ports.Message {
+	if l == nil {
+		return nil
+	}
+	messages := make([]ports.Message, 0, len(l.GetItems()))
+	for _, m := range l.GetItems() {
+		messages = append(messages, messageFromProto(m))
+	}
+	return messages
+}
+
+func deliveryJobToProto(j ports.DeliveryJob) *deliveryv1.DeliveryJob {
+	return &deliveryv1.DeliveryJob{
+		Id:             j.ID,
+		OrganizationId: j.OrganizationID,
+		MessageId:      j.MessageID,
+		Domain:         j.Domain,
+		RecipientIds:   stringListToProto(j.RecipientIDs),
+		Attempt:        int64(j.Attempt),
+		FirstQueuedAt:  timeToProto(j.FirstQueuedAt),
+		NotBefore:      timeToProto(j.NotBefore),
+	}
+}
+
+func deliveryJobFromProto(j *deliveryv1.DeliveryJob) ports.DeliveryJob {
+	return ports.DeliveryJob{
+		ID:             j.GetId(),
+		OrganizationID: j.GetOrganizationId(),
+		MessageID:      j.GetMessageId(),
+		Domain:         j.GetDomain(),
+		RecipientIDs:   stringListFromProto(j.GetRecipientIds()),
+		Attempt:        int(j.GetAttempt()),
+		FirstQueuedAt:  timeFromProto(j.GetFirstQueuedAt()),
+		NotBefore:      timeFromProto(j.GetNotBefore()),
+	}
+}
+
+// outboundAttachmentsToProto keeps Key: the MTA reads the bytes from the blob store under it.
+func outboundAttachmentsToProto(atts []ports.StoredAttachment) *deliveryv1.OutboundAttachmentList {
+	if atts == nil {
+		return nil
+	}
+	l := &deliveryv1.OutboundAttachmentList{Items: make([]*deliveryv1.OutboundAttachment, 0, len(atts))}
+	for _, a := range atts {
+		l.Items = append(l.Items, &deliveryv1.OutboundAttachment{
+			Id:          a.ID,
+			Filename:    a.Filename,
+			ContentType: a.ContentType,
+			Size:        a.Size,
+			Inline:      a.Inline,
+			ContentId:   a.ContentID,
+			Key:         a.Key,
+		})
+	}
+	return l
+}
+
+func outboundAttachmentsFromProto(l *deliveryv1.OutboundAttachmentList) []ports.StoredAttachment {
+	if l == nil {
+		return nil
+	}
+	atts := make([]ports.StoredAttachment, 0, len(l.GetItems()))
+	for _, a := range l.GetItems() {
+		atts = append(atts, ports.StoredAttachment{
+			ID:          a.GetId(),
+			Filename:    a.GetFilename(),
+			ContentType: a.GetContentType(),
+			Size:        a.GetSize(),
+			Inline:      a.GetInline(),
+			ContentID:   a.GetContentId(),
+			Key:         a.GetKey(),
+		})
+	}
+	return atts
+}
+
+// outboundMessageToProto carries the DKIM private key: see delivery.proto for why this hop may.
+func outboundMessageToProto(m ports.OutboundMessage) *deliveryv1.OutboundMessage {
+	return &deliveryv1.OutboundMessage{
+		Job:             deliveryJobToProto(m.Job),
+		MessageId:       m.MessageID,
+		OrganizationId:  m.OrganizationID,
+		From:            m.From,
+		ReplyTo:         m.ReplyTo,
+		Subject:         m.Subject,
+		Html:            m.HTML,
+		Text:            m.Text,
+		Headers:         stringMapToProto(m.Headers),
+		To:              stringListToProto(m.To),
+		Cc:              stringListToProto(m.Cc),
+		Recipients:      recipientsToProto(m.Recipients),
+		Attachments:     outboundAttachmentsToProto(m.Attachments),
+		CreatedAt:       timeToProto(m.CreatedAt),
+		DkimDomain:      m.DKIMDomain,
+		DkimSelector:    m.DKIMSelector,
+		DkimPrivateKey:  m.DKIMPrivateKey,
+		ReturnPath:      m.ReturnPath,
+		MessageIdHeader: m.MessageIDHeader,
+	}
+}
+
+func outboundMessageFromProto(m *deliveryv1.OutboundMessage) ports.OutboundMessage {
+	return ports.OutboundMessage{
+		Job:             deliveryJobFromProto(m.GetJob()),
+		MessageID:       m.GetMessageId(),
+		OrganizationID:  m.GetOrganizationId(),
+		From:            m.GetFrom(),
+		ReplyTo:         m.GetReplyTo(),
+		Subject:         m.GetSubject(),
+		HTML:            m.GetHtml(),
+		Text:            m.GetText(),
+		Headers:         stringMapFromProto(m.GetHeaders()),
+		To:              stringListFromProto(m.GetTo()),
+		Cc:              stringListFromProto(m.GetCc()),
+		Recipients:      recipientsFromProto(m.GetRecipients()),
+		Attachments:     outboundAttachmentsFromProto(m.GetAttachments()),
+		CreatedAt:       timeFromProto(m.GetCreatedAt()),
+		DKIMDomain:      m.GetDkimDomain(),
+		DKIMSelector:    m.GetDkimSelector(),
+		DKIMPrivateKey:  m.GetDkimPrivateKey(),
+		ReturnPath:      m.GetReturnPath(),
+		MessageIDHeader: m.GetMessageIdHeader(),
+	}
+}
+
+func recipientOutcomesToProto(outcomes []ports.RecipientOutcome) *deliveryv1.RecipientOutcomeList {
+	if outcomes == nil {
+		return nil
+	}
+	l := &deliveryv1.RecipientOutcomeList{Items: make([]*deliveryv1.RecipientOutcome, 0, len(outcomes))}
+	for _, o := range outcomes {
+		l.Items = append(l.Items, &deliveryv1.RecipientOutcome{RecipientId: o.RecipientID, Kind: string(o.Kind), Response: o.Response})
+	}
+	return l
+}
+
+func recipientOutcomesFromProto(l *deliveryv1.RecipientOutcomeList) []ports.RecipientOutcome {
+	if l == nil {
+		return nil
+	}
+	outcomes := make([]ports.RecipientOutcome, 0, len(l.GetItems()))
+	for _, o := range l.GetItems() {
+		outcomes = append(outcomes, ports.RecipientOutcome{
+			RecipientID: o.GetRecipientId(),
+			Kind:        ports.DeliveryOutcomeKind(o.GetKind()),
+			Response:    o.GetResponse(),
+		})
+	}
+	return outcomes
+}
+
+func deliveryReportToProto(r ports.DeliveryReport) *deliveryv1.DeliveryReport {
+	return &deliveryv1.DeliveryReport{
+		Job:        deliveryJobToProto(r.Job),
+		Handed:     r.Handed,
+		Recipients: recipientOutcomesToProto(r.Recipients),
+		At:         timeToProto(r.At),
+	}
+}
+
+func deliveryReportFromProto(r *deliveryv1.DeliveryReport) ports.DeliveryReport {
+	return ports.DeliveryReport{
+		Job:        deliveryJobFromProto(r.GetJob()),
+		Handed:     r.GetHanded(),
+		Recipients: recipientOutcomesFromProto(r.GetRecipients()),
+		At:         timeFromProto(r.GetAt()),
 	}
 }

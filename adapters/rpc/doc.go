@@ -4,6 +4,12 @@
 // remote one.
 //
 // The schema lives in proto/ and the generated code in gen/ (run `buf generate` from the repository
-// root). Messages mirror the ports types field for field, except that token and password hashes never
-// cross the wire.
+// root). Messages mirror the ports types field for field, except what must stay in the core: token and
+// password hashes never cross the wire, and neither do a sending domain's DKIM private key nor an
+// attachment's storage key on their way to the edge (postmill.domain.v1, postmill.email.v1). The one
+// exception is postmill.delivery.v1: the MTA tier signs and attaches, so LoadOutbound carries both, on
+// the hop that the inter-tier token guards like every other.
+//
+// Messages up to MaxMessageBytes cross in either direction, because a send carries up to 25 MiB of
+// attachments (SPEC §8).
 package rpc

@@ -11,6 +11,7 @@ import (
 
 	"github.com/postmill/postmill/ports"
 
+	emailv1 "github.com/postmill/postmill/adapters/rpc/gen/postmill/email/v1"
 	rpcv1 "github.com/postmill/postmill/adapters/rpc/gen/postmill/rpc/v1"
 )
 
@@ -41,6 +42,18 @@ const internalMessage = "internal error"
 // (anywhere in the chain) keeps every field: code and message in the Connect error, the rest in an
 // ErrorDetail. Anything else becomes Internal with internalMessage; the caller logs the original.
 func toConnectError(err error) *connect.Error {
+	code, message, detail := errorToWire(err)
+	cerr := connect.NewError(code, errors.New(message))
+	if d, err := connect.NewErrorDetail(detail); err == nil {
+		cerr.AddDetail(d)
+	}
+	return cerr
+}
+
+// errorToWire splits an implementation's error into the Connect code, the message and the ErrorDetail
+// that together carry it. toConnectError wraps them in a Connect error; a batch item's error carries them
+// in a BatchItemError, so both travel through this one table.
+func errorToWire(err error) (connect.Code, string, *rpcv1.ErrorDetail) {
 	perr, ok := ports.AsError(err)
 	if !ok {
 		perr = &ports.Error{Code: ports.CodeInternal, Message: internalMessage}
@@ -56,7 +69,6 @@ func toConnectError(err error) *connect.Error {
 		// An unknown code is a bug in the implementation; do not let its words out either.
 		perr = &ports.Error{Code: ports.CodeInternal, Message: internalMessage}
 	}
-	cerr := connect.NewError(code, errors.New(perr.Message))
 	detail := &rpcv1.ErrorDetail{
 		Reason:            perr.Reason,
 		Constraint:        perr.Constraint,
@@ -74,10 +86,7 @@ func toConnectError(err error) *connect.Error {
 			detail.FieldsJson = b
 		}
 	}
-	if d, err := connect.NewErrorDetail(detail); err == nil {
-		cerr.AddDetail(d)
-	}
-	return cerr
+	return code, perr.Message, detail
 }
 
 // fromConnectError turns what a Connect call returned into what the in-process implementation would have
@@ -162,4 +171,38 @@ func clampInt32(n int) int32 {
 		return math.MinInt32
 	}
 	return int32(n)
+}
+
+// batchItemErrorToProto carries one batch item's error exactly as a failed call would carry it; nil for
+// an item that succeeded.
+func batchItemErrorToProto(err error) *emailv1.BatchItemError {
+	if err == nil {
+		return nil
+	}
+	code, message, detail := errorToWire(err)
+	return &emailv1.BatchItemError{Code: code.String(), Message: message, Detail: detail}
+}
+
+// batchItemErrorFromProto rebuilds the *ports.Error of a batch item, as fromConnectError does for a call.
+// A code this client does not know is an internal error: the item failed, but not in a way the caller
+// can act on.
+func batchItemErrorFromProto(e *emailv1.BatchItemError) error {
+	if e == nil {
+		return nil
+	}
+	var code connect.Code
+	if err := code.UnmarshalText([]byte(e.GetCode())); err != nil {
+		return &ports.Error{Code: ports.CodeInternal, Message: internalMessage}
+	}
+	return portsError(code, e.GetMessage(), e.GetDetail())
+}
+
+// encodeError reports a request the client could not put on the wire (template variables that are not
+// JSON, which ports promises they are): the caller's bug, so it is internal, and it names the cause.
+func encodeError(procedure string, err error) error {
+	return &transportError{
+		perr:      &ports.Error{Code: ports.CodeInternal, Message: internalMessage},
+		procedure: procedure,
+		cause:     err,
+	}
 }

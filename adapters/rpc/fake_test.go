@@ -30,6 +30,13 @@ type fakeCore struct {
 	orgs        []ports.Organization
 	sub         ports.Subscription
 	decision    ports.RateDecision
+	domain      ports.Domain
+	domains     []ports.Domain
+	sendResult  ports.SendResult
+	batch       []ports.BatchItemResult
+	message     ports.Message
+	page        ports.EmailPage
+	outbound    ports.OutboundMessage
 
 	// seen receives the context of each call, for tests of what travels in it.
 	seen func(ctx context.Context)
@@ -48,6 +55,9 @@ func (f *fakeCore) core() ports.Core {
 		SMTPCredentials: f,
 		Organizations:   f,
 		RateLimiter:     f,
+		Domains:         f,
+		Emails:          f,
+		Delivery:        f,
 		Health:          f,
 	}
 }
@@ -100,6 +110,10 @@ func (f *fakeCore) AuthenticateSession(ctx context.Context, token string) (ports
 	return f.principal, f.record(ctx, "AuthenticateSession", token)
 }
 
+func (f *fakeCore) AuthenticateSMTP(ctx context.Context, username, password string) (ports.Principal, error) {
+	return f.principal, f.record(ctx, "AuthenticateSMTP", username, password)
+}
+
 func (f *fakeCore) ListAPIKeys(ctx context.Context, orgID string) ([]ports.APIKey, error) {
 	return f.apiKeys, f.record(ctx, "ListAPIKeys", orgID)
 }
@@ -150,4 +164,52 @@ func (f *fakeCore) Allow(ctx context.Context, key string, limit int, window time
 
 func (f *fakeCore) Ping(ctx context.Context) error {
 	return f.record(ctx, "Ping")
+}
+
+func (f *fakeCore) CreateDomain(ctx context.Context, orgID, name string) (ports.Domain, error) {
+	return f.domain, f.record(ctx, "CreateDomain", orgID, name)
+}
+
+func (f *fakeCore) ListDomains(ctx context.Context, orgID string) ([]ports.Domain, error) {
+	return f.domains, f.record(ctx, "ListDomains", orgID)
+}
+
+func (f *fakeCore) GetDomain(ctx context.Context, orgID, id string) (ports.Domain, error) {
+	return f.domain, f.record(ctx, "GetDomain", orgID, id)
+}
+
+func (f *fakeCore) VerifyDomain(ctx context.Context, orgID, id string) (ports.Domain, error) {
+	return f.domain, f.record(ctx, "VerifyDomain", orgID, id)
+}
+
+func (f *fakeCore) SuspendDomain(ctx context.Context, orgID, id string) (ports.Domain, error) {
+	return f.domain, f.record(ctx, "SuspendDomain", orgID, id)
+}
+
+func (f *fakeCore) Send(ctx context.Context, orgID string, req ports.SendRequest) (ports.SendResult, error) {
+	return f.sendResult, f.record(ctx, "Send", orgID, req)
+}
+
+func (f *fakeCore) SendBatch(ctx context.Context, orgID string, reqs []ports.SendRequest) ([]ports.BatchItemResult, error) {
+	return f.batch, f.record(ctx, "SendBatch", orgID, reqs)
+}
+
+func (f *fakeCore) GetEmail(ctx context.Context, orgID, id string) (ports.Message, error) {
+	return f.message, f.record(ctx, "GetEmail", orgID, id)
+}
+
+func (f *fakeCore) CancelEmail(ctx context.Context, orgID, id string) (ports.Message, error) {
+	return f.message, f.record(ctx, "CancelEmail", orgID, id)
+}
+
+func (f *fakeCore) ListEmails(ctx context.Context, orgID string, q ports.ListEmailsQuery) (ports.EmailPage, error) {
+	return f.page, f.record(ctx, "ListEmails", orgID, q)
+}
+
+func (f *fakeCore) LoadOutbound(ctx context.Context, job ports.DeliveryJob) (ports.OutboundMessage, error) {
+	return f.outbound, f.record(ctx, "LoadOutbound", job)
+}
+
+func (f *fakeCore) ReportDelivery(ctx context.Context, r ports.DeliveryReport) error {
+	return f.record(ctx, "ReportDelivery", r)
 }

@@ -10,9 +10,12 @@ import (
 	"net/http"
 	"runtime/debug"
 	"strings"
+	"unicode/utf8"
 
 	"connectrpc.com/connect"
 	"connectrpc.com/otelconnect"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 )
 
 // Every interceptor of the hop is built here, so the order in which they run is visible in one place.
@@ -35,11 +38,13 @@ func serverInterceptors(cfg ServerConfig, log *slog.Logger) []connect.Intercepto
 }
 
 // clientInterceptors wrap every call, outermost first: tracing starts the client span and injects its
-// context into the headers; authentication adds the inter-tier token.
+// context into the headers; authentication adds the inter-tier token; the send guard refuses a request
+// that could not be put on the wire before Connect tries.
 func clientInterceptors(token string) []connect.Interceptor {
 	return nonNil(
 		newOtelInterceptor(slog.Default()),
 		&clientAuth{header: "Bearer " + token},
+		&sendGuard{maxBytes: MaxMessageBytes},
 	)
 }
 
@@ -179,4 +184,83 @@ func (r *recoverInterceptor) WrapStreamingHandler(next connect.StreamingHandlerF
 		}()
 		return next(ctx, conn)
 	}
+}
+
+// sendGuard refuses, before Connect sees it, a unary request that Connect would fail to send: one larger
+// than maxBytes, or one with a string that is not valid UTF-8 (proto3 strings must be, and marshalling
+// fails otherwise). Connect's unary client (v1.19.1) answers such a failure by still issuing the HTTP
+// request, with an empty body, so the core would run the method on an empty message: a Send with no
+// fields, a ReportDelivery for job "". Refusing here means the core never sees the call; the caller gets
+// an internal error naming the cause, as for any failure of the hop.
+type sendGuard struct {
+	maxBytes int
+}
+
+func (g *sendGuard) check(msg any) error {
+	m, ok := msg.(proto.Message)
+	if !ok {
+		return nil
+	}
+	if size := proto.Size(m); size > g.maxBytes {
+		return connect.NewError(connect.CodeResourceExhausted, fmt.Errorf("rpc: message size %d exceeds %d bytes", size, g.maxBytes))
+	}
+	if err := checkUTF8(m.ProtoReflect()); err != nil {
+		return connect.NewError(connect.CodeInvalidArgument, err)
+	}
+	return nil
+}
+
+func (g *sendGuard) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
+	return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
+		if err := g.check(req.Any()); err != nil {
+			return nil, err
+		}
+		return next(ctx, req)
+	}
+}
+
+func (g *sendGuard) WrapStreamingClient(next connect.StreamingClientFunc) connect.StreamingClientFunc {
+	return next
+}
+
+func (g *sendGuard) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect.StreamingHandlerFunc {
+	return next
+}
+
+// checkUTF8 reports the first string field, list element, map key or map value of m (nested messages
+// included) that is not valid UTF-8. It reads only the fields that are set, and never bytes fields, so
+// it costs little next to marshalling.
+func checkUTF8(m protoreflect.Message) error {
+	var err error
+	value := func(fd protoreflect.FieldDescriptor, v protoreflect.Value) error {
+		switch fd.Kind() {
+		case protoreflect.StringKind:
+			if !utf8.ValidString(v.String()) {
+				return fmt.Errorf("rpc: field %s is not valid UTF-8", fd.FullName())
+			}
+		case protoreflect.MessageKind, protoreflect.GroupKind:
+			return checkUTF8(v.Message())
+		}
+		return nil
+	}
+	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+		switch {
+		case fd.IsList():
+			l := v.List()
+			for i := 0; i < l.Len() && err == nil; i++ {
+				err = value(fd, l.Get(i))
+			}
+		case fd.IsMap():
+			v.Map().Range(func(k protoreflect.MapKey, mv protoreflect.Value) bool {
+				if err = value(fd.MapKey(), k.Value()); err == nil {
+					err = value(fd.MapValue(), mv)
+				}
+				return err == nil
+			})
+		default:
+			err = value(fd, v)
+		}
+		return err == nil
+	})
+	return err
 }

@@ -14,6 +14,12 @@ import (
 	"github.com/postmill/postmill/adapters/rpc/gen/postmill/account/v1/accountv1connect"
 	credentialv1 "github.com/postmill/postmill/adapters/rpc/gen/postmill/credential/v1"
 	"github.com/postmill/postmill/adapters/rpc/gen/postmill/credential/v1/credentialv1connect"
+	deliveryv1 "github.com/postmill/postmill/adapters/rpc/gen/postmill/delivery/v1"
+	"github.com/postmill/postmill/adapters/rpc/gen/postmill/delivery/v1/deliveryv1connect"
+	domainv1 "github.com/postmill/postmill/adapters/rpc/gen/postmill/domain/v1"
+	"github.com/postmill/postmill/adapters/rpc/gen/postmill/domain/v1/domainv1connect"
+	emailv1 "github.com/postmill/postmill/adapters/rpc/gen/postmill/email/v1"
+	"github.com/postmill/postmill/adapters/rpc/gen/postmill/email/v1/emailv1connect"
 	healthv1 "github.com/postmill/postmill/adapters/rpc/gen/postmill/health/v1"
 	"github.com/postmill/postmill/adapters/rpc/gen/postmill/health/v1/healthv1connect"
 	organizationv1 "github.com/postmill/postmill/adapters/rpc/gen/postmill/organization/v1"
@@ -21,6 +27,11 @@ import (
 	ratelimitv1 "github.com/postmill/postmill/adapters/rpc/gen/postmill/ratelimit/v1"
 	"github.com/postmill/postmill/adapters/rpc/gen/postmill/ratelimit/v1/ratelimitv1connect"
 )
+
+// MaxMessageBytes bounds every message either side of the hop reads or sends. A send carries up to
+// 25 MiB of decoded attachments (SPEC §8) besides its bodies, so the bound sits well above that; it still
+// keeps a single call from exhausting a process's memory.
+const MaxMessageBytes = 64 << 20
 
 // ServerConfig configures the core's side of the hop.
 type ServerConfig struct {
@@ -50,7 +61,11 @@ func NewHandler(core ports.Core, cfg ServerConfig) http.Handler {
 		log = slog.Default()
 	}
 	s := &server{core: core, log: log}
-	opts := []connect.HandlerOption{connect.WithInterceptors(serverInterceptors(cfg, log)...)}
+	opts := []connect.HandlerOption{
+		connect.WithInterceptors(serverInterceptors(cfg, log)...),
+		connect.WithReadMaxBytes(MaxMessageBytes),
+		connect.WithSendMaxBytes(MaxMessageBytes),
+	}
 	mux := http.NewServeMux()
 	mount := func(path string, h http.Handler) { mux.Handle(path, h) }
 	if core.Accounts != nil {
@@ -70,6 +85,15 @@ func NewHandler(core ports.Core, cfg ServerConfig) http.Handler {
 	}
 	if core.RateLimiter != nil {
 		mount(ratelimitv1connect.NewRateLimitServiceHandler(s, opts...))
+	}
+	if core.Domains != nil {
+		mount(domainv1connect.NewDomainServiceHandler(s, opts...))
+	}
+	if core.Emails != nil {
+		mount(emailv1connect.NewEmailServiceHandler(s, opts...))
+	}
+	if core.Delivery != nil {
+		mount(deliveryv1connect.NewDeliveryServiceHandler(s, opts...))
 	}
 	if core.Health != nil {
 		mount(healthv1connect.NewHealthServiceHandler(s, opts...))
@@ -91,6 +115,9 @@ var (
 	_ credentialv1connect.SMTPCredentialServiceHandler = (*server)(nil)
 	_ organizationv1connect.OrganizationServiceHandler = (*server)(nil)
 	_ ratelimitv1connect.RateLimitServiceHandler       = (*server)(nil)
+	_ domainv1connect.DomainServiceHandler             = (*server)(nil)
+	_ emailv1connect.EmailServiceHandler               = (*server)(nil)
+	_ deliveryv1connect.DeliveryServiceHandler         = (*server)(nil)
 	_ healthv1connect.HealthServiceHandler             = (*server)(nil)
 )
 
@@ -170,6 +197,14 @@ func (s *server) AuthenticateSession(ctx context.Context, req *connect.Request[a
 		return nil, s.fail(ctx, req.Spec(), err)
 	}
 	return connect.NewResponse(&accountv1.AuthenticateSessionResponse{Principal: principalToProto(p)}), nil
+}
+
+func (s *server) AuthenticateSMTP(ctx context.Context, req *connect.Request[accountv1.AuthenticateSMTPRequest]) (*connect.Response[accountv1.AuthenticateSMTPResponse], error) {
+	p, err := s.core.Auth.AuthenticateSMTP(ctx, req.Msg.GetUsername(), req.Msg.GetPassword())
+	if err != nil {
+		return nil, s.fail(ctx, req.Spec(), err)
+	}
+	return connect.NewResponse(&accountv1.AuthenticateSMTPResponse{Principal: principalToProto(p)}), nil
 }
 
 func (s *server) ListAPIKeys(ctx context.Context, req *connect.Request[credentialv1.ListAPIKeysRequest]) (*connect.Response[credentialv1.ListAPIKeysResponse], error) {
@@ -276,4 +311,119 @@ func (s *server) Check(ctx context.Context, req *connect.Request[healthv1.CheckR
 		return nil, s.fail(ctx, req.Spec(), err)
 	}
 	return connect.NewResponse(&healthv1.CheckResponse{}), nil
+}
+
+func (s *server) CreateDomain(ctx context.Context, req *connect.Request[domainv1.CreateDomainRequest]) (*connect.Response[domainv1.CreateDomainResponse], error) {
+	d, err := s.core.Domains.CreateDomain(ctx, req.Msg.GetOrganizationId(), req.Msg.GetName())
+	if err != nil {
+		return nil, s.fail(ctx, req.Spec(), err)
+	}
+	return connect.NewResponse(&domainv1.CreateDomainResponse{Domain: domainToProto(d)}), nil
+}
+
+func (s *server) ListDomains(ctx context.Context, req *connect.Request[domainv1.ListDomainsRequest]) (*connect.Response[domainv1.ListDomainsResponse], error) {
+	domains, err := s.core.Domains.ListDomains(ctx, req.Msg.GetOrganizationId())
+	if err != nil {
+		return nil, s.fail(ctx, req.Spec(), err)
+	}
+	return connect.NewResponse(&domainv1.ListDomainsResponse{Domains: domainsToProto(domains)}), nil
+}
+
+func (s *server) GetDomain(ctx context.Context, req *connect.Request[domainv1.GetDomainRequest]) (*connect.Response[domainv1.GetDomainResponse], error) {
+	d, err := s.core.Domains.GetDomain(ctx, req.Msg.GetOrganizationId(), req.Msg.GetId())
+	if err != nil {
+		return nil, s.fail(ctx, req.Spec(), err)
+	}
+	return connect.NewResponse(&domainv1.GetDomainResponse{Domain: domainToProto(d)}), nil
+}
+
+func (s *server) VerifyDomain(ctx context.Context, req *connect.Request[domainv1.VerifyDomainRequest]) (*connect.Response[domainv1.VerifyDomainResponse], error) {
+	d, err := s.core.Domains.VerifyDomain(ctx, req.Msg.GetOrganizationId(), req.Msg.GetId())
+	if err != nil {
+		return nil, s.fail(ctx, req.Spec(), err)
+	}
+	return connect.NewResponse(&domainv1.VerifyDomainResponse{Domain: domainToProto(d)}), nil
+}
+
+func (s *server) SuspendDomain(ctx context.Context, req *connect.Request[domainv1.SuspendDomainRequest]) (*connect.Response[domainv1.SuspendDomainResponse], error) {
+	d, err := s.core.Domains.SuspendDomain(ctx, req.Msg.GetOrganizationId(), req.Msg.GetId())
+	if err != nil {
+		return nil, s.fail(ctx, req.Spec(), err)
+	}
+	return connect.NewResponse(&domainv1.SuspendDomainResponse{Domain: domainToProto(d)}), nil
+}
+
+func (s *server) Send(ctx context.Context, req *connect.Request[emailv1.SendRequest]) (*connect.Response[emailv1.SendResponse], error) {
+	in, err := sendEmailFromProto(req.Msg.GetEmail())
+	if err != nil {
+		return nil, s.fail(ctx, req.Spec(), err)
+	}
+	res, err := s.core.Emails.Send(ctx, req.Msg.GetOrganizationId(), in)
+	if err != nil {
+		return nil, s.fail(ctx, req.Spec(), err)
+	}
+	return connect.NewResponse(&emailv1.SendResponse{Result: sendResultToProto(res)}), nil
+}
+
+func (s *server) SendBatch(ctx context.Context, req *connect.Request[emailv1.SendBatchRequest]) (*connect.Response[emailv1.SendBatchResponse], error) {
+	in, err := sendEmailsFromProto(req.Msg.GetEmails())
+	if err != nil {
+		return nil, s.fail(ctx, req.Spec(), err)
+	}
+	results, err := s.core.Emails.SendBatch(ctx, req.Msg.GetOrganizationId(), in)
+	if err != nil {
+		return nil, s.fail(ctx, req.Spec(), err)
+	}
+	for _, r := range results {
+		// An item's error reaches the caller only as "internal error" unless it is a *ports.Error; log
+		// what the caller will not see, as fail does for a whole call.
+		if r.Err != nil && ports.ErrorCode(r.Err) == ports.CodeInternal {
+			s.log.ErrorContext(ctx, "rpc: internal error", "procedure", req.Spec().Procedure, "index", r.Index, "err", r.Err)
+		}
+	}
+	return connect.NewResponse(&emailv1.SendBatchResponse{Results: batchResultsToProto(results)}), nil
+}
+
+func (s *server) GetEmail(ctx context.Context, req *connect.Request[emailv1.GetEmailRequest]) (*connect.Response[emailv1.GetEmailResponse], error) {
+	m, err := s.core.Emails.GetEmail(ctx, req.Msg.GetOrganizationId(), req.Msg.GetId())
+	if err != nil {
+		return nil, s.fail(ctx, req.Spec(), err)
+	}
+	return connect.NewResponse(&emailv1.GetEmailResponse{Message: messageToProto(m)}), nil
+}
+
+func (s *server) CancelEmail(ctx context.Context, req *connect.Request[emailv1.CancelEmailRequest]) (*connect.Response[emailv1.CancelEmailResponse], error) {
+	m, err := s.core.Emails.CancelEmail(ctx, req.Msg.GetOrganizationId(), req.Msg.GetId())
+	if err != nil {
+		return nil, s.fail(ctx, req.Spec(), err)
+	}
+	return connect.NewResponse(&emailv1.CancelEmailResponse{Message: messageToProto(m)}), nil
+}
+
+func (s *server) ListEmails(ctx context.Context, req *connect.Request[emailv1.ListEmailsRequest]) (*connect.Response[emailv1.ListEmailsResponse], error) {
+	m := req.Msg
+	page, err := s.core.Emails.ListEmails(ctx, m.GetOrganizationId(), ports.ListEmailsQuery{
+		Limit:  int(m.GetLimit()),
+		Cursor: m.GetCursor(),
+		Status: ports.MessageStatus(m.GetStatus()),
+	})
+	if err != nil {
+		return nil, s.fail(ctx, req.Spec(), err)
+	}
+	return connect.NewResponse(&emailv1.ListEmailsResponse{Data: messagesToProto(page.Data), NextCursor: page.NextCursor}), nil
+}
+
+func (s *server) LoadOutbound(ctx context.Context, req *connect.Request[deliveryv1.LoadOutboundRequest]) (*connect.Response[deliveryv1.LoadOutboundResponse], error) {
+	m, err := s.core.Delivery.LoadOutbound(ctx, deliveryJobFromProto(req.Msg.GetJob()))
+	if err != nil {
+		return nil, s.fail(ctx, req.Spec(), err)
+	}
+	return connect.NewResponse(&deliveryv1.LoadOutboundResponse{Message: outboundMessageToProto(m)}), nil
+}
+
+func (s *server) ReportDelivery(ctx context.Context, req *connect.Request[deliveryv1.ReportDeliveryRequest]) (*connect.Response[deliveryv1.ReportDeliveryResponse], error) {
+	if err := s.core.Delivery.ReportDelivery(ctx, deliveryReportFromProto(req.Msg.GetReport())); err != nil {
+		return nil, s.fail(ctx, req.Spec(), err)
+	}
+	return connect.NewResponse(&deliveryv1.ReportDeliveryResponse{}), nil
 }

@@ -23,9 +23,13 @@ import (
 	"github.com/postmill/postmill/adapters/postgres"
 	"github.com/postmill/postmill/adapters/rpc"
 	"github.com/postmill/postmill/core/account"
+	"github.com/postmill/postmill/core/domain"
 	"github.com/postmill/postmill/core/ratelimit"
 	"github.com/postmill/postmill/core/secret"
+	"github.com/postmill/postmill/core/sending"
 	"github.com/postmill/postmill/edge"
+	"github.com/postmill/postmill/edge/submission"
+	"github.com/postmill/postmill/mta"
 	"github.com/postmill/postmill/ports"
 )
 
@@ -45,6 +49,7 @@ type App struct {
 	keyring *secret.Keyring
 
 	manager *services.Manager
+	shared  shared
 
 	mu       sync.Mutex
 	store    *postgres.Store
@@ -52,6 +57,7 @@ type App struct {
 	remote   *rpc.Client // edge-only processes reach the core through it
 	httpAddr net.Addr
 	rpcAddr  net.Addr
+	smtpAddr net.Addr // submission listener
 }
 
 // New validates the configuration and builds the module graph for targets; nothing starts until Start.
@@ -74,7 +80,7 @@ func New(cfg Config, targets Targets, logger *slog.Logger) (*App, error) {
 	mm.RegisterModule(moduleStore, a.initStore, modules.UserInvisibleModule)
 	mm.RegisterModule(TargetCore, a.initCore)
 	mm.RegisterModule(TargetEdge, a.initEdge)
-	mm.RegisterModule(TargetMTA, a.idleTier(TargetMTA))
+	mm.RegisterModule(TargetMTA, a.initMTA)
 	mm.RegisterModule(TargetInbound, a.idleTier(TargetInbound))
 	mm.RegisterModule(TargetAnalytics, a.idleTier(TargetAnalytics))
 	mm.RegisterModule(moduleAll, nil)
@@ -83,8 +89,12 @@ func New(cfg Config, targets Targets, logger *slog.Logger) (*App, error) {
 		moduleAll:  tiers,
 	}
 	if targets.Has(TargetCore) {
-		// In one process the edge calls the core in-process, so the core must be up first and down last.
+		// In one process the tiers call the core in-process, so the core must be up first and down last.
 		deps[TargetEdge] = []string{TargetCore}
+		deps[TargetMTA] = []string{TargetCore}
+	} else if cfg.Queue == "postgres" {
+		// An MTA-only process still reads the PostgreSQL queue.
+		deps[TargetMTA] = []string{moduleStore}
 	}
 	for name, d := range deps {
 		if err := mm.AddDependency(name, d...); err != nil {
@@ -128,7 +138,9 @@ func (a *App) Start(ctx context.Context) error {
 // Stop drains and stops every service, dependants before their dependencies.
 func (a *App) Stop(ctx context.Context) error {
 	a.manager.StopAsync()
-	return a.manager.AwaitStopped(ctx)
+	err := a.manager.AwaitStopped(ctx)
+	a.closeShared()
+	return err
 }
 
 // Failed is closed with the failure when any service fails after Start, so the binary can exit non-zero.
@@ -158,6 +170,16 @@ func (a *App) RPCURL() string {
 		return ""
 	}
 	return "http://" + a.rpcAddr.String()
+}
+
+// SubmissionAddr is the SMTP submission listener's address (useful with a :0 listener).
+func (a *App) SubmissionAddr() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.smtpAddr == nil {
+		return ""
+	}
+	return a.smtpAddr.String()
 }
 
 // Store is the PostgreSQL store of a process that runs the core (nil otherwise).
@@ -223,11 +245,38 @@ func (a *App) initCore() (services.Service, error) {
 			return err
 		}
 		limiter := ratelimit.New(st, ports.SystemClock{})
+		domains, err := domain.New(domain.Config{
+			SPFInclude: a.cfg.SpfInclude, ReturnPathHost: a.cfg.ReturnPathHost,
+			TrackingHost: a.cfg.TrackingHost, DMARCRua: a.cfg.DMARCRua,
+		}, domain.Deps{Domains: st, Resolver: a.dnsResolver(), RateLimiter: limiter, Keyring: a.keyring,
+			Clock: ports.SystemClock{}, Logger: a.logger})
+		if err != nil {
+			return err
+		}
+		queue, err := a.queue(ctx)
+		if err != nil {
+			return err
+		}
+		blobs, err := a.blobStore(ctx)
+		if err != nil {
+			return err
+		}
+		scanner, err := a.malwareScanner()
+		if err != nil {
+			return err
+		}
+		send, err := sending.New(sending.Config{RetryBase: a.cfg.MTARetryBase, MaxAge: a.cfg.MTAMaxAge}, sending.Deps{
+			Messages: st, Domains: st, Organizations: st, Outbox: st, Delivery: st, Queue: queue,
+			Blobs: blobs, Scanner: scanner, Keyring: a.keyring, Clock: ports.SystemClock{}, Logger: a.logger,
+		})
+		if err != nil {
+			return err
+		}
 		core := ports.Core{
 			Accounts: acc, Auth: acc, APIKeys: acc, SMTPCredentials: acc, Organizations: acc,
-			RateLimiter: limiter, Health: st,
+			RateLimiter: limiter, Domains: domains, Emails: send, Delivery: send, Health: st,
 		}
-		loops = []func(context.Context) error{acc.Run, limiter.Run}
+		loops = []func(context.Context) error{acc.Run, limiter.Run, send.RunRelay, send.RunScheduler}
 		a.mu.Lock()
 		a.core = core
 		a.mu.Unlock()
@@ -279,16 +328,13 @@ func (a *App) initCore() (services.Service, error) {
 func (a *App) initEdge() (services.Service, error) {
 	var (
 		srv     *http.Server
-		serveCh = make(chan error, 1)
+		sub     *submission.Server
+		serveCh = make(chan error, 2)
 	)
 	starting := func(ctx context.Context) error {
 		core := a.inProcessCore()
 		if !a.targets.Has(TargetCore) {
-			client := rpc.NewClient(a.cfg.CoreURL, a.rpcToken(), nil)
-			a.mu.Lock()
-			a.remote = client
-			a.mu.Unlock()
-			core = client.Core()
+			core = a.remoteCore().Core()
 		}
 		e, err := edge.New(edge.Config{
 			TrustedProxies: a.cfg.TrustedProxies,
@@ -310,6 +356,24 @@ func (a *App) initEdge() (services.Service, error) {
 		srv = &http.Server{Handler: e.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 		go func() { serveCh <- srv.Serve(ln) }()
 		a.logger.Info("listening", "service", "edge-http", "addr", ln.Addr().String(), "base_url", a.cfg.BaseURL)
+
+		tlsCfg, err := a.submissionTLS()
+		if err != nil {
+			return err
+		}
+		sub, err = submission.New(submission.Config{Addr: a.cfg.SubmissionAddr, TLSConfig: tlsCfg}, core, a.logger)
+		if err != nil {
+			return err
+		}
+		subAddr, err := sub.Listen()
+		if err != nil {
+			return fmt.Errorf("submission listener: %w", err)
+		}
+		a.mu.Lock()
+		a.smtpAddr = subAddr
+		a.mu.Unlock()
+		go func() { serveCh <- sub.Serve() }()
+		a.logger.Info("listening", "service", "smtp-submission", "addr", subAddr.String(), "starttls", tlsCfg != nil)
 		return nil
 	}
 	running := func(ctx context.Context) error {
@@ -317,18 +381,66 @@ func (a *App) initEdge() (services.Service, error) {
 		case <-ctx.Done():
 			return nil
 		case err := <-serveCh:
-			return fmt.Errorf("edge http server: %w", err)
+			return fmt.Errorf("edge server: %w", err)
 		}
 	}
 	stopping := func(error) error {
-		if srv == nil {
-			return nil
-		}
 		ctx, cancel := context.WithTimeout(context.Background(), a.grace())
 		defer cancel()
-		return srv.Shutdown(ctx) // stops accepting, lets in-flight requests finish
+		var errs []error
+		if sub != nil {
+			errs = append(errs, sub.Shutdown(ctx))
+		}
+		if srv != nil {
+			errs = append(errs, srv.Shutdown(ctx)) // stops accepting, lets in-flight requests finish
+		}
+		return errors.Join(errs...)
 	}
 	return services.NewBasicService(starting, running, stopping).WithName(TargetEdge), nil
+}
+
+// initMTA runs the delivery tier: it reads the queue and reaches the core in-process or over Connect.
+func (a *App) initMTA() (services.Service, error) {
+	var m *mta.MTA
+	starting := func(ctx context.Context) error {
+		delivery := a.inProcessCore().Delivery
+		if !a.targets.Has(TargetCore) {
+			delivery = a.remoteCore().Core().Delivery
+		}
+		queue, err := a.queue(ctx)
+		if err != nil {
+			return err
+		}
+		blobs, err := a.blobStore(ctx)
+		if err != nil {
+			return err
+		}
+		m, err = mta.New(mta.Config{
+			Port: a.cfg.MTAPort, Relay: a.cfg.MTARelay, RelayUsername: a.cfg.MTARelayUsername,
+			RelayPassword: a.cfg.MTARelayPassword, HELO: a.cfg.MTAHelo, Concurrency: a.cfg.MTAConcurrency,
+		}, mta.Deps{Queue: queue, Delivery: delivery, Resolver: a.dnsResolver(), Blobs: blobs, Logger: a.logger, Registerer: a.reg})
+		if err != nil {
+			return err
+		}
+		a.logger.Info("tier started", "tier", TargetMTA, "queue", a.cfg.Queue, "relay", a.cfg.MTARelay != "")
+		return nil
+	}
+	running := func(ctx context.Context) error {
+		err := m.Run(ctx) // returns after draining in-flight jobs once ctx ends
+		a.logger.Info("tier stopped", "tier", TargetMTA)
+		return err
+	}
+	return services.NewBasicService(starting, running, nil).WithName(TargetMTA), nil
+}
+
+// remoteCore is the Connect client to the core for processes that do not run it.
+func (a *App) remoteCore() *rpc.Client {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.remote == nil {
+		a.remote = rpc.NewClient(a.cfg.CoreURL, a.rpcToken(), nil)
+	}
+	return a.remote
 }
 
 // idleTier is a tier that has no work yet: it starts, reports running, and stops cleanly.

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Config is the whole platform's configuration. The binary fills it from POSTMILL_* environment variables
@@ -36,6 +37,19 @@ type Config struct {
 	DNSResolver       string
 	MTAPort           int
 	MTARelay          string
+	MTARelayUsername  string
+	MTARelayPassword  string
+	MTAHelo           string
+	MTAConcurrency    int
+	MTAMaxAge         time.Duration
+	MTARetryBase      time.Duration
+	SubmissionTLSCert string
+	SubmissionTLSKey  string
+	S3Endpoint        string
+	S3Bucket          string
+	S3AccessKey       string
+	S3SecretKey       string
+	S3Region          string
 	WebhookAllowNets  []netip.Prefix
 	TrustedProxies    []netip.Prefix
 	AdminEmails       []string
@@ -85,6 +99,17 @@ func LoadEnv(getenv Getenv) (Config, error) {
 		}
 		return n
 	}
+	duration := func(name string, def time.Duration) time.Duration {
+		v := strings.TrimSpace(getenv(name))
+		if v == "" {
+			return def
+		}
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			errs = append(errs, fmt.Errorf("%s: %q is not a positive duration such as 90s or 72h", name, v))
+		}
+		return d
+	}
 	prefixes := func(name string) []netip.Prefix {
 		var out []netip.Prefix
 		for _, s := range list(getenv(name)) {
@@ -109,6 +134,19 @@ func LoadEnv(getenv Getenv) (Config, error) {
 		DNSResolver:       str("POSTMILL_DNS_RESOLVER", ""),
 		MTAPort:           int(integer("POSTMILL_MTA_PORT", 25)),
 		MTARelay:          str("POSTMILL_MTA_RELAY", ""),
+		MTARelayUsername:  str("POSTMILL_MTA_RELAY_USERNAME", ""),
+		MTARelayPassword:  str("POSTMILL_MTA_RELAY_PASSWORD", ""),
+		MTAHelo:           str("POSTMILL_MTA_HELO", hostname()),
+		MTAConcurrency:    int(integer("POSTMILL_MTA_CONCURRENCY", 10)),
+		MTAMaxAge:         duration("POSTMILL_MTA_MAX_AGE", 72*time.Hour),
+		MTARetryBase:      duration("POSTMILL_MTA_RETRY_BASE", time.Minute),
+		SubmissionTLSCert: str("POSTMILL_SUBMISSION_TLS_CERT", ""),
+		SubmissionTLSKey:  str("POSTMILL_SUBMISSION_TLS_KEY", ""),
+		S3Endpoint:        str("POSTMILL_S3_ENDPOINT", ""),
+		S3Bucket:          str("POSTMILL_S3_BUCKET", "postmill"),
+		S3AccessKey:       str("POSTMILL_S3_ACCESS_KEY", ""),
+		S3SecretKey:       str("POSTMILL_S3_SECRET_KEY", ""),
+		S3Region:          str("POSTMILL_S3_REGION", "us-east-1"),
 		WebhookAllowNets:  prefixes("POSTMILL_WEBHOOK_ALLOW_NETS"),
 		TrustedProxies:    prefixes("POSTMILL_TRUSTED_PROXIES"),
 		AdminEmails:       list(strings.ToLower(getenv("POSTMILL_ADMIN_EMAILS"))),
@@ -192,6 +230,21 @@ func (c *Config) Validate(targets Targets) error {
 	default:
 		errs = append(errs, fmt.Errorf("POSTMILL_SCANNER: %q is not builtin or clamd", c.Scanner))
 	}
+	if c.Queue == "kafka" && len(c.KafkaBrokers) == 0 {
+		errs = append(errs, errors.New("POSTMILL_QUEUE=kafka needs POSTMILL_KAFKA_BROKERS"))
+	}
+	if c.Blob == "s3" && c.S3Endpoint == "" {
+		errs = append(errs, errors.New("POSTMILL_BLOB=s3 needs POSTMILL_S3_ENDPOINT"))
+	}
+	if c.Scanner == "clamd" && c.ClamdAddr == "" {
+		errs = append(errs, errors.New("POSTMILL_SCANNER=clamd needs POSTMILL_CLAMD_ADDR"))
+	}
+	if (c.SubmissionTLSCert == "") != (c.SubmissionTLSKey == "") {
+		errs = append(errs, errors.New("POSTMILL_SUBMISSION_TLS_CERT and POSTMILL_SUBMISSION_TLS_KEY go together"))
+	}
+	if c.MTAConcurrency < 1 {
+		errs = append(errs, errors.New("POSTMILL_MTA_CONCURRENCY must be at least 1"))
+	}
 	if c.DefaultMonthly < 0 || c.DefaultWarmupCap < 0 {
 		errs = append(errs, errors.New("POSTMILL_DEFAULT_MONTHLY_LIMIT and POSTMILL_DEFAULT_WARMUP_CAP must be >= 0"))
 	}
@@ -206,6 +259,14 @@ func (c *Config) submission() (string, int) {
 		host = c.SubmissionHost
 	}
 	return host, port
+}
+
+func hostname() string {
+	h, err := os.Hostname()
+	if err != nil || h == "" {
+		return "localhost"
+	}
+	return h
 }
 
 func list(s string) []string {

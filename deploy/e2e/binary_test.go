@@ -117,6 +117,8 @@ func baseEnv(tb testing.TB, databaseURL string) map[string]string {
 		"POSTMILL_DATABASE_URL":    databaseURL,
 		"POSTMILL_HTTP_ADDR":       "127.0.0.1:0",
 		"POSTMILL_RPC_ADDR":        "127.0.0.1:0",
+		"POSTMILL_SUBMISSION_ADDR": "127.0.0.1:0",
+		"POSTMILL_SMTP_ADDR":       "127.0.0.1:0",
 		"POSTMILL_SECRET_KEY":      randomHex(tb, 32),
 		"POSTMILL_DATA_DIR":        tb.TempDir(),
 		"POSTMILL_ADMIN_EMAILS":    "root@admin.example",

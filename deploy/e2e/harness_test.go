@@ -38,6 +38,8 @@ func testConfig(tb testing.TB, databaseURL string) app.Config {
 	cfg.DatabaseURL = databaseURL
 	cfg.HTTPAddr = "127.0.0.1:0"
 	cfg.RPCAddr = "127.0.0.1:0"
+	cfg.SubmissionAddr = "127.0.0.1:0"
+	cfg.SMTPAddr = "127.0.0.1:0"
 	cfg.DataDir = tb.TempDir()
 	cfg.SecretKeys = [][]byte{[]byte(randomHex(tb, 32))}
 	cfg.AdminEmails = []string{"root@admin.example"}

@@ -9,6 +9,11 @@ if [ -z "${POSTMILL_TEST_DATABASE_URL:-}" ]; then
 	export POSTMILL_TEST_DATABASE_URL
 fi
 echo "test database: ${POSTMILL_TEST_DATABASE_URL%%\?*}"
+# Engines the tests start themselves besides PostgreSQL (clamd) and the independent DKIM verifier.
+if ! deploy/scripts/test-deps.sh >&2; then
+	[ "${CI:-}" = true ] && exit 1
+	echo "some engines are missing: their tests skip (see above)" >&2
+fi
 modules=(ports core adapters edge mta inbound analytics deploy)
 pkgs=()
 for m in "${modules[@]}"; do pkgs+=("./$m/..."); done

@@ -6,6 +6,8 @@ package db
 
 import (
 	"time"
+
+	"github.com/jackc/pgx/v5/pgtype"
 )
 
 type ApiKey struct {
@@ -21,10 +23,112 @@ type ApiKey struct {
 	CreatedAt      time.Time
 }
 
+type AppliedJob struct {
+	JobID     string
+	AppliedAt time.Time
+}
+
+type Attachment struct {
+	ID             string
+	MessageID      string
+	OrganizationID string
+	Position       int32
+	Filename       string
+	ContentType    string
+	Size           int64
+	Inline         bool
+	ContentID      string
+	StorageKey     string
+}
+
+type DeliveryOutbox struct {
+	ID             string
+	OrganizationID string
+	MessageID      string
+	Domain         string
+	RecipientIds   []string
+	Attempt        int32
+	FirstQueuedAt  time.Time
+	NotBefore      time.Time
+}
+
+type DeliveryQueue struct {
+	ID             string
+	OrganizationID string
+	MessageID      string
+	Domain         string
+	RecipientIds   []string
+	Attempt        int32
+	FirstQueuedAt  time.Time
+	NotBefore      time.Time
+	VisibleAt      time.Time
+	LeaseUntil     *time.Time
+	LeaseToken     pgtype.UUID
+	Deliveries     int32
+	CreatedAt      time.Time
+}
+
+type DnsRecord struct {
+	ID             string
+	DomainID       string
+	OrganizationID string
+	Position       int32
+	Type           string
+	Host           string
+	Value          string
+	Ttl            int32
+	Required       bool
+	Verified       bool
+	CheckedAt      *time.Time
+}
+
+type Domain struct {
+	ID             string
+	OrganizationID string
+	Name           string
+	Status         string
+	Region         string
+	DkimSelector   string
+	DkimPrivateKey []byte
+	DkimPublicKey  string
+	VerifiedAt     *time.Time
+	CreatedAt      time.Time
+}
+
+type Event struct {
+	ID               string
+	OrganizationID   string
+	Type             string
+	MessageID        pgtype.UUID
+	RecipientID      pgtype.UUID
+	DomainID         pgtype.UUID
+	ProviderResponse pgtype.Text
+	OccurredAt       time.Time
+}
+
 type Membership struct {
 	UserID         string
 	OrganizationID string
 	Role           string
+	CreatedAt      time.Time
+}
+
+type Message struct {
+	ID             string
+	OrganizationID string
+	DomainID       string
+	Status         string
+	FromAddress    string
+	ReplyTo        string
+	Subject        string
+	HtmlBody       string
+	TextBody       string
+	Headers        []byte
+	Tags           []byte
+	Metadata       []byte
+	Sandbox        bool
+	ScheduledAt    *time.Time
+	IdempotencyKey pgtype.Text
 	CreatedAt      time.Time
 }
 
@@ -43,6 +147,17 @@ type RateLimitWindow struct {
 	WindowStart time.Time
 	Count       int32
 	ExpiresAt   time.Time
+}
+
+type Recipient struct {
+	ID             string
+	MessageID      string
+	OrganizationID string
+	Position       int32
+	Type           string
+	Address        string
+	Domain         string
+	Status         string
 }
 
 type RefreshToken struct {
@@ -64,6 +179,15 @@ type SmtpCredential struct {
 	PasswordHash   string
 	Host           string
 	Port           int32
+	CreatedAt      time.Time
+}
+
+type Suppression struct {
+	ID             string
+	OrganizationID pgtype.UUID
+	Address        string
+	Scope          string
+	Reason         string
 	CreatedAt      time.Time
 }
 

@@ -125,7 +125,7 @@ func (x *ScopeList) GetValues() []string {
 // Principal mirrors ports.Principal: an authenticated caller.
 type Principal struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// kind is a ports.PrincipalKind: "session" or "api_key".
+	// kind is a ports.PrincipalKind: "session", "api_key" or "smtp_credential".
 	Kind           string `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`
 	OrganizationId string `protobuf:"bytes,2,opt,name=organization_id,json=organizationId,proto3" json:"organization_id,omitempty"`
 	UserId         string `protobuf:"bytes,3,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
@@ -912,6 +912,104 @@ func (x *AuthenticateSessionResponse) GetPrincipal() *Principal {
 	return nil
 }
 
+// AuthenticateSMTPRequest carries the username and password of an SMTP AUTH exchange as presented.
+type AuthenticateSMTPRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Username      string                 `protobuf:"bytes,1,opt,name=username,proto3" json:"username,omitempty"`
+	Password      string                 `protobuf:"bytes,2,opt,name=password,proto3" json:"password,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AuthenticateSMTPRequest) Reset() {
+	*x = AuthenticateSMTPRequest{}
+	mi := &file_postmill_account_v1_account_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AuthenticateSMTPRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AuthenticateSMTPRequest) ProtoMessage() {}
+
+func (x *AuthenticateSMTPRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_postmill_account_v1_account_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AuthenticateSMTPRequest.ProtoReflect.Descriptor instead.
+func (*AuthenticateSMTPRequest) Descriptor() ([]byte, []int) {
+	return file_postmill_account_v1_account_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *AuthenticateSMTPRequest) GetUsername() string {
+	if x != nil {
+		return x.Username
+	}
+	return ""
+}
+
+func (x *AuthenticateSMTPRequest) GetPassword() string {
+	if x != nil {
+		return x.Password
+	}
+	return ""
+}
+
+// AuthenticateSMTPResponse carries the credential's principal (kind "smtp_credential").
+type AuthenticateSMTPResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Principal     *Principal             `protobuf:"bytes,1,opt,name=principal,proto3" json:"principal,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AuthenticateSMTPResponse) Reset() {
+	*x = AuthenticateSMTPResponse{}
+	mi := &file_postmill_account_v1_account_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AuthenticateSMTPResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AuthenticateSMTPResponse) ProtoMessage() {}
+
+func (x *AuthenticateSMTPResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_postmill_account_v1_account_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AuthenticateSMTPResponse.ProtoReflect.Descriptor instead.
+func (*AuthenticateSMTPResponse) Descriptor() ([]byte, []int) {
+	return file_postmill_account_v1_account_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *AuthenticateSMTPResponse) GetPrincipal() *Principal {
+	if x != nil {
+		return x.Principal
+	}
+	return nil
+}
+
 var File_postmill_account_v1_account_proto protoreflect.FileDescriptor
 
 const file_postmill_account_v1_account_proto_rawDesc = "" +
@@ -967,6 +1065,11 @@ const file_postmill_account_v1_account_proto_rawDesc = "" +
 	"\x1aAuthenticateSessionRequest\x12\x14\n" +
 	"\x05token\x18\x01 \x01(\tR\x05token\"[\n" +
 	"\x1bAuthenticateSessionResponse\x12<\n" +
+	"\tprincipal\x18\x01 \x01(\v2\x1e.postmill.account.v1.PrincipalR\tprincipal\"Q\n" +
+	"\x17AuthenticateSMTPRequest\x12\x1a\n" +
+	"\busername\x18\x01 \x01(\tR\busername\x12\x1a\n" +
+	"\bpassword\x18\x02 \x01(\tR\bpassword\"X\n" +
+	"\x18AuthenticateSMTPResponse\x12<\n" +
 	"\tprincipal\x18\x01 \x01(\v2\x1e.postmill.account.v1.PrincipalR\tprincipal2\xc7\x03\n" +
 	"\x0eAccountService\x12Q\n" +
 	"\x06Signup\x12\".postmill.account.v1.SignupRequest\x1a#.postmill.account.v1.SignupResponse\x12N\n" +
@@ -975,10 +1078,11 @@ const file_postmill_account_v1_account_proto_rawDesc = "" +
 	"\n" +
 	"EnrollTOTP\x12&.postmill.account.v1.EnrollTOTPRequest\x1a'.postmill.account.v1.EnrollTOTPResponse\x12]\n" +
 	"\n" +
-	"VerifyTOTP\x12&.postmill.account.v1.VerifyTOTPRequest\x1a'.postmill.account.v1.VerifyTOTPResponse2\xfe\x01\n" +
+	"VerifyTOTP\x12&.postmill.account.v1.VerifyTOTPRequest\x1a'.postmill.account.v1.VerifyTOTPResponse2\xef\x02\n" +
 	"\vAuthService\x12u\n" +
 	"\x12AuthenticateAPIKey\x12..postmill.account.v1.AuthenticateAPIKeyRequest\x1a/.postmill.account.v1.AuthenticateAPIKeyResponse\x12x\n" +
-	"\x13AuthenticateSession\x12/.postmill.account.v1.AuthenticateSessionRequest\x1a0.postmill.account.v1.AuthenticateSessionResponseB\xe2\x01\n" +
+	"\x13AuthenticateSession\x12/.postmill.account.v1.AuthenticateSessionRequest\x1a0.postmill.account.v1.AuthenticateSessionResponse\x12o\n" +
+	"\x10AuthenticateSMTP\x12,.postmill.account.v1.AuthenticateSMTPRequest\x1a-.postmill.account.v1.AuthenticateSMTPResponseB\xe2\x01\n" +
 	"\x17com.postmill.account.v1B\fAccountProtoP\x01ZKgithub.com/postmill/postmill/adapters/rpc/gen/postmill/account/v1;accountv1\xa2\x02\x03PAX\xaa\x02\x13Postmill.Account.V1\xca\x02\x13Postmill\\Account\\V1\xe2\x02\x1fPostmill\\Account\\V1\\GPBMetadata\xea\x02\x15Postmill::Account::V1b\x06proto3"
 
 var (
@@ -993,7 +1097,7 @@ func file_postmill_account_v1_account_proto_rawDescGZIP() []byte {
 	return file_postmill_account_v1_account_proto_rawDescData
 }
 
-var file_postmill_account_v1_account_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
+var file_postmill_account_v1_account_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
 var file_postmill_account_v1_account_proto_goTypes = []any{
 	(*TokenPair)(nil),                   // 0: postmill.account.v1.TokenPair
 	(*ScopeList)(nil),                   // 1: postmill.account.v1.ScopeList
@@ -1012,6 +1116,8 @@ var file_postmill_account_v1_account_proto_goTypes = []any{
 	(*AuthenticateAPIKeyResponse)(nil),  // 14: postmill.account.v1.AuthenticateAPIKeyResponse
 	(*AuthenticateSessionRequest)(nil),  // 15: postmill.account.v1.AuthenticateSessionRequest
 	(*AuthenticateSessionResponse)(nil), // 16: postmill.account.v1.AuthenticateSessionResponse
+	(*AuthenticateSMTPRequest)(nil),     // 17: postmill.account.v1.AuthenticateSMTPRequest
+	(*AuthenticateSMTPResponse)(nil),    // 18: postmill.account.v1.AuthenticateSMTPResponse
 }
 var file_postmill_account_v1_account_proto_depIdxs = []int32{
 	1,  // 0: postmill.account.v1.Principal.scopes:type_name -> postmill.account.v1.ScopeList
@@ -1022,25 +1128,28 @@ var file_postmill_account_v1_account_proto_depIdxs = []int32{
 	2,  // 5: postmill.account.v1.VerifyTOTPRequest.principal:type_name -> postmill.account.v1.Principal
 	2,  // 6: postmill.account.v1.AuthenticateAPIKeyResponse.principal:type_name -> postmill.account.v1.Principal
 	2,  // 7: postmill.account.v1.AuthenticateSessionResponse.principal:type_name -> postmill.account.v1.Principal
-	3,  // 8: postmill.account.v1.AccountService.Signup:input_type -> postmill.account.v1.SignupRequest
-	5,  // 9: postmill.account.v1.AccountService.Login:input_type -> postmill.account.v1.LoginRequest
-	7,  // 10: postmill.account.v1.AccountService.Refresh:input_type -> postmill.account.v1.RefreshRequest
-	9,  // 11: postmill.account.v1.AccountService.EnrollTOTP:input_type -> postmill.account.v1.EnrollTOTPRequest
-	11, // 12: postmill.account.v1.AccountService.VerifyTOTP:input_type -> postmill.account.v1.VerifyTOTPRequest
-	13, // 13: postmill.account.v1.AuthService.AuthenticateAPIKey:input_type -> postmill.account.v1.AuthenticateAPIKeyRequest
-	15, // 14: postmill.account.v1.AuthService.AuthenticateSession:input_type -> postmill.account.v1.AuthenticateSessionRequest
-	4,  // 15: postmill.account.v1.AccountService.Signup:output_type -> postmill.account.v1.SignupResponse
-	6,  // 16: postmill.account.v1.AccountService.Login:output_type -> postmill.account.v1.LoginResponse
-	8,  // 17: postmill.account.v1.AccountService.Refresh:output_type -> postmill.account.v1.RefreshResponse
-	10, // 18: postmill.account.v1.AccountService.EnrollTOTP:output_type -> postmill.account.v1.EnrollTOTPResponse
-	12, // 19: postmill.account.v1.AccountService.VerifyTOTP:output_type -> postmill.account.v1.VerifyTOTPResponse
-	14, // 20: postmill.account.v1.AuthService.AuthenticateAPIKey:output_type -> postmill.account.v1.AuthenticateAPIKeyResponse
-	16, // 21: postmill.account.v1.AuthService.AuthenticateSession:output_type -> postmill.account.v1.AuthenticateSessionResponse
-	15, // [15:22] is the sub-list for method output_type
-	8,  // [8:15] is the sub-list for method input_type
-	8,  // [8:8] is the sub-list for extension type_name
-	8,  // [8:8] is the sub-list for extension extendee
-	0,  // [0:8] is the sub-list for field type_name
+	2,  // 8: postmill.account.v1.AuthenticateSMTPResponse.principal:type_name -> postmill.account.v1.Principal
+	3,  // 9: postmill.account.v1.AccountService.Signup:input_type -> postmill.account.v1.SignupRequest
+	5,  // 10: postmill.account.v1.AccountService.Login:input_type -> postmill.account.v1.LoginRequest
+	7,  // 11: postmill.account.v1.AccountService.Refresh:input_type -> postmill.account.v1.RefreshRequest
+	9,  // 12: postmill.account.v1.AccountService.EnrollTOTP:input_type -> postmill.account.v1.EnrollTOTPRequest
+	11, // 13: postmill.account.v1.AccountService.VerifyTOTP:input_type -> postmill.account.v1.VerifyTOTPRequest
+	13, // 14: postmill.account.v1.AuthService.AuthenticateAPIKey:input_type -> postmill.account.v1.AuthenticateAPIKeyRequest
+	15, // 15: postmill.account.v1.AuthService.AuthenticateSession:input_type -> postmill.account.v1.AuthenticateSessionRequest
+	17, // 16: postmill.account.v1.AuthService.AuthenticateSMTP:input_type -> postmill.account.v1.AuthenticateSMTPRequest
+	4,  // 17: postmill.account.v1.AccountService.Signup:output_type -> postmill.account.v1.SignupResponse
+	6,  // 18: postmill.account.v1.AccountService.Login:output_type -> postmill.account.v1.LoginResponse
+	8,  // 19: postmill.account.v1.AccountService.Refresh:output_type -> postmill.account.v1.RefreshResponse
+	10, // 20: postmill.account.v1.AccountService.EnrollTOTP:output_type -> postmill.account.v1.EnrollTOTPResponse
+	12, // 21: postmill.account.v1.AccountService.VerifyTOTP:output_type -> postmill.account.v1.VerifyTOTPResponse
+	14, // 22: postmill.account.v1.AuthService.AuthenticateAPIKey:output_type -> postmill.account.v1.AuthenticateAPIKeyResponse
+	16, // 23: postmill.account.v1.AuthService.AuthenticateSession:output_type -> postmill.account.v1.AuthenticateSessionResponse
+	18, // 24: postmill.account.v1.AuthService.AuthenticateSMTP:output_type -> postmill.account.v1.AuthenticateSMTPResponse
+	17, // [17:25] is the sub-list for method output_type
+	9,  // [9:17] is the sub-list for method input_type
+	9,  // [9:9] is the sub-list for extension type_name
+	9,  // [9:9] is the sub-list for extension extendee
+	0,  // [0:9] is the sub-list for field type_name
 }
 
 func init() { file_postmill_account_v1_account_proto_init() }
@@ -1054,7 +1163,7 @@ func file_postmill_account_v1_account_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_postmill_account_v1_account_proto_rawDesc), len(file_postmill_account_v1_account_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   17,
+			NumMessages:   19,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

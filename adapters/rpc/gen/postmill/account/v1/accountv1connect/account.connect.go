@@ -55,6 +55,9 @@ const (
 	// AuthServiceAuthenticateSessionProcedure is the fully-qualified name of the AuthService's
 	// AuthenticateSession RPC.
 	AuthServiceAuthenticateSessionProcedure = "/postmill.account.v1.AuthService/AuthenticateSession"
+	// AuthServiceAuthenticateSMTPProcedure is the fully-qualified name of the AuthService's
+	// AuthenticateSMTP RPC.
+	AuthServiceAuthenticateSMTPProcedure = "/postmill.account.v1.AuthService/AuthenticateSMTP"
 )
 
 // AccountServiceClient is a client for the postmill.account.v1.AccountService service.
@@ -247,6 +250,9 @@ type AuthServiceClient interface {
 	AuthenticateAPIKey(context.Context, *connect.Request[v1.AuthenticateAPIKeyRequest]) (*connect.Response[v1.AuthenticateAPIKeyResponse], error)
 	// AuthenticateSession accepts access JWTs only.
 	AuthenticateSession(context.Context, *connect.Request[v1.AuthenticateSessionRequest]) (*connect.Response[v1.AuthenticateSessionResponse], error)
+	// AuthenticateSMTP checks an SMTP submission credential (RFC 4954 AUTH) for the edge's submission
+	// listener.
+	AuthenticateSMTP(context.Context, *connect.Request[v1.AuthenticateSMTPRequest]) (*connect.Response[v1.AuthenticateSMTPResponse], error)
 }
 
 // NewAuthServiceClient constructs a client for the postmill.account.v1.AuthService service. By
@@ -272,6 +278,12 @@ func NewAuthServiceClient(httpClient connect.HTTPClient, baseURL string, opts ..
 			connect.WithSchema(authServiceMethods.ByName("AuthenticateSession")),
 			connect.WithClientOptions(opts...),
 		),
+		authenticateSMTP: connect.NewClient[v1.AuthenticateSMTPRequest, v1.AuthenticateSMTPResponse](
+			httpClient,
+			baseURL+AuthServiceAuthenticateSMTPProcedure,
+			connect.WithSchema(authServiceMethods.ByName("AuthenticateSMTP")),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
@@ -279,6 +291,7 @@ func NewAuthServiceClient(httpClient connect.HTTPClient, baseURL string, opts ..
 type authServiceClient struct {
 	authenticateAPIKey  *connect.Client[v1.AuthenticateAPIKeyRequest, v1.AuthenticateAPIKeyResponse]
 	authenticateSession *connect.Client[v1.AuthenticateSessionRequest, v1.AuthenticateSessionResponse]
+	authenticateSMTP    *connect.Client[v1.AuthenticateSMTPRequest, v1.AuthenticateSMTPResponse]
 }
 
 // AuthenticateAPIKey calls postmill.account.v1.AuthService.AuthenticateAPIKey.
@@ -291,12 +304,20 @@ func (c *authServiceClient) AuthenticateSession(ctx context.Context, req *connec
 	return c.authenticateSession.CallUnary(ctx, req)
 }
 
+// AuthenticateSMTP calls postmill.account.v1.AuthService.AuthenticateSMTP.
+func (c *authServiceClient) AuthenticateSMTP(ctx context.Context, req *connect.Request[v1.AuthenticateSMTPRequest]) (*connect.Response[v1.AuthenticateSMTPResponse], error) {
+	return c.authenticateSMTP.CallUnary(ctx, req)
+}
+
 // AuthServiceHandler is an implementation of the postmill.account.v1.AuthService service.
 type AuthServiceHandler interface {
 	// AuthenticateAPIKey accepts svc_live_ tokens only.
 	AuthenticateAPIKey(context.Context, *connect.Request[v1.AuthenticateAPIKeyRequest]) (*connect.Response[v1.AuthenticateAPIKeyResponse], error)
 	// AuthenticateSession accepts access JWTs only.
 	AuthenticateSession(context.Context, *connect.Request[v1.AuthenticateSessionRequest]) (*connect.Response[v1.AuthenticateSessionResponse], error)
+	// AuthenticateSMTP checks an SMTP submission credential (RFC 4954 AUTH) for the edge's submission
+	// listener.
+	AuthenticateSMTP(context.Context, *connect.Request[v1.AuthenticateSMTPRequest]) (*connect.Response[v1.AuthenticateSMTPResponse], error)
 }
 
 // NewAuthServiceHandler builds an HTTP handler from the service implementation. It returns the path
@@ -318,12 +339,20 @@ func NewAuthServiceHandler(svc AuthServiceHandler, opts ...connect.HandlerOption
 		connect.WithSchema(authServiceMethods.ByName("AuthenticateSession")),
 		connect.WithHandlerOptions(opts...),
 	)
+	authServiceAuthenticateSMTPHandler := connect.NewUnaryHandler(
+		AuthServiceAuthenticateSMTPProcedure,
+		svc.AuthenticateSMTP,
+		connect.WithSchema(authServiceMethods.ByName("AuthenticateSMTP")),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/postmill.account.v1.AuthService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case AuthServiceAuthenticateAPIKeyProcedure:
 			authServiceAuthenticateAPIKeyHandler.ServeHTTP(w, r)
 		case AuthServiceAuthenticateSessionProcedure:
 			authServiceAuthenticateSessionHandler.ServeHTTP(w, r)
+		case AuthServiceAuthenticateSMTPProcedure:
+			authServiceAuthenticateSMTPHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -339,4 +368,8 @@ func (UnimplementedAuthServiceHandler) AuthenticateAPIKey(context.Context, *conn
 
 func (UnimplementedAuthServiceHandler) AuthenticateSession(context.Context, *connect.Request[v1.AuthenticateSessionRequest]) (*connect.Response[v1.AuthenticateSessionResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("postmill.account.v1.AuthService.AuthenticateSession is not implemented"))
+}
+
+func (UnimplementedAuthServiceHandler) AuthenticateSMTP(context.Context, *connect.Request[v1.AuthenticateSMTPRequest]) (*connect.Response[v1.AuthenticateSMTPResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("postmill.account.v1.AuthService.AuthenticateSMTP is not implemented"))
 }

@@ -1,0 +1,216 @@
+// Package fs is the default ports.BlobStore: attachment bytes and raw mail as files under one directory
+// (POSTMILL_DATA_DIR/blobs), for single-machine deployments that need no object store.
+//
+// A key maps to a path below the root, one directory per "/"-separated segment. Writes are atomic: the
+// bytes go to a temporary file in the target directory, are synced, and the file is renamed over the key,
+// after which the directory is synced too — so a reader sees the old object or the new one, never a
+// torn write, and a crash right after Put returns loses nothing.
+package fs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	iofs "io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/postmill/postmill/ports"
+)
+
+const (
+	dirPerm     = 0o700
+	tempPrefix  = ".tmp-" // keys never have a segment starting with ".", so temporaries never collide
+	putAttempts = 5       // a concurrent Delete may remove an emptied directory between MkdirAll and CreateTemp
+)
+
+// Store keeps blobs as files below a root directory. It is safe for concurrent use, including by several
+// processes sharing the directory.
+type Store struct {
+	root string
+}
+
+var _ ports.BlobStore = (*Store)(nil)
+
+// New returns a Store rooted at dir, creating it (mode 0700: attachments are private) if it is missing.
+func New(dir string) (*Store, error) {
+	if dir == "" {
+		return nil, errors.New("fs: blob directory is empty")
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("fs: blob directory %s: %w", dir, err)
+	}
+	if err := os.MkdirAll(abs, dirPerm); err != nil {
+		return nil, fmt.Errorf("fs: create blob directory: %w", err)
+	}
+	return &Store{root: abs}, nil
+}
+
+// Root returns the directory the blobs live in.
+func (s *Store) Root() string { return s.root }
+
+// Put writes data under key atomically (temporary file, fsync, rename, fsync of the directory). The content
+// type is not kept: Postmill stores it with the attachment's metadata. Errors: invalid_argument (a key that
+// is empty, absolute, or has an empty, "." or ".." segment or a segment starting with ".").
+func (s *Store) Put(ctx context.Context, key string, data []byte, _ string) error {
+	p, err := s.path(key)
+	if err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	dir := filepath.Dir(p)
+	var tmp *os.File
+	for attempt := 1; ; attempt++ {
+		if err := os.MkdirAll(dir, dirPerm); err != nil && attempt == putAttempts {
+			return fmt.Errorf("fs: put %s: %w", key, err)
+		}
+		tmp, err = os.CreateTemp(dir, tempPrefix+"*")
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, iofs.ErrNotExist) || attempt == putAttempts {
+			return fmt.Errorf("fs: put %s: %w", key, err)
+		}
+	}
+	committed := false
+	defer func() {
+		if !committed {
+			_ = tmp.Close()
+			_ = os.Remove(tmp.Name())
+		}
+	}()
+	if _, err := tmp.Write(data); err != nil {
+		return fmt.Errorf("fs: put %s: %w", key, err)
+	}
+	if err := tmp.Sync(); err != nil {
+		return fmt.Errorf("fs: put %s: sync: %w", key, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("fs: put %s: %w", key, err)
+	}
+	if err := os.Rename(tmp.Name(), p); err != nil {
+		return fmt.Errorf("fs: put %s: %w", key, err)
+	}
+	committed = true
+	// The rename is durable only once the directory entry is (fsync(2) on the directory).
+	if err := syncDir(dir); err != nil {
+		return fmt.Errorf("fs: put %s: sync directory: %w", key, err)
+	}
+	return nil
+}
+
+// Get returns the bytes stored under key. Errors: not_found, invalid_argument (an invalid key).
+func (s *Store) Get(ctx context.Context, key string) ([]byte, error) {
+	p, err := s.path(key)
+	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		if missing(err) {
+			return nil, ports.NotFound("blob %s not found", key)
+		}
+		return nil, fmt.Errorf("fs: get %s: %w", key, err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("fs: get %s: %w", key, err)
+	}
+	// A key that is a prefix of other keys is a directory here, not an object.
+	if !fi.Mode().IsRegular() {
+		return nil, ports.NotFound("blob %s not found", key)
+	}
+	// The open file is the inode a rename installed complete, so its size is final.
+	data := make([]byte, fi.Size())
+	if _, err := io.ReadFull(f, data); err != nil {
+		return nil, fmt.Errorf("fs: get %s: %w", key, err)
+	}
+	return data, nil
+}
+
+// Delete removes key; a missing key is not an error. Directories left empty are removed up to the root, so
+// that deleted messages leave no trail of empty directories. Errors: invalid_argument (an invalid key).
+func (s *Store) Delete(ctx context.Context, key string) error {
+	p, err := s.path(key)
+	if err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if fi, err := os.Lstat(p); err == nil && fi.IsDir() {
+		return nil // a prefix of other keys, not an object
+	}
+	if err := os.Remove(p); err != nil && !missing(err) {
+		return fmt.Errorf("fs: delete %s: %w", key, err)
+	}
+	// Best effort: a directory that another Put is filling is not empty, and rmdir(2) refuses it.
+	for dir := filepath.Dir(p); dir != s.root && strings.HasPrefix(dir, s.root); dir = filepath.Dir(dir) {
+		if os.Remove(dir) != nil {
+			break
+		}
+	}
+	return nil
+}
+
+// path validates key and maps it below the root. Keys are generated by Postmill, so anything unusual is
+// refused rather than cleaned: a cleaned key could alias another one.
+func (s *Store) path(key string) (string, error) {
+	if err := ValidateKey(key); err != nil {
+		return "", err
+	}
+	return filepath.Join(s.root, filepath.FromSlash(key)), nil
+}
+
+// ValidateKey reports whether key can name a file below the root without escaping it or aliasing another
+// key: not empty, not absolute, no backslash or NUL, and "/"-separated segments that are non-empty and do
+// not start with "." (which excludes "." and ".." and the store's temporary files).
+func ValidateKey(key string) error {
+	bad := func(why string) error {
+		return ports.ValidationError(ports.FieldViolation{Path: "key", Message: "invalid blob key: " + why})
+	}
+	switch {
+	case key == "":
+		return bad("empty")
+	case strings.HasPrefix(key, "/") || filepath.IsAbs(key):
+		return bad("absolute path")
+	case strings.ContainsAny(key, "\\\x00"):
+		return bad("backslash or NUL")
+	}
+	for _, seg := range strings.Split(key, "/") {
+		switch {
+		case seg == "":
+			return bad("empty segment")
+		case seg == "..":
+			return bad("parent segment")
+		case strings.HasPrefix(seg, "."):
+			return bad("segment starting with a dot")
+		}
+	}
+	return nil
+}
+
+// missing treats "a path component is a file" like "no such file": for a key below another key's file
+// there is no object either.
+func missing(err error) bool {
+	return errors.Is(err, iofs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR)
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}

@@ -1,0 +1,244 @@
+// Package kafka is the ports.Queue on Apache Kafka (or any broker speaking its protocol) through franz-go,
+// for deployments whose delivery volume outgrows the PostgreSQL queue.
+//
+// Publish writes each job as one record to the delivery topic, keyed by the job's recipient domain, so that
+// one domain's jobs share a partition and are received in publish order. The MTA processes read the topic
+// as one consumer group; each partition is read by one of them at a time.
+//
+// Offsets are committed only after Ack, and never past a record that is not acked yet: the adapter tracks
+// per partition which received records are acked and commits the end of the contiguous acked run. So a
+// consumer that dies — or leaves the group with Close — hands every record it did not finish to the next
+// owner of the partition. The price is at-least-once delivery: records acked after an earlier unfinished
+// one of the same partition are delivered again after such a hand-over (the core applies a job's report
+// once per job id, so that is harmless). Nack publishes the job again as a new record at the end of its
+// partition and then counts as an ack, because a consumer group cannot re-read one record in place.
+package kafka
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/postmill/postmill/ports"
+)
+
+// Defaults of Config.
+const (
+	DefaultTopic      = "postmill.delivery"
+	DefaultGroup      = "postmill-mta"
+	DefaultPartitions = 12
+)
+
+// Config locates the topic and names the consumer group.
+type Config struct {
+	Brokers []string // seed brokers, host:port
+	Topic   string   // default DefaultTopic
+	Group   string   // consumer group of the MTA tier; default DefaultGroup
+	// Partitions is used only when New creates the topic: the most MTA processes that can consume at once.
+	// Default DefaultPartitions.
+	Partitions int
+	// Logger receives what the adapter cannot return to a caller (a record that is not a job). Default
+	// slog.Default().
+	Logger *slog.Logger
+	// ClientOptions are appended to the franz-go options of every client (TLS, SASL, timeouts).
+	ClientOptions []kgo.Opt
+}
+
+// Validate reports a configuration that cannot work.
+func (c Config) Validate() error {
+	if len(c.Brokers) == 0 {
+		return errors.New("kafka: no brokers")
+	}
+	for _, b := range c.Brokers {
+		if strings.TrimSpace(b) == "" {
+			return errors.New("kafka: empty broker address")
+		}
+	}
+	if c.Partitions < 0 {
+		return errors.New("kafka: partitions must not be negative")
+	}
+	return nil
+}
+
+func (c *Config) defaults() {
+	if c.Topic == "" {
+		c.Topic = DefaultTopic
+	}
+	if c.Group == "" {
+		c.Group = DefaultGroup
+	}
+	if c.Partitions == 0 {
+		c.Partitions = DefaultPartitions
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+}
+
+// Queue publishes and receives delivery jobs. A Queue only joins the consumer group at its first Receive,
+// so a process that only publishes (the relay) never holds partitions it does not read. Close it to leave
+// the group promptly.
+type Queue struct {
+	cfg      Config
+	producer *kgo.Client
+
+	mu       sync.Mutex
+	consumer *consumer
+	closed   bool
+}
+
+var _ ports.Queue = (*Queue)(nil)
+
+// New connects to the brokers and creates the topic (Config.Partitions partitions, the broker's default
+// replication) unless it exists.
+func New(ctx context.Context, cfg Config) (*Queue, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg.defaults()
+	opts := append([]kgo.Opt{
+		kgo.SeedBrokers(cfg.Brokers...),
+		kgo.DefaultProduceTopic(cfg.Topic),
+		kgo.RequiredAcks(kgo.AllISRAcks()),
+	}, cfg.ClientOptions...)
+	producer, err := kgo.NewClient(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("kafka: client: %w", err)
+	}
+	if err := ensureTopic(ctx, kadm.NewClient(producer), cfg.Topic, cfg.Partitions); err != nil {
+		producer.Close()
+		return nil, err
+	}
+	return &Queue{cfg: cfg, producer: producer}, nil
+}
+
+// ensureTopic creates the topic when it is missing; a topic created meanwhile by another process is fine.
+// Listing first means a deployment whose credentials may not create topics works once the topic exists.
+func ensureTopic(ctx context.Context, adm *kadm.Client, topic string, partitions int) error {
+	details, err := adm.ListTopics(ctx, topic)
+	if err != nil {
+		return fmt.Errorf("kafka: list topic %s: %w", topic, err)
+	}
+	if d, ok := details[topic]; ok && d.Err == nil {
+		return nil
+	}
+	resp, err := adm.CreateTopic(ctx, int32(partitions), -1, nil, topic)
+	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
+		return fmt.Errorf("kafka: create topic %s: %w", topic, err)
+	}
+	if resp.Err != nil && !errors.Is(resp.Err, kerr.TopicAlreadyExists) {
+		return fmt.Errorf("kafka: create topic %s: %w %s", topic, resp.Err, resp.ErrMessage)
+	}
+	return nil
+}
+
+// Publish writes one record per job, keyed by Domain, and returns once the brokers acknowledged all of
+// them (all in-sync replicas). The producer is idempotent, so a retried batch neither duplicates nor
+// reorders records of a partition.
+func (q *Queue) Publish(ctx context.Context, jobs []ports.DeliveryJob) error {
+	if len(jobs) == 0 {
+		return nil
+	}
+	recs := make([]*kgo.Record, len(jobs))
+	for i, j := range jobs {
+		r, err := record(j)
+		if err != nil {
+			return err
+		}
+		recs[i] = r
+	}
+	if err := q.producer.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		return fmt.Errorf("kafka: publish %d jobs: %w", len(jobs), err)
+	}
+	return nil
+}
+
+// Receive returns between 1 and max deliveries (a max below 1 counts as 1), blocking until some are
+// available or ctx ends (then it returns ctx's error). The first call joins the consumer group; the group
+// starts a partition without a committed offset at its beginning, so jobs published before any MTA ran
+// are not skipped. Concurrent calls are served one after the other.
+func (q *Queue) Receive(ctx context.Context, max int) ([]ports.Delivery, error) {
+	if max < 1 {
+		max = 1
+	}
+	c, err := q.consumerClient()
+	if err != nil {
+		return nil, err
+	}
+	return c.receive(ctx, max)
+}
+
+func (q *Queue) consumerClient() (*consumer, error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.closed {
+		return nil, errClosed
+	}
+	if q.consumer == nil {
+		c, err := newConsumer(q.cfg, q.producer)
+		if err != nil {
+			return nil, err
+		}
+		q.consumer = c
+	}
+	return q.consumer, nil
+}
+
+// Close leaves the consumer group — committing what was acked, so that the partitions' next owners start
+// right after it and redeliver everything else — and closes the clients. Later calls do nothing.
+func (q *Queue) Close() {
+	q.mu.Lock()
+	c := q.consumer
+	already := q.closed
+	q.closed = true
+	q.mu.Unlock()
+	if already {
+		return
+	}
+	if c != nil {
+		c.close()
+	}
+	q.producer.Close()
+}
+
+var errClosed = errors.New("kafka: queue closed")
+
+// wireJob is the record value: JSON with stable names, independent of the Go field names of ports.
+type wireJob struct {
+	ID             string    `json:"id"`
+	OrganizationID string    `json:"organizationId"`
+	MessageID      string    `json:"messageId"`
+	Domain         string    `json:"domain"`
+	RecipientIDs   []string  `json:"recipientIds"`
+	Attempt        int       `json:"attempt"`
+	FirstQueuedAt  time.Time `json:"firstQueuedAt"`
+	NotBefore      time.Time `json:"notBefore,omitzero"`
+}
+
+func record(j ports.DeliveryJob) (*kgo.Record, error) {
+	value, err := json.Marshal(wireJob(j))
+	if err != nil {
+		return nil, fmt.Errorf("kafka: encode job %s: %w", j.ID, err)
+	}
+	return &kgo.Record{Key: []byte(j.Domain), Value: value}, nil
+}
+
+func decode(value []byte) (ports.DeliveryJob, error) {
+	var w wireJob
+	if err := json.Unmarshal(value, &w); err != nil {
+		return ports.DeliveryJob{}, err
+	}
+	if w.ID == "" {
+		return ports.DeliveryJob{}, errors.New("no job id")
+	}
+	return ports.DeliveryJob(w), nil
+}

@@ -1,0 +1,333 @@
+package kafka_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/postmill/postmill/adapters/kafka"
+	"github.com/postmill/postmill/ports"
+	"github.com/postmill/postmill/ports/porttest"
+)
+
+// EnvBrokers names a real Kafka cluster (comma-separated host:port) to run the contract against as well.
+const EnvBrokers = "POSTMILL_TEST_KAFKA_BROKERS"
+
+// newCluster starts an in-process Kafka cluster (franz-go's kfake) on loopback ports.
+func newCluster(tb testing.TB) []string {
+	tb.Helper()
+	c, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		tb.Fatalf("kfake: %v", err)
+	}
+	tb.Cleanup(c.Close)
+	return c.ListenAddrs()
+}
+
+func suffix(tb testing.TB) string {
+	tb.Helper()
+	b := make([]byte, 6)
+	if _, err := rand.Read(b); err != nil {
+		tb.Fatal(err)
+	}
+	return hex.EncodeToString(b)
+}
+
+// config names a topic and group no other test uses.
+func config(tb testing.TB, brokers []string, partitions int) kafka.Config {
+	tb.Helper()
+	s := suffix(tb)
+	return kafka.Config{
+		Brokers:    brokers,
+		Topic:      "postmill.delivery.test." + s,
+		Group:      "postmill-mta-test-" + s,
+		Partitions: partitions,
+	}
+}
+
+func mustNew(tb testing.TB, cfg kafka.Config) *kafka.Queue {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	q, err := kafka.New(ctx, cfg)
+	if err != nil {
+		tb.Fatalf("kafka.New: %v", err)
+	}
+	tb.Cleanup(q.Close)
+	return q
+}
+
+// harness gives every New its own topic and group on the brokers brokers returns; real brokers get the
+// topic deleted afterwards.
+func harness(brokers func(t *testing.T) []string, deleteTopic bool) porttest.QueueHarness {
+	return porttest.QueueHarness{
+		New: func(t *testing.T) (ports.Queue, porttest.OpenConsumer) {
+			cfg := config(t, brokers(t), 6)
+			q := mustNew(t, cfg)
+			if deleteTopic {
+				t.Cleanup(func() { deleteTopicOf(t, cfg) })
+			}
+			return q, func(t *testing.T) (ports.Queue, func()) {
+				c := mustNew(t, cfg)
+				return c, c.Close
+			}
+		},
+		OrderedPerDomain: true,
+		Redelivery:       45 * time.Second, // a group rebalance, heartbeats every 3s
+	}
+}
+
+func TestQueueContract(t *testing.T) {
+	t.Parallel()
+	porttest.ExerciseQueue(t, harness(func(t *testing.T) []string { return newCluster(t) }, false))
+}
+
+func TestQueueContractRealBroker(t *testing.T) {
+	t.Parallel()
+	env := os.Getenv(EnvBrokers)
+	if env == "" {
+		t.Skip(EnvBrokers + " is not set: the contract ran against kfake only")
+	}
+	brokers := strings.Split(env, ",")
+	porttest.ExerciseQueue(t, harness(func(*testing.T) []string { return brokers }, true))
+}
+
+func deleteTopicOf(tb testing.TB, cfg kafka.Config) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(cfg.Brokers...))
+	if err != nil {
+		tb.Errorf("delete topic %s: %v", cfg.Topic, err)
+		return
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := kadm.NewClient(cl).DeleteTopic(ctx, cfg.Topic); err != nil {
+		tb.Errorf("delete topic %s: %v", cfg.Topic, err)
+	}
+}
+
+func job(domain string) ports.DeliveryJob {
+	now := time.Now().UTC().Truncate(time.Microsecond)
+	return ports.DeliveryJob{
+		ID: "job-" + domain + "-" + hexOf(8), OrganizationID: "org", MessageID: "msg", Domain: domain,
+		RecipientIDs: []string{"r1"}, Attempt: 1, FirstQueuedAt: now,
+	}
+}
+
+func hexOf(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+func publish(tb testing.TB, q *kafka.Queue, jobs ...ports.DeliveryJob) {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := q.Publish(ctx, jobs); err != nil {
+		tb.Fatalf("Publish: %v", err)
+	}
+}
+
+// receiveN receives until n deliveries arrived.
+func receiveN(tb testing.TB, q *kafka.Queue, n int) []ports.Delivery {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
+	defer cancel()
+	var out []ports.Delivery
+	for len(out) < n {
+		ds, err := q.Receive(ctx, n-len(out))
+		if err != nil {
+			tb.Fatalf("received %d of %d, then: %v", len(out), n, err)
+		}
+		out = append(out, ds...)
+	}
+	return out
+}
+
+// committed returns the group's committed offset of partition 0, or -1.
+func committed(tb testing.TB, cfg kafka.Config) int64 {
+	tb.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(cfg.Brokers...))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	offsets, err := kadm.NewClient(cl).FetchOffsets(ctx, cfg.Group)
+	if err != nil {
+		tb.Fatalf("fetch offsets: %v", err)
+	}
+	if o, ok := offsets.Lookup(cfg.Topic, 0); ok {
+		return o.At
+	}
+	return -1
+}
+
+// TestCommitsOnlyTheContiguousAckedRun: acking the second and third record of a partition commits nothing
+// while the first is outstanding, so a consumer taking over gets the first again; acking the first then
+// commits all three.
+func TestCommitsOnlyTheContiguousAckedRun(t *testing.T) {
+	t.Parallel()
+	cfg := config(t, newCluster(t), 1)
+	pub := mustNew(t, cfg)
+	jobs := []ports.DeliveryJob{job("a.example"), job("b.example"), job("c.example")}
+	publish(t, pub, jobs...)
+
+	a := mustNew(t, cfg)
+	ds := receiveN(t, a, 3)
+	for i, d := range ds {
+		if d.Job().ID != jobs[i].ID {
+			t.Fatalf("delivery %d is %s, want %s (one partition keeps publish order)", i, d.Job().ID, jobs[i].ID)
+		}
+	}
+	ctx := context.Background()
+	for _, d := range []ports.Delivery{ds[2], ds[1]} {
+		if err := d.Ack(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := committed(t, cfg); got != -1 {
+		t.Fatalf("committed offset %d after acking records 1 and 2 but not 0; want none", got)
+	}
+	if err := ds[0].Ack(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := committed(t, cfg); got != 3 {
+		t.Fatalf("committed offset %d after acking all three; want 3", got)
+	}
+}
+
+func TestOutOfOrderAcksDoNotLoseTheUnacked(t *testing.T) {
+	t.Parallel()
+	cfg := config(t, newCluster(t), 1)
+	pub := mustNew(t, cfg)
+	jobs := []ports.DeliveryJob{job("a.example"), job("b.example"), job("c.example")}
+	publish(t, pub, jobs...)
+
+	a := mustNew(t, cfg)
+	ds := receiveN(t, a, 3)
+	ctx := context.Background()
+	if err := ds[2].Ack(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := ds[1].Ack(ctx); err != nil {
+		t.Fatal(err)
+	}
+	a.Close() // leaves the group holding record 0
+
+	b := mustNew(t, cfg)
+	got := receiveN(t, b, 1)
+	if got[0].Job().ID != jobs[0].ID {
+		t.Fatalf("the consumer taking over first received %s, want the unacked %s", got[0].Job().ID, jobs[0].ID)
+	}
+}
+
+// TestRecordsAreKeyedByDomain reads the topic without the adapter: each record's key is the job's domain,
+// its value the JSON job, and one domain's records share a partition.
+func TestRecordsAreKeyedByDomain(t *testing.T) {
+	t.Parallel()
+	cfg := config(t, newCluster(t), 8)
+	q := mustNew(t, cfg)
+	var jobs []ports.DeliveryJob
+	for i := range 40 {
+		jobs = append(jobs, job([]string{"gmail.com", "example.org", "outlook.com", "yahoo.co.jp"}[i%4]))
+	}
+	publish(t, q, jobs...)
+
+	cl, err := kgo.NewClient(kgo.SeedBrokers(cfg.Brokers...), kgo.ConsumeTopics(cfg.Topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	partitionOf := map[string]int32{}
+	for n := 0; n < len(jobs); {
+		fs := cl.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			t.Fatalf("read %d of %d records: %v", n, len(jobs), err)
+		}
+		for _, r := range fs.Records() {
+			n++
+			var v map[string]any
+			if err := json.Unmarshal(r.Value, &v); err != nil {
+				t.Fatalf("record value is not JSON: %v", err)
+			}
+			if v["domain"] != string(r.Key) {
+				t.Fatalf("record key %q, value domain %v", r.Key, v["domain"])
+			}
+			for _, field := range []string{"id", "organizationId", "messageId", "recipientIds", "attempt", "firstQueuedAt"} {
+				if _, ok := v[field]; !ok {
+					t.Fatalf("record value lacks %q: %s", field, r.Value)
+				}
+			}
+			if p, seen := partitionOf[string(r.Key)]; seen && p != r.Partition {
+				t.Fatalf("domain %s in partitions %d and %d", r.Key, p, r.Partition)
+			}
+			partitionOf[string(r.Key)] = r.Partition
+		}
+	}
+}
+
+func TestNewCreatesTheTopicOnce(t *testing.T) {
+	t.Parallel()
+	cfg := config(t, newCluster(t), 5)
+	mustNew(t, cfg)
+	mustNew(t, cfg) // exists now: fine
+
+	cl, err := kgo.NewClient(kgo.SeedBrokers(cfg.Brokers...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	topics, err := kadm.NewClient(cl).ListTopics(ctx, cfg.Topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, ok := topics[cfg.Topic]; !ok || d.Err != nil || len(d.Partitions) != 5 {
+		t.Fatalf("topic %s: %+v, want 5 partitions", cfg.Topic, d)
+	}
+}
+
+func TestReceiveAndClose(t *testing.T) {
+	t.Parallel()
+	cfg := config(t, newCluster(t), 1)
+	q := mustNew(t, cfg)
+	publish(t, q, job("a.example"), job("b.example"))
+	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
+	defer cancel()
+	if ds, err := q.Receive(ctx, 0); err != nil || len(ds) != 1 {
+		t.Fatalf("Receive(max 0) = (%d deliveries, %v), want one", len(ds), err)
+	}
+	q.Close()
+	q.Close()
+	if _, err := q.Receive(context.Background(), 1); err == nil {
+		t.Fatal("Receive after Close succeeded")
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	t.Parallel()
+	for _, cfg := range []kafka.Config{{}, {Brokers: []string{" "}}, {Brokers: []string{"127.0.0.1:9092"}, Partitions: -1}} {
+		if err := cfg.Validate(); err == nil {
+			t.Errorf("Validate(%+v) = nil", cfg)
+		}
+	}
+	if err := (kafka.Config{Brokers: []string{"127.0.0.1:9092"}}).Validate(); err != nil {
+		t.Errorf("Validate with a broker: %v", err)
+	}
+}

@@ -1,0 +1,229 @@
+package postgres
+
+import (
+	"context"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/postmill/postmill/adapters/postgres/internal/db"
+	"github.com/postmill/postmill/ports"
+)
+
+var _ ports.DomainStore = (*Store)(nil)
+
+// InsertDomain implements ports.DomainStore: the domain, its records (kept in the given order) and the
+// domain.created event in one transaction (one pipelined batch). Errors: already_exists naming
+// domains_org_name_key when the organization already has the name.
+func (s *Store) InsertDomain(ctx context.Context, d ports.Domain, e ports.Event) error {
+	status := d.Status
+	if status == "" {
+		status = ports.DomainPending
+	}
+	steps := []pipelineStep{func(q *db.Queries) error {
+		return q.InsertDomain(ctx, db.InsertDomainParams{
+			ID:             d.ID,
+			OrganizationID: d.OrganizationID,
+			Name:           d.Name,
+			Status:         string(status),
+			Region:         d.Region,
+			DkimSelector:   d.DKIMSelector,
+			DkimPrivateKey: d.DKIMPrivateKey,
+			DkimPublicKey:  d.DKIMPublicKey,
+			VerifiedAt:     d.VerifiedAt,
+			CreatedAt:      d.CreatedAt,
+		})
+	}}
+	if len(d.Records) > 0 {
+		p := insertDNSRecordsParams(d)
+		steps = append(steps, func(q *db.Queries) error { return q.InsertDNSRecords(ctx, p) })
+	}
+	if e.Type != "" {
+		p := insertEventsParams(eventsAbout([]ports.Event{e}, d.OrganizationID, "", d.ID))
+		steps = append(steps, func(q *db.Queries) error { return q.InsertEvents(ctx, p) })
+	}
+	return interpretError(runPipeline(ctx, s.pool, steps...))
+}
+
+// ListDomains implements ports.DomainStore: the organization's domains without records, newest first.
+func (s *Store) ListDomains(ctx context.Context, orgID string) ([]ports.Domain, error) {
+	rows, err := s.queries.ListDomains(ctx, orgID)
+	if err := listError(err); err != nil {
+		return nil, err
+	}
+	out := make([]ports.Domain, len(rows))
+	for i, r := range rows {
+		out[i] = domainFromRow(r)
+	}
+	return out, nil
+}
+
+// GetDomain implements ports.DomainStore: the domain and its records in one round trip. Errors: not_found.
+func (s *Store) GetDomain(ctx context.Context, orgID, id string) (ports.Domain, error) {
+	var d ports.Domain
+	err := runPipeline(ctx, s.pool, readDomainSteps(ctx, orgID, id, &d)...)
+	if err != nil {
+		return ports.Domain{}, interpretErrorFor("domain", err)
+	}
+	return d, nil
+}
+
+// DomainByName implements ports.DomainStore for the send path: the domain without its records. The
+// caller lower-cases name. Errors: not_found.
+func (s *Store) DomainByName(ctx context.Context, orgID, name string) (ports.Domain, error) {
+	row, err := s.queries.DomainByName(ctx, db.DomainByNameParams{OrganizationID: orgID, Name: name})
+	if err != nil {
+		return ports.Domain{}, interpretErrorFor("domain", err)
+	}
+	return domainFromRow(row), nil
+}
+
+// SaveVerification implements ports.DomainStore: every record's verified flag and checkedAt, the status,
+// verifiedAt and the events are written in one transaction. verifiedAt is kept once set, whatever d says
+// (SPEC §2: never overwritten by later runs). Records are matched by id within the domain; a record
+// without CheckedAt keeps its previous check time. Errors: not_found, with nothing written.
+func (s *Store) SaveVerification(ctx context.Context, d ports.Domain, events []ports.Event) error {
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		n, err := s.queries.WithTx(tx).SaveDomainVerification(ctx, db.SaveDomainVerificationParams{
+			Status:         string(d.Status),
+			VerifiedAt:     d.VerifiedAt,
+			OrganizationID: d.OrganizationID,
+			ID:             d.ID,
+		})
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return pgx.ErrNoRows
+		}
+		var steps []pipelineStep
+		if len(d.Records) > 0 {
+			p := saveDNSRecordChecksParams(d)
+			steps = append(steps, func(q *db.Queries) error { return q.SaveDNSRecordChecks(ctx, p) })
+		}
+		if len(events) > 0 {
+			p := insertEventsParams(eventsAbout(events, d.OrganizationID, "", d.ID))
+			steps = append(steps, func(q *db.Queries) error { return q.InsertEvents(ctx, p) })
+		}
+		if len(steps) == 0 {
+			return nil
+		}
+		return runPipeline(ctx, tx, steps...)
+	})
+	return interpretErrorFor("domain", err)
+}
+
+// SetDomainStatus implements ports.DomainStore and returns the domain as it now is, with its records.
+// Errors: not_found.
+func (s *Store) SetDomainStatus(ctx context.Context, orgID, id string, status ports.DomainStatus) (ports.Domain, error) {
+	var d ports.Domain
+	steps := readDomainSteps(ctx, orgID, id, &d)
+	steps[0] = func(q *db.Queries) error {
+		row, err := q.SetDomainStatus(ctx, db.SetDomainStatusParams{Status: string(status), OrganizationID: orgID, ID: id})
+		d = domainFromRow(row)
+		return err
+	}
+	if err := runPipeline(ctx, s.pool, steps...); err != nil {
+		return ports.Domain{}, interpretErrorFor("domain", err)
+	}
+	return d, nil
+}
+
+// readDomainSteps reads the domain row, then its records in generation order.
+func readDomainSteps(ctx context.Context, orgID, id string, d *ports.Domain) []pipelineStep {
+	return []pipelineStep{
+		func(q *db.Queries) error {
+			row, err := q.DomainByID(ctx, db.DomainByIDParams{OrganizationID: orgID, ID: id})
+			*d = domainFromRow(row)
+			return err
+		},
+		func(q *db.Queries) error {
+			rows, err := q.DNSRecordsByDomain(ctx, db.DNSRecordsByDomainParams{OrganizationID: orgID, DomainID: id})
+			d.Records = make([]ports.DNSRecord, len(rows))
+			for i, r := range rows {
+				d.Records[i] = ports.DNSRecord{
+					ID:        r.ID,
+					DomainID:  r.DomainID,
+					Type:      r.Type,
+					Host:      r.Host,
+					Value:     r.Value,
+					TTL:       int(r.Ttl),
+					Required:  r.Required,
+					Verified:  r.Verified,
+					CheckedAt: utcPtr(r.CheckedAt),
+				}
+			}
+			return err
+		},
+	}
+}
+
+// insertDNSRecordsParams lays the records out as parallel arrays; a missing record id is generated.
+func insertDNSRecordsParams(d ports.Domain) db.InsertDNSRecordsParams {
+	n := len(d.Records)
+	p := db.InsertDNSRecordsParams{
+		DomainID:       d.ID,
+		OrganizationID: d.OrganizationID,
+		Ids:            make([]string, n),
+		Positions:      make([]int32, n),
+		Types:          make([]string, n),
+		Hosts:          make([]string, n),
+		RecordValues:   make([]string, n),
+		Ttls:           make([]int32, n),
+		Required:       make([]bool, n),
+		Verified:       make([]bool, n),
+		Checked:        make([]bool, n),
+		CheckedAt:      make([]time.Time, n),
+	}
+	for i, r := range d.Records {
+		p.Ids[i] = idOrNew(r.ID)
+		p.Positions[i] = int32(i)
+		p.Types[i] = r.Type
+		p.Hosts[i] = r.Host
+		p.RecordValues[i] = r.Value
+		p.Ttls[i] = int32(r.TTL)
+		p.Required[i] = r.Required
+		p.Verified[i] = r.Verified
+		if r.CheckedAt != nil {
+			p.Checked[i] = true
+			p.CheckedAt[i] = *r.CheckedAt
+		}
+	}
+	return p
+}
+
+func saveDNSRecordChecksParams(d ports.Domain) db.SaveDNSRecordChecksParams {
+	n := len(d.Records)
+	p := db.SaveDNSRecordChecksParams{
+		OrganizationID: d.OrganizationID,
+		DomainID:       d.ID,
+		Ids:            make([]string, n),
+		Verified:       make([]bool, n),
+		Checked:        make([]bool, n),
+		CheckedAt:      make([]time.Time, n),
+	}
+	for i, r := range d.Records {
+		p.Ids[i] = r.ID
+		p.Verified[i] = r.Verified
+		if r.CheckedAt != nil {
+			p.Checked[i] = true
+			p.CheckedAt[i] = *r.CheckedAt
+		}
+	}
+	return p
+}
+
+func domainFromRow(r db.Domain) ports.Domain {
+	return ports.Domain{
+		ID:             r.ID,
+		OrganizationID: r.OrganizationID,
+		Name:           r.Name,
+		Status:         ports.DomainStatus(r.Status),
+		Region:         r.Region,
+		DKIMSelector:   r.DkimSelector,
+		DKIMPrivateKey: r.DkimPrivateKey,
+		DKIMPublicKey:  r.DkimPublicKey,
+		VerifiedAt:     utcPtr(r.VerifiedAt),
+		CreatedAt:      r.CreatedAt.UTC(),
+	}
+}

@@ -1,0 +1,59 @@
+-- name: InsertDomain :exec
+INSERT INTO domains (id, organization_id, name, status, region, dkim_selector, dkim_private_key, dkim_public_key,
+    verified_at, created_at)
+VALUES (@id, @organization_id, @name, @status, COALESCE(NULLIF(@region::text, ''), 'us-east-1'), @dkim_selector,
+    @dkim_private_key, @dkim_public_key, @verified_at, @created_at);
+
+-- name: InsertDNSRecords :exec
+-- Set-returning functions in one select list advance in lockstep: element i of each array describes
+-- record i.
+INSERT INTO dns_records (id, domain_id, organization_id, position, type, host, value, ttl, required, verified, checked_at)
+SELECT r.id, @domain_id, @organization_id, r.position, r.type, r.host, r.value, r.ttl, r.required, r.verified,
+    CASE WHEN r.checked THEN r.checked_at END
+FROM (SELECT
+        unnest(@ids::uuid[]) AS id,
+        unnest(@positions::int[]) AS position,
+        unnest(@types::text[]) AS type,
+        unnest(@hosts::text[]) AS host,
+        unnest(@record_values::text[]) AS value,
+        unnest(@ttls::int[]) AS ttl,
+        unnest(@required::bool[]) AS required,
+        unnest(@verified::bool[]) AS verified,
+        unnest(@checked::bool[]) AS checked,
+        unnest(@checked_at::timestamptz[]) AS checked_at) AS r;
+
+-- name: ListDomains :many
+SELECT * FROM domains
+WHERE organization_id = @organization_id
+ORDER BY created_at DESC, id DESC;
+
+-- name: DomainByID :one
+SELECT * FROM domains WHERE organization_id = @organization_id AND id = @id;
+
+-- name: DomainByName :one
+SELECT * FROM domains WHERE organization_id = @organization_id AND name = @name;
+
+-- name: DNSRecordsByDomain :many
+SELECT * FROM dns_records
+WHERE organization_id = @organization_id AND domain_id = @domain_id
+ORDER BY position;
+
+-- name: SaveDomainVerification :execrows
+-- verified_at is set once: a later run never overwrites it (SPEC §2).
+UPDATE domains SET status = @status, verified_at = COALESCE(verified_at, @verified_at)
+WHERE organization_id = @organization_id AND id = @id;
+
+-- name: SaveDNSRecordChecks :exec
+-- checked[i] false keeps record i's previous checked_at.
+UPDATE dns_records AS r SET verified = c.verified, checked_at = CASE WHEN c.checked THEN c.checked_at ELSE r.checked_at END
+FROM (SELECT
+        unnest(@ids::uuid[]) AS id,
+        unnest(@verified::bool[]) AS verified,
+        unnest(@checked::bool[]) AS checked,
+        unnest(@checked_at::timestamptz[]) AS checked_at) AS c
+WHERE r.organization_id = @organization_id AND r.domain_id = @domain_id AND r.id = c.id;
+
+-- name: SetDomainStatus :one
+UPDATE domains SET status = @status
+WHERE organization_id = @organization_id AND id = @id
+RETURNING *;

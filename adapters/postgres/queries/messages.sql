@@ -1,0 +1,156 @@
+-- name: PreferGenericPlans :exec
+-- Heads a pipelined batch of the send path: for the rest of that batch's transaction only, statements are
+-- planned once per connection instead of on every execution. PostgreSQL otherwise keeps planning the
+-- array-driven statements afresh each time (their custom plans look cheaper than a generic one), which
+-- costs more than executing them; their generic plans are the same index probes.
+SELECT set_config('plan_cache_mode', 'force_generic_plan', true);
+
+-- name: InsertMessages :exec
+-- Writes the messages of several concurrent sends of one organization; set-returning functions in one
+-- select list advance in lockstep, so element i of each array describes message i. A message whose
+-- idempotency key is taken is skipped (accept_messages then reports the owner); a concurrent transaction
+-- holding the same key is waited for, so exactly one message per key is ever created.
+INSERT INTO messages (id, organization_id, domain_id, status, from_address, reply_to, subject, html_body, text_body,
+    headers, tags, metadata, sandbox, scheduled_at, idempotency_key, created_at)
+SELECT m.id, @organization_id, m.domain_id, m.status, m.from_address, m.reply_to, m.subject, m.html_body, m.text_body,
+    m.headers, m.tags, m.metadata, m.sandbox, CASE WHEN m.scheduled THEN m.scheduled_at END,
+    NULLIF(m.idempotency_key, ''), m.created_at
+FROM (SELECT
+        unnest(@ids::uuid[]) AS id,
+        unnest(@domain_ids::uuid[]) AS domain_id,
+        unnest(@statuses::text[]) AS status,
+        unnest(@from_addresses::text[]) AS from_address,
+        unnest(@reply_tos::text[]) AS reply_to,
+        unnest(@subjects::text[]) AS subject,
+        unnest(@html_bodies::text[]) AS html_body,
+        unnest(@text_bodies::text[]) AS text_body,
+        unnest(@headers::jsonb[]) AS headers,
+        unnest(@tags::jsonb[]) AS tags,
+        unnest(@metadata::jsonb[]) AS metadata,
+        unnest(@sandbox::bool[]) AS sandbox,
+        unnest(@scheduled::bool[]) AS scheduled,
+        unnest(@scheduled_at::timestamptz[]) AS scheduled_at,
+        unnest(@idempotency_keys::text[]) AS idempotency_key,
+        unnest(@created_at::timestamptz[]) AS created_at) AS m
+ON CONFLICT ON CONSTRAINT messages_org_idempotency_key DO NOTHING;
+
+-- name: AcceptMessages :many
+-- Meters the messages InsertMessages wrote and reports each one's outcome (see accept_messages).
+SELECT a.message_id::text AS message_id, a.outcome::text AS outcome,
+    COALESCE(a.existing_id::text, '')::text AS existing_id, COALESCE(a.existing_status, '')::text AS existing_status
+FROM accept_messages(@organization_id::uuid, @month::date, @day::date, @ids::uuid[], @idempotency_keys::text[],
+    @units::bigint[], @monthly_limits::bigint[], @daily_caps::bigint[]) AS a;
+
+-- name: InsertMessageRecipients :exec
+-- Only for messages that exist at this point of the transaction: refused and deduplicated sends get none.
+INSERT INTO recipients (id, message_id, organization_id, position, type, address, domain, status)
+SELECT r.id, r.message_id, @organization_id, r.position, r.type, r.address, r.domain, r.status
+FROM (SELECT
+        unnest(@ids::uuid[]) AS id,
+        unnest(@message_ids::uuid[]) AS message_id,
+        unnest(@positions::int[]) AS position,
+        unnest(@types::text[]) AS type,
+        unnest(@addresses::text[]) AS address,
+        unnest(@domains::text[]) AS domain,
+        unnest(@statuses::text[]) AS status) AS r
+WHERE EXISTS (SELECT 1 FROM messages m WHERE m.id = r.message_id);
+
+-- name: InsertMessageAttachments :exec
+INSERT INTO attachments (id, message_id, organization_id, position, filename, content_type, size, inline, content_id,
+    storage_key)
+SELECT a.id, a.message_id, @organization_id, a.position, a.filename, a.content_type, a.size, a.inline, a.content_id,
+    a.storage_key
+FROM (SELECT
+        unnest(@ids::uuid[]) AS id,
+        unnest(@message_ids::uuid[]) AS message_id,
+        unnest(@positions::int[]) AS position,
+        unnest(@filenames::text[]) AS filename,
+        unnest(@content_types::text[]) AS content_type,
+        unnest(@sizes::bigint[]) AS size,
+        unnest(@inline::bool[]) AS inline,
+        unnest(@content_ids::text[]) AS content_id,
+        unnest(@storage_keys::text[]) AS storage_key) AS a
+WHERE EXISTS (SELECT 1 FROM messages m WHERE m.id = a.message_id);
+
+-- name: MessageByIdempotencyKey :one
+SELECT id, status FROM messages WHERE organization_id = @organization_id AND idempotency_key = @idempotency_key::text;
+
+-- name: MessageByID :one
+SELECT * FROM messages WHERE organization_id = @organization_id AND id = @id;
+
+-- name: RecipientsByMessage :many
+SELECT * FROM recipients
+WHERE organization_id = @organization_id AND message_id = @message_id
+ORDER BY position;
+
+-- name: AttachmentsByMessage :many
+SELECT * FROM attachments
+WHERE organization_id = @organization_id AND message_id = @message_id
+ORDER BY position;
+
+-- name: EventsByMessage :many
+-- Absent ids read as ''.
+SELECT id, organization_id, type, COALESCE(message_id::text, '')::text AS message_id,
+    COALESCE(recipient_id::text, '')::text AS recipient_id, COALESCE(domain_id::text, '')::text AS domain_id,
+    provider_response, occurred_at
+FROM events
+WHERE organization_id = @organization_id AND message_id = @message_id::uuid
+ORDER BY occurred_at, id;
+
+-- name: ListMessages :many
+-- Keyset pagination newest first: the row comparison continues strictly after the cursor's
+-- (created_at, id); the first page passes a bound past every row. An empty status lists every state.
+SELECT id, organization_id, domain_id, status, from_address, reply_to, subject, tags, metadata, sandbox, scheduled_at,
+    idempotency_key, created_at
+FROM messages
+WHERE organization_id = @organization_id
+  AND (created_at, id) < (@before_created_at::timestamptz, @before_id::uuid)
+  AND (@status::text = '' OR status = @status::text)
+ORDER BY created_at DESC, id DESC
+LIMIT @row_limit;
+
+-- name: RecipientsOfMessages :many
+SELECT * FROM recipients
+WHERE organization_id = @organization_id AND message_id = ANY(@message_ids::uuid[])
+ORDER BY message_id, position;
+
+-- name: CancelScheduledMessage :execrows
+UPDATE messages SET status = 'cancelled'
+WHERE organization_id = @organization_id AND id = @id AND status = 'scheduled';
+
+-- name: MessageStatus :one
+SELECT status FROM messages WHERE organization_id = @organization_id AND id = @id;
+
+-- name: SetRecipientsStatusOfMessage :exec
+UPDATE recipients SET status = @status
+WHERE organization_id = @organization_id AND message_id = @message_id;
+
+-- name: DueScheduledMessages :many
+-- Locks only the messages (OF m): several schedulers skip each other's rows, and organizations stay free.
+SELECT sqlc.embed(m), sqlc.embed(o)
+FROM messages m
+JOIN organizations o ON o.id = m.organization_id
+WHERE m.status = 'scheduled' AND m.scheduled_at <= @now::timestamptz
+ORDER BY m.scheduled_at, m.id
+LIMIT @row_limit
+FOR UPDATE OF m SKIP LOCKED;
+
+-- name: RecipientsOfMessagesAnyOrg :many
+-- For the scheduler, which works across organizations on messages it has locked.
+SELECT * FROM recipients
+WHERE message_id = ANY(@message_ids::uuid[])
+ORDER BY message_id, position;
+
+-- name: SetPromotedStatuses :exec
+-- Moves each promoted message and all its recipients to the state the scheduler decided.
+WITH promoted AS (
+    UPDATE messages AS m SET status = p.status
+    FROM (SELECT
+        unnest(@ids::uuid[]) AS id,
+        unnest(@statuses::text[]) AS status) AS p
+    WHERE m.id = p.id AND m.status = 'scheduled'
+    RETURNING m.id, m.status
+)
+UPDATE recipients AS r SET status = promoted.status
+FROM promoted
+WHERE r.message_id = promoted.id;

@@ -1,0 +1,23 @@
+-- name: SuppressedAmong :many
+-- An address is suppressed by a row for itself or for its domain (the part after the last "@"), held by
+-- the organization (any scope) or platform-wide (organization_id NULL). The COALESCE matches the unique
+-- index suppressions_org_address_scope_key, which serves the lookup.
+SELECT DISTINCT a.address::text AS address
+FROM unnest(@addresses::text[]) AS a(address)
+JOIN suppressions s
+  ON COALESCE(s.organization_id, '00000000-0000-0000-0000-000000000000'::uuid)
+         IN (@organization_id::uuid, '00000000-0000-0000-0000-000000000000'::uuid)
+ AND s.address IN (lower(a.address), lower(substring(a.address FROM '[^@]*$')));
+
+-- name: InsertSuppressions :exec
+-- Idempotent on (organization, address, scope): an existing row is kept as it is.
+INSERT INTO suppressions (id, organization_id, address, scope, reason, created_at)
+SELECT s.id, NULLIF(s.organization_id, '')::uuid, lower(s.address), s.scope, s.reason, s.created_at
+FROM (SELECT
+        unnest(@ids::uuid[]) AS id,
+        unnest(@organization_ids::text[]) AS organization_id,
+        unnest(@addresses::text[]) AS address,
+        unnest(@scopes::text[]) AS scope,
+        unnest(@reasons::text[]) AS reason,
+        unnest(@created_at::timestamptz[]) AS created_at) AS s
+ON CONFLICT DO NOTHING;

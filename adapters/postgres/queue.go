@@ -1,0 +1,200 @@
+package postgres
+
+import (
+	"context"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/postmill/postmill/adapters/postgres/internal/db"
+	"github.com/postmill/postmill/ports"
+)
+
+var _ ports.Queue = (*Queue)(nil)
+
+// Defaults of QueueConfig.
+const (
+	// DefaultQueueLease is how long a received job stays invisible to other consumers. It must outlast
+	// one delivery attempt (connect, DKIM-sign, SMTP transaction, recording the outcome); a worker that
+	// crashes holds its jobs this long before another takes them over.
+	DefaultQueueLease = 5 * time.Minute
+	// DefaultQueuePollInterval bounds how long an idle consumer waits between looks at the table when no
+	// notification arrives (a publisher in a process that lost its notification, or a lease expiring).
+	DefaultQueuePollInterval = 200 * time.Millisecond
+)
+
+// QueueConfig tunes the PostgreSQL queue. Zero values mean the defaults.
+type QueueConfig struct {
+	// Lease is how long a received job is hidden from other consumers before it is handed out again
+	// (default 5 minutes). A lease shorter than one delivery attempt has the job delivered twice; the
+	// SMTP timeouts of RFC 5321 §4.5.3.2 allow one transaction well over ten minutes in the worst case.
+	Lease time.Duration
+	// PollInterval is the longest an idle Receive waits before looking at the table again when no
+	// notification wakes it (default 200 ms).
+	PollInterval time.Duration
+}
+
+// Queue is the PostgreSQL implementation of ports.Queue on the delivery_queue table: jobs are leased with
+// FOR UPDATE SKIP LOCKED so concurrent consumers never receive the same row, and a lease that expires
+// unacknowledged makes the job visible again, so a crashed worker's jobs are taken over (at least once).
+// Publishing notifies the channel postmill_delivery_queue on commit, which wakes waiting consumers in
+// every process at once; polling every PollInterval covers the rest. It is safe for concurrent use.
+type Queue struct {
+	pool    *pgxpool.Pool
+	queries *db.Queries
+	cfg     QueueConfig
+}
+
+// NewQueue returns a queue on pool, which must be migrated (Migrate) and stays owned by the caller.
+func NewQueue(pool *pgxpool.Pool, cfg QueueConfig) *Queue {
+	if cfg.Lease <= 0 {
+		cfg.Lease = DefaultQueueLease
+	}
+	if cfg.PollInterval <= 0 {
+		cfg.PollInterval = DefaultQueuePollInterval
+	}
+	return &Queue{pool: pool, queries: db.New(pool), cfg: cfg}
+}
+
+// Publish implements ports.Queue with one multi-row insert and a notification, in one transaction. A job
+// id already in the queue is not added twice, so a relay that publishes the same jobs again after a
+// failed commit does not duplicate them.
+func (q *Queue) Publish(ctx context.Context, jobs []ports.DeliveryJob) error {
+	if len(jobs) == 0 {
+		return nil
+	}
+	p := db.PublishJobsParams(jobArrays(jobs))
+	return interpretError(runPipeline(ctx, q.pool,
+		func(q *db.Queries) error { return q.PublishJobs(ctx, p) },
+		func(q *db.Queries) error { return q.NotifyQueue(ctx) },
+	))
+}
+
+// Receive implements ports.Queue: it leases up to max visible jobs (oldest first) and returns as soon as
+// there is at least one. When there is none it waits on a connection listening to the queue's channel,
+// looking again on each notification and at least every PollInterval, until ctx ends (ctx's error is
+// returned then). A max below 1 counts as 1. Each round of waiting borrows one pooled connection and gives
+// it back, so closing the pool is never held up by an idle receiver for longer than PollInterval.
+func (q *Queue) Receive(ctx context.Context, max int) ([]ports.Delivery, error) {
+	if max < 1 {
+		max = 1
+	}
+	for {
+		ds, err := q.lease(ctx, q.queries, max)
+		if err != nil || len(ds) > 0 {
+			return ds, err
+		}
+		if ds, err = q.waitRound(ctx, max); err != nil || len(ds) > 0 {
+			return ds, err
+		}
+	}
+}
+
+// waitRound listens on the queue's channel for up to PollInterval. It looks once more after LISTEN, which
+// catches a job published between the caller's look and LISTEN, and returns what it leased then, or
+// nothing once a notification came or the interval passed.
+func (q *Queue) waitRound(ctx context.Context, max int) ([]ports.Delivery, error) {
+	conn, err := q.pool.Acquire(ctx)
+	if err != nil {
+		return nil, q.receiveError(ctx, err)
+	}
+	defer func() {
+		// A connection still listening would collect notifications for its next borrower; one that
+		// cannot be told to stop is closed, and the pool replaces it.
+		uctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		if err := db.New(conn).UnlistenQueue(uctx); err != nil {
+			_ = conn.Conn().Close(uctx)
+		}
+		conn.Release()
+	}()
+	cq := db.New(conn)
+	if err := cq.ListenQueue(ctx); err != nil {
+		return nil, q.receiveError(ctx, err)
+	}
+	ds, err := q.lease(ctx, cq, max)
+	if err != nil || len(ds) > 0 {
+		return ds, err
+	}
+	wctx, cancel := context.WithTimeout(ctx, q.cfg.PollInterval)
+	_, err = conn.Conn().WaitForNotification(wctx)
+	expired := wctx.Err() != nil
+	cancel()
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	if err != nil && !expired {
+		return nil, q.receiveError(ctx, err)
+	}
+	return nil, nil
+}
+
+func (q *Queue) lease(ctx context.Context, queries *db.Queries, max int) ([]ports.Delivery, error) {
+	rows, err := queries.LeaseJobs(ctx, db.LeaseJobsParams{LeaseSeconds: q.cfg.Lease.Seconds(), RowLimit: clampInt32(max)})
+	if err != nil {
+		return nil, q.receiveError(ctx, err)
+	}
+	if len(rows) == 0 {
+		return nil, nil
+	}
+	out := make([]ports.Delivery, len(rows))
+	for i, r := range rows {
+		out[i] = &queueDelivery{
+			queue: q,
+			job:   jobFromFields(r.ID, r.OrganizationID, r.MessageID, r.Domain, r.RecipientIds, r.Attempt, r.FirstQueuedAt, r.NotBefore),
+			token: r.LeaseToken,
+		}
+	}
+	return out, nil
+}
+
+// receiveError reports a cancelled or expired ctx as ctx's own error, as callers of a blocking receive
+// expect, and anything else as a ports error.
+func (q *Queue) receiveError(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return interpretError(err)
+}
+
+// errLeaseLost is Ack's and Nack's answer when the lease ran out and the job may be with another consumer.
+func errLeaseLost() error {
+	return ports.Errorf(ports.CodeFailedPrecondition, "delivery lease expired; the job was or will be received again")
+}
+
+// queueDelivery is one leased job; its token proves the lease.
+type queueDelivery struct {
+	queue *Queue
+	job   ports.DeliveryJob
+	token string
+}
+
+// Job implements ports.Delivery.
+func (d *queueDelivery) Job() ports.DeliveryJob { return d.job }
+
+// Ack implements ports.Delivery: the job is deleted, if this delivery still holds its lease. After the
+// lease expired the job is left for whoever receives it next and Ack returns failed_precondition; the
+// outcome was recorded once already (ApplyDelivery is idempotent per job id).
+func (d *queueDelivery) Ack(ctx context.Context) error {
+	n, err := d.queue.queries.AckJob(ctx, db.AckJobParams{ID: d.job.ID, LeaseToken: d.token})
+	if err != nil {
+		return interpretError(err)
+	}
+	if n == 0 {
+		return errLeaseLost()
+	}
+	return nil
+}
+
+// Nack implements ports.Delivery: the lease is dropped and the job is visible again at once. After the
+// lease expired Nack returns failed_precondition; the job is visible again anyway.
+func (d *queueDelivery) Nack(ctx context.Context) error {
+	n, err := d.queue.queries.NackJob(ctx, db.NackJobParams{ID: d.job.ID, LeaseToken: d.token})
+	if err != nil {
+		return interpretError(err)
+	}
+	if n == 0 {
+		return errLeaseLost()
+	}
+	return nil
+}

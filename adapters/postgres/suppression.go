@@ -1,0 +1,75 @@
+package postgres
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"github.com/postmill/postmill/adapters/postgres/internal/db"
+	"github.com/postmill/postmill/ports"
+)
+
+// SuppressedAmong implements ports.MessageStore in one query: an address is suppressed when a row names
+// it or its domain (the part after the last "@"), held by the organization in any scope or platform-wide
+// (no organization). Other organizations' rows never count. Only suppressed addresses are in the map,
+// keyed as given. It runs on every send, so it is sent with PreferGenericPlans in one round trip: its plan
+// (index probes on suppressions_address_idx) is then made once per connection rather than on every call.
+func (s *Store) SuppressedAmong(ctx context.Context, orgID string, addresses []string) (map[string]bool, error) {
+	out := make(map[string]bool)
+	if len(addresses) == 0 {
+		return out, nil
+	}
+	var rows []string
+	err := runPipeline(ctx, s.pool,
+		func(q *db.Queries) error { return q.PreferGenericPlans(ctx) },
+		func(q *db.Queries) (err error) {
+			rows, err = q.SuppressedAmong(ctx, db.SuppressedAmongParams{OrganizationID: orgID, Addresses: addresses})
+			return err
+		},
+	)
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	for _, a := range rows {
+		out[a] = true
+	}
+	return out, nil
+}
+
+// AddSuppression implements ports.MessageStore. The address is lower-cased; an existing suppression of
+// the same organization (or none, for global), address and scope is kept unchanged, so repeated bounces
+// of one address add one row. A missing id or creation time is filled in.
+func (s *Store) AddSuppression(ctx context.Context, sup ports.Suppression) error {
+	return interpretError(s.queries.InsertSuppressions(ctx, insertSuppressionsParams([]ports.Suppression{sup})))
+}
+
+func insertSuppressionsParams(sups []ports.Suppression) db.InsertSuppressionsParams {
+	n := len(sups)
+	p := db.InsertSuppressionsParams{
+		Ids:             make([]string, n),
+		OrganizationIds: make([]string, n),
+		Addresses:       make([]string, n),
+		Scopes:          make([]string, n),
+		Reasons:         make([]string, n),
+		CreatedAt:       make([]time.Time, n),
+	}
+	for i, sup := range sups {
+		scope, reason, at := sup.Scope, sup.Reason, sup.CreatedAt
+		if scope == "" {
+			scope = ports.SuppressionScopeTenant
+		}
+		if reason == "" {
+			reason = ports.SuppressionManual
+		}
+		if at.IsZero() {
+			at = time.Now()
+		}
+		p.Ids[i] = idOrNew(sup.ID)
+		p.OrganizationIds[i] = sup.OrganizationID
+		p.Addresses[i] = strings.ToLower(sup.Address)
+		p.Scopes[i] = scope
+		p.Reasons[i] = reason
+		p.CreatedAt[i] = at
+	}
+	return p
+}

@@ -1,0 +1,358 @@
+package sending
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/mail"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+
+	"github.com/postmill/postmill/ports"
+)
+
+// Field bounds of the send body (SPEC §4.2, §8).
+const (
+	// maxAddressLen is RFC 5321 §4.5.3.1's 64-octet local part, "@" and 255-octet domain.
+	maxAddressLen = 320
+	// maxHeaderLineLen is RFC 5322 §2.1.1's line limit, which bounds a From or Reply-To with a display name.
+	maxHeaderLineLen = 998
+	// maxDomainLen and maxLabelLen are RFC 1035 §2.3.4's name and label limits.
+	maxDomainLen = 253
+	maxLabelLen  = 63
+	// maxIdempotencyKeyLen keeps the key comfortably inside one index entry.
+	maxIdempotencyKeyLen = 256
+)
+
+// Violation messages. They say what is expected, never echo the value.
+const (
+	msgEmail            = "must be a valid email address"
+	msgToRequired       = "must contain at least one address"
+	msgNoCRLF           = "must not contain CR or LF"
+	msgStorable         = "must be valid UTF-8 without NUL characters"
+	msgSubjectRequired  = "is required unless template is given"
+	msgBodyRequired     = "html or text is required unless template is given"
+	msgHeaderName       = "header names must match ^[A-Za-z0-9-]+$"
+	msgMetadataObject   = "must be a JSON object"
+	msgTemplateID       = "must be a UUID"
+	msgTooManyAttach    = "must contain at most 20 attachments"
+	msgAttachTooLarge   = "must be at most 10 MiB decoded"
+	msgAttachTotal      = "must total at most 25 MiB decoded"
+	msgFilename         = "must be 1 or more characters without CR or LF"
+	msgContentType      = "must be 1 or more characters without CR or LF"
+	msgContentID        = "must not contain CR, LF or angle brackets inside"
+	msgInlineContentID  = "inline attachments require contentId"
+	msgIdempotencyKey   = "must be 1 to 256 printable characters"
+	msgFromLen          = "must be at most 998 characters"
+	headerOwnedTemplate = "Postmill sets the %s header itself%s"
+)
+
+// ownedHeaders are the headers Postmill writes itself (RFC 5322 §3.6, RFC 2045 §3-6, RFC 6376 §3.5, RFC 5321
+// §4.4): letting a caller set them would duplicate or contradict the real ones, break the DKIM signature or
+// the bounce routing. The value is the hint shown with the refusal; keys are lower-case.
+var ownedHeaders = map[string]struct{ name, hint string }{
+	"from":                      {"From", "; use the from field"},
+	"to":                        {"To", "; use the to field"},
+	"cc":                        {"Cc", "; use the cc field"},
+	"bcc":                       {"Bcc", "; use the bcc field"},
+	"subject":                   {"Subject", "; use the subject field"},
+	"reply-to":                  {"Reply-To", "; use the replyTo field"},
+	"date":                      {"Date", ""},
+	"message-id":                {"Message-ID", ""},
+	"mime-version":              {"MIME-Version", ""},
+	"content-type":              {"Content-Type", ""},
+	"content-transfer-encoding": {"Content-Transfer-Encoding", ""},
+	"dkim-signature":            {"DKIM-Signature", ""},
+	"return-path":               {"Return-Path", ""},
+}
+
+// validateSend checks a send request against SPEC §4.2 and returns it normalised: addresses trimmed, From
+// and Reply-To reduced to the bare address when they carry no display name, a JSON null metadata dropped,
+// content ids stripped of angle brackets, scheduledAt in UTC. Every violation is reported (not only the
+// first), with the dot-joined paths of SPEC §7; cross-field rules report against their object ("" for the
+// body, attachments.N for an attachment).
+func validateSend(req ports.SendRequest) (ports.SendRequest, []ports.FieldViolation) {
+	var v violations
+
+	if from, ok := normaliseSender(req.From); ok {
+		req.From = from
+	} else if utf8.RuneCountInString(req.From) > maxHeaderLineLen {
+		v.add("from", msgFromLen)
+	} else {
+		v.add("from", msgEmail)
+	}
+
+	if len(req.To) == 0 {
+		v.add("to", msgToRequired)
+	}
+	req.To = normaliseRecipients(&v, "to", req.To)
+	req.Cc = normaliseRecipients(&v, "cc", req.Cc)
+	req.Bcc = normaliseRecipients(&v, "bcc", req.Bcc)
+
+	if req.ReplyTo != "" {
+		if replyTo, ok := normaliseSender(req.ReplyTo); ok {
+			req.ReplyTo = replyTo
+		} else {
+			v.add("replyTo", msgEmail)
+		}
+	}
+
+	switch {
+	case req.Subject == "" && req.Template == nil:
+		v.add("subject", msgSubjectRequired)
+	case strings.ContainsAny(req.Subject, "\r\n"):
+		v.add("subject", msgNoCRLF)
+	case !storable(req.Subject):
+		v.add("subject", msgStorable)
+	}
+	if req.HTML == "" && req.Text == "" && req.Template == nil {
+		v.add("", msgBodyRequired)
+	}
+	if !storable(req.HTML) {
+		v.add("html", msgStorable)
+	}
+	if !storable(req.Text) {
+		v.add("text", msgStorable)
+	}
+
+	if req.Template != nil {
+		if _, err := uuid.Parse(req.Template.ID); err != nil {
+			v.add("template.id", msgTemplateID)
+		}
+	}
+
+	validateHeaders(&v, req.Headers)
+	for _, k := range sortedKeys(req.Tags) {
+		if !storable(k) || !storable(req.Tags[k]) {
+			v.add("tags."+k, msgStorable)
+		}
+	}
+
+	metadata, msg := normaliseMetadata(req.Metadata)
+	if msg != "" {
+		v.add("metadata", msg)
+	}
+	req.Metadata = metadata
+
+	req.Attachments = validateAttachments(&v, req.Attachments)
+
+	if req.IdempotencyKey != "" && !validIdempotencyKey(req.IdempotencyKey) {
+		v.add("Idempotency-Key", msgIdempotencyKey)
+	}
+	if req.ScheduledAt != nil {
+		at := req.ScheduledAt.UTC()
+		req.ScheduledAt = &at
+	}
+	return req, v.list
+}
+
+// violations collects field violations in the order they are found.
+type violations struct{ list []ports.FieldViolation }
+
+func (v *violations) add(path, message string) {
+	v.list = append(v.list, ports.FieldViolation{Path: path, Message: message})
+}
+
+// normaliseRecipients trims each address and reports the invalid ones as path.N.
+func normaliseRecipients(v *violations, path string, addrs []string) []string {
+	if len(addrs) == 0 {
+		return nil
+	}
+	out := make([]string, len(addrs))
+	for i, a := range addrs {
+		a = strings.TrimSpace(a)
+		if !validAddrSpec(a) {
+			v.add(path+"."+strconv.Itoa(i), msgEmail)
+		}
+		out[i] = a
+	}
+	return out
+}
+
+// validAddrSpec accepts a bare addr-spec (RFC 5322 §3.4.1) that net/mail parses to itself, with no display
+// name, angle brackets, comments or quoted local part, at most 320 characters, and a dotted host name
+// domain (validDomain). Recipients must be bare: they are matched against suppressions and grouped by domain.
+func validAddrSpec(s string) bool {
+	if s == "" || !utf8.ValidString(s) || utf8.RuneCountInString(s) > maxAddressLen || strings.ContainsAny(s, "\r\n\x00") {
+		return false
+	}
+	addr, err := mail.ParseAddress(s)
+	if err != nil || addr.Name != "" || addr.Address != s {
+		return false
+	}
+	at := strings.LastIndexByte(s, '@')
+	return at > 0 && validDomain(s[at+1:])
+}
+
+// validDomain accepts a dotted host name of ASCII letters, digits and hyphens (RFC 1035 §2.3.1 preferred name
+// syntax, RFC 5321 §4.1.2 Domain): labels of 1-63 characters not starting or ending with a hyphen, at most
+// 253 characters. Address literals ([192.0.2.1]) and internationalised names are refused: the MTA delivers
+// to MX hosts of ASCII names only.
+func validDomain(d string) bool {
+	if len(d) == 0 || len(d) > maxDomainLen || !strings.Contains(d, ".") {
+		return false
+	}
+	for label := range strings.SplitSeq(d, ".") {
+		if len(label) == 0 || len(label) > maxLabelLen || label[0] == '-' || label[len(label)-1] == '-' {
+			return false
+		}
+		for i := 0; i < len(label); i++ {
+			c := label[i]
+			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-') {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// normaliseSender accepts a from or replyTo value: a bare address, or a mailbox with a display name
+// ("Acme <news@acme.com>", RFC 5322 §3.4 name-addr), since senders usually carry one. The address inside
+// follows validAddrSpec. A value without a display name is returned as the bare address (angle brackets
+// dropped); one with a display name is returned trimmed, as given, for the MTA to parse and encode.
+func normaliseSender(raw string) (string, bool) {
+	s := strings.TrimSpace(raw)
+	if s == "" || !utf8.ValidString(s) || utf8.RuneCountInString(s) > maxHeaderLineLen || strings.ContainsAny(s, "\r\n\x00") {
+		return "", false
+	}
+	addr, err := mail.ParseAddress(s)
+	if err != nil || !validAddrSpec(addr.Address) {
+		return "", false
+	}
+	if addr.Name == "" {
+		return addr.Address, true
+	}
+	return s, true
+}
+
+// senderAddress returns the bare address of a normalised from or replyTo value.
+func senderAddress(from string) string {
+	addr, err := mail.ParseAddress(from)
+	if err != nil {
+		return from
+	}
+	return addr.Address
+}
+
+// addressDomain returns the lower-cased domain of a bare address.
+func addressDomain(addr string) string {
+	return strings.ToLower(addr[strings.LastIndexByte(addr, '@')+1:])
+}
+
+// validateHeaders checks custom headers in name order so the details are stable: names match
+// ^[A-Za-z0-9-]+$ (SPEC §8), values carry no CR or LF (no header injection, RFC 5322 §2.2), and the headers
+// Postmill owns are refused.
+func validateHeaders(v *violations, headers map[string]string) {
+	for _, name := range sortedKeys(headers) {
+		path := "headers." + name
+		value := headers[name]
+		switch {
+		case !validHeaderName(name):
+			v.add(path, msgHeaderName)
+		case ownedHeaders[strings.ToLower(name)].name != "":
+			owned := ownedHeaders[strings.ToLower(name)]
+			v.add(path, fmt.Sprintf(headerOwnedTemplate, owned.name, owned.hint))
+		case strings.ContainsAny(value, "\r\n"):
+			v.add(path, msgNoCRLF)
+		case !storable(value):
+			v.add(path, msgStorable)
+		}
+	}
+}
+
+func validHeaderName(name string) bool {
+	if name == "" {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// normaliseMetadata accepts absent metadata, JSON null (the same thing) or a JSON object. A \u0000 escape is
+// refused because PostgreSQL's jsonb cannot store it.
+func normaliseMetadata(raw json.RawMessage) (json.RawMessage, string) {
+	trimmed := bytes.TrimSpace(raw)
+	if len(trimmed) == 0 || string(trimmed) == "null" {
+		return nil, ""
+	}
+	if trimmed[0] != '{' || !json.Valid(trimmed) {
+		return nil, msgMetadataObject
+	}
+	if bytes.Contains(trimmed, []byte(`\u0000`)) {
+		return nil, msgStorable
+	}
+	return trimmed, ""
+}
+
+// validateAttachments applies SPEC §8's bounds to decoded sizes (the edge already checked them from the
+// base64 length before decoding) and the attachment object's rules, and strips angle brackets from content
+// ids (callers write "logo" or "<logo>"; the MTA adds the brackets of RFC 2392).
+func validateAttachments(v *violations, atts []ports.Attachment) []ports.Attachment {
+	if len(atts) == 0 {
+		return nil
+	}
+	if len(atts) > ports.MaxAttachments {
+		v.add("attachments", msgTooManyAttach)
+	}
+	out := make([]ports.Attachment, len(atts))
+	var total int64
+	for i, a := range atts {
+		path := "attachments." + strconv.Itoa(i)
+		if a.Filename == "" || strings.ContainsAny(a.Filename, "\r\n") || !storable(a.Filename) {
+			v.add(path+".filename", msgFilename)
+		}
+		if a.ContentType == "" || strings.ContainsAny(a.ContentType, "\r\n") || !storable(a.ContentType) {
+			v.add(path+".contentType", msgContentType)
+		}
+		if len(a.Content) > ports.MaxAttachmentBytes {
+			v.add(path+".content", msgAttachTooLarge)
+		}
+		total += int64(len(a.Content))
+		a.ContentID = strings.TrimSuffix(strings.TrimPrefix(strings.TrimSpace(a.ContentID), "<"), ">")
+		if strings.ContainsAny(a.ContentID, "\r\n<>") || !storable(a.ContentID) {
+			v.add(path+".contentId", msgContentID)
+		} else if a.Inline && a.ContentID == "" {
+			v.add(path, msgInlineContentID)
+		}
+		out[i] = a
+	}
+	if total > ports.MaxTotalAttachmentBytes {
+		v.add("attachments", msgAttachTotal)
+	}
+	return out
+}
+
+func validIdempotencyKey(k string) bool {
+	if len(k) > maxIdempotencyKeyLen || !utf8.ValidString(k) {
+		return false
+	}
+	for _, r := range k {
+		if r < 0x20 || r == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+// storable reports whether PostgreSQL text can hold s: valid UTF-8 without NUL.
+func storable(s string) bool {
+	return utf8.ValidString(s) && !strings.Contains(s, "\x00")
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}

@@ -1,0 +1,125 @@
+package app
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"path/filepath"
+	"sync"
+
+	"github.com/postmill/postmill/adapters/clamd"
+	"github.com/postmill/postmill/adapters/dns"
+	"github.com/postmill/postmill/adapters/fs"
+	"github.com/postmill/postmill/adapters/kafka"
+	"github.com/postmill/postmill/adapters/postgres"
+	"github.com/postmill/postmill/adapters/s3"
+	"github.com/postmill/postmill/core/scan"
+	"github.com/postmill/postmill/ports"
+)
+
+// shared holds the adapters several tiers of one process use, built on first use so that a process only
+// opens what its targets need (an edge-only process opens no queue, blob store or scanner).
+type shared struct {
+	mu       sync.Mutex
+	queue    ports.Queue
+	closers  []func()
+	blobs    ports.BlobStore
+	scanner  ports.Scanner
+	resolver ports.Resolver
+}
+
+// queue returns the delivery queue of POSTMILL_QUEUE: PostgreSQL tables on the store's pool, or Kafka.
+func (a *App) queue(ctx context.Context) (ports.Queue, error) {
+	a.shared.mu.Lock()
+	defer a.shared.mu.Unlock()
+	if a.shared.queue != nil {
+		return a.shared.queue, nil
+	}
+	switch a.cfg.Queue {
+	case "kafka":
+		q, err := kafka.New(ctx, kafka.Config{Brokers: a.cfg.KafkaBrokers, Logger: a.logger})
+		if err != nil {
+			return nil, fmt.Errorf("kafka queue: %w", err)
+		}
+		a.shared.queue = q
+		a.shared.closers = append(a.shared.closers, q.Close)
+	default:
+		st := a.Store()
+		if st == nil {
+			return nil, fmt.Errorf("the PostgreSQL queue needs the store")
+		}
+		a.shared.queue = postgres.NewQueue(st.Pool(), postgres.QueueConfig{})
+	}
+	return a.shared.queue, nil
+}
+
+// blobStore returns the blob store of POSTMILL_BLOB: a directory under POSTMILL_DATA_DIR, or S3.
+func (a *App) blobStore(ctx context.Context) (ports.BlobStore, error) {
+	a.shared.mu.Lock()
+	defer a.shared.mu.Unlock()
+	if a.shared.blobs != nil {
+		return a.shared.blobs, nil
+	}
+	var err error
+	switch a.cfg.Blob {
+	case "s3":
+		a.shared.blobs, err = s3.New(ctx, s3.Config{Endpoint: a.cfg.S3Endpoint, Bucket: a.cfg.S3Bucket,
+			AccessKey: a.cfg.S3AccessKey, SecretKey: a.cfg.S3SecretKey, Region: a.cfg.S3Region})
+	default:
+		a.shared.blobs, err = fs.New(filepath.Join(a.cfg.DataDir, "blobs"))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("blob store: %w", err)
+	}
+	return a.shared.blobs, nil
+}
+
+// malwareScanner returns the scanner of POSTMILL_SCANNER: the builtin one or clamd.
+func (a *App) malwareScanner() (ports.Scanner, error) {
+	a.shared.mu.Lock()
+	defer a.shared.mu.Unlock()
+	if a.shared.scanner != nil {
+		return a.shared.scanner, nil
+	}
+	if a.cfg.Scanner == "clamd" {
+		s, err := clamd.New(clamd.Config{Addr: a.cfg.ClamdAddr})
+		if err != nil {
+			return nil, fmt.Errorf("clamd: %w", err)
+		}
+		a.shared.scanner = s
+	} else {
+		a.shared.scanner = scan.Builtin{}
+	}
+	return a.shared.scanner, nil
+}
+
+// dnsResolver returns the resolver of POSTMILL_DNS_RESOLVER (the system's when unset).
+func (a *App) dnsResolver() ports.Resolver {
+	a.shared.mu.Lock()
+	defer a.shared.mu.Unlock()
+	if a.shared.resolver == nil {
+		a.shared.resolver = dns.New(a.cfg.DNSResolver, dns.Options{})
+	}
+	return a.shared.resolver
+}
+
+func (a *App) closeShared() {
+	a.shared.mu.Lock()
+	defer a.shared.mu.Unlock()
+	for _, c := range a.shared.closers {
+		c()
+	}
+	a.shared.closers = nil
+}
+
+// submissionTLS loads the certificate for STARTTLS on the submission port, when one is configured.
+func (a *App) submissionTLS() (*tls.Config, error) {
+	if a.cfg.SubmissionTLSCert == "" {
+		return nil, nil
+	}
+	cert, err := tls.LoadX509KeyPair(a.cfg.SubmissionTLSCert, a.cfg.SubmissionTLSKey)
+	if err != nil {
+		return nil, fmt.Errorf("submission certificate: %w", err)
+	}
+	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, nil
+}

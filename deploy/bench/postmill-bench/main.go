@@ -1,0 +1,552 @@
+// Command postmill-bench measures Postmill end to end on this machine: it starts the real binary against a
+// PostgreSQL database, a DNS server of its own (so a sending domain verifies) and, for the MTA run, Postfix's
+// smtp-sink as every recipient's MX, then drives the public API. It prints one result line per run and is
+// what docs/benchmarks.md reports. Traffic stays on loopback.
+//
+//	postmill-bench send -bin bin/postmill -db URL [-workers 64] [-duration 20s] [-recipients 1]
+//	postmill-bench mta  -bin bin/postmill -db URL -sink 127.0.0.1:PORT [-messages 5000]
+//	postmill-bench rsa  [-duration 3s]
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/miekg/dns"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, "usage: postmill-bench send|mta|rsa [flags]")
+		os.Exit(2)
+	}
+	var err error
+	switch os.Args[1] {
+	case "send":
+		err = runSend(os.Args[2:])
+	case "mta":
+		err = runMTA(os.Args[2:])
+	case "rsa":
+		err = runRSA(os.Args[2:])
+	default:
+		err = fmt.Errorf("unknown run %q", os.Args[1])
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "postmill-bench:", err)
+		os.Exit(1)
+	}
+}
+
+// zone is a tiny authoritative DNS server for the benchmark's sending and recipient domains.
+type zone struct {
+	mu    sync.Mutex
+	txt   map[string][]string
+	cname map[string]string
+	mx    map[string]string
+	a     map[string]net.IP
+	srv   *dns.Server
+	addr  string
+}
+
+func startZone() (*zone, error) {
+	z := &zone{txt: map[string][]string{}, cname: map[string]string{}, mx: map[string]string{}, a: map[string]net.IP{}}
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	z.addr = pc.LocalAddr().String()
+	z.srv = &dns.Server{PacketConn: pc, Handler: dns.HandlerFunc(z.serve)}
+	go func() { _ = z.srv.ActivateAndServe() }()
+	return z, nil
+}
+
+func (z *zone) serve(w dns.ResponseWriter, r *dns.Msg) {
+	m := new(dns.Msg)
+	m.SetReply(r)
+	m.Authoritative = true
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	for _, q := range r.Question {
+		name := strings.ToLower(strings.TrimSuffix(q.Name, "."))
+		hdr := dns.RR_Header{Name: q.Name, Class: dns.ClassINET, Ttl: 60}
+		switch q.Qtype {
+		case dns.TypeTXT:
+			for _, v := range z.txt[name] {
+				var chunks []string
+				for len(v) > 255 {
+					chunks, v = append(chunks, v[:255]), v[255:]
+				}
+				hdr.Rrtype = dns.TypeTXT
+				m.Answer = append(m.Answer, &dns.TXT{Hdr: hdr, Txt: append(chunks, v)})
+			}
+		case dns.TypeCNAME:
+			if t, ok := z.cname[name]; ok {
+				hdr.Rrtype = dns.TypeCNAME
+				m.Answer = append(m.Answer, &dns.CNAME{Hdr: hdr, Target: dns.Fqdn(t)})
+			}
+		case dns.TypeMX:
+			if t, ok := z.mx[name]; ok {
+				hdr.Rrtype = dns.TypeMX
+				m.Answer = append(m.Answer, &dns.MX{Hdr: hdr, Preference: 10, Mx: dns.Fqdn(t)})
+			}
+		case dns.TypeA:
+			if ip, ok := z.a[name]; ok {
+				hdr.Rrtype = dns.TypeA
+				m.Answer = append(m.Answer, &dns.A{Hdr: hdr, A: ip})
+			}
+		}
+	}
+	_ = w.WriteMsg(m)
+}
+
+// platform is a running postmill with an organization, a verified domain and an API key.
+type platform struct {
+	cmd    *exec.Cmd
+	base   string
+	key    string
+	domain string
+	client *http.Client
+	logs   *bytes.Buffer
+}
+
+type platformOpts struct {
+	bin, db, targets string
+	env              []string
+	zone             *zone
+}
+
+func startPlatform(o platformOpts) (*platform, error) {
+	httpPort, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	rpcPort, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	dataDir, err := os.MkdirTemp("", "postmill-bench-")
+	if err != nil {
+		return nil, err
+	}
+	p := &platform{base: fmt.Sprintf("http://127.0.0.1:%d", httpPort), logs: &bytes.Buffer{},
+		client: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 512, MaxConnsPerHost: 512}}}
+	p.cmd = exec.Command(o.bin, "serve", "--target="+o.targets)
+	p.cmd.Env = append(os.Environ(),
+		"POSTMILL_DATABASE_URL="+o.db,
+		fmt.Sprintf("POSTMILL_HTTP_ADDR=127.0.0.1:%d", httpPort),
+		fmt.Sprintf("POSTMILL_RPC_ADDR=127.0.0.1:%d", rpcPort),
+		"POSTMILL_DATA_DIR="+dataDir,
+		"POSTMILL_SECRET_KEY=bench-secret-key-0123456789abcdef",
+		"POSTMILL_DNS_RESOLVER="+o.zone.addr,
+		"POSTMILL_DEFAULT_MONTHLY_LIMIT=0",
+		"POSTMILL_LOG_LEVEL=warn",
+		"POSTMILL_SUBMISSION_ADDR=127.0.0.1:0",
+		"POSTMILL_SMTP_ADDR=127.0.0.1:0",
+	)
+	p.cmd.Env = append(p.cmd.Env, o.env...)
+	p.cmd.Stderr = p.logs
+	if err := p.cmd.Start(); err != nil {
+		return nil, err
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		res, err := p.client.Get(p.base + "/readyz")
+		if err == nil {
+			res.Body.Close()
+			if res.StatusCode == 200 {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			p.stop()
+			return nil, fmt.Errorf("postmill did not become ready:\n%s", p.logs.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return p, nil
+}
+
+func (p *platform) stop() {
+	if p.cmd.Process != nil {
+		_ = p.cmd.Process.Signal(os.Interrupt)
+		done := make(chan struct{})
+		go func() { _ = p.cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			_ = p.cmd.Process.Kill()
+		}
+	}
+}
+
+func (p *platform) call(method, path, token string, body any) (int, map[string]any, error) {
+	var rdr io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		rdr = bytes.NewReader(b)
+	}
+	req, _ := http.NewRequest(method, p.base+path, rdr)
+	req.Header.Set("Content-Type", "application/json")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	res, err := p.client.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer res.Body.Close()
+	raw, _ := io.ReadAll(res.Body)
+	var out map[string]any
+	_ = json.Unmarshal(raw, &out)
+	return res.StatusCode, out, nil
+}
+
+// setup signs up, adds and verifies a sending domain (publishing its records in the zone) and creates a key.
+func (p *platform) setup(z *zone) error {
+	st, body, err := p.call("POST", "/v1/auth/signup", "", map[string]any{"email": "bench@bench.example", "password": "benchmark password"})
+	if err != nil || st != 201 {
+		return fmt.Errorf("signup: %d %v %v", st, body, err)
+	}
+	access := body["accessToken"].(string)
+	p.domain = "bench.example"
+	st, body, err = p.call("POST", "/v1/domains", access, map[string]any{"domain": p.domain})
+	if err != nil || st != 201 {
+		return fmt.Errorf("domain: %d %v %v", st, body, err)
+	}
+	z.mu.Lock()
+	for _, r := range body["records"].([]any) {
+		rec := r.(map[string]any)
+		host, value := rec["host"].(string), rec["value"].(string)
+		switch rec["type"] {
+		case "SPF", "DKIM", "DMARC":
+			z.txt[host] = append(z.txt[host], value)
+		default:
+			z.cname[host] = value
+		}
+	}
+	z.mu.Unlock()
+	st, body, err = p.call("POST", "/v1/domains/"+body["id"].(string)+"/verify", access, nil)
+	if err != nil || st != 201 || body["status"] != "verified" {
+		return fmt.Errorf("verify: %d %v %v", st, body, err)
+	}
+	st, body, err = p.call("POST", "/v1/api-keys", access, map[string]any{"name": "bench", "scopes": []string{"*"}})
+	if err != nil || st != 201 {
+		return fmt.Errorf("key: %d %v %v", st, body, err)
+	}
+	p.key = body["token"].(string)
+	return nil
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func resetDatabase(ctx context.Context, url string) error {
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	_, err = conn.Exec(ctx, "DROP SCHEMA public CASCADE; CREATE SCHEMA public")
+	return err
+}
+
+func percentile(sorted []time.Duration, p float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(float64(len(sorted)-1) * p)
+	return sorted[i]
+}
+
+func machine() string {
+	return fmt.Sprintf("%d cores (GOMAXPROCS %d), %s/%s", runtime.NumCPU(), runtime.GOMAXPROCS(0), runtime.GOOS, runtime.GOARCH)
+}
+
+// runSend measures accepted sends per second through POST /v1/emails: the edge and core tiers only, so the
+// figure is the accept path (validation, checks, one transaction) and not delivery.
+func runSend(args []string) error {
+	fs := flag.NewFlagSet("send", flag.ExitOnError)
+	bin := fs.String("bin", "bin/postmill", "postmill binary")
+	db := fs.String("db", "", "PostgreSQL URL (its public schema is reset)")
+	workers := fs.Int("workers", 64, "concurrent clients")
+	duration := fs.Duration("duration", 20*time.Second, "measured time")
+	warmup := fs.Duration("warmup", 3*time.Second, "unmeasured warm-up")
+	recipients := fs.Int("recipients", 1, "recipients per message")
+	_ = fs.Parse(args)
+	ctx := context.Background()
+	if err := resetDatabase(ctx, *db); err != nil {
+		return err
+	}
+	z, err := startZone()
+	if err != nil {
+		return err
+	}
+	p, err := startPlatform(platformOpts{bin: *bin, db: *db, targets: "edge,core", zone: z})
+	if err != nil {
+		return err
+	}
+	defer p.stop()
+	if err := p.setup(z); err != nil {
+		return err
+	}
+	to := make([]string, *recipients)
+	for i := range to {
+		to[i] = fmt.Sprintf("user%d@rcpt.example", i)
+	}
+	body, _ := json.Marshal(map[string]any{"from": "bench@" + p.domain, "to": to, "subject": "Benchmark", "text": "Hello from the benchmark.", "html": "<p>Hello from the benchmark.</p>"})
+
+	var (
+		measuring atomic.Bool
+		ok, bad   atomic.Int64
+		mu        sync.Mutex
+		lat       []time.Duration
+	)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for range *workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			local := make([]time.Duration, 0, 4096)
+			for {
+				select {
+				case <-stop:
+					mu.Lock()
+					lat = append(lat, local...)
+					mu.Unlock()
+					return
+				default:
+				}
+				req, _ := http.NewRequest("POST", p.base+"/v1/emails", bytes.NewReader(body))
+				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set("Authorization", "Bearer "+p.key)
+				t0 := time.Now()
+				res, err := p.client.Do(req)
+				d := time.Since(t0)
+				if err == nil {
+					_, _ = io.Copy(io.Discard, res.Body)
+					res.Body.Close()
+				}
+				if !measuring.Load() {
+					continue
+				}
+				if err != nil || res.StatusCode != 202 {
+					bad.Add(1)
+					continue
+				}
+				ok.Add(1)
+				local = append(local, d)
+			}
+		}()
+	}
+	time.Sleep(*warmup)
+	measuring.Store(true)
+	start := time.Now()
+	time.Sleep(*duration)
+	measuring.Store(false)
+	elapsed := time.Since(start)
+	close(stop)
+	wg.Wait()
+	slices.Sort(lat)
+	fmt.Printf("send: %d accepted in %.1fs = %.0f sends/s (%d recipients each, %d workers), p50 %.2fms, p99 %.2fms, errors %d; %s\n",
+		ok.Load(), elapsed.Seconds(), float64(ok.Load())/elapsed.Seconds(), *recipients, *workers,
+		ms(percentile(lat, 0.50)), ms(percentile(lat, 0.99)), bad.Load(), machine())
+	return nil
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// runMTA queues messages with the MTA stopped, then starts an MTA-only process and times how fast it drains
+// them into smtp-sink (every recipient's MX), DKIM-signing each message.
+func runMTA(args []string) error {
+	fs := flag.NewFlagSet("mta", flag.ExitOnError)
+	bin := fs.String("bin", "bin/postmill", "postmill binary")
+	db := fs.String("db", "", "PostgreSQL URL (its public schema is reset)")
+	sinkAddr := fs.String("sink", "127.0.0.1:2526", "smtp-sink address")
+	messages := fs.Int("messages", 5000, "messages to deliver")
+	concurrency := fs.Int("concurrency", 32, "POSTMILL_MTA_CONCURRENCY")
+	_ = fs.Parse(args)
+	ctx := context.Background()
+	if err := resetDatabase(ctx, *db); err != nil {
+		return err
+	}
+	host, port, err := net.SplitHostPort(*sinkAddr)
+	if err != nil {
+		return err
+	}
+	z, err := startZone()
+	if err != nil {
+		return err
+	}
+	z.mx["rcpt.example"] = "mx.rcpt.example"
+	z.a["mx.rcpt.example"] = net.ParseIP(host)
+	env := []string{"POSTMILL_MTA_PORT=" + port, fmt.Sprintf("POSTMILL_MTA_CONCURRENCY=%d", *concurrency)}
+
+	// Phase 1: accept the messages with edge and core only (nothing delivers yet).
+	core, err := startPlatform(platformOpts{bin: *bin, db: *db, targets: "edge,core", zone: z, env: env})
+	if err != nil {
+		return err
+	}
+	if err := core.setup(z); err != nil {
+		core.stop()
+		return err
+	}
+	body, _ := json.Marshal(map[string]any{"from": "bench@" + core.domain, "to": "user@rcpt.example", "subject": "MTA benchmark", "text": "Hello from the benchmark.", "html": "<p>Hello from the benchmark.</p>"})
+	var wg sync.WaitGroup
+	var failed atomic.Int64
+	next := atomic.Int64{}
+	for range 32 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for next.Add(1) <= int64(*messages) {
+				req, _ := http.NewRequest("POST", core.base+"/v1/emails", bytes.NewReader(body))
+				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set("Authorization", "Bearer "+core.key)
+				res, err := core.client.Do(req)
+				if err != nil || res.StatusCode != 202 {
+					failed.Add(1)
+				}
+				if err == nil {
+					_, _ = io.Copy(io.Discard, res.Body)
+					res.Body.Close()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if failed.Load() > 0 {
+		core.stop()
+		return fmt.Errorf("%d sends failed while queueing", failed.Load())
+	}
+	// Let the relay move every job to the queue, then stop the core's relay side by keeping it running
+	// (the MTA-only process below needs the core over RPC for LoadOutbound and ReportDelivery).
+	conn, err := pgx.Connect(ctx, *db)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+
+	// Phase 2: an MTA process drains the queue through the same core.
+	start := time.Now()
+	mta, err := startMTAProcess(*bin, *db, core, env)
+	if err != nil {
+		core.stop()
+		return err
+	}
+	defer mta.stop()
+	defer core.stop()
+	deadline := time.Now().Add(10 * time.Minute)
+	var delivered int64
+	for {
+		if err := conn.QueryRow(ctx, "SELECT count(*) FROM recipients WHERE status = 'delivered'").Scan(&delivered); err != nil {
+			return err
+		}
+		if delivered >= int64(*messages) {
+			break
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("only %d of %d delivered after 10 minutes\n%s", delivered, *messages, mta.logs.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	elapsed := time.Since(start)
+	fmt.Printf("mta: %d messages DKIM-signed (RSA-2048) and delivered to smtp-sink in %.1fs = %.0f msg/s (concurrency %d); %s\n",
+		delivered, elapsed.Seconds(), float64(delivered)/elapsed.Seconds(), *concurrency, machine())
+	return nil
+}
+
+// startMTAProcess runs `postmill serve --target=mta` against the core of p (over Connect).
+func startMTAProcess(bin, db string, core *platform, env []string) (*platform, error) {
+	rpc := core.rpcURL()
+	if rpc == "" {
+		return nil, errors.New("core rpc address unknown")
+	}
+	p := &platform{logs: &bytes.Buffer{}}
+	dataDir, err := os.MkdirTemp("", "postmill-bench-mta-")
+	if err != nil {
+		return nil, err
+	}
+	p.cmd = exec.Command(bin, "serve", "--target=mta")
+	p.cmd.Env = append(os.Environ(), append(env,
+		"POSTMILL_DATABASE_URL="+db,
+		"POSTMILL_CORE_URL="+rpc,
+		"POSTMILL_DATA_DIR="+dataDir,
+		"POSTMILL_SECRET_KEY=bench-secret-key-0123456789abcdef",
+		"POSTMILL_LOG_LEVEL=warn",
+	)...)
+	p.cmd.Env = append(p.cmd.Env, "POSTMILL_DNS_RESOLVER="+envValue(core.cmd.Env, "POSTMILL_DNS_RESOLVER"))
+	p.cmd.Stderr = p.logs
+	return p, p.cmd.Start()
+}
+
+func (p *platform) rpcURL() string {
+	if v := envValue(p.cmd.Env, "POSTMILL_RPC_ADDR"); v != "" {
+		return "http://" + v
+	}
+	return ""
+}
+
+func envValue(env []string, name string) string {
+	for i := len(env) - 1; i >= 0; i-- {
+		if v, ok := strings.CutPrefix(env[i], name+"="); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// runRSA measures RSA-2048 PKCS#1 v1.5 signatures per second on every core: the ceiling of DKIM signing.
+func runRSA(args []string) error {
+	fs := flag.NewFlagSet("rsa", flag.ExitOnError)
+	duration := fs.Duration("duration", 3*time.Second, "measured time")
+	_ = fs.Parse(args)
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		return err
+	}
+	digest := sha256.Sum256([]byte("postmill"))
+	var n atomic.Int64
+	stop := time.Now().Add(*duration)
+	var wg sync.WaitGroup
+	for range runtime.GOMAXPROCS(0) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for time.Now().Before(stop) {
+				if _, err := rsa.SignPKCS1v15(nil, key, crypto.SHA256, digest[:]); err == nil {
+					n.Add(1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	fmt.Printf("rsa: %.0f RSA-2048 signatures/s; %s\n", float64(n.Load())/duration.Seconds(), machine())
+	return nil
+}

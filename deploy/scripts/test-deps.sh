@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# test-deps.sh: the Debian packages the tests and benchmarks use besides PostgreSQL, installed when missing.
+#   clamav-daemon  /usr/sbin/clamd, the real ClamAV the clamd adapter's tests start (no signature download:
+#                  the tests bring a one-line database)
+#   postfix        smtp-sink and smtp-source, the SMTP server and load generator of the MTA benchmark
+#   python3-dkim   dkimverify, an independent DKIM verifier for the signatures the MTA makes
+# As root on a machine with apt-get it installs what is missing (idempotent: nothing is done when all are
+# present); otherwise it prints what is missing and how to install it, and exits 1 if anything is.
+# Nothing is started or enabled: the tests run each engine as a private process of their own.
+set -euo pipefail
+
+# package|a file it provides (checked instead of asking dpkg, so a copy installed another way counts)
+deps=(
+	"clamav-daemon|/usr/sbin/clamd"
+	"postfix|/usr/sbin/smtp-sink"
+	"python3-dkim|/usr/bin/dkimverify"
+)
+
+missing=()
+for dep in "${deps[@]}"; do
+	pkg=${dep%%|*}
+	file=${dep#*|}
+	if [ -e "$file" ]; then
+		echo "ok       $pkg ($file)"
+	else
+		echo "missing  $pkg ($file)"
+		missing+=("$pkg")
+	fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+	exit 0
+fi
+
+if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null 2>&1; then
+	echo >&2
+	echo "not installing (needs root and apt-get); on Debian or Ubuntu run as root:" >&2
+	echo "  apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends ${missing[*]}" >&2
+	echo "tests that need a missing engine skip with the reason, or fail when CI=true" >&2
+	exit 1
+fi
+
+export DEBIAN_FRONTEND=noninteractive
+apt-get update
+# postfix asks which mail setup to use; "No configuration" leaves it unconfigured, which smtp-sink and
+# smtp-source do not need.
+if [[ " ${missing[*]} " == *" postfix "* ]] && command -v debconf-set-selections >/dev/null 2>&1; then
+	echo "postfix postfix/main_mailer_type select No configuration" | debconf-set-selections
+fi
+apt-get install -y --no-install-recommends "${missing[@]}"
+
+status=0
+for dep in "${deps[@]}"; do
+	file=${dep#*|}
+	if [ ! -e "$file" ]; then
+		echo "still missing after install: ${dep%%|*} ($file)" >&2
+		status=1
+	fi
+done
+exit $status

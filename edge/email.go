@@ -1,0 +1,330 @@
+package edge
+
+import (
+	"context"
+	"net/http"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/danielgtaylor/huma/v2"
+
+	"github.com/postmill/postmill/ports"
+)
+
+// tagEmails is the OpenAPI tag of the send API (SPEC §4.2).
+const tagEmails = "Emails"
+
+type sendEmailInput struct {
+	IdempotencyKey string `header:"Idempotency-Key" maxLength:"256" doc:"Makes the send safe to retry: scoped to the organization and the whole message; a reused key returns the original message with deduped: true (the body is not compared)"`
+	Body           sendEmailRequest
+}
+
+type sendResponse struct {
+	ID      string `json:"id" format:"uuid"`
+	Status  string `json:"status" enum:"queued,scheduled,sent,delivered,delivery_delayed,bounced,complained,opened,clicked,failed,cancelled" doc:"queued, scheduled, or on a replay the original message's current state"`
+	Deduped bool   `json:"deduped,omitempty" doc:"Present, and true, only when an Idempotency-Key replay returned an existing message"`
+}
+
+type batchRequest struct {
+	_      struct{}           `json:"-" additionalProperties:"true"`
+	Emails []sendEmailRequest `json:"emails" nullable:"false" minItems:"1" maxItems:"500" doc:"Each item is a POST /v1/emails body"`
+}
+
+type sendBatchInput struct {
+	Body batchRequest
+}
+
+// batchItemResponse is one result of a batch: accepted (id, status, deduped?) or failed (error), both with
+// the index of the request item. It is written with omitempty and documented as a oneOf of the two shapes.
+type batchItemResponse struct {
+	Index   int    `json:"index"`
+	ID      string `json:"id,omitempty"`
+	Status  string `json:"status,omitempty"`
+	Deduped bool   `json:"deduped,omitempty"`
+	Error   string `json:"error,omitempty"`
+}
+
+type batchItemAccepted struct {
+	Index   int    `json:"index" doc:"Position of the item in the request"`
+	ID      string `json:"id" format:"uuid"`
+	Status  string `json:"status" enum:"queued,scheduled,sent,delivered,delivery_delayed,bounced,complained,opened,clicked,failed,cancelled"`
+	Deduped bool   `json:"deduped,omitempty"`
+}
+
+type batchItemFailed struct {
+	Index int    `json:"index" doc:"Position of the item in the request"`
+	Error string `json:"error" doc:"Why this item was not sent, in the words of SPEC §7"`
+}
+
+// Schema documents the two shapes of a batch result.
+func (batchItemResponse) Schema(r huma.Registry) *huma.Schema {
+	return &huma.Schema{OneOf: []*huma.Schema{
+		r.Schema(reflect.TypeFor[batchItemAccepted](), true, ""),
+		r.Schema(reflect.TypeFor[batchItemFailed](), true, ""),
+	}}
+}
+
+type batchResponse struct {
+	Results []batchItemResponse `json:"results" nullable:"false" doc:"One per request item, in request order"`
+}
+
+type recipientResponse struct {
+	Type    string `json:"type" enum:"to,cc,bcc"`
+	Address string `json:"address"`
+	Status  string `json:"status" enum:"queued,scheduled,sent,delivered,delivery_delayed,bounced,complained,opened,clicked,failed,cancelled"`
+}
+
+type timelineEventResponse struct {
+	Type             string    `json:"type" enum:"queued,scheduled,sent,delivered,delivery_delayed,bounced,complained,opened,clicked,failed,cancelled" doc:"The event type without the email. prefix"`
+	OccurredAt       time.Time `json:"occurredAt"`
+	ProviderResponse *string   `json:"providerResponse" doc:"What the receiving server (or the sandbox) said; null when nothing"`
+}
+
+type messageResponse struct {
+	ID          string                  `json:"id" format:"uuid"`
+	Status      string                  `json:"status" enum:"queued,scheduled,sent,delivered,delivery_delayed,bounced,complained,opened,clicked,failed,cancelled"`
+	From        string                  `json:"from"`
+	Subject     string                  `json:"subject"`
+	Sandbox     bool                    `json:"sandbox"`
+	CreatedAt   time.Time               `json:"createdAt"`
+	ScheduledAt *time.Time              `json:"scheduledAt,omitempty" doc:"Present for messages sent with scheduledAt"`
+	To          []string                `json:"to" nullable:"false"`
+	Cc          []string                `json:"cc,omitempty"`
+	Bcc         []string                `json:"bcc,omitempty"`
+	ReplyTo     string                  `json:"replyTo,omitempty"`
+	Recipients  []recipientResponse     `json:"recipients" nullable:"false"`
+	Events      []timelineEventResponse `json:"events" nullable:"false" doc:"Timeline, oldest first"`
+	Tags        map[string]string       `json:"tags" nullable:"false"`
+	Metadata    jsonObject              `json:"metadata" doc:"As sent; {} when none"`
+}
+
+type cancelResponse struct {
+	ID     string `json:"id" format:"uuid"`
+	Status string `json:"status" enum:"cancelled"`
+}
+
+type listEmailsInput struct {
+	Limit  int    `query:"limit" minimum:"1" maximum:"100" default:"25" doc:"Page size"`
+	Cursor string `query:"cursor" maxLength:"1024" doc:"nextCursor of the previous page"`
+	Status string `query:"status" enum:"queued,scheduled,sent,delivered,delivery_delayed,bounced,complained,opened,clicked,failed,cancelled" doc:"Only messages in this state"`
+}
+
+type emailListItem struct {
+	ID          string     `json:"id" format:"uuid"`
+	Status      string     `json:"status" enum:"queued,scheduled,sent,delivered,delivery_delayed,bounced,complained,opened,clicked,failed,cancelled"`
+	From        string     `json:"from"`
+	Subject     string     `json:"subject"`
+	To          []string   `json:"to" nullable:"false" doc:"The To addresses"`
+	CreatedAt   time.Time  `json:"createdAt"`
+	ScheduledAt *time.Time `json:"scheduledAt" doc:"null unless the message was scheduled"`
+	Sandbox     bool       `json:"sandbox"`
+}
+
+type emailPageResponse struct {
+	Data       []emailListItem `json:"data" nullable:"false" doc:"Newest first"`
+	NextCursor *string         `json:"nextCursor" doc:"Pass as cursor for the next page; null on the last page"`
+}
+
+func (s *Server) registerEmailRoutes() {
+	send := access{kind: authKey, scopes: []string{ports.ScopeEmailsSend}}
+
+	register(s, huma.Operation{
+		OperationID: "send-email", Method: http.MethodPost, Path: "/v1/emails", DefaultStatus: http.StatusAccepted,
+		Tags: []string{tagEmails}, Summary: "Send an email",
+		Description: "Accepts and queues one email (202: accepted, not delivered). The body is at most 36 MiB, " +
+			"enough for 25 MiB of attachments in base64. Rejections: 400 (validation, unknown or unverified domain, " +
+			"suppressed recipient, rejected attachment), 402 plan_limit_exceeded, 403 org_suspended, " +
+			"429 warmup_cap_reached.",
+		MaxBodyBytes: SendMaxBodyBytes,
+	}, send, s.sendEmail, http.StatusBadRequest, http.StatusPaymentRequired, http.StatusForbidden,
+		http.StatusRequestEntityTooLarge, http.StatusTooManyRequests)
+
+	register(s, huma.Operation{
+		OperationID: "send-email-batch", Method: http.MethodPost, Path: "/v1/emails/batch", DefaultStatus: http.StatusAccepted,
+		Tags: []string{tagEmails}, Summary: "Send a batch of emails",
+		Description: "1-500 emails, each through the full single-send path; results are aligned to the request by " +
+			"index and one item's failure never aborts the rest. A schema violation anywhere in the body (including " +
+			"an attachment over its size limit or content that is not base64) is a 400 for the whole batch; a " +
+			"rejection of an item by the send rules is that item's error. The Idempotency-Key header is ignored. " +
+			"The body is at most 40 MiB.",
+		MaxBodyBytes: BatchMaxBodyBytes,
+	}, send, s.sendEmailBatch, http.StatusBadRequest, http.StatusRequestEntityTooLarge)
+
+	register(s, huma.Operation{
+		OperationID: "get-email", Method: http.MethodGet, Path: "/v1/emails/{id}",
+		Tags: []string{tagEmails}, Summary: "Get an email",
+		Description: "The message with its recipients and event timeline.",
+	}, access{kind: authKey, scopes: []string{ports.ScopeEmailsRead}}, s.getEmail, http.StatusBadRequest, http.StatusNotFound)
+
+	register(s, huma.Operation{
+		OperationID: "cancel-email", Method: http.MethodPost, Path: "/v1/emails/{id}/cancel", DefaultStatus: http.StatusCreated,
+		Tags: []string{tagEmails}, Summary: "Cancel a scheduled email",
+		Description: "Only a scheduled message can be cancelled; any other state is a 409.",
+	}, send, s.cancelEmail, http.StatusBadRequest, http.StatusNotFound, http.StatusConflict)
+
+	register(s, huma.Operation{
+		OperationID: "list-emails", Method: http.MethodGet, Path: "/v1/emails",
+		Tags: []string{tagEmails}, Summary: "List emails",
+		Description: "The organization's messages, newest first, a page at a time: {data: [{id, status, from, " +
+			"subject, to, createdAt, scheduledAt, sandbox}], nextCursor}.",
+	}, access{kind: authSession}, s.listEmails, http.StatusBadRequest)
+}
+
+func (s *Server) sendEmail(ctx context.Context, in *sendEmailInput) (*body[sendResponse], error) {
+	req, bad := in.Body.toSendRequest("")
+	if len(bad) > 0 {
+		return nil, ports.ValidationError(bad...)
+	}
+	req.IdempotencyKey = in.IdempotencyKey
+	res, err := s.core.Emails.Send(ctx, principalFrom(ctx).OrganizationID, req)
+	if err != nil {
+		return nil, err
+	}
+	return &body[sendResponse]{sendResponse{ID: res.ID, Status: string(res.Status), Deduped: res.Deduped}}, nil
+}
+
+func (s *Server) sendEmailBatch(ctx context.Context, in *sendBatchInput) (*body[batchResponse], error) {
+	reqs := make([]ports.SendRequest, 0, len(in.Body.Emails))
+	var bad []ports.FieldViolation
+	for i := range in.Body.Emails {
+		req, b := in.Body.Emails[i].toSendRequest("emails." + strconv.Itoa(i))
+		bad = append(bad, b...)
+		reqs = append(reqs, req)
+	}
+	if len(bad) > 0 {
+		return nil, ports.ValidationError(bad...)
+	}
+	results, err := s.core.Emails.SendBatch(ctx, principalFrom(ctx).OrganizationID, reqs)
+	if err != nil {
+		return nil, err
+	}
+	slices.SortStableFunc(results, func(a, b ports.BatchItemResult) int { return a.Index - b.Index })
+	out := make([]batchItemResponse, 0, len(results))
+	for _, r := range results {
+		if r.Err != nil {
+			out = append(out, batchItemResponse{Index: r.Index, Error: itemError(ctx, r.Err)})
+			continue
+		}
+		out = append(out, batchItemResponse{Index: r.Index, ID: r.Result.ID, Status: string(r.Result.Status), Deduped: r.Result.Deduped})
+	}
+	return &body[batchResponse]{batchResponse{Results: out}}, nil
+}
+
+// itemError is the human-readable error of one failed batch item: the SPEC §7 message, with the schema
+// violations appended when the core reports some. Internal errors are logged with the request id and
+// reported without detail, as a 500 would be.
+func itemError(ctx context.Context, err error) string {
+	pe, ok := ports.AsError(err)
+	if !ok || pe.Code == ports.CodeInternal || statusByCode[pe.Code] == 0 {
+		logInternal(ctx, "batch item failed", err)
+		return http.StatusText(http.StatusInternalServerError)
+	}
+	msg := pe.Message
+	if len(pe.Details) > 0 {
+		parts := make([]string, 0, len(pe.Details))
+		for _, d := range pe.Details {
+			if d.Path == "" {
+				parts = append(parts, d.Message)
+				continue
+			}
+			parts = append(parts, d.Path+": "+d.Message)
+		}
+		msg += " (" + strings.Join(parts, "; ") + ")"
+	}
+	return msg
+}
+
+func (s *Server) getEmail(ctx context.Context, in *idPath) (*body[messageResponse], error) {
+	m, err := s.core.Emails.GetEmail(ctx, principalFrom(ctx).OrganizationID, canonicalUUID(in.ID))
+	if err != nil {
+		return nil, err
+	}
+	return &body[messageResponse]{toMessage(m)}, nil
+}
+
+func toMessage(m ports.Message) messageResponse {
+	out := messageResponse{
+		ID:          m.ID,
+		Status:      string(m.Status),
+		From:        m.From,
+		Subject:     m.Subject,
+		Sandbox:     m.Sandbox,
+		CreatedAt:   utc(m.CreatedAt),
+		ScheduledAt: utcPtr(m.ScheduledAt),
+		To:          addressesOf(m.Recipients, ports.RecipientTo),
+		Cc:          addressesOf(m.Recipients, ports.RecipientCc),
+		Bcc:         addressesOf(m.Recipients, ports.RecipientBcc),
+		ReplyTo:     m.ReplyTo,
+		Recipients:  make([]recipientResponse, 0, len(m.Recipients)),
+		Events:      make([]timelineEventResponse, 0, len(m.Events)),
+		Tags:        m.Tags,
+		Metadata:    jsonObject(m.Metadata),
+	}
+	if out.Tags == nil {
+		out.Tags = map[string]string{}
+	}
+	for _, r := range m.Recipients {
+		out.Recipients = append(out.Recipients, recipientResponse{Type: r.Type, Address: r.Address, Status: string(r.Status)})
+	}
+	for _, e := range m.Events {
+		out.Events = append(out.Events, timelineEventResponse{
+			Type:             strings.TrimPrefix(e.Type, "email."),
+			OccurredAt:       utc(e.OccurredAt),
+			ProviderResponse: e.ProviderResponse,
+		})
+	}
+	return out
+}
+
+// addressesOf lists the addresses of one recipient type, never nil for `to` so the field renders as [].
+func addressesOf(rs []ports.Recipient, typ string) []string {
+	var out []string
+	for _, r := range rs {
+		if r.Type == typ {
+			out = append(out, r.Address)
+		}
+	}
+	if out == nil && typ == ports.RecipientTo {
+		out = []string{}
+	}
+	return out
+}
+
+func (s *Server) cancelEmail(ctx context.Context, in *idPath) (*body[cancelResponse], error) {
+	m, err := s.core.Emails.CancelEmail(ctx, principalFrom(ctx).OrganizationID, canonicalUUID(in.ID))
+	if err != nil {
+		return nil, err
+	}
+	return &body[cancelResponse]{cancelResponse{ID: m.ID, Status: string(m.Status)}}, nil
+}
+
+func (s *Server) listEmails(ctx context.Context, in *listEmailsInput) (*body[emailPageResponse], error) {
+	page, err := s.core.Emails.ListEmails(ctx, principalFrom(ctx).OrganizationID, ports.ListEmailsQuery{
+		Limit:  in.Limit,
+		Cursor: in.Cursor,
+		Status: ports.MessageStatus(in.Status),
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := emailPageResponse{Data: make([]emailListItem, 0, len(page.Data))}
+	for _, m := range page.Data {
+		out.Data = append(out.Data, emailListItem{
+			ID:          m.ID,
+			Status:      string(m.Status),
+			From:        m.From,
+			Subject:     m.Subject,
+			To:          addressesOf(m.Recipients, ports.RecipientTo),
+			CreatedAt:   utc(m.CreatedAt),
+			ScheduledAt: utcPtr(m.ScheduledAt),
+			Sandbox:     m.Sandbox,
+		})
+	}
+	if page.NextCursor != "" {
+		out.NextCursor = &page.NextCursor
+	}
+	return &body[emailPageResponse]{out}, nil
+}

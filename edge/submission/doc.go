@@ -1,0 +1,35 @@
+// Package submission is Postmill's SMTP message submission server (RFC 6409) for SMTP credentials: a
+// client authenticates with AUTH PLAIN (RFC 4616) or AUTH LOGIN, submits a message, and the message enters
+// the same send path as POST /v1/emails — the core's EmailService.Send with the same checks and events.
+//
+// Policy:
+//   - AUTH is offered and accepted only on a TLS connection (STARTTLS, RFC 3207, when a certificate is
+//     configured) or when the client connects from a loopback address; anywhere else AUTH answers
+//     538 5.7.11 (RFC 4954 §6) and EHLO does not advertise it, so passwords never cross a network in clear.
+//   - MAIL, RCPT and DATA require a successful AUTH first: 530 5.7.0 (RFC 4954 §6).
+//   - The envelope decides who receives the message (RFC 5321 §3.3, RFC 5322 §3.6.3): To and Cc header
+//     addresses that are also envelope recipients become To and Cc; every other envelope recipient becomes
+//     Bcc; header addresses that are not envelope recipients are not sent to.
+//   - From must hold exactly one address; the core refuses it unless its domain is a verified domain of the
+//     credential's organization. Subject, Reply-To, the first text/plain and text/html body parts, and every
+//     other part (attachments, and parts with a Content-ID as inline parts) are decoded into a
+//     ports.SendRequest.
+//     Custom X- header fields travel in Headers when their names match ^[A-Za-z0-9-]+$ and do not start with
+//     X-Postmill- (names Postmill reserves for itself); every other header field of the submitted message is
+//     replaced by what the MTA writes (Message-ID, Date, DKIM-Signature, ...).
+//
+// Replies to the send path come from one function, replyFor:
+//
+//	ports code          SMTP reply   why
+//	(accepted)          250 2.0.0    Ok: queued as <message id>
+//	invalid_argument    550 5.7.1    the message as given will never be accepted (validation, unknown or
+//	                                 unverified domain, suppressed recipient, rejected attachment)
+//	permission_denied   550 5.7.1    organization sending is paused
+//	payment_required    550 5.7.0    the monthly allowance is exhausted for the rest of the calendar month;
+//	                                 retrying within minutes or hours cannot succeed, so the reply is permanent
+//	resource_exhausted  451 4.7.0    the daily warm-up cap (or a rate limit): try again later
+//	unauthenticated     535 5.7.8    bad credentials (RFC 4954 §6)
+//	internal            451 4.3.0    temporary local problem; during AUTH 454 4.7.0 (RFC 4954 §6)
+//
+// The package imports ports and go-smtp/go-message/go-sasl, never the core (STYLE.md §1).
+package submission

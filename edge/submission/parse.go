@@ -1,0 +1,297 @@
+package submission
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"maps"
+	"mime"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/emersion/go-message"
+	"github.com/emersion/go-message/mail"
+
+	"github.com/postmill/postmill/ports"
+)
+
+// reservedHeaderPrefix marks header names Postmill writes itself; a client cannot set them.
+const reservedHeaderPrefix = "x-postmill-"
+
+// invalid is a schema-style refusal of the submitted message, reported like a send-API validation failure.
+func invalid(path, msg string) error {
+	return ports.ValidationError(ports.FieldViolation{Path: path, Message: msg})
+}
+
+// parseMessage turns a submitted message (RFC 5322, MIME per RFC 2045-2049) and its envelope recipients
+// into a send request. Addresses in To and Cc that are envelope recipients keep their place (and display
+// names); the other envelope recipients become Bcc (RFC 5322 §3.6.3).
+func parseMessage(raw []byte, envelope []string) (ports.SendRequest, error) {
+	mr, err := mail.CreateReader(bytes.NewReader(raw))
+	if err != nil && !message.IsUnknownCharset(err) {
+		return ports.SendRequest{}, invalid("message", "not a readable RFC 5322 message: "+err.Error())
+	}
+	h := mr.Header
+	var req ports.SendRequest
+
+	from, err := addressList(h, "From")
+	if err != nil || len(from) != 1 {
+		return ports.SendRequest{}, invalid("from", "expected exactly one From address")
+	}
+	req.From = formatAddress(from[0])
+	to, err := addressList(h, "To")
+	if err != nil {
+		return ports.SendRequest{}, invalid("to", "expected a list of addresses in To")
+	}
+	cc, err := addressList(h, "Cc")
+	if err != nil {
+		return ports.SendRequest{}, invalid("cc", "expected a list of addresses in Cc")
+	}
+	req.To, req.Cc, req.Bcc = splitRecipients(to, cc, envelope)
+
+	if replyTo, err := addressList(h, "Reply-To"); err == nil && len(replyTo) > 0 {
+		req.ReplyTo = formatAddress(replyTo[0])
+	}
+	if req.Subject, err = h.Subject(); err != nil {
+		req.Subject = h.Get("Subject")
+	}
+	req.Headers = customHeaders(h)
+
+	if err := readParts(mr, &req); err != nil {
+		return ports.SendRequest{}, err
+	}
+	return req, nil
+}
+
+// addressList parses every occurrence of a header field (RFC 5322 §3.6.3 allows groups, which contribute
+// their members; an empty group such as "undisclosed-recipients:;" contributes none).
+func addressList(h mail.Header, key string) ([]*mail.Address, error) {
+	var out []*mail.Address
+	for _, v := range h.Values(key) {
+		if strings.TrimSpace(v) == "" {
+			continue
+		}
+		list, err := mail.ParseAddressList(v)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, list...)
+	}
+	return out, nil
+}
+
+// formatAddress keeps the display name when there is one (RFC 2047-encoded when not ASCII).
+func formatAddress(a *mail.Address) string {
+	if a.Name == "" {
+		return a.Address
+	}
+	return a.String()
+}
+
+// splitRecipients applies the envelope: only envelope recipients receive the message, each once.
+func splitRecipients(to, cc []*mail.Address, envelope []string) (toOut, ccOut, bcc []string) {
+	inEnvelope := make(map[string]bool, len(envelope))
+	for _, e := range envelope {
+		inEnvelope[strings.ToLower(e)] = true
+	}
+	placed := map[string]bool{}
+	pick := func(list []*mail.Address) []string {
+		var out []string
+		for _, a := range list {
+			key := strings.ToLower(a.Address)
+			if inEnvelope[key] && !placed[key] {
+				placed[key] = true
+				out = append(out, formatAddress(a))
+			}
+		}
+		return out
+	}
+	toOut, ccOut = pick(to), pick(cc)
+	for _, e := range envelope {
+		if key := strings.ToLower(e); !placed[key] {
+			placed[key] = true
+			bcc = append(bcc, e)
+		}
+	}
+	return toOut, ccOut, bcc
+}
+
+// customHeaders keeps the client's X- header fields that the send API would accept (names per SPEC §8) and
+// that Postmill does not reserve; the first occurrence of a name wins.
+func customHeaders(h mail.Header) map[string]string {
+	out := map[string]string{}
+	seen := map[string]bool{}
+	fields := h.Fields()
+	for fields.Next() {
+		name := fields.Key()
+		lower := strings.ToLower(name)
+		if !strings.HasPrefix(lower, "x-") || strings.HasPrefix(lower, reservedHeaderPrefix) || seen[lower] || !validHeaderName(name) {
+			continue
+		}
+		seen[lower] = true
+		out[name] = fields.Value()
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+func validHeaderName(name string) bool {
+	if name == "" {
+		return false
+	}
+	for _, c := range name {
+		if !(c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// readParts walks the MIME tree: the first text/plain and text/html parts that are not attachments are
+// the bodies; every other leaf is an attachment, inline when it has a Content-ID the HTML can reference
+// (RFC 2392) and is not marked as an attachment. An inline part without a Content-ID cannot be referenced,
+// so it travels as an ordinary attachment (the send API requires contentId for inline parts).
+func readParts(mr *mail.Reader, req *ports.SendRequest) error {
+	var haveText, haveHTML bool
+	for {
+		p, err := mr.NextPart()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil && !message.IsUnknownCharset(err) {
+			return invalid("message", "unreadable MIME part: "+err.Error())
+		}
+		var h message.Header
+		switch ph := p.Header.(type) {
+		case *mail.InlineHeader:
+			h = ph.Header
+		case *mail.AttachmentHeader:
+			h = ph.Header
+		}
+		ctype, params, _ := h.ContentType()
+		if ctype == "" {
+			ctype = "text/plain" // RFC 2045 §5.2
+		}
+		disp, dparams, _ := h.ContentDisposition()
+		filename := dparams["filename"]
+		if filename == "" {
+			filename = params["name"]
+		}
+		filename = cleanLine(decodeWords(filename))
+		body, err := io.ReadAll(p.Body)
+		if err != nil {
+			return invalid("message", "unreadable MIME part: "+err.Error())
+		}
+
+		isBody := disp != "attachment" && filename == ""
+		switch {
+		case isBody && ctype == "text/plain" && !haveText:
+			if req.Text, err = toUTF8(body, params["charset"]); err != nil {
+				return err
+			}
+			haveText = true
+			continue
+		case isBody && ctype == "text/html" && !haveHTML:
+			if req.HTML, err = toUTF8(body, params["charset"]); err != nil {
+				return err
+			}
+			haveHTML = true
+			continue
+		}
+
+		if len(req.Attachments) == ports.MaxAttachments {
+			return invalid("attachments", fmt.Sprintf("expected at most %d attachments", ports.MaxAttachments))
+		}
+		if filename == "" {
+			filename = fmt.Sprintf("attachment-%d", len(req.Attachments)+1)
+			if ctype == "message/rfc822" {
+				filename += ".eml"
+			}
+		}
+		contentID := cleanLine(strings.Trim(strings.TrimSpace(h.Get("Content-Id")), "<>"))
+		req.Attachments = append(req.Attachments, ports.Attachment{
+			Filename:    filename,
+			ContentType: contentType(ctype, params),
+			Content:     body,
+			Inline:      contentID != "" && disp != "attachment",
+			ContentID:   contentID,
+		})
+	}
+}
+
+// contentType re-serialises a part's media type without its name parameter (the filename travels
+// separately).
+func contentType(ctype string, params map[string]string) string {
+	p := maps.Clone(params)
+	delete(p, "name")
+	if s := mime.FormatMediaType(ctype, p); s != "" {
+		return s
+	}
+	return ctype
+}
+
+// decodeWords decodes RFC 2047 encoded words, which many clients use in filename parameters although RFC
+// 2231 is the standard form (mime.ParseMediaType already decodes that).
+func decodeWords(s string) string {
+	if !strings.Contains(s, "=?") {
+		return s
+	}
+	if d, err := new(mime.WordDecoder).DecodeHeader(s); err == nil {
+		return d
+	}
+	return s
+}
+
+// cleanLine drops control characters so a value can only ever be one header line.
+func cleanLine(s string) string {
+	return strings.TrimSpace(strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f {
+			return -1
+		}
+		return r
+	}, s))
+}
+
+// toUTF8 converts a text body from its declared charset. go-message converts only UTF-8 and US-ASCII without
+// a charset table; Latin-1 and Windows-1252 (the common legacy ones) are converted here, anything else is
+// accepted when it is valid UTF-8 anyway and refused otherwise.
+func toUTF8(b []byte, charset string) (string, error) {
+	switch strings.ToLower(strings.TrimSpace(charset)) {
+	case "", "utf-8", "utf8", "us-ascii", "ascii":
+		if utf8.Valid(b) {
+			return string(b), nil
+		}
+		return decodeSingleByte(b, &windows1252), nil
+	case "iso-8859-1", "iso8859-1", "iso_8859-1", "latin1", "l1":
+		return decodeSingleByte(b, nil), nil
+	case "windows-1252", "cp1252":
+		return decodeSingleByte(b, &windows1252), nil
+	}
+	if utf8.Valid(b) {
+		return string(b), nil
+	}
+	return "", invalid("message", "unsupported charset "+cleanLine(charset)+"; use UTF-8")
+}
+
+// decodeSingleByte maps each byte to a rune: Latin-1 is the identity on 0x00-0xFF; Windows-1252 differs in
+// 0x80-0x9F (high, when given).
+func decodeSingleByte(b []byte, high *[32]rune) string {
+	var sb strings.Builder
+	sb.Grow(len(b))
+	for _, c := range b {
+		r := rune(c)
+		if high != nil && c >= 0x80 && c < 0xa0 && high[c-0x80] != 0 {
+			r = high[c-0x80]
+		}
+		sb.WriteRune(r)
+	}
+	return sb.String()
+}
+
+// windows1252 is the 0x80-0x9F row of Windows-1252 (0 where the code page leaves a hole).
+var windows1252 = [32]rune{
+	'€', 0, '‚', 'ƒ', '„', '…', '†', '‡', 'ˆ', '‰', 'Š', '‹', 'Œ', 0, 'Ž', 0,
+	0, '‘', '’', '“', '”', '•', '–', '—', '˜', '™', 'š', '›', 'œ', 0, 'ž', 'Ÿ',
+}

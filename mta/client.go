@@ -1,0 +1,240 @@
+package mta
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"net/textproto"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/emersion/go-sasl"
+	"github.com/emersion/go-smtp"
+)
+
+// dialError is a failure to open a usable session to one address; tlsFailed marks a failed TLS handshake,
+// after which an opportunistic sender retries in plaintext.
+type dialError struct {
+	response  string
+	tlsFailed bool
+}
+
+func (e *dialError) Error() string { return e.response }
+
+// dial opens a session to d, trying each of its addresses in turn (RFC 5321 §5.1: "the SMTP client
+// SHOULD try at least two addresses" of a multihomed host before the next MX).
+func (m *MTA) dial(ctx context.Context, d destination) (*session, error) {
+	addrs, err := m.addresses(ctx, d)
+	if err != nil {
+		return nil, &dialError{response: err.Error()}
+	}
+	var last error
+	for _, addr := range addrs {
+		start := time.Now()
+		s, err := m.open(ctx, d, addr, true)
+		var de *dialError
+		if errors.As(err, &de) && de.tlsFailed && !m.cfg.RequireTLS {
+			m.log.Warn("STARTTLS handshake failed; retrying without TLS", "host", d.host, "addr", addr.String(), "error", de.response)
+			s, err = m.open(ctx, d, addr, false)
+		}
+		if err == nil {
+			m.metrics.smtp.WithLabelValues("connect").Observe(time.Since(start).Seconds())
+			return s, nil
+		}
+		last = err
+		m.log.Debug("connection failed", "host", d.host, "addr", addr.String(), "error", err)
+	}
+	return nil, last
+}
+
+// open connects to one address: greeting, EHLO, STARTTLS when offered and useTLS (RFC 3207), AUTH PLAIN
+// to the relay when configured (RFC 4954).
+func (m *MTA) open(ctx context.Context, d destination, addr netip.Addr, useTLS bool) (*session, error) {
+	remote := fmt.Sprintf("%s[%s]:%d", d.host, addr, d.port)
+	fail := func(format string, args ...any) error {
+		return &dialError{response: fmt.Sprintf(format, args...)}
+	}
+	dialer := net.Dialer{Timeout: m.cfg.ConnectTimeout}
+	raw, err := dialer.DialContext(ctx, "tcp", netip.AddrPortFrom(addr, uint16(d.port)).String())
+	if err != nil {
+		return nil, fail("4.4.1 connect to %s: %v", remote, unwrapOpError(err))
+	}
+	c := m.newClient(raw)
+	if err := c.Hello(m.cfg.HELO); err != nil {
+		_ = c.Close()
+		return nil, fail("%s (greeting from %s)", describe(err), remote)
+	}
+	s := &session{client: c, conn: raw, remote: remote}
+
+	if ok, _ := c.Extension("STARTTLS"); ok && useTLS {
+		tc, err := m.startTLS(ctx, raw, d.host)
+		var se *smtp.SMTPError
+		switch {
+		case errors.As(err, &se) && se.Code != 421 && !m.cfg.RequireTLS:
+			// STARTTLS refused (454 and the like): the session goes on in plaintext (RFC 3207 §4).
+		case err != nil:
+			_ = raw.Close()
+			return nil, &dialError{response: fmt.Sprintf("4.7.0 STARTTLS with %s failed: %v", remote, describe(err)), tlsFailed: true}
+		default:
+			// After the handshake the session starts over with EHLO (RFC 3207 §4.2) on a new client; the
+			// greeting it expects was given before STARTTLS, so it is replayed locally.
+			c = m.newClient(&greetedConn{Conn: tc, r: io.MultiReader(strings.NewReader("220 "+d.host+" TLS session ready\r\n"), tc)})
+			if err := c.Hello(m.cfg.HELO); err != nil {
+				_ = c.Close()
+				return nil, fail("%s (EHLO over TLS to %s)", describe(err), remote)
+			}
+			s = &session{client: c, conn: tc, remote: remote, tls: true}
+		}
+	}
+	if !s.tls && m.cfg.RequireTLS {
+		m.quit(s)
+		return nil, fail("4.7.10 %s offers no usable STARTTLS and TLS is required", remote)
+	}
+
+	if d.relay && m.cfg.RelayUsername != "" {
+		if !credentialsAllowed(s.tls, addr) {
+			m.quit(s)
+			return nil, fail("4.7.10 refusing to send relay credentials over plaintext to %s", remote)
+		}
+		if err := c.Auth(sasl.NewPlainClient("", m.cfg.RelayUsername, m.cfg.RelayPassword)); err != nil {
+			_ = c.Close()
+			return nil, fail("%s (AUTH to %s)", describe(err), remote)
+		}
+	}
+	return s, nil
+}
+
+// credentialsAllowed says whether the relay password may be sent: under TLS, or in plaintext only to a
+// loopback address where nothing crosses a network (RFC 4954 §4 and RFC 4616 §6: PLAIN must be
+// protected by a secure channel).
+func credentialsAllowed(tls bool, addr netip.Addr) bool {
+	return tls || addr.Unmap().IsLoopback()
+}
+
+func (m *MTA) newClient(conn net.Conn) *smtp.Client {
+	c := smtp.NewClient(conn)
+	c.CommandTimeout = m.cfg.CommandTimeout
+	c.SubmissionTimeout = 2 * m.cfg.CommandTimeout
+	return c
+}
+
+// startTLS sends STARTTLS on raw (after the client's EHLO) and performs the handshake. go-smtp's own
+// STARTTLS entry points say EHLO as "localhost" and cannot continue in plaintext when the extension is
+// missing, so the command is spoken here and the client is recreated over TLS.
+func (m *MTA) startTLS(ctx context.Context, raw net.Conn, serverName string) (*tls.Conn, error) {
+	_ = raw.SetDeadline(time.Now().Add(m.cfg.CommandTimeout))
+	defer func() { _ = raw.SetDeadline(time.Time{}) }()
+	if _, err := io.WriteString(raw, "STARTTLS\r\n"); err != nil {
+		return nil, err
+	}
+	if err := readReply(raw, 220); err != nil {
+		return nil, err
+	}
+	tc := tls.Client(raw, m.cfg.tlsConfig(serverName))
+	hctx, cancel := context.WithTimeout(ctx, m.cfg.CommandTimeout)
+	defer cancel()
+	if err := tc.HandshakeContext(hctx); err != nil {
+		return nil, err
+	}
+	return tc, nil
+}
+
+// rset sends RSET (RFC 5321 §4.1.1.5) before a session is reused: it clears whatever state the previous
+// transaction left and proves the server has not dropped the idle connection. go-smtp's Client.Reset
+// also forgets the EHLO, so the next command would repeat it (a round trip per message, and a chance for
+// a server to drop the AUTH state); the command is spoken here on the session's connection instead.
+func (m *MTA) rset(s *session) error {
+	_ = s.conn.SetDeadline(time.Now().Add(m.cfg.CommandTimeout))
+	defer func() { _ = s.conn.SetDeadline(time.Time{}) }()
+	if _, err := io.WriteString(s.conn, "RSET\r\n"); err != nil {
+		return err
+	}
+	return readReply(s.conn, 250)
+}
+
+// readReply reads one reply from conn without reading past it.
+func readReply(conn net.Conn, code int) error {
+	_, _, err := textproto.NewReader(bufio.NewReaderSize(byteReader{conn}, 16)).ReadResponse(code)
+	var pe *textproto.Error
+	if errors.As(err, &pe) {
+		return &smtp.SMTPError{Code: pe.Code, Message: pe.Msg}
+	}
+	return err
+}
+
+// quit ends a session with QUIT, waiting briefly for the reply, and closes it.
+func (m *MTA) quit(s *session) {
+	s.client.CommandTimeout = min(m.cfg.CommandTimeout, 5*time.Second)
+	if err := s.client.Quit(); err != nil {
+		_ = s.client.Close()
+	}
+}
+
+// greetedConn replays a greeting before the connection's own bytes.
+type greetedConn struct {
+	net.Conn
+	r io.Reader
+}
+
+func (g *greetedConn) Read(p []byte) (int, error) { return g.r.Read(p) }
+
+// byteReader reads one byte at a time so that a reply is read without consuming what follows it (the
+// TLS handshake after STARTTLS, or bytes the SMTP client has yet to read).
+type byteReader struct{ r io.Reader }
+
+func (b byteReader) Read(p []byte) (int, error) {
+	if len(p) > 1 {
+		p = p[:1]
+	}
+	return b.r.Read(p)
+}
+
+// describe renders an error as a reply for the timeline: the server's reply for SMTP errors, the enhanced
+// status 4.4.2 (bad connection, RFC 3463) for the rest.
+func describe(err error) string {
+	var se *smtp.SMTPError
+	if errors.As(err, &se) {
+		return smtpReply(se)
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return "4.4.2 timeout: " + unwrapOpError(err).Error()
+	}
+	return "4.4.2 connection failed: " + unwrapOpError(err).Error()
+}
+
+// smtpReply renders a server reply as "550 5.1.1 text" on one line.
+func smtpReply(e *smtp.SMTPError) string {
+	msg := oneLine(e.Message)
+	if e.EnhancedCode != smtp.EnhancedCodeNotSet && e.EnhancedCode != smtp.NoEnhancedCode {
+		return truncate(fmt.Sprintf("%d %d.%d.%d %s", e.Code, e.EnhancedCode[0], e.EnhancedCode[1], e.EnhancedCode[2], msg))
+	}
+	return truncate(strconv.Itoa(e.Code) + " " + msg)
+}
+
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
+}
+
+func truncate(s string) string {
+	const maxResponse = 1000
+	if len(s) > maxResponse {
+		return s[:maxResponse]
+	}
+	return s
+}
+
+// unwrapOpError drops the "dial tcp a:b:" prefix of net errors: the remote is named by the caller.
+func unwrapOpError(err error) error {
+	var oe *net.OpError
+	if errors.As(err, &oe) && oe.Err != nil {
+		return oe.Err
+	}
+	return err
+}

@@ -1,0 +1,173 @@
+package mta
+
+import (
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Config is the MTA tier's configuration. Zero fields take the values of DefaultConfig, so the composition
+// root sets only what the operator configured.
+type Config struct {
+	// Port is the TCP port of recipient MX hosts. RFC 5321 §5.1 delivers to port 25; tests and private
+	// deployments (POSTMILL_MTA_PORT) point it elsewhere.
+	Port int
+	// Relay is a host:port smarthost (POSTMILL_MTA_RELAY). When set, every message goes there and no MX is
+	// looked up; "" delivers straight to each recipient domain's MX hosts.
+	Relay string
+	// RelayUsername and RelayPassword authenticate to the relay with AUTH PLAIN (RFC 4954). The password is
+	// sent only over TLS, or in plaintext when the relay is on a loopback address.
+	RelayUsername string
+	RelayPassword string
+	// HELO is the name the MTA introduces itself with in EHLO (RFC 5321 §4.1.1.1: the client's FQDN).
+	// Default: the host name.
+	HELO string
+	// Concurrency caps the connections open to one destination host:port at once, so that one busy
+	// receiver is never flooded (receivers throttle or block senders that open too many sessions).
+	Concurrency int
+	// Workers caps the jobs in flight across all destinations.
+	Workers int
+	// ReceiveBatch is the most deliveries asked from the queue in one Receive.
+	ReceiveBatch int
+	// ConnectTimeout bounds one TCP connect.
+	ConnectTimeout time.Duration
+	// CommandTimeout bounds the wait for each SMTP reply and each block of DATA written (RFC 5321 §4.5.3.2
+	// recommends 5 minutes); the reply to the final dot waits twice as long (§4.5.3.2.6: 10 minutes).
+	CommandTimeout time.Duration
+	// IdleConnTimeout is how long a connection stays open between transactions to be reused.
+	IdleConnTimeout time.Duration
+	// TLSConfig is used for STARTTLS (RFC 3207); nil means the system roots. Its ServerName is filled per
+	// destination. Certificates are always verified: InsecureSkipVerify here is refused by Validate.
+	TLSConfig *tls.Config
+	// InsecureSkipVerify turns certificate verification off. It exists for tests against self-signed
+	// servers and must never be set in production.
+	InsecureSkipVerify bool
+	// RequireTLS refuses to deliver over a session without STARTTLS (or whose TLS handshake failed). When
+	// false, TLS is opportunistic: used when offered, and a failed handshake falls back to plaintext.
+	// (This is the sender's policy, not the RFC 8689 REQUIRETLS extension.)
+	RequireTLS bool
+}
+
+// Defaults of Config.
+const (
+	DefaultPort            = 25
+	DefaultConcurrency     = 10
+	DefaultWorkers         = 64
+	DefaultReceiveBatch    = 32
+	DefaultConnectTimeout  = 30 * time.Second
+	DefaultCommandTimeout  = 5 * time.Minute
+	DefaultIdleConnTimeout = 30 * time.Second
+)
+
+// DefaultConfig returns the configuration used for every zero field of a Config.
+func DefaultConfig() Config {
+	helo, err := os.Hostname()
+	if err != nil || helo == "" {
+		helo = "localhost"
+	}
+	return Config{
+		Port:            DefaultPort,
+		HELO:            helo,
+		Concurrency:     DefaultConcurrency,
+		Workers:         DefaultWorkers,
+		ReceiveBatch:    DefaultReceiveBatch,
+		ConnectTimeout:  DefaultConnectTimeout,
+		CommandTimeout:  DefaultCommandTimeout,
+		IdleConnTimeout: DefaultIdleConnTimeout,
+	}
+}
+
+// withDefaults fills the zero fields from DefaultConfig.
+func (c Config) withDefaults() Config {
+	d := DefaultConfig()
+	if c.Port == 0 {
+		c.Port = d.Port
+	}
+	if c.HELO == "" {
+		c.HELO = d.HELO
+	}
+	if c.Concurrency == 0 {
+		c.Concurrency = d.Concurrency
+	}
+	if c.Workers == 0 {
+		c.Workers = d.Workers
+	}
+	if c.ReceiveBatch == 0 {
+		c.ReceiveBatch = min(d.ReceiveBatch, c.Workers)
+	}
+	if c.ConnectTimeout == 0 {
+		c.ConnectTimeout = d.ConnectTimeout
+	}
+	if c.CommandTimeout == 0 {
+		c.CommandTimeout = d.CommandTimeout
+	}
+	if c.IdleConnTimeout == 0 {
+		c.IdleConnTimeout = d.IdleConnTimeout
+	}
+	return c
+}
+
+// Validate reports every invalid field. Zero values are valid: they mean the default.
+func (c Config) Validate() error {
+	var errs []error
+	if c.Port < 0 || c.Port > 65535 {
+		errs = append(errs, fmt.Errorf("mta: port %d out of range", c.Port))
+	}
+	if c.Relay != "" {
+		host, port, err := net.SplitHostPort(c.Relay)
+		if err != nil || host == "" {
+			errs = append(errs, fmt.Errorf("mta: relay %q is not host:port", c.Relay))
+		} else if p, err := strconv.Atoi(port); err != nil || p < 1 || p > 65535 {
+			errs = append(errs, fmt.Errorf("mta: relay %q has an invalid port", c.Relay))
+		}
+	}
+	if c.RelayUsername == "" && c.RelayPassword != "" {
+		errs = append(errs, errors.New("mta: relay password set without a relay username"))
+	}
+	if c.RelayUsername != "" && c.Relay == "" {
+		errs = append(errs, errors.New("mta: relay username set without a relay"))
+	}
+	if strings.ContainsAny(c.HELO, " \t\r\n") {
+		errs = append(errs, fmt.Errorf("mta: HELO name %q contains white space", c.HELO))
+	}
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"concurrency", c.Concurrency}, {"workers", c.Workers}, {"receive batch", c.ReceiveBatch}} {
+		if f.v < 0 {
+			errs = append(errs, fmt.Errorf("mta: %s must not be negative", f.name))
+		}
+	}
+	for _, f := range []struct {
+		name string
+		v    time.Duration
+	}{{"connect timeout", c.ConnectTimeout}, {"command timeout", c.CommandTimeout}, {"idle connection timeout", c.IdleConnTimeout}} {
+		if f.v < 0 {
+			errs = append(errs, fmt.Errorf("mta: %s must not be negative", f.name))
+		}
+	}
+	if c.TLSConfig != nil && c.TLSConfig.InsecureSkipVerify {
+		errs = append(errs, errors.New("mta: TLSConfig.InsecureSkipVerify is refused; use Config.InsecureSkipVerify (tests only)"))
+	}
+	return errors.Join(errs...)
+}
+
+// tlsConfig returns the STARTTLS configuration for one destination name.
+func (c Config) tlsConfig(serverName string) *tls.Config {
+	var t *tls.Config
+	if c.TLSConfig != nil {
+		t = c.TLSConfig.Clone()
+	} else {
+		t = &tls.Config{MinVersion: tls.VersionTLS12}
+	}
+	if t.ServerName == "" {
+		t.ServerName = serverName
+	}
+	t.InsecureSkipVerify = c.InsecureSkipVerify
+	return t
+}

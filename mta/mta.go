@@ -1,0 +1,304 @@
+package mta
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/mail"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/postmill/postmill/ports"
+)
+
+// Deps are what the MTA tier works with: ports only, so it runs the same next to the core or on its own
+// machines talking to the core over the network.
+type Deps struct {
+	// Queue brings delivery jobs (required).
+	Queue ports.Queue
+	// Delivery loads a job's message and records its outcome (required).
+	Delivery ports.DeliveryService
+	// Resolver answers MX and address lookups (required unless Config.Relay is an IP address and port).
+	Resolver ports.Resolver
+	// Blobs holds attachment bytes (required).
+	Blobs ports.BlobStore
+	// Logger receives operational logs; never message bodies or credentials. nil discards.
+	Logger *slog.Logger
+	// Registerer, when set, receives the tier's metrics.
+	Registerer prometheus.Registerer
+}
+
+// MTA turns delivery jobs into SMTP transactions: it builds and DKIM-signs each message, delivers it to
+// the recipient domain's MX hosts (or the relay) over pooled connections, and reports every recipient's
+// outcome to the core.
+type MTA struct {
+	cfg     Config
+	deps    Deps
+	log     *slog.Logger
+	relay   *destination
+	pool    *pool
+	keys    keyCache
+	signed  signedCache
+	metrics *metrics
+	started atomic.Bool
+	now     func() time.Time
+}
+
+// New checks cfg (zero fields take DefaultConfig's values) and deps and returns an MTA ready to Run.
+func New(cfg Config, deps Deps) (*MTA, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	var missing []string
+	if deps.Queue == nil {
+		missing = append(missing, "Queue")
+	}
+	if deps.Delivery == nil {
+		missing = append(missing, "Delivery")
+	}
+	if deps.Blobs == nil {
+		missing = append(missing, "Blobs")
+	}
+	m := &MTA{cfg: cfg, deps: deps, log: deps.Logger, now: time.Now}
+	if cfg.Relay != "" {
+		d, err := relayDestination(cfg.Relay)
+		if err != nil {
+			return nil, fmt.Errorf("mta: relay: %w", err)
+		}
+		m.relay = d
+	}
+	if deps.Resolver == nil && (m.relay == nil || m.relay.addrs == nil) {
+		missing = append(missing, "Resolver")
+	}
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("mta: missing dependencies: %s", strings.Join(missing, ", "))
+	}
+	if m.log == nil {
+		m.log = slog.New(slog.DiscardHandler)
+	}
+	m.log = m.log.With("component", "mta")
+	m.pool = newPool(cfg.Concurrency, cfg.IdleConnTimeout, m.quit)
+	m.signed.now = time.Now
+	met, err := newMetrics(deps.Registerer, m.pool)
+	if err != nil {
+		return nil, fmt.Errorf("mta: metrics: %w", err)
+	}
+	m.metrics = met
+	return m, nil
+}
+
+// Run receives jobs and processes up to Config.Workers at once until ctx ends; then it stops receiving,
+// lets the jobs in flight finish (their SMTP sessions, reports and acks are not cut short by ctx) and
+// closes the pooled connections. It returns nil after a clean shutdown. Run may be called once.
+func (m *MTA) Run(ctx context.Context) error {
+	if !m.started.CompareAndSwap(false, true) {
+		return errors.New("mta: Run called twice")
+	}
+	jobCtx := context.WithoutCancel(ctx)
+	reapCtx, stopReap := context.WithCancel(jobCtx)
+	var reaper sync.WaitGroup
+	reaper.Go(func() { m.pool.reap(reapCtx) })
+
+	slots := make(chan struct{}, m.cfg.Workers)
+	var inflight sync.WaitGroup
+	backoff := 100 * time.Millisecond
+	for ctx.Err() == nil {
+		// Take one worker slot, blocking, then every other free one up to the batch size.
+		select {
+		case slots <- struct{}{}:
+		case <-ctx.Done():
+			continue
+		}
+		n := 1
+	fill:
+		for n < m.cfg.ReceiveBatch {
+			select {
+			case slots <- struct{}{}:
+				n++
+			default:
+				break fill
+			}
+		}
+		ds, err := m.deps.Queue.Receive(ctx, n)
+		if err != nil || len(ds) == 0 {
+			for range n {
+				<-slots
+			}
+			if ctx.Err() != nil {
+				break
+			}
+			if err != nil {
+				m.log.Warn("receive failed", "error", err, "retry_in", backoff)
+			}
+			sleep(ctx, backoff)
+			backoff = min(2*backoff, 5*time.Second)
+			continue
+		}
+		backoff = 100 * time.Millisecond
+		for i, d := range ds {
+			if i >= n {
+				slots <- struct{}{} // the queue returned more than asked: still never exceed Workers
+			}
+			inflight.Go(func() {
+				defer func() { <-slots }()
+				m.handle(jobCtx, d)
+			})
+		}
+		for range n - len(ds) {
+			<-slots
+		}
+	}
+	inflight.Wait()
+	stopReap()
+	reaper.Wait()
+	m.pool.close()
+	return nil
+}
+
+// handle processes one delivery: load, build and sign, deliver, report, then Ack. A job whose message is
+// gone is acked and dropped; a failure to load or to report is nacked so the job comes back.
+func (m *MTA) handle(ctx context.Context, d ports.Delivery) {
+	job := d.Job()
+	log := m.log.With("job", job.ID, "message", job.MessageID, "domain", job.Domain, "attempt", job.Attempt)
+	defer func() {
+		if p := recover(); p != nil {
+			log.Error("delivery panicked", "panic", p)
+			m.settle(ctx, d, log, false, "nacked")
+		}
+	}()
+
+	out, err := m.deps.Delivery.LoadOutbound(ctx, job)
+	if ports.ErrorCode(err) == ports.CodeNotFound {
+		log.Info("message gone; job dropped")
+		m.settle(ctx, d, log, true, "dropped")
+		return
+	}
+	if err != nil {
+		log.Warn("load failed", "error", err)
+		m.settle(ctx, d, log, false, "nacked")
+		return
+	}
+	out.Job = job
+
+	report := m.deliver(ctx, out)
+	for _, o := range report.Recipients {
+		m.metrics.deliveries.WithLabelValues(string(o.Kind)).Inc()
+		log.Debug("recipient outcome", "recipient", o.RecipientID, "outcome", o.Kind, "response", o.Response)
+	}
+	if err := m.deps.Delivery.ReportDelivery(ctx, report); err != nil {
+		log.Warn("report failed", "error", err)
+		m.settle(ctx, d, log, false, "nacked")
+		return
+	}
+	m.settle(ctx, d, log, true, "acked")
+}
+
+func (m *MTA) settle(ctx context.Context, d ports.Delivery, log *slog.Logger, ack bool, result string) {
+	var err error
+	if ack {
+		err = d.Ack(ctx)
+	} else {
+		err = d.Nack(ctx)
+	}
+	if err != nil {
+		log.Warn("settling the delivery failed", "ack", ack, "error", err)
+	}
+	m.metrics.jobs.WithLabelValues(result).Inc()
+}
+
+// deliver makes one delivery attempt for the job of out and returns its report.
+func (m *MTA) deliver(ctx context.Context, out ports.OutboundMessage) ports.DeliveryReport {
+	rcpts := make([]ports.Recipient, len(out.Recipients))
+	for i, rc := range out.Recipients {
+		rc.Address = envelopeAddress(rc.Address)
+		rcpts[i] = rc
+	}
+	r := newResult(rcpts)
+	report := func() ports.DeliveryReport {
+		return ports.DeliveryReport{Job: out.Job, Handed: r.handed, Recipients: r.outcomes, At: m.now()}
+	}
+	if len(rcpts) == 0 {
+		return report()
+	}
+
+	data, err := m.message(ctx, out)
+	if err != nil {
+		var pe *permanentError
+		if errors.As(err, &pe) {
+			m.log.Warn("message cannot be built", "message", out.MessageID, "error", pe.response)
+			r.settleRest(ports.OutcomeFailed, pe.response)
+		} else {
+			m.log.Warn("message build failed", "message", out.MessageID, "error", err)
+			r.settleRest(ports.OutcomeDeferred, "4.3.0 temporary failure preparing the message")
+		}
+		return report()
+	}
+
+	dests, rerr := m.route(ctx, out.Job.Domain)
+	if rerr != nil {
+		r.settleRest(rerr.kind, rerr.response)
+		return report()
+	}
+	m.send(ctx, dests, envelopeAddress(out.ReturnPath), data, r)
+	return report()
+}
+
+// message returns the signed RFC 5322 bytes of out. DKIM runs once per message: when the message's
+// visible recipients span several domains (one job each), the signed bytes are shared between the jobs.
+func (m *MTA) message(ctx context.Context, out ports.OutboundMessage) ([]byte, error) {
+	build := func() ([]byte, error) {
+		key, err := m.keys.signer(out.DKIMPrivateKey)
+		if err != nil {
+			return nil, err
+		}
+		raw, keys, err := compose(ctx, out, m.deps.Blobs)
+		if err != nil {
+			return nil, err
+		}
+		return signDKIM(raw, keys, out, key)
+	}
+	if !spansDomains(out) {
+		return build()
+	}
+	return m.signed.get(out.MessageID+"\x00"+out.DKIMSelector, build)
+}
+
+// spansDomains reports whether a To or Cc address is outside the job's domain, so that another job of the
+// same message will need the same bytes. (Bcc-only spreads are not visible here and are signed per job.)
+func spansDomains(out ports.OutboundMessage) bool {
+	for _, list := range [][]string{out.To, out.Cc} {
+		for _, a := range list {
+			addr := envelopeAddress(a)
+			if at := strings.LastIndexByte(addr, '@'); at >= 0 && !strings.EqualFold(addr[at+1:], out.Job.Domain) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// envelopeAddress returns the bare address of "Name <a@b>" (RFC 5321 paths carry no display names).
+func envelopeAddress(s string) string {
+	s = strings.TrimSpace(s)
+	if strings.ContainsAny(s, "<\"") {
+		if a, err := mail.ParseAddress(s); err == nil {
+			return a.Address
+		}
+	}
+	return s
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}

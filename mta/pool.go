@@ -1,0 +1,219 @@
+package mta
+
+import (
+	"context"
+	"errors"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/emersion/go-smtp"
+)
+
+// session is one open SMTP connection, greeted (and, when offered, under TLS and authenticated).
+type session struct {
+	client *smtp.Client
+	conn   net.Conn // the connection the client reads and writes (TLS or plain), for write deadlines
+	key    string   // pool key
+	remote string   // host[ip]:port, for replies and logs
+	tls    bool
+	uses   int // transactions started on it; >0 means RSET before the next one
+	idle   time.Time
+}
+
+// pool keeps SMTP connections per destination host:port: at most limit open at once (busy, idle or
+// being dialed) so that a receiver never sees more than Concurrency sessions from this process, and idle
+// ones kept for reuse up to idleTimeout (RFC 5321 §3.3: one session carries any number of transactions;
+// a new TCP, TLS and EHLO handshake per message would cost more than the message).
+type pool struct {
+	limit       int
+	idleTimeout time.Duration
+	quit        func(*session) // closes a session politely (QUIT, RFC 5321 §4.1.1.10)
+
+	mu      sync.Mutex
+	dests   map[string]*destPool
+	open    int // all destinations, for the pool gauge
+	idleN   int
+	closing bool
+}
+
+type destPool struct {
+	open    int
+	idle    []*session // most recently used last
+	waiters []chan struct{}
+}
+
+var errPoolClosed = errors.New("mta: connection pool closed")
+
+func newPool(limit int, idleTimeout time.Duration, quit func(*session)) *pool {
+	return &pool{limit: limit, idleTimeout: idleTimeout, quit: quit, dests: make(map[string]*destPool)}
+}
+
+// get returns an idle session for key or dials a new one when fewer than limit are open, waiting
+// otherwise until a session is returned, discarded or ctx ends.
+func (p *pool) get(ctx context.Context, key string, dial func(context.Context) (*session, error)) (*session, error) {
+	for {
+		p.mu.Lock()
+		if p.closing {
+			p.mu.Unlock()
+			return nil, errPoolClosed
+		}
+		d := p.dests[key]
+		if d == nil {
+			d = &destPool{}
+			p.dests[key] = d
+		}
+		if n := len(d.idle); n > 0 {
+			s := d.idle[n-1]
+			d.idle[n-1] = nil
+			d.idle = d.idle[:n-1]
+			p.idleN--
+			p.mu.Unlock()
+			return s, nil
+		}
+		if d.open < p.limit {
+			d.open++
+			p.open++
+			p.mu.Unlock()
+			s, err := dial(ctx)
+			if err != nil {
+				p.release(key)
+				return nil, err
+			}
+			s.key = key
+			return s, nil
+		}
+		wake := make(chan struct{})
+		d.waiters = append(d.waiters, wake)
+		p.mu.Unlock()
+
+		select {
+		case <-wake:
+		case <-ctx.Done():
+			p.mu.Lock()
+			if i := indexOf(d.waiters, wake); i >= 0 {
+				d.waiters = append(d.waiters[:i], d.waiters[i+1:]...)
+			} else {
+				d.wakeOne() // woken at the same time: hand the turn on
+			}
+			p.mu.Unlock()
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// put returns a healthy session for reuse.
+func (p *pool) put(s *session) {
+	p.mu.Lock()
+	d := p.dests[s.key]
+	if p.closing || d == nil {
+		p.mu.Unlock()
+		p.quit(s)
+		p.release(s.key)
+		return
+	}
+	s.idle = time.Now()
+	d.idle = append(d.idle, s)
+	p.idleN++
+	d.wakeOne()
+	p.mu.Unlock()
+}
+
+// discard closes a session that failed or is in an unknown state.
+func (p *pool) discard(s *session) {
+	_ = s.client.Close()
+	p.release(s.key)
+}
+
+// release frees one connection slot of key.
+func (p *pool) release(key string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	d := p.dests[key]
+	if d == nil {
+		return
+	}
+	d.open--
+	p.open--
+	d.wakeOne()
+	if d.open == 0 && len(d.waiters) == 0 {
+		delete(p.dests, key)
+	}
+}
+
+func (d *destPool) wakeOne() {
+	if len(d.waiters) > 0 {
+		close(d.waiters[0])
+		d.waiters = d.waiters[1:]
+	}
+}
+
+// reap closes sessions idle for longer than idleTimeout until ctx ends.
+func (p *pool) reap(ctx context.Context) {
+	t := time.NewTicker(max(p.idleTimeout/4, 10*time.Millisecond))
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			p.closeIdle(func(s *session) bool { return now.Sub(s.idle) >= p.idleTimeout })
+		}
+	}
+}
+
+// closeIdle closes the idle sessions for which old returns true.
+func (p *pool) closeIdle(old func(*session) bool) {
+	var stale []*session
+	p.mu.Lock()
+	for _, d := range p.dests {
+		kept := d.idle[:0]
+		for _, s := range d.idle {
+			if old(s) {
+				stale = append(stale, s)
+			} else {
+				kept = append(kept, s)
+			}
+		}
+		clear(d.idle[len(kept):])
+		d.idle = kept
+	}
+	p.idleN -= len(stale)
+	p.mu.Unlock()
+	p.quitAll(stale)
+}
+
+// close refuses new sessions and closes the idle ones; sessions in use are closed when returned.
+func (p *pool) close() {
+	p.mu.Lock()
+	p.closing = true
+	p.mu.Unlock()
+	p.closeIdle(func(*session) bool { return true })
+}
+
+func (p *pool) quitAll(ss []*session) {
+	var wg sync.WaitGroup
+	for _, s := range ss {
+		wg.Go(func() {
+			p.quit(s)
+			p.release(s.key)
+		})
+	}
+	wg.Wait()
+}
+
+// stats returns the open and idle connection counts.
+func (p *pool) stats() (open, idle int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.open, p.idleN
+}
+
+func indexOf(chs []chan struct{}, c chan struct{}) int {
+	for i, x := range chs {
+		if x == c {
+			return i
+		}
+	}
+	return -1
+}

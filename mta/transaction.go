@@ -1,0 +1,241 @@
+package mta
+
+import (
+	"context"
+	"errors"
+	"net"
+	"strings"
+	"time"
+
+	"github.com/emersion/go-smtp"
+
+	"github.com/postmill/postmill/ports"
+)
+
+// result collects one job's per-recipient outcomes.
+type result struct {
+	rcpts    []ports.Recipient
+	outcomes []ports.RecipientOutcome // Kind "" = not decided yet
+	handed   bool
+}
+
+func newResult(rcpts []ports.Recipient) *result {
+	r := &result{rcpts: rcpts, outcomes: make([]ports.RecipientOutcome, len(rcpts))}
+	for i, rc := range rcpts {
+		r.outcomes[i].RecipientID = rc.ID
+	}
+	return r
+}
+
+// settle records a recipient's outcome. The response is made valid UTF-8 because a server's reply may carry
+// any bytes, while the timeline (and the Connect hop to the core) hold text.
+func (r *result) settle(i int, kind ports.DeliveryOutcomeKind, response string) {
+	r.outcomes[i].Kind, r.outcomes[i].Response = kind, strings.ToValidUTF8(response, "\uFFFD")
+}
+
+// settleRest decides every recipient not decided yet.
+func (r *result) settleRest(kind ports.DeliveryOutcomeKind, response string) {
+	for i := range r.outcomes {
+		if r.outcomes[i].Kind == "" {
+			r.settle(i, kind, response)
+		}
+	}
+}
+
+// send delivers data to the first destination that takes a session: each MX in preference order (RFC 5321
+// §5.1), each of its addresses, reusing a pooled session when one is idle. Once a session is open its
+// replies decide the outcome; only failures to open a session move on to the next destination.
+func (m *MTA) send(ctx context.Context, dests []destination, from string, data []byte, r *result) {
+	last := "4.4.1 no destination reachable"
+	for _, d := range dests {
+		for tries := 0; tries <= m.cfg.Concurrency; tries++ {
+			s, err := m.pool.get(ctx, d.key(), func(ctx context.Context) (*session, error) { return m.dial(ctx, d) })
+			if err != nil {
+				last = describeDialError(err)
+				break
+			}
+			if s.uses > 0 {
+				if err := m.rset(s); err != nil {
+					m.pool.discard(s)
+					last = describe(err)
+					continue
+				}
+			}
+			s.uses++
+			start := time.Now()
+			keep := m.transact(s, from, data, r)
+			m.metrics.smtp.WithLabelValues("transaction").Observe(time.Since(start).Seconds())
+			if keep {
+				m.pool.put(s)
+			} else {
+				m.pool.discard(s)
+			}
+			return
+		}
+	}
+	r.settleRest(ports.OutcomeDeferred, last)
+}
+
+// transact delivers to every recipient of r over s and reports whether the session can be reused. All
+// recipients go in one transaction; when the server refuses some with "too many recipients" (RFC 5321
+// §4.5.3.1.10: 452, or 552 with X.5.3, which §4.5.3.1.10 says to treat as temporary) after accepting
+// others, the rest follow in further transactions on the same session (§4.5.3.1.8's 100-recipient
+// chunks), as long as each transaction delivers.
+func (m *MTA) transact(s *session, from string, data []byte, r *result) bool {
+	batch := make([]int, len(r.rcpts))
+	for i := range batch {
+		batch[i] = i
+	}
+	for {
+		rest, delivered, keep := m.transaction(s, from, data, r, batch)
+		if !keep || !delivered || len(rest) == 0 {
+			return keep
+		}
+		batch = rest // the transaction ended with 250: the server is ready for the next MAIL (§4.1.1.4)
+	}
+}
+
+// transaction runs one mail transaction (RFC 5321 §3.3) for the recipients batch of r: MAIL FROM, one
+// RCPT TO each, DATA. A 5xx reply is a permanent failure (bounced), a 4xx reply a transient one
+// (deferred); 421 or a broken connection defers everything not decided yet (§3.8). It returns the
+// recipients refused as too many (settled deferred until a later transaction takes them), whether the
+// message was delivered, and whether the session can be reused.
+func (m *MTA) transaction(s *session, from string, data []byte, r *result, batch []int) (rest []int, delivered, keep bool) {
+	c := s.client
+	opts := &smtp.MailOptions{Size: int64(len(data))} // SIZE (RFC 1870): an oversized message is refused at MAIL
+	if !isASCII(from) || !allRecipientsASCII(r.rcpts) {
+		if ok, _ := c.Extension("SMTPUTF8"); !ok {
+			// RFC 6531 §3.2: without SMTPUTF8 such addresses cannot be transmitted.
+			r.settleRest(ports.OutcomeBounced, "553 5.6.7 the receiving server does not support internationalized addresses (SMTPUTF8)")
+			return nil, false, true
+		}
+		opts.UTF8 = true
+	}
+	settle := func(idx []int, kind ports.DeliveryOutcomeKind, response string) {
+		for _, i := range idx {
+			r.settle(i, kind, response)
+		}
+	}
+	if err := c.Mail(from, opts); err != nil {
+		kind, keep := classify(err)
+		settle(batch, kind, describe(err))
+		return nil, false, keep
+	}
+	r.handed = true
+
+	accepted := make([]int, 0, len(batch))
+	for _, i := range batch {
+		err := c.Rcpt(r.rcpts[i].Address, nil)
+		if err == nil {
+			accepted = append(accepted, i)
+			continue
+		}
+		kind, keep := classify(err)
+		if !keep {
+			r.settleRest(ports.OutcomeDeferred, describe(err))
+			return nil, false, false
+		}
+		if tooManyRecipients(err) {
+			kind = ports.OutcomeDeferred
+			rest = append(rest, i)
+		}
+		r.settle(i, kind, describe(err))
+	}
+	if len(accepted) == 0 {
+		return nil, false, true // the next transaction starts with RSET
+	}
+
+	w, err := c.Data()
+	if err != nil {
+		kind, keep := classify(err)
+		settle(accepted, kind, describe(err))
+		return nil, false, keep
+	}
+	if err := m.writeData(s.conn, w, data); err != nil {
+		settle(accepted, ports.OutcomeDeferred, describe(err))
+		return nil, false, false
+	}
+	resp, err := w.CloseWithResponse()
+	if err != nil {
+		kind, keep := classify(err)
+		settle(accepted, kind, describe(err))
+		return nil, false, keep
+	}
+	settle(accepted, ports.OutcomeDelivered, truncate("250 "+oneLine(resp.StatusText)))
+	return rest, true, true
+}
+
+// tooManyRecipients recognizes RFC 5321 §4.5.3.1.10's reply: 452, or 552 with the enhanced status X.5.3
+// "too many recipients" (RFC 3463).
+func tooManyRecipients(err error) bool {
+	var se *smtp.SMTPError
+	if !errors.As(err, &se) {
+		return false
+	}
+	switch se.EnhancedCode {
+	case smtp.EnhancedCode{4, 5, 3}, smtp.EnhancedCode{5, 5, 3}:
+		return se.Code == 452 || se.Code == 552
+	case smtp.EnhancedCodeNotSet:
+		return se.Code == 452
+	}
+	return false
+}
+
+// writeData writes the message in blocks, each with its own deadline (RFC 5321 §4.5.3.2.5: the data
+// block timeout applies per send, so a large message on a slow link is not cut off).
+func (m *MTA) writeData(conn net.Conn, w *smtp.DataCommand, data []byte) error {
+	const block = 64 << 10
+	for len(data) > 0 {
+		n := min(len(data), block)
+		_ = conn.SetWriteDeadline(time.Now().Add(m.cfg.CommandTimeout))
+		if _, err := w.Write(data[:n]); err != nil {
+			return err
+		}
+		data = data[n:]
+	}
+	return nil
+}
+
+// classify maps an error of a transaction command to an outcome and whether the session survives it.
+func classify(err error) (kind ports.DeliveryOutcomeKind, keep bool) {
+	var se *smtp.SMTPError
+	if !errors.As(err, &se) {
+		return ports.OutcomeDeferred, false
+	}
+	switch {
+	case se.Code == 421: // the server is closing the channel (RFC 5321 §3.8)
+		return ports.OutcomeDeferred, false
+	case se.Code >= 500 && se.Code < 600:
+		return ports.OutcomeBounced, true
+	case se.Code >= 400 && se.Code < 500:
+		return ports.OutcomeDeferred, true
+	default: // a reply the protocol does not allow here: the session state is unknown
+		return ports.OutcomeDeferred, false
+	}
+}
+
+func describeDialError(err error) string {
+	var de *dialError
+	if errors.As(err, &de) {
+		return de.response
+	}
+	return describe(err)
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
+}
+
+func allRecipientsASCII(rcpts []ports.Recipient) bool {
+	for _, rc := range rcpts {
+		if !isASCII(rc.Address) {
+			return false
+		}
+	}
+	return true
+}
