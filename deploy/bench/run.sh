@@ -24,7 +24,7 @@ go build -o bin/postmill ./deploy/cmd/postmill
 go build -o bin/postmill-bench ./deploy/bench/postmill-bench
 
 SINK_PORT=${POSTMILL_BENCH_SINK_PORT:-2626}
-smtp-sink -u nobody -c 127.0.0.1:$SINK_PORT 1000 &
+smtp-sink -u nobody -c 127.0.0.1:$SINK_PORT 1000 >/dev/null 2>&1 &
 SINK=$!
 trap 'kill $SINK 2>/dev/null || true' EXIT
 sleep 0.5

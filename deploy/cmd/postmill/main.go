@@ -9,6 +9,8 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"net/http"
+	_ "net/http/pprof" // served only on POSTMILL_PPROF_ADDR
 	"os"
 	"os/signal"
 	"syscall"
@@ -94,6 +96,16 @@ func serve(cfg app.Config, targets app.Targets, logger *slog.Logger) error {
 		defer cancel()
 		_ = shutdownTracing(c)
 	}()
+
+	if addr := os.Getenv("POSTMILL_PPROF_ADDR"); addr != "" {
+		// Go's profiler on a listener of its own, never on the public edge.
+		go func() {
+			logger.Info("listening", "service", "pprof", "addr", addr)
+			if err := http.ListenAndServe(addr, nil); err != nil {
+				logger.Error("pprof listener", "err", err)
+			}
+		}()
+	}
 
 	a, err := app.New(cfg, targets, logger)
 	if err != nil {
