@@ -32,6 +32,9 @@ const (
 	unenforcedKy = "svc_live_3123456789abcdef.legacy"
 
 	readKey = "svc_live_4123456789abcdef.read"
+	// Keys holding only one of the webhook scopes.
+	webhooksReadKey  = "svc_live_5123456789abcdef.whread"
+	webhooksWriteKey = "svc_live_6123456789abcdef.whwrite"
 
 	userOrg  = "0190a0b0-0000-7000-8000-00000000000a"
 	adminOrg = "0190a0b0-0000-7000-8000-00000000000b"
@@ -41,8 +44,20 @@ const (
 	recordID = "0190a0b0-0000-7000-8000-0000000000d2"
 	emailID  = "0190a0b0-0000-7000-8000-0000000000e1"
 
+	// A webhook endpoint, one of its deliveries and the event it carried.
+	webhookID  = "0190a0b0-0000-7000-8000-0000000000f1"
+	deliveryID = "0190a0b0-0000-7000-8000-0000000000f2"
+	eventID    = "0190a0b0-0000-7000-8000-0000000000f3"
+	// An older endpoint and an older delivery, listed after the newer ones.
+	oldWebhookID  = "0190a0b0-0000-7000-8000-0000000000f4"
+	oldDeliveryID = "0190a0b0-0000-7000-8000-0000000000f5"
+
 	// dkimSecret stands for the sealed private key: no response may contain it.
 	dkimSecret = "SEALED-DKIM-PRIVATE-KEY"
+	// sealedWebhookSecret stands for an endpoint's sealed secret: no response may contain it.
+	sealedWebhookSecret = "SEALED-WEBHOOK-SECRET"
+	// plainWebhookSecret is what create and rotate answer, once.
+	plainWebhookSecret = "whsec_0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 )
 
 // fakeCore implements the driving interfaces of ports.Core with canned answers and records what the edge
@@ -79,6 +94,18 @@ type fakeCore struct {
 	emailErr  error                 // returned by GetEmail and CancelEmail
 	page      ports.EmailPage       // returned by ListEmails
 	queries   []ports.ListEmailsQuery
+
+	// Webhooks.
+	endpoints   []ports.WebhookEndpoint // returned by ListEndpoints; the first is what create and rotate answer
+	deliveries  []ports.WebhookDelivery // returned by ListDeliveries; the first is what test and replay answer
+	webhookErr  error                   // returned by every WebhookService method
+	hookCreates []webhookCreate         // what CreateEndpoint received
+}
+
+// webhookCreate is one CreateEndpoint call as the core received it.
+type webhookCreate struct {
+	url        string
+	eventTypes []string
 }
 
 func newFakeCore() *fakeCore {
@@ -87,6 +114,21 @@ func newFakeCore() *fakeCore {
 		ID: userOrg, Name: "Acme", Slug: "acme",
 		CreatedAt: time.Date(2026, 3, 4, 5, 6, 7, 0, time.FixedZone("CET", 3600)),
 		Plan:      ports.Plan{MonthlyLimit: 3000},
+	}, endpoints: []ports.WebhookEndpoint{
+		{ID: webhookID, OrganizationID: userOrg, URL: "https://hooks.example.com/postmill", Enabled: true,
+			EventTypes: []string{ports.EventEmailDelivered, ports.EventEmailBounced}, Secret: []byte(sealedWebhookSecret),
+			CreatedAt: time.Date(2026, 11, 2, 1, 0, 0, 0, time.FixedZone("CET", 3600))},
+		{ID: oldWebhookID, OrganizationID: userOrg, URL: "http://old.example.com/hook", Secret: []byte(sealedWebhookSecret),
+			CreatedAt: time.Date(2026, 10, 2, 1, 0, 0, 0, time.UTC)},
+	}, deliveries: []ports.WebhookDelivery{
+		{ID: deliveryID, OrganizationID: userOrg, EndpointID: webhookID, EventID: "evt_replay_" + eventID,
+			EventType: ports.EventEmailBounced, Status: ports.WebhookFailed, Attempts: 2, ResponseCode: 503,
+			NextRetryAt: ptr(time.Date(2026, 11, 21, 10, 30, 0, 0, time.FixedZone("CET", 3600))),
+			CreatedAt:   time.Date(2026, 11, 21, 9, 0, 0, 0, time.FixedZone("CET", 3600)),
+			Payload:     []byte(`{"id":"evt_replay_x","data":{"secret-payload":true}}`), OriginalEventID: eventID},
+		{ID: oldDeliveryID, OrganizationID: userOrg, EndpointID: oldWebhookID, EventID: eventID,
+			EventType: ports.EventEmailDelivered, Status: ports.WebhookDelivered, Attempts: 1, ResponseCode: 204,
+			DeliveredAt: ptr(time.Date(2026, 11, 20, 8, 0, 0, 0, time.UTC)), CreatedAt: time.Date(2026, 11, 20, 8, 0, 0, 0, time.UTC)},
 	}, domain: ports.Domain{
 		ID: domainID, Name: "example.org", Status: ports.DomainPending, Region: "eu-west-1",
 		DKIMSelector: "pmabcdefghij", DKIMPrivateKey: []byte(dkimSecret), DKIMPublicKey: "MIIBIjANBgkq",
@@ -104,7 +146,7 @@ func newFakeCore() *fakeCore {
 func (f *fakeCore) core() ports.Core {
 	return ports.Core{
 		Accounts: f, Auth: f, APIKeys: f, SMTPCredentials: f, Organizations: f, RateLimiter: f,
-		Domains: f, Emails: f,
+		Domains: f, Emails: f, Webhooks: f,
 	}
 }
 
@@ -182,6 +224,10 @@ func (f *fakeCore) AuthenticateAPIKey(_ context.Context, token string) (ports.Pr
 		p.ScopesEnforced = false
 	case readKey:
 		p.Scopes = []string{ports.ScopeEmailsRead}
+	case webhooksReadKey:
+		p.Scopes = []string{ports.ScopeWebhooksRead}
+	case webhooksWriteKey:
+		p.Scopes = []string{ports.ScopeWebhooksWrite}
 	default:
 		return ports.Principal{}, ports.Unauthenticated("Invalid API key")
 	}
@@ -618,4 +664,76 @@ func (f *fakeCore) sendsSnapshot() []ports.SendRequest {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return slices.Clone(f.sends)
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// WebhookService.
+
+func (f *fakeCore) webhookFor(call, orgID string) error {
+	f.record(call, orgID)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.webhookErr
+}
+
+func (f *fakeCore) CreateEndpoint(_ context.Context, orgID, url string, eventTypes []string) (ports.CreatedWebhookEndpoint, error) {
+	if err := f.webhookFor("CreateEndpoint", orgID); err != nil {
+		return ports.CreatedWebhookEndpoint{}, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.hookCreates = append(f.hookCreates, webhookCreate{url: url, eventTypes: eventTypes})
+	e := f.endpoints[0]
+	e.URL, e.EventTypes = url, eventTypes
+	return ports.CreatedWebhookEndpoint{WebhookEndpoint: e, PlainSecret: plainWebhookSecret}, nil
+}
+
+func (f *fakeCore) ListEndpoints(_ context.Context, orgID string) ([]ports.WebhookEndpoint, error) {
+	if err := f.webhookFor("ListEndpoints", orgID); err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.endpoints), nil
+}
+
+func (f *fakeCore) DeleteEndpoint(_ context.Context, orgID, id string) error {
+	return f.webhookFor("DeleteEndpoint:"+id, orgID)
+}
+
+func (f *fakeCore) TestEndpoint(_ context.Context, orgID, id string) (ports.WebhookDelivery, error) {
+	if err := f.webhookFor("TestEndpoint:"+id, orgID); err != nil {
+		return ports.WebhookDelivery{}, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.deliveries[0], nil
+}
+
+func (f *fakeCore) RotateSecret(_ context.Context, orgID, id string) (ports.CreatedWebhookEndpoint, error) {
+	if err := f.webhookFor("RotateSecret:"+id, orgID); err != nil {
+		return ports.CreatedWebhookEndpoint{}, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return ports.CreatedWebhookEndpoint{WebhookEndpoint: f.endpoints[0], PlainSecret: plainWebhookSecret}, nil
+}
+
+func (f *fakeCore) Replay(_ context.Context, orgID, endpointID, deliveryID string) (ports.WebhookDelivery, error) {
+	if err := f.webhookFor("Replay:"+endpointID+"/"+deliveryID, orgID); err != nil {
+		return ports.WebhookDelivery{}, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.deliveries[0], nil
+}
+
+func (f *fakeCore) ListDeliveries(_ context.Context, orgID string) ([]ports.WebhookDelivery, error) {
+	if err := f.webhookFor("ListDeliveries", orgID); err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.deliveries), nil
 }

@@ -228,6 +228,13 @@ func TestOpenAPIListsEveryRoute(t *testing.T) {
 		{"get", "/v1/emails/{id}", "get-email", "200", "apiKey", []string{"emails:read"}},
 		{"post", "/v1/emails/{id}/cancel", "cancel-email", "201", "apiKey", []string{"emails:send"}},
 		{"get", "/v1/emails", "list-emails", "200", "session", nil},
+		{"get", "/v1/webhooks", "list-webhooks", "200", "apiKey", []string{"webhooks:read", "webhooks:write"}},
+		{"post", "/v1/webhooks", "create-webhook", "201", "apiKey", []string{"webhooks:write"}},
+		{"delete", "/v1/webhooks/{id}", "delete-webhook", "200", "apiKey", []string{"webhooks:write"}},
+		{"post", "/v1/webhooks/{id}/test", "test-webhook", "201", "apiKey", []string{"webhooks:write"}},
+		{"post", "/v1/webhooks/{id}/rotate-secret", "rotate-webhook-secret", "201", "apiKey", []string{"webhooks:write"}},
+		{"post", "/v1/webhooks/{id}/replay/{deliveryId}", "replay-webhook-delivery", "201", "apiKey", []string{"webhooks:write"}},
+		{"get", "/v1/webhook-events", "list-webhook-events", "200", "apiKey", []string{"webhooks:read", "webhooks:write"}},
 	}
 	count := 0
 	for _, item := range doc.Paths {

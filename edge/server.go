@@ -101,8 +101,9 @@ func New(cfg Config, core ports.Core) (*Server, error) {
 	}
 	switch {
 	case core.Accounts == nil, core.Auth == nil, core.APIKeys == nil, core.SMTPCredentials == nil,
-		core.Organizations == nil, core.RateLimiter == nil, core.Domains == nil, core.Emails == nil:
-		return nil, errors.New("edge: ports.Core needs Accounts, Auth, APIKeys, SMTPCredentials, Organizations, RateLimiter, Domains and Emails")
+		core.Organizations == nil, core.RateLimiter == nil, core.Domains == nil, core.Emails == nil,
+		core.Webhooks == nil:
+		return nil, errors.New("edge: ports.Core needs Accounts, Auth, APIKeys, SMTPCredentials, Organizations, RateLimiter, Domains, Emails and Webhooks")
 	}
 	if cfg.MaxBodyBytes == 0 {
 		cfg.MaxBodyBytes = DefaultMaxBodyBytes
@@ -136,6 +137,7 @@ func New(cfg Config, core ports.Core) (*Server, error) {
 	s.registerOrganizationRoutes()
 	s.registerDomainRoutes()
 	s.registerEmailRoutes()
+	s.registerWebhookRoutes()
 	documentValidationAs400(s.api.OpenAPI())
 
 	s.mux.HandleFunc("GET /healthz", s.healthz)
@@ -183,6 +185,7 @@ func apiConfig() huma.Config {
 		{Name: tagBilling, Description: "Plan and usage (API key)."},
 		{Name: tagDomains, Description: "Sending domains: DKIM keys, the DNS records to publish, verification (dashboard session)."},
 		{Name: tagEmails, Description: "Sending email and reading its timeline (API key; the list takes a dashboard session)."},
+		{Name: tagWebhooks, Description: "Signed event delivery to your endpoints: endpoints, tests, secret rotation, replays and recent deliveries (API key)."},
 	}
 	return c
 }

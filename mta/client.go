@@ -149,18 +149,32 @@ func (m *MTA) startTLS(ctx context.Context, raw net.Conn, serverName string) (*t
 // transaction left and proves the server has not dropped the idle connection. go-smtp's Client.Reset
 // also forgets the EHLO, so the next command would repeat it (a round trip per message, and a chance for
 // a server to drop the AUTH state); the command is spoken here on the session's connection instead.
+//
+// It runs once per message, so its reply is read through a buffer (one read in practice) rather than a
+// byte at a time as readReply does. Nothing may follow the reply until the next command, so bytes left in
+// the buffer mean the session is out of step: rset then fails, and the caller does not reuse the session.
 func (m *MTA) rset(s *session) error {
 	_ = s.conn.SetDeadline(time.Now().Add(m.cfg.CommandTimeout))
 	defer func() { _ = s.conn.SetDeadline(time.Time{}) }()
 	if _, err := io.WriteString(s.conn, "RSET\r\n"); err != nil {
 		return err
 	}
-	return readReply(s.conn, 250)
+	br := bufio.NewReaderSize(s.conn, 512)
+	_, _, err := textproto.NewReader(br).ReadResponse(250)
+	if err == nil && br.Buffered() > 0 {
+		return errors.New("unexpected data after the reply to RSET")
+	}
+	return smtpError(err)
 }
 
 // readReply reads one reply from conn without reading past it.
 func readReply(conn net.Conn, code int) error {
 	_, _, err := textproto.NewReader(bufio.NewReaderSize(byteReader{conn}, 16)).ReadResponse(code)
+	return smtpError(err)
+}
+
+// smtpError turns a textproto reply error into the *smtp.SMTPError that classify and describe read.
+func smtpError(err error) error {
 	var pe *textproto.Error
 	if errors.As(err, &pe) {
 		return &smtp.SMTPError{Code: pe.Code, Message: pe.Msg}

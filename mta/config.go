@@ -30,7 +30,9 @@ type Config struct {
 	// Concurrency caps the connections open to one destination host:port at once, so that one busy
 	// receiver is never flooded (receivers throttle or block senders that open too many sessions).
 	Concurrency int
-	// Workers caps the jobs in flight across all destinations.
+	// Workers caps the jobs in flight across all destinations. Most of a job's time is spent waiting (for
+	// the store, the receiving server, a signing turn), and the store writes the outcomes of jobs that
+	// finish together in one transaction, so many more jobs than cores are in flight at once.
 	Workers int
 	// ReceiveBatch is the most deliveries asked from the queue in one Receive.
 	ReceiveBatch int
@@ -57,7 +59,7 @@ type Config struct {
 const (
 	DefaultPort            = 25
 	DefaultConcurrency     = 10
-	DefaultWorkers         = 64
+	DefaultWorkers         = 128
 	DefaultReceiveBatch    = 32
 	DefaultConnectTimeout  = 30 * time.Second
 	DefaultCommandTimeout  = 5 * time.Minute

@@ -44,6 +44,7 @@ type MTA struct {
 	pool    *pool
 	keys    keyCache
 	signed  signedCache
+	routes  routeCache
 	metrics *metrics
 	started atomic.Bool
 	now     func() time.Time

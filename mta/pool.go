@@ -17,7 +17,8 @@ type session struct {
 	key    string   // pool key
 	remote string   // host[ip]:port, for replies and logs
 	tls    bool
-	uses   int // transactions started on it; >0 means RSET before the next one
+	uses   int  // transactions started on it
+	clean  bool // the last transaction ended with 250 after DATA: the next MAIL needs no RSET first
 	idle   time.Time
 }
 

@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/postmill/postmill/ports"
 )
@@ -41,19 +43,31 @@ func (e *routeError) Error() string { return e.response }
 // Otherwise RFC 5321 §5.1: the MX records sorted by preference, equal preferences in random order; no MX
 // records (the name has no MX data, or does not exist) → the domain itself as an implicit MX of
 // preference 0, which must have an A or AAAA record; a null MX (RFC 7505) → bounced; a DNS failure that
-// may pass → deferred.
+// may pass → deferred. Successful answers are reused for routeCacheTTL.
 func (m *MTA) route(ctx context.Context, domain string) ([]destination, *routeError) {
 	if m.relay != nil {
 		return []destination{*m.relay}, nil
 	}
 	domain = strings.TrimSuffix(strings.ToLower(domain), ".")
-	mxs, err := m.deps.Resolver.LookupMX(ctx, domain)
+	now := m.now()
+	mxs, addrs, cached := m.routes.get(domain, now)
+	if cached && len(mxs) == 0 {
+		return []destination{{host: domain, port: m.cfg.Port, addrs: addrs}}, nil
+	}
+	var err error
+	if !cached {
+		mxs, err = m.deps.Resolver.LookupMX(ctx, domain)
+	}
 	switch kind := dnsKind(err); {
 	case err == nil && len(mxs) > 0:
+		if !cached {
+			m.routes.put(domain, routeAnswer{mxs: mxs}, now)
+		}
 	case err == nil || kind == ports.DNSNoData || kind == ports.DNSNotFound:
 		addrs, err := m.deps.Resolver.LookupIP(ctx, domain)
 		switch kind := dnsKind(err); {
 		case err == nil && len(addrs) > 0:
+			m.routes.put(domain, routeAnswer{addrs: addrs}, now)
 			return []destination{{host: domain, port: m.cfg.Port, addrs: addrs}}, nil
 		case err == nil || kind == ports.DNSNoData || kind == ports.DNSNotFound:
 			return nil, &routeError{ports.OutcomeFailed, fmt.Sprintf("5.1.2 recipient domain %s has no MX and no address records", domain)}
@@ -82,6 +96,53 @@ func (m *MTA) route(ctx context.Context, domain string) ([]destination, *routeEr
 		return nil, &routeError{ports.OutcomeBounced, nullMXReply}
 	}
 	return dests, nil
+}
+
+// Bounds of routeCache.
+const (
+	// routeCacheTTL is how long a recipient domain's MX answer is reused. Answers carry no TTL through
+	// ports.Resolver, so this is short next to usual MX TTLs (an hour or more): a changed MX is followed
+	// within seconds, and a domain receiving many messages costs one lookup per interval, not one per job.
+	routeCacheTTL = 30 * time.Second
+	// maxCachedRoutes bounds the domains remembered; past it the cache starts over.
+	maxCachedRoutes = 10000
+)
+
+// routeCache keeps recent successful MX (or implicit-MX address) answers per recipient domain. Failures
+// are never kept: a domain whose lookup failed is asked again on its next job.
+type routeCache struct {
+	mu      sync.Mutex
+	answers map[string]routeAnswer
+}
+
+// routeAnswer is either the MX records of a domain or, when it has none, its addresses (RFC 5321 §5.1
+// implicit MX).
+type routeAnswer struct {
+	mxs     []ports.MX
+	addrs   []netip.Addr
+	expires time.Time
+}
+
+// get returns the answer kept for domain, if it has not expired at now.
+func (c *routeCache) get(domain string, now time.Time) ([]ports.MX, []netip.Addr, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	a, ok := c.answers[domain]
+	if !ok || !now.Before(a.expires) {
+		return nil, nil, false
+	}
+	return a.mxs, a.addrs, true
+}
+
+// put keeps a for routeCacheTTL from now. The slices are kept as given: route never modifies them.
+func (c *routeCache) put(domain string, a routeAnswer, now time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.answers == nil || len(c.answers) >= maxCachedRoutes {
+		c.answers = make(map[string]routeAnswer)
+	}
+	a.expires = now.Add(routeCacheTTL)
+	c.answers[domain] = a
 }
 
 // relayDestination parses Config.Relay.

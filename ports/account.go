@@ -275,6 +275,7 @@ type Core struct {
 	Emails          EmailService
 	// Delivery is what the MTA tier calls.
 	Delivery DeliveryService
+	Webhooks WebhookService
 	// Health answers when the core and its database answer.
 	Health Pinger
 }

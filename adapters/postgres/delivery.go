@@ -3,6 +3,10 @@ package postgres
 import (
 	"context"
 	"errors"
+	"maps"
+	"slices"
+	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -15,7 +19,25 @@ var _ ports.DeliveryStore = (*Store)(nil)
 // OutboundData implements ports.DeliveryStore: the message with all its recipients (in request order) and
 // attachments, and its From domain with the sealed DKIM key, in one round trip. The caller picks the
 // job's recipients and decides what a cancelled message means. Errors: not_found.
+//
+// Concurrent calls share their round trip (see readOutbound): the MTA loads every job's message, and the
+// core reads it again to apply the job's outcome, from many workers at once.
 func (s *Store) OutboundData(ctx context.Context, orgID, messageID string) (ports.Message, ports.Domain, error) {
+	if err := ctx.Err(); err != nil {
+		return ports.Message{}, ports.Domain{}, err
+	}
+	p := &pendingRead{ctx: ctx, orgID: orgID, messageID: messageID, done: make(chan readResult, 1)}
+	s.reads.add(p)
+	select {
+	case r := <-p.done:
+		return r.m, r.d, r.err
+	case <-ctx.Done():
+		return ports.Message{}, ports.Domain{}, ctx.Err()
+	}
+}
+
+// readOne is OutboundData for one message in a round trip of its own.
+func (s *Store) readOne(ctx context.Context, orgID, messageID string) (ports.Message, ports.Domain, error) {
 	var m ports.Message
 	var d ports.Domain
 	err := runPipeline(ctx, s.pool,
@@ -41,22 +63,154 @@ func (s *Store) OutboundData(ctx context.Context, orgID, messageID string) (port
 	return m, d, nil
 }
 
+// maxReadGroup bounds the messages of one grouped read.
+const maxReadGroup = 64
+
+// pendingRead is one OutboundData call waiting for its group to be read.
+type pendingRead struct {
+	ctx              context.Context
+	orgID, messageID string
+	done             chan readResult
+}
+
+type readResult struct {
+	m   ports.Message
+	d   ports.Domain
+	err error
+}
+
+// readOutbound reads a group of messages with the statements of readOne, each over all of them, in one
+// round trip, and answers each call (calls naming the same message get the same answer). A message that is
+// not its organization's is not_found for its caller only; when the read fails as a whole (a malformed
+// id, say), each message is read again on its own so that each caller gets its own answer.
+func (s *Store) readOutbound(group []*pendingRead) {
+	live := make([]*pendingRead, 0, len(group))
+	for _, p := range group {
+		if err := p.ctx.Err(); err != nil {
+			p.done <- readResult{err: err}
+			continue
+		}
+		live = append(live, p)
+	}
+	if len(live) == 0 {
+		return
+	}
+	if len(live) == 1 {
+		p := live[0]
+		m, d, err := s.readOne(p.ctx, p.orgID, p.messageID)
+		p.done <- readResult{m: m, d: d, err: err}
+		return
+	}
+	var pairs db.OutboundMessagesParams
+	seen := make(map[[2]string]bool, len(live))
+	for _, p := range live {
+		k := [2]string{p.orgID, p.messageID}
+		if !seen[k] {
+			seen[k] = true
+			pairs.OrganizationIds = append(pairs.OrganizationIds, p.orgID)
+			pairs.Ids = append(pairs.Ids, p.messageID)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(live[0].ctx), applyGroupTimeout)
+	defer cancel()
+	var (
+		messages    []db.OutboundMessagesRow
+		recipients  []db.OutboundRecipientsRow
+		attachments []db.OutboundAttachmentsRow
+	)
+	err := runPipeline(ctx, s.pool,
+		func(q *db.Queries) (err error) {
+			messages, err = q.OutboundMessages(ctx, pairs)
+			return err
+		},
+		func(q *db.Queries) (err error) {
+			recipients, err = q.OutboundRecipients(ctx, db.OutboundRecipientsParams{OrganizationIds: pairs.OrganizationIds, MessageIds: pairs.Ids})
+			return err
+		},
+		func(q *db.Queries) (err error) {
+			attachments, err = q.OutboundAttachments(ctx, db.OutboundAttachmentsParams{OrganizationIds: pairs.OrganizationIds, MessageIds: pairs.Ids})
+			return err
+		},
+	)
+	if err != nil {
+		for _, p := range live {
+			m, d, err := s.readOne(p.ctx, p.orgID, p.messageID)
+			p.done <- readResult{m: m, d: d, err: err}
+		}
+		return
+	}
+	// Message ids are unique across organizations, so the rows are keyed by message id alone; a message is
+	// answered only to a caller of its own organization.
+	byID := make(map[string]readResult, len(messages))
+	for _, row := range messages {
+		r := readResult{m: messageFromRow(row.Message), d: domainFromRow(row.Domain)}
+		r.m.Recipients, r.m.Attachments = []ports.Recipient{}, []ports.StoredAttachment{}
+		byID[row.Message.ID] = r
+	}
+	for _, row := range recipients {
+		if r, ok := byID[row.Recipient.MessageID]; ok {
+			r.m.Recipients = append(r.m.Recipients, recipientsFromRows([]db.Recipient{row.Recipient})...)
+			byID[row.Recipient.MessageID] = r
+		}
+	}
+	for _, row := range attachments {
+		if r, ok := byID[row.Attachment.MessageID]; ok {
+			r.m.Attachments = append(r.m.Attachments, attachmentsFromRows([]db.Attachment{row.Attachment})...)
+			byID[row.Attachment.MessageID] = r
+		}
+	}
+	for _, p := range live {
+		r, ok := byID[p.messageID]
+		if !ok || r.m.OrganizationID != p.orgID {
+			p.done <- readResult{err: interpretErrorFor("message", pgx.ErrNoRows)}
+			continue
+		}
+		// Each caller owns its slices: the core and the MTA may change what they are given.
+		r.m.Recipients = slices.Clone(r.m.Recipients)
+		r.m.Attachments = slices.Clone(r.m.Attachments)
+		r.m.Headers, r.m.Tags = maps.Clone(r.m.Headers), maps.Clone(r.m.Tags)
+		p.done <- r
+	}
+}
+
 // errAlreadyApplied rolls back an application whose job id was applied before.
 var errAlreadyApplied = errors.New("postgres: delivery already applied")
 
-// ApplyDelivery implements ports.DeliveryStore in one transaction, once per job id: the job id goes into
-// applied_jobs first, and when it is already there (a redelivered job, or a concurrent application of the
-// same job, which this one waits for) nothing is written and applied is false.
+// ApplyDelivery implements ports.DeliveryStore, once per job id: the job id goes into applied_jobs first,
+// and when it is already there (a redelivered job, or a concurrent application of the same job, which this
+// one waits for) nothing is written and applied is false.
 //
 // The message row is then locked, so applications of different jobs of one message (one job per
 // recipient domain) run one after the other. That is what makes a.MessageStatus == "" safe: the store then
 // reads every recipient's state after this job's updates, under the lock, and derives the message status
-// with messageStatusOf. A status the caller computed before the transaction may be stale when another job
-// of the same message is applied concurrently.
+// with ports.DeriveMessageStatus. A status the caller computed before the transaction may be stale when
+// another job of the same message is applied concurrently.
 //
 // Then recipient statuses, the message status, events, suppressions (idempotent as in AddSuppression) and
-// the retry job are written. Errors: not_found when the message is not the organization's.
+// the retry job are written, all in the same transaction. Errors: not_found when the message is not the
+// organization's.
+//
+// Concurrent calls share transactions (see applyGroup): every commit waits for a WAL flush, and the MTA
+// reports one job after another from many workers. Each call is still answered on its own: applied once per
+// job id, not_found for its own message only, and a group that fails as a whole is written again one
+// application at a time, so one bad application never fails the others. Once queued, an application is
+// written even if ctx ends while it waits; ApplyDelivery then returns ctx's error.
 func (s *Store) ApplyDelivery(ctx context.Context, a ports.DeliveryApplication) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	p := &pendingApply{ctx: ctx, a: a, done: make(chan applyResult, 1)}
+	s.applies.add(p)
+	select {
+	case r := <-p.done:
+		return r.applied, r.err
+	case <-ctx.Done():
+		return false, ctx.Err()
+	}
+}
+
+// applyOne is ApplyDelivery for one application in a transaction of its own.
+func (s *Store) applyOne(ctx context.Context, a ports.DeliveryApplication) (bool, error) {
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		var inserted int64
 		err := runPipeline(ctx, tx,
@@ -138,4 +292,230 @@ func setMessageStatusStep(ctx context.Context, a ports.DeliveryApplication, stat
 	}
 }
 
+// Bounds of one group of applications written together.
+const (
+	// maxApplyGroup bounds the applications of one transaction, so that its statements' arrays stay small
+	// and the message locks it holds are few.
+	maxApplyGroup = 64
+	// applyGroupTimeout bounds a group's transaction, which runs detached from its callers' contexts.
+	applyGroupTimeout = 30 * time.Second
+)
 
+// pendingApply is one ApplyDelivery call waiting for its group to be written.
+type pendingApply struct {
+	ctx  context.Context
+	a    ports.DeliveryApplication
+	done chan applyResult
+}
+
+type applyResult struct {
+	applied bool
+	err     error
+}
+
+// writeApplies writes one group taken from the combiner. Applications of one message (or one job id) are
+// split into rounds written one after the other, so that a transaction holds at most one application per
+// message: each then sees the recipients' states the one before it left, as with one transaction each.
+func (s *Store) writeApplies(group []*pendingApply) {
+	live := make([]*pendingApply, 0, len(group))
+	for _, p := range group {
+		if err := p.ctx.Err(); err != nil {
+			p.done <- applyResult{err: err} // the caller has gone; nothing is written for it
+			continue
+		}
+		live = append(live, p)
+	}
+	for len(live) > 0 {
+		round := make([]*pendingApply, 0, len(live))
+		var later []*pendingApply
+		seen := make(map[string]bool, 2*len(live))
+		for _, p := range live {
+			if seen[p.a.MessageID] || seen[p.a.JobID] {
+				later = append(later, p)
+				continue
+			}
+			seen[p.a.MessageID], seen[p.a.JobID] = true, true
+			round = append(round, p)
+		}
+		s.applyGroup(round)
+		live = later
+	}
+}
+
+// applyGroup writes a round of applications of distinct messages and job ids in one transaction and
+// answers each. When the transaction fails as a whole (a deadlock with another process, an application the
+// database refuses), each application is written again in a transaction of its own, so that each caller
+// gets its own answer.
+func (s *Store) applyGroup(group []*pendingApply) {
+	if len(group) == 1 {
+		p := group[0]
+		applied, err := s.applyOne(p.ctx, p.a)
+		p.done <- applyResult{applied: applied, err: err}
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(group[0].ctx), applyGroupTimeout)
+	defer cancel()
+	results, err := s.applyMany(ctx, group)
+	if err != nil {
+		for _, p := range group {
+			applied, err := s.applyOne(p.ctx, p.a)
+			p.done <- applyResult{applied: applied, err: err}
+		}
+		return
+	}
+	for i, p := range group {
+		p.done <- results[i]
+	}
+}
+
+// errMessageVanished fails a group whose recorded job names a message the lock did not find (deleted
+// between the two statements); the group is then written one application at a time.
+var errMessageVanished = errors.New("postgres: message of a recorded job not found under lock")
+
+// applyMany is applyOne for several applications of distinct messages and job ids: the same statements,
+// each over all of them, in three round trips and one commit. results[i] answers group[i].
+func (s *Store) applyMany(ctx context.Context, group []*pendingApply) ([]applyResult, error) {
+	n := len(group)
+	ins := db.InsertAppliedJobsParams{JobIds: make([]string, n), OrganizationIds: make([]string, n), MessageIds: make([]string, n)}
+	lock := db.LockMessagesParams{OrganizationIds: make([]string, n), Ids: make([]string, n)}
+	for i, p := range group {
+		ins.JobIds[i], ins.OrganizationIds[i], ins.MessageIds[i] = p.a.JobID, p.a.OrganizationID, p.a.MessageID
+		lock.OrganizationIds[i], lock.Ids[i] = p.a.OrganizationID, p.a.MessageID
+	}
+	var results []applyResult
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		results = make([]applyResult, n)
+		var inserted []string
+		var locked []db.LockMessagesRow
+		err := runPipeline(ctx, tx,
+			func(q *db.Queries) (err error) {
+				inserted, err = q.InsertAppliedJobs(ctx, ins)
+				return err
+			},
+			func(q *db.Queries) (err error) {
+				locked, err = q.LockMessages(ctx, lock)
+				return err
+			},
+		)
+		if err != nil {
+			return err
+		}
+		fresh := make(map[string]bool, len(inserted))
+		for _, id := range inserted {
+			fresh[id] = true
+		}
+		current := make(map[string]ports.MessageStatus, len(locked))
+		for _, m := range locked {
+			current[m.ID] = ports.MessageStatus(m.Status)
+		}
+
+		var (
+			orgOf      = make(map[string]string, n) // message id → organization, of the applications written
+			recipients db.SetRecipientStatusesOfMessagesParams
+			derive     db.RecipientStatusesOfMessagesParams
+			statuses   db.SetMessageStatusesParams
+			events     []ports.Event
+			sups       []ports.Suppression
+			retries    []ports.DeliveryJob
+		)
+		for i, p := range group {
+			a := p.a
+			_, found := current[a.MessageID]
+			switch {
+			case fresh[a.JobID] && !found:
+				return errMessageVanished
+			case !found:
+				results[i].err = interpretErrorFor("message", pgx.ErrNoRows)
+				continue
+			case !fresh[a.JobID]:
+				continue // applied before: applied stays false
+			}
+			results[i].applied = true
+			orgOf[a.MessageID] = a.OrganizationID
+			ids := make([]string, 0, len(a.Recipients))
+			for id := range a.Recipients {
+				ids = append(ids, id)
+			}
+			slices.Sort(ids)
+			for _, id := range ids {
+				recipients.OrganizationIds = append(recipients.OrganizationIds, a.OrganizationID)
+				recipients.MessageIds = append(recipients.MessageIds, a.MessageID)
+				recipients.Ids = append(recipients.Ids, id)
+				recipients.Statuses = append(recipients.Statuses, string(a.Recipients[id]))
+			}
+			if a.MessageStatus == "" {
+				derive.OrganizationIds = append(derive.OrganizationIds, a.OrganizationID)
+				derive.MessageIds = append(derive.MessageIds, a.MessageID)
+			} else if a.MessageStatus != current[a.MessageID] {
+				statuses.OrganizationIds = append(statuses.OrganizationIds, a.OrganizationID)
+				statuses.Ids = append(statuses.Ids, a.MessageID)
+				statuses.Statuses = append(statuses.Statuses, string(a.MessageStatus))
+			}
+			events = append(events, eventsAbout(a.Events, a.OrganizationID, a.MessageID, "")...)
+			sups = append(sups, a.Suppressions...)
+			if a.Retry != nil {
+				retries = append(retries, jobOf(*a.Retry, a.OrganizationID, a.MessageID))
+			}
+		}
+		if len(orgOf) == 0 {
+			return nil
+		}
+
+		var steps []pipelineStep
+		if len(recipients.Ids) > 0 {
+			steps = append(steps, func(q *db.Queries) error { return q.SetRecipientStatusesOfMessages(ctx, recipients) })
+		}
+		var states []db.RecipientStatusesOfMessagesRow
+		if len(derive.MessageIds) > 0 {
+			steps = append(steps, func(q *db.Queries) (err error) {
+				states, err = q.RecipientStatusesOfMessages(ctx, derive)
+				return err
+			})
+		}
+		if len(events) > 0 {
+			p := insertEventsParams(events)
+			steps = append(steps, func(q *db.Queries) error { return q.InsertEvents(ctx, p) })
+		}
+		if len(sups) > 0 {
+			// One order for every group, so that two groups inserting the same addresses never deadlock.
+			slices.SortFunc(sups, func(x, y ports.Suppression) int {
+				return strings.Compare(x.OrganizationID+"\x00"+strings.ToLower(x.Address), y.OrganizationID+"\x00"+strings.ToLower(y.Address))
+			})
+			p := insertSuppressionsParams(sups)
+			steps = append(steps, func(q *db.Queries) error { return q.InsertSuppressions(ctx, p) })
+		}
+		if len(retries) > 0 {
+			p := insertOutboxParams(retries)
+			steps = append(steps, func(q *db.Queries) error { return q.InsertOutboxJobs(ctx, p) })
+		}
+		if len(steps) > 0 {
+			if err := runPipeline(ctx, tx, steps...); err != nil {
+				return err
+			}
+		}
+
+		// states holds each derived message's recipients, ordered by message then position.
+		for i := 0; i < len(states); {
+			j := i
+			var all []ports.MessageStatus
+			for ; j < len(states) && states[j].MessageID == states[i].MessageID; j++ {
+				all = append(all, ports.MessageStatus(states[j].Status))
+			}
+			id := states[i].MessageID
+			if derived := ports.DeriveMessageStatus(all); derived != "" && derived != current[id] {
+				statuses.OrganizationIds = append(statuses.OrganizationIds, orgOf[id])
+				statuses.Ids = append(statuses.Ids, id)
+				statuses.Statuses = append(statuses.Statuses, string(derived))
+			}
+			i = j
+		}
+		if len(statuses.Ids) > 0 {
+			return runPipeline(ctx, tx, func(q *db.Queries) error { return q.SetMessageStatuses(ctx, statuses) })
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return results, nil
+}

@@ -43,6 +43,8 @@ type Queue struct {
 	pool    *pgxpool.Pool
 	queries *db.Queries
 	cfg     QueueConfig
+	// acks groups concurrent Acks into one statement (and one commit).
+	acks combiner[*pendingAck]
 }
 
 // NewQueue returns a queue on pool, which must be migrated (Migrate) and stays owned by the caller.
@@ -53,7 +55,9 @@ func NewQueue(pool *pgxpool.Pool, cfg QueueConfig) *Queue {
 	if cfg.PollInterval <= 0 {
 		cfg.PollInterval = DefaultQueuePollInterval
 	}
-	return &Queue{pool: pool, queries: db.New(pool), cfg: cfg}
+	q := &Queue{pool: pool, queries: db.New(pool), cfg: cfg}
+	q.acks = combiner[*pendingAck]{max: maxAckGroup, write: q.writeAcks}
+	return q
 }
 
 // Publish implements ports.Queue with one multi-row insert and a notification, in one transaction. A job
@@ -175,15 +179,76 @@ func (d *queueDelivery) Job() ports.DeliveryJob { return d.job }
 // Ack implements ports.Delivery: the job is deleted, if this delivery still holds its lease. After the
 // lease expired the job is left for whoever receives it next and Ack returns failed_precondition; the
 // outcome was recorded once already (ApplyDelivery is idempotent per job id).
+//
+// Concurrent Acks share one statement and one commit (a deleted row is a commit waiting for the WAL
+// flush). Each is still answered on its own: a lost lease fails only that Ack. Once queued, an Ack is
+// written even if ctx ends while it waits; Ack then returns ctx's error.
 func (d *queueDelivery) Ack(ctx context.Context) error {
-	n, err := d.queue.queries.AckJob(ctx, db.AckJobParams{ID: d.job.ID, LeaseToken: d.token})
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	p := &pendingAck{ctx: ctx, id: d.job.ID, token: d.token, done: make(chan error, 1)}
+	d.queue.acks.add(p)
+	select {
+	case err := <-p.done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Bounds of one group of acks.
+const (
+	// maxAckGroup bounds the acks of one statement.
+	maxAckGroup = 256
+	// ackGroupTimeout bounds a group's statement, which runs detached from its callers' contexts.
+	ackGroupTimeout = 30 * time.Second
+)
+
+// pendingAck is one Ack waiting for its group to be written.
+type pendingAck struct {
+	ctx       context.Context
+	id, token string
+	done      chan error
+}
+
+// writeAcks deletes a group of leased jobs in one statement and answers each Ack.
+func (q *Queue) writeAcks(group []*pendingAck) {
+	p := db.AckJobsParams{Ids: make([]string, 0, len(group)), LeaseTokens: make([]string, 0, len(group))}
+	live := group[:0:0]
+	for _, a := range group {
+		if err := a.ctx.Err(); err != nil {
+			a.done <- err // the caller has gone; its job stays leased until the lease ends
+			continue
+		}
+		live = append(live, a)
+		p.Ids = append(p.Ids, a.id)
+		p.LeaseTokens = append(p.LeaseTokens, a.token)
+	}
+	if len(live) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(live[0].ctx), ackGroupTimeout)
+	defer cancel()
+	deleted, err := q.queries.AckJobs(ctx, p)
 	if err != nil {
-		return interpretError(err)
+		err = interpretError(err)
+		for _, a := range live {
+			a.done <- err
+		}
+		return
 	}
-	if n == 0 {
-		return errLeaseLost()
+	gone := make(map[string]bool, len(deleted))
+	for _, token := range deleted {
+		gone[token] = true
 	}
-	return nil
+	for _, a := range live {
+		if gone[a.token] {
+			a.done <- nil
+		} else {
+			a.done <- errLeaseLost()
+		}
+	}
 }
 
 // Nack implements ports.Delivery: the lease is dropped and the job is visible again at once. After the

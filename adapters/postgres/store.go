@@ -29,6 +29,10 @@ type Store struct {
 	queries *db.Queries
 	// sends groups concurrent InsertMessage calls into shared transactions (message.go).
 	sends sendCombiner
+	// applies groups concurrent ApplyDelivery calls into shared transactions (delivery.go).
+	applies combiner[*pendingApply]
+	// reads groups concurrent OutboundData calls into shared round trips (delivery.go).
+	reads combiner[*pendingRead]
 }
 
 // Open connects to databaseURL and checks that the database answers, so that a wrong URL fails at start
@@ -53,7 +57,10 @@ func Open(ctx context.Context, databaseURL string) (*Store, error) {
 // New wraps a pool the caller already owns (and closes), for composition roots that share one pool
 // between this Store and other PostgreSQL adapters.
 func New(pool *pgxpool.Pool) *Store {
-	return &Store{pool: pool, queries: db.New(pool)}
+	s := &Store{pool: pool, queries: db.New(pool)}
+	s.applies = combiner[*pendingApply]{max: maxApplyGroup, write: s.writeApplies}
+	s.reads = combiner[*pendingRead]{max: maxReadGroup, write: s.readOutbound}
+	return s
 }
 
 // Pool exposes the underlying pool for Migrate and for adapters that share it.

@@ -26,6 +26,8 @@ import (
 	"github.com/postmill/postmill/adapters/rpc/gen/postmill/organization/v1/organizationv1connect"
 	ratelimitv1 "github.com/postmill/postmill/adapters/rpc/gen/postmill/ratelimit/v1"
 	"github.com/postmill/postmill/adapters/rpc/gen/postmill/ratelimit/v1/ratelimitv1connect"
+	webhookv1 "github.com/postmill/postmill/adapters/rpc/gen/postmill/webhook/v1"
+	"github.com/postmill/postmill/adapters/rpc/gen/postmill/webhook/v1/webhookv1connect"
 )
 
 // Client is the core as seen from another tier: it implements every driving interface of ports.Core by
@@ -41,6 +43,7 @@ type Client struct {
 	domains       domainv1connect.DomainServiceClient
 	emails        emailv1connect.EmailServiceClient
 	delivery      deliveryv1connect.DeliveryServiceClient
+	webhooks      webhookv1connect.WebhookServiceClient
 	health        healthv1connect.HealthServiceClient
 }
 
@@ -54,6 +57,7 @@ var (
 	_ ports.DomainService         = (*Client)(nil)
 	_ ports.EmailService          = (*Client)(nil)
 	_ ports.DeliveryService       = (*Client)(nil)
+	_ ports.WebhookService        = (*Client)(nil)
 	_ ports.Pinger                = (*Client)(nil)
 )
 
@@ -98,6 +102,7 @@ func NewClient(baseURL, token string, httpClient connect.HTTPClient) *Client {
 		domains:       domainv1connect.NewDomainServiceClient(httpClient, baseURL, opts...),
 		emails:        emailv1connect.NewEmailServiceClient(httpClient, baseURL, opts...),
 		delivery:      deliveryv1connect.NewDeliveryServiceClient(httpClient, baseURL, opts...),
+		webhooks:      webhookv1connect.NewWebhookServiceClient(httpClient, baseURL, opts...),
 		health:        healthv1connect.NewHealthServiceClient(httpClient, baseURL, opts...),
 	}
 }
@@ -115,6 +120,7 @@ func (c *Client) Core() ports.Core {
 		Domains:         c,
 		Emails:          c,
 		Delivery:        c,
+		Webhooks:        c,
 		Health:          c,
 	}
 }
@@ -432,6 +438,75 @@ func (c *Client) LoadOutbound(ctx context.Context, job ports.DeliveryJob) (ports
 func (c *Client) ReportDelivery(ctx context.Context, r ports.DeliveryReport) error {
 	_, err := c.delivery.ReportDelivery(ctx, connect.NewRequest(&deliveryv1.ReportDeliveryRequest{Report: deliveryReportToProto(r)}))
 	return fromConnectError(deliveryv1connect.DeliveryServiceReportDeliveryProcedure, err)
+}
+
+// CreateEndpoint implements ports.WebhookService. The answer carries the plaintext secret; the sealed one
+// stays in the core, so Secret is nil.
+func (c *Client) CreateEndpoint(ctx context.Context, orgID, url string, eventTypes []string) (ports.CreatedWebhookEndpoint, error) {
+	res, err := c.webhooks.CreateEndpoint(ctx, connect.NewRequest(&webhookv1.CreateEndpointRequest{
+		OrganizationId: orgID,
+		Url:            url,
+		EventTypes:     eventTypesToProto(eventTypes),
+	}))
+	if err != nil {
+		return ports.CreatedWebhookEndpoint{}, fromConnectError(webhookv1connect.WebhookServiceCreateEndpointProcedure, err)
+	}
+	return createdWebhookEndpointFromProto(res.Msg.GetEndpoint()), nil
+}
+
+// ListEndpoints implements ports.WebhookService.
+func (c *Client) ListEndpoints(ctx context.Context, orgID string) ([]ports.WebhookEndpoint, error) {
+	res, err := c.webhooks.ListEndpoints(ctx, connect.NewRequest(&webhookv1.ListEndpointsRequest{OrganizationId: orgID}))
+	if err != nil {
+		return nil, fromConnectError(webhookv1connect.WebhookServiceListEndpointsProcedure, err)
+	}
+	return webhookEndpointsFromProto(res.Msg.GetEndpoints()), nil
+}
+
+// DeleteEndpoint implements ports.WebhookService.
+func (c *Client) DeleteEndpoint(ctx context.Context, orgID, id string) error {
+	_, err := c.webhooks.DeleteEndpoint(ctx, connect.NewRequest(&webhookv1.DeleteEndpointRequest{OrganizationId: orgID, Id: id}))
+	return fromConnectError(webhookv1connect.WebhookServiceDeleteEndpointProcedure, err)
+}
+
+// TestEndpoint implements ports.WebhookService.
+func (c *Client) TestEndpoint(ctx context.Context, orgID, id string) (ports.WebhookDelivery, error) {
+	res, err := c.webhooks.TestEndpoint(ctx, connect.NewRequest(&webhookv1.TestEndpointRequest{OrganizationId: orgID, Id: id}))
+	if err != nil {
+		return ports.WebhookDelivery{}, fromConnectError(webhookv1connect.WebhookServiceTestEndpointProcedure, err)
+	}
+	return webhookDeliveryFromProto(res.Msg.GetDelivery()), nil
+}
+
+// RotateSecret implements ports.WebhookService.
+func (c *Client) RotateSecret(ctx context.Context, orgID, id string) (ports.CreatedWebhookEndpoint, error) {
+	res, err := c.webhooks.RotateSecret(ctx, connect.NewRequest(&webhookv1.RotateSecretRequest{OrganizationId: orgID, Id: id}))
+	if err != nil {
+		return ports.CreatedWebhookEndpoint{}, fromConnectError(webhookv1connect.WebhookServiceRotateSecretProcedure, err)
+	}
+	return createdWebhookEndpointFromProto(res.Msg.GetEndpoint()), nil
+}
+
+// Replay implements ports.WebhookService.
+func (c *Client) Replay(ctx context.Context, orgID, endpointID, deliveryID string) (ports.WebhookDelivery, error) {
+	res, err := c.webhooks.Replay(ctx, connect.NewRequest(&webhookv1.ReplayRequest{
+		OrganizationId: orgID,
+		EndpointId:     endpointID,
+		DeliveryId:     deliveryID,
+	}))
+	if err != nil {
+		return ports.WebhookDelivery{}, fromConnectError(webhookv1connect.WebhookServiceReplayProcedure, err)
+	}
+	return webhookDeliveryFromProto(res.Msg.GetDelivery()), nil
+}
+
+// ListDeliveries implements ports.WebhookService.
+func (c *Client) ListDeliveries(ctx context.Context, orgID string) ([]ports.WebhookDelivery, error) {
+	res, err := c.webhooks.ListDeliveries(ctx, connect.NewRequest(&webhookv1.ListDeliveriesRequest{OrganizationId: orgID}))
+	if err != nil {
+		return nil, fromConnectError(webhookv1connect.WebhookServiceListDeliveriesProcedure, err)
+	}
+	return webhookDeliveriesFromProto(res.Msg.GetDeliveries()), nil
 }
 
 // Ping implements ports.Pinger: it succeeds when the core and its database answer.

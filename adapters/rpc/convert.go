@@ -18,6 +18,7 @@ import (
 	emailv1 "github.com/postmill/postmill/adapters/rpc/gen/postmill/email/v1"
 	organizationv1 "github.com/postmill/postmill/adapters/rpc/gen/postmill/organization/v1"
 	ratelimitv1 "github.com/postmill/postmill/adapters/rpc/gen/postmill/ratelimit/v1"
+	webhookv1 "github.com/postmill/postmill/adapters/rpc/gen/postmill/webhook/v1"
 )
 
 // Conversions between ports values and their wire messages. Each pair is exact inverses on everything
@@ -1003,4 +1004,138 @@ func deliveryReportFromProto(r *deliveryv1.DeliveryReport) ports.DeliveryReport 
 		Recipients: recipientOutcomesFromProto(r.GetRecipients()),
 		At:         timeFromProto(r.GetAt()),
 	}
+}
+
+// Webhooks: the same rules hold. WebhookEndpoint.Secret, the sealed secret, has no wire field and is
+// dropped on the way out; the plaintext travels only as CreatedWebhookEndpoint.PlainSecret. Payload keeps
+// nil and empty apart through its optional field.
+
+func eventTypesToProto(types []string) *webhookv1.EventTypeList {
+	if types == nil {
+		return nil
+	}
+	return &webhookv1.EventTypeList{Values: types}
+}
+
+func eventTypesFromProto(l *webhookv1.EventTypeList) []string {
+	if l == nil {
+		return nil
+	}
+	return cloneStrings(l.GetValues())
+}
+
+func webhookEndpointToProto(e ports.WebhookEndpoint) *webhookv1.WebhookEndpoint {
+	return &webhookv1.WebhookEndpoint{
+		Id:             e.ID,
+		OrganizationId: e.OrganizationID,
+		Url:            e.URL,
+		Enabled:        e.Enabled,
+		EventTypes:     eventTypesToProto(e.EventTypes),
+		CreatedAt:      timeToProto(e.CreatedAt),
+	}
+}
+
+func webhookEndpointFromProto(e *webhookv1.WebhookEndpoint) ports.WebhookEndpoint {
+	return ports.WebhookEndpoint{
+		ID:             e.GetId(),
+		OrganizationID: e.GetOrganizationId(),
+		URL:            e.GetUrl(),
+		Enabled:        e.GetEnabled(),
+		EventTypes:     eventTypesFromProto(e.GetEventTypes()),
+		CreatedAt:      timeFromProto(e.GetCreatedAt()),
+	}
+}
+
+func webhookEndpointsToProto(endpoints []ports.WebhookEndpoint) *webhookv1.WebhookEndpointList {
+	if endpoints == nil {
+		return nil
+	}
+	l := &webhookv1.WebhookEndpointList{Items: make([]*webhookv1.WebhookEndpoint, 0, len(endpoints))}
+	for _, e := range endpoints {
+		l.Items = append(l.Items, webhookEndpointToProto(e))
+	}
+	return l
+}
+
+func webhookEndpointsFromProto(l *webhookv1.WebhookEndpointList) []ports.WebhookEndpoint {
+	if l == nil {
+		return nil
+	}
+	endpoints := make([]ports.WebhookEndpoint, 0, len(l.GetItems()))
+	for _, e := range l.GetItems() {
+		endpoints = append(endpoints, webhookEndpointFromProto(e))
+	}
+	return endpoints
+}
+
+func createdWebhookEndpointToProto(e ports.CreatedWebhookEndpoint) *webhookv1.CreatedWebhookEndpoint {
+	return &webhookv1.CreatedWebhookEndpoint{
+		Endpoint:    webhookEndpointToProto(e.WebhookEndpoint),
+		PlainSecret: e.PlainSecret,
+	}
+}
+
+func createdWebhookEndpointFromProto(e *webhookv1.CreatedWebhookEndpoint) ports.CreatedWebhookEndpoint {
+	return ports.CreatedWebhookEndpoint{
+		WebhookEndpoint: webhookEndpointFromProto(e.GetEndpoint()),
+		PlainSecret:     e.GetPlainSecret(),
+	}
+}
+
+func webhookDeliveryToProto(d ports.WebhookDelivery) *webhookv1.WebhookDelivery {
+	return &webhookv1.WebhookDelivery{
+		Id:              d.ID,
+		OrganizationId:  d.OrganizationID,
+		EndpointId:      d.EndpointID,
+		EventId:         d.EventID,
+		EventType:       d.EventType,
+		Status:          d.Status,
+		Attempts:        int64(d.Attempts),
+		ResponseCode:    int64(d.ResponseCode),
+		NextRetryAt:     timePtrToProto(d.NextRetryAt),
+		DeliveredAt:     timePtrToProto(d.DeliveredAt),
+		CreatedAt:       timeToProto(d.CreatedAt),
+		Payload:         d.Payload,
+		OriginalEventId: d.OriginalEventID,
+	}
+}
+
+func webhookDeliveryFromProto(d *webhookv1.WebhookDelivery) ports.WebhookDelivery {
+	return ports.WebhookDelivery{
+		ID:              d.GetId(),
+		OrganizationID:  d.GetOrganizationId(),
+		EndpointID:      d.GetEndpointId(),
+		EventID:         d.GetEventId(),
+		EventType:       d.GetEventType(),
+		Status:          d.GetStatus(),
+		Attempts:        int(d.GetAttempts()),
+		ResponseCode:    int(d.GetResponseCode()),
+		NextRetryAt:     timePtrFromProto(d.GetNextRetryAt()),
+		DeliveredAt:     timePtrFromProto(d.GetDeliveredAt()),
+		CreatedAt:       timeFromProto(d.GetCreatedAt()),
+		Payload:         d.GetPayload(),
+		OriginalEventID: d.GetOriginalEventId(),
+	}
+}
+
+func webhookDeliveriesToProto(deliveries []ports.WebhookDelivery) *webhookv1.WebhookDeliveryList {
+	if deliveries == nil {
+		return nil
+	}
+	l := &webhookv1.WebhookDeliveryList{Items: make([]*webhookv1.WebhookDelivery, 0, len(deliveries))}
+	for _, d := range deliveries {
+		l.Items = append(l.Items, webhookDeliveryToProto(d))
+	}
+	return l
+}
+
+func webhookDeliveriesFromProto(l *webhookv1.WebhookDeliveryList) []ports.WebhookDelivery {
+	if l == nil {
+		return nil
+	}
+	deliveries := make([]ports.WebhookDelivery, 0, len(l.GetItems()))
+	for _, d := range l.GetItems() {
+		deliveries = append(deliveries, webhookDeliveryFromProto(d))
+	}
+	return deliveries
 }

@@ -37,6 +37,10 @@ type fakeCore struct {
 	message     ports.Message
 	page        ports.EmailPage
 	outbound    ports.OutboundMessage
+	created     ports.CreatedWebhookEndpoint
+	endpoints   []ports.WebhookEndpoint
+	delivery    ports.WebhookDelivery
+	deliveries  []ports.WebhookDelivery
 
 	// seen receives the context of each call, for tests of what travels in it.
 	seen func(ctx context.Context)
@@ -58,6 +62,7 @@ func (f *fakeCore) core() ports.Core {
 		Domains:         f,
 		Emails:          f,
 		Delivery:        f,
+		Webhooks:        f,
 		Health:          f,
 	}
 }
@@ -212,4 +217,32 @@ func (f *fakeCore) LoadOutbound(ctx context.Context, job ports.DeliveryJob) (por
 
 func (f *fakeCore) ReportDelivery(ctx context.Context, r ports.DeliveryReport) error {
 	return f.record(ctx, "ReportDelivery", r)
+}
+
+func (f *fakeCore) CreateEndpoint(ctx context.Context, orgID, url string, eventTypes []string) (ports.CreatedWebhookEndpoint, error) {
+	return f.created, f.record(ctx, "CreateEndpoint", orgID, url, eventTypes)
+}
+
+func (f *fakeCore) ListEndpoints(ctx context.Context, orgID string) ([]ports.WebhookEndpoint, error) {
+	return f.endpoints, f.record(ctx, "ListEndpoints", orgID)
+}
+
+func (f *fakeCore) DeleteEndpoint(ctx context.Context, orgID, id string) error {
+	return f.record(ctx, "DeleteEndpoint", orgID, id)
+}
+
+func (f *fakeCore) TestEndpoint(ctx context.Context, orgID, id string) (ports.WebhookDelivery, error) {
+	return f.delivery, f.record(ctx, "TestEndpoint", orgID, id)
+}
+
+func (f *fakeCore) RotateSecret(ctx context.Context, orgID, id string) (ports.CreatedWebhookEndpoint, error) {
+	return f.created, f.record(ctx, "RotateSecret", orgID, id)
+}
+
+func (f *fakeCore) Replay(ctx context.Context, orgID, endpointID, deliveryID string) (ports.WebhookDelivery, error) {
+	return f.delivery, f.record(ctx, "Replay", orgID, endpointID, deliveryID)
+}
+
+func (f *fakeCore) ListDeliveries(ctx context.Context, orgID string) ([]ports.WebhookDelivery, error) {
+	return f.deliveries, f.record(ctx, "ListDeliveries", orgID)
 }

@@ -26,6 +26,8 @@ import (
 	"github.com/postmill/postmill/adapters/rpc/gen/postmill/organization/v1/organizationv1connect"
 	ratelimitv1 "github.com/postmill/postmill/adapters/rpc/gen/postmill/ratelimit/v1"
 	"github.com/postmill/postmill/adapters/rpc/gen/postmill/ratelimit/v1/ratelimitv1connect"
+	webhookv1 "github.com/postmill/postmill/adapters/rpc/gen/postmill/webhook/v1"
+	"github.com/postmill/postmill/adapters/rpc/gen/postmill/webhook/v1/webhookv1connect"
 )
 
 // MaxMessageBytes bounds every message either side of the hop reads or sends. A send carries up to
@@ -95,6 +97,9 @@ func NewHandler(core ports.Core, cfg ServerConfig) http.Handler {
 	if core.Delivery != nil {
 		mount(deliveryv1connect.NewDeliveryServiceHandler(s, opts...))
 	}
+	if core.Webhooks != nil {
+		mount(webhookv1connect.NewWebhookServiceHandler(s, opts...))
+	}
 	if core.Health != nil {
 		mount(healthv1connect.NewHealthServiceHandler(s, opts...))
 	}
@@ -118,6 +123,7 @@ var (
 	_ domainv1connect.DomainServiceHandler             = (*server)(nil)
 	_ emailv1connect.EmailServiceHandler               = (*server)(nil)
 	_ deliveryv1connect.DeliveryServiceHandler         = (*server)(nil)
+	_ webhookv1connect.WebhookServiceHandler           = (*server)(nil)
 	_ healthv1connect.HealthServiceHandler             = (*server)(nil)
 )
 
@@ -426,4 +432,61 @@ func (s *server) ReportDelivery(ctx context.Context, req *connect.Request[delive
 		return nil, s.fail(ctx, req.Spec(), err)
 	}
 	return connect.NewResponse(&deliveryv1.ReportDeliveryResponse{}), nil
+}
+
+func (s *server) CreateEndpoint(ctx context.Context, req *connect.Request[webhookv1.CreateEndpointRequest]) (*connect.Response[webhookv1.CreateEndpointResponse], error) {
+	m := req.Msg
+	e, err := s.core.Webhooks.CreateEndpoint(ctx, m.GetOrganizationId(), m.GetUrl(), eventTypesFromProto(m.GetEventTypes()))
+	if err != nil {
+		return nil, s.fail(ctx, req.Spec(), err)
+	}
+	return connect.NewResponse(&webhookv1.CreateEndpointResponse{Endpoint: createdWebhookEndpointToProto(e)}), nil
+}
+
+func (s *server) ListEndpoints(ctx context.Context, req *connect.Request[webhookv1.ListEndpointsRequest]) (*connect.Response[webhookv1.ListEndpointsResponse], error) {
+	endpoints, err := s.core.Webhooks.ListEndpoints(ctx, req.Msg.GetOrganizationId())
+	if err != nil {
+		return nil, s.fail(ctx, req.Spec(), err)
+	}
+	return connect.NewResponse(&webhookv1.ListEndpointsResponse{Endpoints: webhookEndpointsToProto(endpoints)}), nil
+}
+
+func (s *server) DeleteEndpoint(ctx context.Context, req *connect.Request[webhookv1.DeleteEndpointRequest]) (*connect.Response[webhookv1.DeleteEndpointResponse], error) {
+	if err := s.core.Webhooks.DeleteEndpoint(ctx, req.Msg.GetOrganizationId(), req.Msg.GetId()); err != nil {
+		return nil, s.fail(ctx, req.Spec(), err)
+	}
+	return connect.NewResponse(&webhookv1.DeleteEndpointResponse{}), nil
+}
+
+func (s *server) TestEndpoint(ctx context.Context, req *connect.Request[webhookv1.TestEndpointRequest]) (*connect.Response[webhookv1.TestEndpointResponse], error) {
+	d, err := s.core.Webhooks.TestEndpoint(ctx, req.Msg.GetOrganizationId(), req.Msg.GetId())
+	if err != nil {
+		return nil, s.fail(ctx, req.Spec(), err)
+	}
+	return connect.NewResponse(&webhookv1.TestEndpointResponse{Delivery: webhookDeliveryToProto(d)}), nil
+}
+
+func (s *server) RotateSecret(ctx context.Context, req *connect.Request[webhookv1.RotateSecretRequest]) (*connect.Response[webhookv1.RotateSecretResponse], error) {
+	e, err := s.core.Webhooks.RotateSecret(ctx, req.Msg.GetOrganizationId(), req.Msg.GetId())
+	if err != nil {
+		return nil, s.fail(ctx, req.Spec(), err)
+	}
+	return connect.NewResponse(&webhookv1.RotateSecretResponse{Endpoint: createdWebhookEndpointToProto(e)}), nil
+}
+
+func (s *server) Replay(ctx context.Context, req *connect.Request[webhookv1.ReplayRequest]) (*connect.Response[webhookv1.ReplayResponse], error) {
+	m := req.Msg
+	d, err := s.core.Webhooks.Replay(ctx, m.GetOrganizationId(), m.GetEndpointId(), m.GetDeliveryId())
+	if err != nil {
+		return nil, s.fail(ctx, req.Spec(), err)
+	}
+	return connect.NewResponse(&webhookv1.ReplayResponse{Delivery: webhookDeliveryToProto(d)}), nil
+}
+
+func (s *server) ListDeliveries(ctx context.Context, req *connect.Request[webhookv1.ListDeliveriesRequest]) (*connect.Response[webhookv1.ListDeliveriesResponse], error) {
+	deliveries, err := s.core.Webhooks.ListDeliveries(ctx, req.Msg.GetOrganizationId())
+	if err != nil {
+		return nil, s.fail(ctx, req.Spec(), err)
+	}
+	return connect.NewResponse(&webhookv1.ListDeliveriesResponse{Deliveries: webhookDeliveriesToProto(deliveries)}), nil
 }

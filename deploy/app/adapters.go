@@ -13,6 +13,7 @@ import (
 	"github.com/postmill/postmill/adapters/kafka"
 	"github.com/postmill/postmill/adapters/postgres"
 	"github.com/postmill/postmill/adapters/s3"
+	webhookhttp "github.com/postmill/postmill/adapters/webhook"
 	"github.com/postmill/postmill/core/scan"
 	"github.com/postmill/postmill/ports"
 )
@@ -101,6 +102,35 @@ func (a *App) dnsResolver() ports.Resolver {
 		a.shared.resolver = dns.New(a.cfg.DNSResolver, dns.Options{})
 	}
 	return a.shared.resolver
+}
+
+// webhookSender is the HTTP client of webhooks behind the SSRF guard, resolving through
+// POSTMILL_DNS_RESOLVER and exempting POSTMILL_WEBHOOK_ALLOW_NETS.
+func (a *App) webhookSender() (ports.WebhookSender, error) {
+	s, err := webhookhttp.New(webhookhttp.Config{AllowNets: a.cfg.WebhookAllowNets}, a.dnsResolver())
+	if err != nil {
+		return nil, fmt.Errorf("webhook sender: %w", err)
+	}
+	a.shared.mu.Lock()
+	a.shared.closers = append(a.shared.closers, s.CloseIdleConnections)
+	a.shared.mu.Unlock()
+	return s, nil
+}
+
+// eventStream publishes every event to Kafka when the Kafka queue is configured; with PostgreSQL the
+// events table is the stream and there is nothing more to do.
+func (a *App) eventStream(ctx context.Context) (ports.EventStream, error) {
+	if a.cfg.Queue != "kafka" {
+		return nil, nil
+	}
+	s, err := kafka.NewEventStream(ctx, kafka.Config{Brokers: a.cfg.KafkaBrokers, Logger: a.logger})
+	if err != nil {
+		return nil, fmt.Errorf("kafka events stream: %w", err)
+	}
+	a.shared.mu.Lock()
+	a.shared.closers = append(a.shared.closers, s.Close)
+	a.shared.mu.Unlock()
+	return s, nil
 }
 
 func (a *App) closeShared() {

@@ -27,6 +27,7 @@ import (
 	"github.com/postmill/postmill/core/ratelimit"
 	"github.com/postmill/postmill/core/secret"
 	"github.com/postmill/postmill/core/sending"
+	"github.com/postmill/postmill/core/webhook"
 	"github.com/postmill/postmill/edge"
 	"github.com/postmill/postmill/edge/submission"
 	"github.com/postmill/postmill/mta"
@@ -272,11 +273,25 @@ func (a *App) initCore() (services.Service, error) {
 		if err != nil {
 			return err
 		}
+		sender, err := a.webhookSender()
+		if err != nil {
+			return err
+		}
+		stream, err := a.eventStream(ctx)
+		if err != nil {
+			return err
+		}
+		hooks, err := webhook.New(webhook.Config{Schedule: a.cfg.WebhookSchedule}, webhook.Deps{
+			Store: st, Sender: sender, Stream: stream, Keyring: a.keyring, Clock: ports.SystemClock{}, Logger: a.logger,
+		})
+		if err != nil {
+			return err
+		}
 		core := ports.Core{
 			Accounts: acc, Auth: acc, APIKeys: acc, SMTPCredentials: acc, Organizations: acc,
-			RateLimiter: limiter, Domains: domains, Emails: send, Delivery: send, Health: st,
+			RateLimiter: limiter, Domains: domains, Emails: send, Delivery: send, Webhooks: hooks, Health: st,
 		}
-		loops = []func(context.Context) error{acc.Run, limiter.Run, send.RunRelay, send.RunScheduler}
+		loops = []func(context.Context) error{acc.Run, limiter.Run, send.RunRelay, send.RunScheduler, hooks.RunFanOut, hooks.RunDispatcher}
 		a.mu.Lock()
 		a.core = core
 		a.mu.Unlock()

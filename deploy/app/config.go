@@ -71,6 +71,9 @@ type Config struct {
 	SecretKeys        [][]byte
 	LogLevel          slog.Level
 	ShutdownGraceSecs int
+	// WebhookSchedule replaces SPEC §6's retry waits (15m, 30m, 1h, 2h). Tests set it; there is no
+	// environment variable, because the schedule is part of the contract with receivers.
+	WebhookSchedule []time.Duration
 }
 
 // Getenv reads one variable; LoadEnv takes it as a parameter so tests need not touch the process

@@ -38,3 +38,5 @@ t1=$(date +%s.%N)
 echo "smtp-source: $N messages of 2 KB over 20 sessions into smtp-sink = $(echo "$N / ($t1 - $t0)" | bc) msg/s"
 ./bin/postmill-bench send -db "$DB" "$@"
 ./bin/postmill-bench mta -db "$DB" -sink 127.0.0.1:$SINK_PORT
+./bin/postmill-bench webhooks -db "$DB" -sends 5000
+./bin/postmill-bench webhooks -db "$DB" -sends 3000 -rate 300

@@ -52,3 +52,13 @@ LISTEN postmill_delivery_queue;
 
 -- name: UnlistenQueue :exec
 UNLISTEN postmill_delivery_queue;
+
+-- name: AckJobs :many
+-- The grouped form of AckJob: deletes each job still leased under its token and returns the tokens of the
+-- rows deleted (a token names one lease of one job).
+DELETE FROM delivery_queue AS q
+USING (SELECT
+        unnest(@ids::uuid[]) AS id,
+        unnest(@lease_tokens::uuid[]) AS lease_token) AS u
+WHERE q.id = u.id AND q.lease_token = u.lease_token
+RETURNING q.lease_token::text AS lease_token;

@@ -24,6 +24,49 @@ func (q *Queries) InsertAppliedJob(ctx context.Context, jobID string) (int64, er
 	return result.RowsAffected(), nil
 }
 
+const insertAppliedJobs = `-- name: InsertAppliedJobs :many
+INSERT INTO applied_jobs (job_id, applied_at)
+SELECT u.job_id, now()
+FROM (SELECT
+        unnest($1::uuid[]) AS job_id,
+        unnest($2::uuid[]) AS organization_id,
+        unnest($3::uuid[]) AS message_id) AS u
+WHERE EXISTS (SELECT 1 FROM messages m WHERE m.organization_id = u.organization_id AND m.id = u.message_id)
+ORDER BY u.job_id
+ON CONFLICT (job_id) DO NOTHING
+RETURNING job_id
+`
+
+type InsertAppliedJobsParams struct {
+	JobIds          []string
+	OrganizationIds []string
+	MessageIds      []string
+}
+
+// The grouped form of InsertAppliedJob, in job id order so that concurrent groups wait for each other in
+// one order. Only jobs whose message is the organization's are recorded. The ids returned are the ones
+// recorded now; a missing id was applied before (or by a concurrent transaction this one waited for), or
+// its message is not the organization's.
+func (q *Queries) InsertAppliedJobs(ctx context.Context, arg InsertAppliedJobsParams) ([]string, error) {
+	rows, err := q.db.Query(ctx, insertAppliedJobs, arg.JobIds, arg.OrganizationIds, arg.MessageIds)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []string
+	for rows.Next() {
+		var job_id string
+		if err := rows.Scan(&job_id); err != nil {
+			return nil, err
+		}
+		items = append(items, job_id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const lockMessage = `-- name: LockMessage :one
 SELECT status FROM messages WHERE organization_id = $1 AND id = $2 FOR NO KEY UPDATE
 `
@@ -39,6 +82,96 @@ func (q *Queries) LockMessage(ctx context.Context, arg LockMessageParams) (strin
 	var status string
 	err := row.Scan(&status)
 	return status, err
+}
+
+const lockMessages = `-- name: LockMessages :many
+SELECT m.id, m.status FROM messages m
+JOIN (SELECT
+        unnest($1::uuid[]) AS organization_id,
+        unnest($2::uuid[]) AS id) AS u ON m.organization_id = u.organization_id AND m.id = u.id
+ORDER BY m.id
+FOR NO KEY UPDATE OF m
+`
+
+type LockMessagesParams struct {
+	OrganizationIds []string
+	Ids             []string
+}
+
+type LockMessagesRow struct {
+	ID     string
+	Status string
+}
+
+// The grouped form of LockMessage: each (organization, message) pair's row, locked in id order so that
+// concurrent groups never deadlock on each other. A pair missing from the result is not the organization's.
+func (q *Queries) LockMessages(ctx context.Context, arg LockMessagesParams) ([]LockMessagesRow, error) {
+	rows, err := q.db.Query(ctx, lockMessages, arg.OrganizationIds, arg.Ids)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []LockMessagesRow
+	for rows.Next() {
+		var i LockMessagesRow
+		if err := rows.Scan(&i.ID, &i.Status); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const outboundAttachments = `-- name: OutboundAttachments :many
+SELECT a.id, a.message_id, a.organization_id, a.position, a.filename, a.content_type, a.size, a.inline, a.content_id, a.storage_key
+FROM attachments a
+WHERE a.message_id = ANY($1::uuid[]) AND a.organization_id = ANY($2::uuid[])
+ORDER BY a.message_id, a.position
+`
+
+type OutboundAttachmentsParams struct {
+	MessageIds      []string
+	OrganizationIds []string
+}
+
+type OutboundAttachmentsRow struct {
+	Attachment Attachment
+}
+
+// Every attachment of the messages in message_ids whose organization is in organization_ids, by message
+// then request order (see OutboundRecipients).
+func (q *Queries) OutboundAttachments(ctx context.Context, arg OutboundAttachmentsParams) ([]OutboundAttachmentsRow, error) {
+	rows, err := q.db.Query(ctx, outboundAttachments, arg.MessageIds, arg.OrganizationIds)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []OutboundAttachmentsRow
+	for rows.Next() {
+		var i OutboundAttachmentsRow
+		if err := rows.Scan(
+			&i.Attachment.ID,
+			&i.Attachment.MessageID,
+			&i.Attachment.OrganizationID,
+			&i.Attachment.Position,
+			&i.Attachment.Filename,
+			&i.Attachment.ContentType,
+			&i.Attachment.Size,
+			&i.Attachment.Inline,
+			&i.Attachment.ContentID,
+			&i.Attachment.StorageKey,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const outboundMessage = `-- name: OutboundMessage :one
@@ -92,6 +225,122 @@ func (q *Queries) OutboundMessage(ctx context.Context, arg OutboundMessageParams
 	return i, err
 }
 
+const outboundMessages = `-- name: OutboundMessages :many
+SELECT m.id, m.organization_id, m.domain_id, m.status, m.from_address, m.reply_to, m.subject, m.html_body, m.text_body, m.headers, m.tags, m.metadata, m.sandbox, m.scheduled_at, m.idempotency_key, m.created_at, d.id, d.organization_id, d.name, d.status, d.region, d.dkim_selector, d.dkim_private_key, d.dkim_public_key, d.verified_at, d.created_at
+FROM messages m
+JOIN (SELECT
+        unnest($1::uuid[]) AS organization_id,
+        unnest($2::uuid[]) AS id) AS u ON m.organization_id = u.organization_id AND m.id = u.id
+JOIN domains d ON d.organization_id = m.organization_id AND d.id = m.domain_id
+`
+
+type OutboundMessagesParams struct {
+	OrganizationIds []string
+	Ids             []string
+}
+
+type OutboundMessagesRow struct {
+	Message Message
+	Domain  Domain
+}
+
+// The grouped form of OutboundMessage: each (organization, message) pair's message with its domain. A pair
+// missing from the result is not the organization's.
+func (q *Queries) OutboundMessages(ctx context.Context, arg OutboundMessagesParams) ([]OutboundMessagesRow, error) {
+	rows, err := q.db.Query(ctx, outboundMessages, arg.OrganizationIds, arg.Ids)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []OutboundMessagesRow
+	for rows.Next() {
+		var i OutboundMessagesRow
+		if err := rows.Scan(
+			&i.Message.ID,
+			&i.Message.OrganizationID,
+			&i.Message.DomainID,
+			&i.Message.Status,
+			&i.Message.FromAddress,
+			&i.Message.ReplyTo,
+			&i.Message.Subject,
+			&i.Message.HtmlBody,
+			&i.Message.TextBody,
+			&i.Message.Headers,
+			&i.Message.Tags,
+			&i.Message.Metadata,
+			&i.Message.Sandbox,
+			&i.Message.ScheduledAt,
+			&i.Message.IdempotencyKey,
+			&i.Message.CreatedAt,
+			&i.Domain.ID,
+			&i.Domain.OrganizationID,
+			&i.Domain.Name,
+			&i.Domain.Status,
+			&i.Domain.Region,
+			&i.Domain.DkimSelector,
+			&i.Domain.DkimPrivateKey,
+			&i.Domain.DkimPublicKey,
+			&i.Domain.VerifiedAt,
+			&i.Domain.CreatedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const outboundRecipients = `-- name: OutboundRecipients :many
+SELECT r.id, r.message_id, r.organization_id, r.position, r.type, r.address, r.domain, r.status
+FROM recipients r
+WHERE r.message_id = ANY($1::uuid[]) AND r.organization_id = ANY($2::uuid[])
+ORDER BY r.message_id, r.position
+`
+
+type OutboundRecipientsParams struct {
+	MessageIds      []string
+	OrganizationIds []string
+}
+
+type OutboundRecipientsRow struct {
+	Recipient Recipient
+}
+
+// Every recipient of the messages in message_ids whose organization is in organization_ids, by message then
+// request order. The caller pairs each message with its organization (message ids are unique across
+// organizations). A join on the unnested pairs would be planned as a scan of the whole table.
+func (q *Queries) OutboundRecipients(ctx context.Context, arg OutboundRecipientsParams) ([]OutboundRecipientsRow, error) {
+	rows, err := q.db.Query(ctx, outboundRecipients, arg.MessageIds, arg.OrganizationIds)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []OutboundRecipientsRow
+	for rows.Next() {
+		var i OutboundRecipientsRow
+		if err := rows.Scan(
+			&i.Recipient.ID,
+			&i.Recipient.MessageID,
+			&i.Recipient.OrganizationID,
+			&i.Recipient.Position,
+			&i.Recipient.Type,
+			&i.Recipient.Address,
+			&i.Recipient.Domain,
+			&i.Recipient.Status,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const recipientStatuses = `-- name: RecipientStatuses :many
 SELECT status FROM recipients
 WHERE organization_id = $1 AND message_id = $2
@@ -123,6 +372,44 @@ func (q *Queries) RecipientStatuses(ctx context.Context, arg RecipientStatusesPa
 	return items, nil
 }
 
+const recipientStatusesOfMessages = `-- name: RecipientStatusesOfMessages :many
+SELECT r.message_id, r.status FROM recipients r
+WHERE r.message_id = ANY($1::uuid[]) AND r.organization_id = ANY($2::uuid[])
+ORDER BY r.message_id, r.position
+`
+
+type RecipientStatusesOfMessagesParams struct {
+	MessageIds      []string
+	OrganizationIds []string
+}
+
+type RecipientStatusesOfMessagesRow struct {
+	MessageID string
+	Status    string
+}
+
+// The grouped form of RecipientStatuses: every recipient state of the messages in message_ids whose
+// organization is in organization_ids (see OutboundRecipients), by message then position.
+func (q *Queries) RecipientStatusesOfMessages(ctx context.Context, arg RecipientStatusesOfMessagesParams) ([]RecipientStatusesOfMessagesRow, error) {
+	rows, err := q.db.Query(ctx, recipientStatusesOfMessages, arg.MessageIds, arg.OrganizationIds)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []RecipientStatusesOfMessagesRow
+	for rows.Next() {
+		var i RecipientStatusesOfMessagesRow
+		if err := rows.Scan(&i.MessageID, &i.Status); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const setMessageStatus = `-- name: SetMessageStatus :exec
 UPDATE messages SET status = $1 WHERE organization_id = $2 AND id = $3
 `
@@ -135,6 +422,27 @@ type SetMessageStatusParams struct {
 
 func (q *Queries) SetMessageStatus(ctx context.Context, arg SetMessageStatusParams) error {
 	_, err := q.db.Exec(ctx, setMessageStatus, arg.Status, arg.OrganizationID, arg.ID)
+	return err
+}
+
+const setMessageStatuses = `-- name: SetMessageStatuses :exec
+UPDATE messages AS m SET status = u.status
+FROM (SELECT
+        unnest($1::uuid[]) AS organization_id,
+        unnest($2::uuid[]) AS id,
+        unnest($3::text[]) AS status) AS u
+WHERE m.organization_id = u.organization_id AND m.id = u.id
+`
+
+type SetMessageStatusesParams struct {
+	OrganizationIds []string
+	Ids             []string
+	Statuses        []string
+}
+
+// The grouped form of SetMessageStatus.
+func (q *Queries) SetMessageStatuses(ctx context.Context, arg SetMessageStatusesParams) error {
+	_, err := q.db.Exec(ctx, setMessageStatuses, arg.OrganizationIds, arg.Ids, arg.Statuses)
 	return err
 }
 
@@ -157,6 +465,34 @@ func (q *Queries) SetRecipientStatuses(ctx context.Context, arg SetRecipientStat
 	_, err := q.db.Exec(ctx, setRecipientStatuses,
 		arg.OrganizationID,
 		arg.MessageID,
+		arg.Ids,
+		arg.Statuses,
+	)
+	return err
+}
+
+const setRecipientStatusesOfMessages = `-- name: SetRecipientStatusesOfMessages :exec
+UPDATE recipients AS r SET status = u.status
+FROM (SELECT
+        unnest($1::uuid[]) AS organization_id,
+        unnest($2::uuid[]) AS message_id,
+        unnest($3::uuid[]) AS id,
+        unnest($4::text[]) AS status) AS u
+WHERE r.organization_id = u.organization_id AND r.message_id = u.message_id AND r.id = u.id
+`
+
+type SetRecipientStatusesOfMessagesParams struct {
+	OrganizationIds []string
+	MessageIds      []string
+	Ids             []string
+	Statuses        []string
+}
+
+// The grouped form of SetRecipientStatuses: one row per recipient, each naming its organization and message.
+func (q *Queries) SetRecipientStatusesOfMessages(ctx context.Context, arg SetRecipientStatusesOfMessagesParams) error {
+	_, err := q.db.Exec(ctx, setRecipientStatusesOfMessages,
+		arg.OrganizationIds,
+		arg.MessageIds,
 		arg.Ids,
 		arg.Statuses,
 	)

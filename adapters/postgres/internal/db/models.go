@@ -104,6 +104,7 @@ type Event struct {
 	DomainID         pgtype.UUID
 	ProviderResponse pgtype.Text
 	OccurredAt       time.Time
+	FannedOutAt      *time.Time
 }
 
 type Membership struct {
@@ -206,4 +207,32 @@ type User struct {
 	TotpSecret   []byte
 	TotpEnabled  bool
 	CreatedAt    time.Time
+}
+
+type WebhookDelivery struct {
+	ID              string
+	OrganizationID  string
+	EndpointID      string
+	EventID         string
+	EventType       string
+	Status          string
+	Attempts        int32
+	ResponseCode    int32
+	NextAttemptAt   *time.Time
+	DeliveredAt     *time.Time
+	CreatedAt       time.Time
+	Payload         []byte
+	OriginalEventID pgtype.Text
+	LeaseToken      pgtype.Text
+	LeaseUntil      *time.Time
+}
+
+type WebhookEndpoint struct {
+	ID             string
+	OrganizationID string
+	Url            string
+	Enabled        bool
+	EventTypes     []string
+	Secret         []byte
+	CreatedAt      time.Time
 }

@@ -27,6 +27,42 @@ func (q *Queries) AckJob(ctx context.Context, arg AckJobParams) (int64, error) {
 	return result.RowsAffected(), nil
 }
 
+const ackJobs = `-- name: AckJobs :many
+DELETE FROM delivery_queue AS q
+USING (SELECT
+        unnest($1::uuid[]) AS id,
+        unnest($2::uuid[]) AS lease_token) AS u
+WHERE q.id = u.id AND q.lease_token = u.lease_token
+RETURNING q.lease_token::text AS lease_token
+`
+
+type AckJobsParams struct {
+	Ids         []string
+	LeaseTokens []string
+}
+
+// The grouped form of AckJob: deletes each job still leased under its token and returns the tokens of the
+// rows deleted (a token names one lease of one job).
+func (q *Queries) AckJobs(ctx context.Context, arg AckJobsParams) ([]string, error) {
+	rows, err := q.db.Query(ctx, ackJobs, arg.Ids, arg.LeaseTokens)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []string
+	for rows.Next() {
+		var lease_token string
+		if err := rows.Scan(&lease_token); err != nil {
+			return nil, err
+		}
+		items = append(items, lease_token)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const leaseJobs = `-- name: LeaseJobs :many
 WITH picked AS (
     SELECT q.id FROM delivery_queue q
