@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/postmill/postmill/core/poll"
 	"github.com/postmill/postmill/ports"
 )
 
@@ -78,15 +79,15 @@ func (s *Service) claimLoop(ctx context.Context, d *dispatcher) {
 		}
 		if err != nil {
 			failures++
-			wait := backoff(s.cfg.ClaimInterval, loopErrorBackoffCap, failures)
+			wait := poll.Backoff(s.cfg.ClaimInterval, poll.ErrorBackoffCap, failures)
 			s.logger.WarnContext(ctx, "webhook claim failed; retrying", "error", err, "failures", failures, "wait", wait)
-			if !sleep(ctx, wait) {
+			if !poll.Sleep(ctx, wait) {
 				return
 			}
 			continue
 		}
 		failures = 0
-		if (len(due) < limit || d.handedBack.Swap(false)) && !sleep(ctx, s.cfg.ClaimInterval) {
+		if (len(due) < limit || d.handedBack.Swap(false)) && !poll.Sleep(ctx, s.cfg.ClaimInterval) {
 			return
 		}
 	}
@@ -230,7 +231,7 @@ func (s *Service) record(ctx context.Context, batch []ports.WebhookAttempt) {
 			s.logger.ErrorContext(ctx, "webhook results not recorded; deliveries will be attempted again when their leases expire", "results", len(batch), "error", err)
 			return
 		}
-		wait := backoff(s.cfg.FlushInterval, time.Second, try)
+		wait := poll.Backoff(s.cfg.FlushInterval, time.Second, try)
 		s.logger.WarnContext(ctx, "recording webhook results failed; retrying", "results", len(batch), "error", err, "wait", wait)
 		time.Sleep(wait)
 	}

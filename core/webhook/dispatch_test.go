@@ -2,7 +2,6 @@ package webhook
 
 import (
 	"testing"
-	"time"
 
 	"github.com/postmill/postmill/ports"
 )
@@ -104,28 +103,6 @@ func TestSlotsBacklogAtLeastPerEndpoint(t *testing.T) {
 	for i := range 4 {
 		if got := s.admit(due("a", string(rune('0'+i)))); got != admitStart {
 			t.Fatalf("admit %d = %d, want start", i, got)
-		}
-	}
-}
-
-func TestBackoff(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		base, limit time.Duration
-		n           int
-		want        time.Duration
-	}{
-		{50 * time.Millisecond, 10 * time.Second, 1, 50 * time.Millisecond},
-		{50 * time.Millisecond, 10 * time.Second, 2, 100 * time.Millisecond},
-		{50 * time.Millisecond, 10 * time.Second, 5, 800 * time.Millisecond},
-		{50 * time.Millisecond, 10 * time.Second, 100, 10 * time.Second},
-		{time.Minute, 10 * time.Second, 3, time.Minute},
-		{0, time.Second, 1, time.Millisecond},
-		{time.Second, 1<<63 - 1, 200, 1<<63 - 1},
-	}
-	for _, tt := range tests {
-		if got := backoff(tt.base, tt.limit, tt.n); got != tt.want {
-			t.Errorf("backoff(%s, %s, %d) = %s, want %s", tt.base, tt.limit, tt.n, got, tt.want)
 		}
 	}
 }
