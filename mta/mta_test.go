@@ -601,6 +601,68 @@ func TestReconnectsWhenIdleConnectionWasDropped(t *testing.T) {
 	}
 }
 
+// TestRSETOnlyAfterAnUnfinishedTransaction: a session whose last transaction ended with 250 after DATA is
+// reused without RSET (RFC 5321 §4.1.1.4); one whose transaction was left open (every recipient refused)
+// is reset before the next MAIL, and the next message is still delivered over it.
+func TestRSETOnlyAfterAnUnfinishedTransaction(t *testing.T) {
+	t.Parallel()
+	ts := mustServer(t, serverOptions{RcptReply: map[string]*smtp.SMTPError{"gone@rcpt.test": smtpErr(550, "5.1.1", "Unknown")}})
+	r := newResolver().MX("rcpt.test", ports.MX{Host: "mx.rcpt.test"}).IP("mx.rcpt.test", "127.0.0.1")
+	h := newHarness(t, baseConfig(ts.Port()), r).start()
+
+	for range 2 {
+		if rep, _ := h.Send(outbound(t, "rcpt.test", "a@rcpt.test")); rep.Recipients[0].Kind != ports.OutcomeDelivered {
+			t.Fatalf("outcome %v", rep.Recipients[0])
+		}
+	}
+	if n := ts.RSETs(); n != 0 {
+		t.Fatalf("%d RSETs between clean transactions, want 0", n)
+	}
+	if rep, _ := h.Send(outbound(t, "rcpt.test", "gone@rcpt.test")); rep.Recipients[0].Kind != ports.OutcomeBounced {
+		t.Fatalf("outcome %v", rep.Recipients[0])
+	}
+	if rep, _ := h.Send(outbound(t, "rcpt.test", "a@rcpt.test")); rep.Recipients[0].Kind != ports.OutcomeDelivered {
+		t.Fatalf("outcome after the refused transaction %v", rep.Recipients[0])
+	}
+	if n := ts.RSETs(); n != 1 {
+		t.Fatalf("%d RSETs, want 1 (after the transaction left open)", n)
+	}
+	if accepts, _, _ := ts.Stats(); accepts != 1 || len(ts.Envelopes()) != 3 {
+		t.Fatalf("%d connections for %d messages; want 1 for 3", accepts, len(ts.Envelopes()))
+	}
+}
+
+// TestMXAnswersAreReused: a recipient domain's MX answer serves the jobs that follow it; a failed lookup is
+// never kept.
+func TestMXAnswersAreReused(t *testing.T) {
+	t.Parallel()
+	ts := mustServer(t, serverOptions{})
+	r := newResolver().MX("rcpt.test", ports.MX{Host: "mx.rcpt.test"}).IP("mx.rcpt.test", "127.0.0.1")
+	r.mxErr["flaky.test"] = ports.DNSTemporary
+	h := newHarness(t, baseConfig(ts.Port()), r).start()
+
+	for range 3 {
+		if rep, _ := h.Send(outbound(t, "rcpt.test", "a@rcpt.test")); rep.Recipients[0].Kind != ports.OutcomeDelivered {
+			t.Fatalf("outcome %v", rep.Recipients[0])
+		}
+		if rep, _ := h.Send(outbound(t, "flaky.test", "a@flaky.test")); rep.Recipients[0].Kind != ports.OutcomeDeferred {
+			t.Fatalf("outcome %v for a failing lookup", rep.Recipients[0])
+		}
+	}
+	var rcpt, flaky int
+	for _, q := range r.Asked() {
+		switch q {
+		case "MX rcpt.test":
+			rcpt++
+		case "MX flaky.test":
+			flaky++
+		}
+	}
+	if rcpt != 1 || flaky != 3 {
+		t.Fatalf("MX lookups: rcpt.test %d (want 1), flaky.test %d (want 3)", rcpt, flaky)
+	}
+}
+
 func TestPerDestinationConcurrencyLimit(t *testing.T) {
 	t.Parallel()
 	ts := mustServer(t, serverOptions{DataDelay: 100 * time.Millisecond})

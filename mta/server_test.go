@@ -1,6 +1,7 @@
 package mta_test
 
 import (
+	"bytes"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -55,6 +56,7 @@ type testServer struct {
 
 	mu        sync.Mutex
 	envelopes []envelope
+	rsets     int // RSET commands received
 	accepts   int
 	active    int
 	maxActive int
@@ -178,6 +180,24 @@ type countingConn struct {
 	net.Conn
 	ts   *testServer
 	once sync.Once
+}
+
+// Read counts the RSET commands the client sends (each arrives whole in one read on loopback).
+func (c *countingConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if k := bytes.Count(p[:n], []byte("RSET\r\n")); k > 0 {
+		c.ts.mu.Lock()
+		c.ts.rsets += k
+		c.ts.mu.Unlock()
+	}
+	return n, err
+}
+
+// RSETs returns how many RSET commands the server received.
+func (ts *testServer) RSETs() int {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	return ts.rsets
 }
 
 func (c *countingConn) Close() error {

@@ -335,6 +335,14 @@ type DeliveryStore interface {
 	// retry job in one transaction, once per job id (a second call for the same job id is a no-op and
 	// returns applied=false).
 	ApplyDelivery(ctx context.Context, a DeliveryApplication) (applied bool, err error)
+	// ApplyDeliveryReport is ApplyDelivery with the application decided inside the same transaction:
+	// decide is given the message's recipients (request order, current statuses) read under the message's
+	// lock, after any other job of the message was applied, and returns what to write for job jobID. So the
+	// decision never rests on a stale read, and the read costs no round trip of its own. decide must be a
+	// pure function of its argument: the store may call it again if it retries the transaction, and only
+	// the committed call's result is written. Its JobID, OrganizationID and MessageID are the ones given
+	// here. Errors: not_found when the message is not the organization's.
+	ApplyDeliveryReport(ctx context.Context, jobID, orgID, messageID string, decide func(current []Recipient) DeliveryApplication) (applied bool, err error)
 }
 
 // DeliveryApplication is the result of one job as the core decided it.

@@ -1,6 +1,5 @@
 package ports
 
-
 // progress ranks the states a recipient moves through while its mail is under way or after it arrived:
 // a message is as far along as its least advanced recipient.
 var progress = map[MessageStatus]int{

@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -196,10 +197,22 @@ var errAlreadyApplied = errors.New("postgres: delivery already applied")
 // application at a time, so one bad application never fails the others. Once queued, an application is
 // written even if ctx ends while it waits; ApplyDelivery then returns ctx's error.
 func (s *Store) ApplyDelivery(ctx context.Context, a ports.DeliveryApplication) (bool, error) {
+	return s.apply(ctx, &pendingApply{ctx: ctx, a: a, done: make(chan applyResult, 1)})
+}
+
+// ApplyDeliveryReport implements ports.DeliveryStore: ApplyDelivery, with decide called inside the
+// transaction on the recipients read under the message's lock (in the round trip that takes the lock). A
+// job applied before does not call decide.
+func (s *Store) ApplyDeliveryReport(ctx context.Context, jobID, orgID, messageID string, decide func([]ports.Recipient) ports.DeliveryApplication) (bool, error) {
+	a := ports.DeliveryApplication{JobID: jobID, OrganizationID: orgID, MessageID: messageID}
+	return s.apply(ctx, &pendingApply{ctx: ctx, a: a, decide: decide, done: make(chan applyResult, 1)})
+}
+
+// apply queues p for the next group and waits for its answer.
+func (s *Store) apply(ctx context.Context, p *pendingApply) (bool, error) {
 	if err := ctx.Err(); err != nil {
 		return false, err
 	}
-	p := &pendingApply{ctx: ctx, a: a, done: make(chan applyResult, 1)}
 	s.applies.add(p)
 	select {
 	case r := <-p.done:
@@ -209,11 +222,13 @@ func (s *Store) ApplyDelivery(ctx context.Context, a ports.DeliveryApplication) 
 	}
 }
 
-// applyOne is ApplyDelivery for one application in a transaction of its own.
-func (s *Store) applyOne(ctx context.Context, a ports.DeliveryApplication) (bool, error) {
+// applyOne is ApplyDelivery (or, with decide, ApplyDeliveryReport) for one application in a transaction of
+// its own.
+func (s *Store) applyOne(ctx context.Context, a ports.DeliveryApplication, decide func([]ports.Recipient) ports.DeliveryApplication) (bool, error) {
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		var inserted int64
-		err := runPipeline(ctx, tx,
+		var current []ports.Recipient
+		steps := []pipelineStep{
 			func(q *db.Queries) (err error) {
 				inserted, err = q.InsertAppliedJob(ctx, a.JobID)
 				return err
@@ -222,15 +237,28 @@ func (s *Store) applyOne(ctx context.Context, a ports.DeliveryApplication) (bool
 				_, err := q.LockMessage(ctx, db.LockMessageParams{OrganizationID: a.OrganizationID, ID: a.MessageID})
 				return err
 			},
-		)
-		if err != nil {
+		}
+		if decide != nil {
+			steps = append(steps, func(q *db.Queries) error {
+				rows, err := q.RecipientsByMessage(ctx, db.RecipientsByMessageParams{OrganizationID: a.OrganizationID, MessageID: a.MessageID})
+				current = recipientsFromRows(rows)
+				return err
+			})
+		}
+		if err := runPipeline(ctx, tx, steps...); err != nil {
 			return err
 		}
 		if inserted == 0 {
 			return errAlreadyApplied
 		}
+		if decide != nil {
+			var err error
+			if a, err = decided(a, decide, current); err != nil {
+				return err
+			}
+		}
 
-		var steps []pipelineStep
+		steps = nil
 		if len(a.Recipients) > 0 {
 			p := db.SetRecipientStatusesParams{OrganizationID: a.OrganizationID, MessageID: a.MessageID}
 			for id, status := range a.Recipients {
@@ -303,9 +331,25 @@ const (
 
 // pendingApply is one ApplyDelivery call waiting for its group to be written.
 type pendingApply struct {
-	ctx  context.Context
-	a    ports.DeliveryApplication
-	done chan applyResult
+	ctx context.Context
+	a   ports.DeliveryApplication // with decide: only its ids, the rest comes from decide
+	// decide, when set, decides the application from the message's recipients under the lock.
+	decide func([]ports.Recipient) ports.DeliveryApplication
+	done   chan applyResult
+}
+
+// decided runs decide on current and returns its application for the job, message and organization of a.
+// decide is the caller's code running on a group's writer: a panic in it becomes an error, which fails the
+// group (whose applications are then written one at a time) and then only that application.
+func decided(a ports.DeliveryApplication, decide func([]ports.Recipient) ports.DeliveryApplication, current []ports.Recipient) (d ports.DeliveryApplication, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("postgres: deciding the application of job %s panicked: %v", a.JobID, p)
+		}
+	}()
+	d = decide(current)
+	d.JobID, d.OrganizationID, d.MessageID = a.JobID, a.OrganizationID, a.MessageID
+	return d, nil
 }
 
 type applyResult struct {
@@ -349,7 +393,7 @@ func (s *Store) writeApplies(group []*pendingApply) {
 func (s *Store) applyGroup(group []*pendingApply) {
 	if len(group) == 1 {
 		p := group[0]
-		applied, err := s.applyOne(p.ctx, p.a)
+		applied, err := s.applyOne(p.ctx, p.a, p.decide)
 		p.done <- applyResult{applied: applied, err: err}
 		return
 	}
@@ -358,7 +402,7 @@ func (s *Store) applyGroup(group []*pendingApply) {
 	results, err := s.applyMany(ctx, group)
 	if err != nil {
 		for _, p := range group {
-			applied, err := s.applyOne(p.ctx, p.a)
+			applied, err := s.applyOne(p.ctx, p.a, p.decide)
 			p.done <- applyResult{applied: applied, err: err}
 		}
 		return
@@ -382,12 +426,20 @@ func (s *Store) applyMany(ctx context.Context, group []*pendingApply) ([]applyRe
 		ins.JobIds[i], ins.OrganizationIds[i], ins.MessageIds[i] = p.a.JobID, p.a.OrganizationID, p.a.MessageID
 		lock.OrganizationIds[i], lock.Ids[i] = p.a.OrganizationID, p.a.MessageID
 	}
+	var toDecide db.OutboundRecipientsParams
+	for _, p := range group {
+		if p.decide != nil {
+			toDecide.OrganizationIds = append(toDecide.OrganizationIds, p.a.OrganizationID)
+			toDecide.MessageIds = append(toDecide.MessageIds, p.a.MessageID)
+		}
+	}
 	var results []applyResult
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		results = make([]applyResult, n)
 		var inserted []string
 		var locked []db.LockMessagesRow
-		err := runPipeline(ctx, tx,
+		var currentRows []db.OutboundRecipientsRow
+		steps := []pipelineStep{
 			func(q *db.Queries) (err error) {
 				inserted, err = q.InsertAppliedJobs(ctx, ins)
 				return err
@@ -396,17 +448,29 @@ func (s *Store) applyMany(ctx context.Context, group []*pendingApply) ([]applyRe
 				locked, err = q.LockMessages(ctx, lock)
 				return err
 			},
-		)
-		if err != nil {
+		}
+		if len(toDecide.MessageIds) > 0 {
+			// After the lock in the same pipeline, so the recipients are read under it.
+			steps = append(steps, func(q *db.Queries) (err error) {
+				currentRows, err = q.OutboundRecipients(ctx, toDecide)
+				return err
+			})
+		}
+		if err := runPipeline(ctx, tx, steps...); err != nil {
 			return err
+		}
+		current := make(map[string][]ports.Recipient, len(toDecide.MessageIds))
+		for _, row := range currentRows {
+			r := row.Recipient
+			current[r.MessageID] = append(current[r.MessageID], recipientsFromRows([]db.Recipient{r})...)
 		}
 		fresh := make(map[string]bool, len(inserted))
 		for _, id := range inserted {
 			fresh[id] = true
 		}
-		current := make(map[string]ports.MessageStatus, len(locked))
+		status := make(map[string]ports.MessageStatus, len(locked))
 		for _, m := range locked {
-			current[m.ID] = ports.MessageStatus(m.Status)
+			status[m.ID] = ports.MessageStatus(m.Status)
 		}
 
 		var (
@@ -420,7 +484,7 @@ func (s *Store) applyMany(ctx context.Context, group []*pendingApply) ([]applyRe
 		)
 		for i, p := range group {
 			a := p.a
-			_, found := current[a.MessageID]
+			_, found := status[a.MessageID]
 			switch {
 			case fresh[a.JobID] && !found:
 				return errMessageVanished
@@ -429,6 +493,12 @@ func (s *Store) applyMany(ctx context.Context, group []*pendingApply) ([]applyRe
 				continue
 			case !fresh[a.JobID]:
 				continue // applied before: applied stays false
+			}
+			if p.decide != nil {
+				var err error
+				if a, err = decided(a, p.decide, current[a.MessageID]); err != nil {
+					return err
+				}
 			}
 			results[i].applied = true
 			orgOf[a.MessageID] = a.OrganizationID
@@ -446,7 +516,7 @@ func (s *Store) applyMany(ctx context.Context, group []*pendingApply) ([]applyRe
 			if a.MessageStatus == "" {
 				derive.OrganizationIds = append(derive.OrganizationIds, a.OrganizationID)
 				derive.MessageIds = append(derive.MessageIds, a.MessageID)
-			} else if a.MessageStatus != current[a.MessageID] {
+			} else if a.MessageStatus != status[a.MessageID] {
 				statuses.OrganizationIds = append(statuses.OrganizationIds, a.OrganizationID)
 				statuses.Ids = append(statuses.Ids, a.MessageID)
 				statuses.Statuses = append(statuses.Statuses, string(a.MessageStatus))
@@ -461,7 +531,7 @@ func (s *Store) applyMany(ctx context.Context, group []*pendingApply) ([]applyRe
 			return nil
 		}
 
-		var steps []pipelineStep
+		steps = nil
 		if len(recipients.Ids) > 0 {
 			steps = append(steps, func(q *db.Queries) error { return q.SetRecipientStatusesOfMessages(ctx, recipients) })
 		}
@@ -502,7 +572,7 @@ func (s *Store) applyMany(ctx context.Context, group []*pendingApply) ([]applyRe
 				all = append(all, ports.MessageStatus(states[j].Status))
 			}
 			id := states[i].MessageID
-			if derived := ports.DeriveMessageStatus(all); derived != "" && derived != current[id] {
+			if derived := ports.DeriveMessageStatus(all); derived != "" && derived != status[id] {
 				statuses.OrganizationIds = append(statuses.OrganizationIds, orgOf[id])
 				statuses.Ids = append(statuses.Ids, id)
 				statuses.Statuses = append(statuses.Statuses, string(derived))

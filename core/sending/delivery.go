@@ -38,23 +38,23 @@ func (s *Service) LoadOutbound(ctx context.Context, job ports.DeliveryJob) (port
 	return out, nil
 }
 
-// ReportDelivery applies the MTA's account of one job (see applyReport) in one store transaction. The store
-// applies a job id once, so a redelivered job's second report changes nothing. A report for a message that
-// no longer exists is dropped.
+// ReportDelivery applies the MTA's account of one job (see applyReport) in one store transaction, deciding
+// it from the recipients' states read in that transaction under the message's lock. The store applies a
+// job id once, so a redelivered job's second report changes nothing. A report for a message that no longer
+// exists is dropped.
 func (s *Service) ReportDelivery(ctx context.Context, r ports.DeliveryReport) error {
-	msg, _, err := s.delivery.OutboundData(ctx, r.Job.OrganizationID, r.Job.MessageID)
+	if r.At.IsZero() {
+		r.At = s.now()
+	}
+	policy := s.retryPolicy()
+	applied, err := s.delivery.ApplyDeliveryReport(ctx, r.Job.ID, r.Job.OrganizationID, r.Job.MessageID,
+		func(current []ports.Recipient) ports.DeliveryApplication {
+			return applyReport(r, current, policy, newID)
+		})
 	if ports.ErrorCode(err) == ports.CodeNotFound {
 		s.logger.InfoContext(ctx, "delivery report for a message that no longer exists", "job", r.Job.ID, "message", r.Job.MessageID)
 		return nil
 	}
-	if err != nil {
-		return fmt.Errorf("sending: outbound data: %w", err)
-	}
-	if r.At.IsZero() {
-		r.At = s.now()
-	}
-	app := applyReport(r, msg.Recipients, s.retryPolicy(), newID)
-	applied, err := s.delivery.ApplyDelivery(ctx, app)
 	if err != nil {
 		return fmt.Errorf("sending: apply delivery: %w", err)
 	}
