@@ -37,6 +37,7 @@ smtp-source -s 20 -m $N -l 2000 127.0.0.1:$SINK_PORT
 t1=$(date +%s.%N)
 echo "smtp-source: $N messages of 2 KB over 20 sessions into smtp-sink = $(echo "$N / ($t1 - $t0)" | bc) msg/s"
 ./bin/postmill-bench send -db "$DB" "$@"
-./bin/postmill-bench mta -db "$DB" -sink 127.0.0.1:$SINK_PORT
+./bin/postmill-bench mta -db "$DB" -sink 127.0.0.1:$SINK_PORT -messages 15000
+./bin/postmill-bench mta -db "$DB" -sink 127.0.0.1:$SINK_PORT -messages 6000 -shape split
 ./bin/postmill-bench webhooks -db "$DB" -sends 5000
 ./bin/postmill-bench webhooks -db "$DB" -sends 3000 -rate 300
