@@ -213,6 +213,26 @@ func TestDomain_SaveVerification(t *testing.T) {
 		t.Fatalf("verification events = %d, want 2", n)
 	}
 
+	// A suspend that lands while a run is under way: the run's "failed" does not undo it, a run that finds
+	// every required record does (SPEC §3).
+	if _, err := s.SetDomainStatus(ctx, a.org.ID, d.ID, ports.DomainSuspended); err != nil {
+		t.Fatal(err)
+	}
+	d.Status = ports.DomainFailed
+	if err := s.SaveVerification(ctx, d, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ = s.GetDomain(ctx, a.org.ID, d.ID); got.Status != ports.DomainSuspended {
+		t.Fatalf("a failing run moved a suspended domain to %q", got.Status)
+	}
+	d.Status = ports.DomainVerified
+	if err := s.SaveVerification(ctx, d, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ = s.GetDomain(ctx, a.org.ID, d.ID); got.Status != ports.DomainVerified {
+		t.Fatalf("a verifying run left the domain %q", got.Status)
+	}
+
 	// Unknown domain: not_found and nothing written.
 	ghost := d
 	ghost.ID = newV7()

@@ -39,8 +39,12 @@ WHERE organization_id = @organization_id AND domain_id = @domain_id
 ORDER BY position;
 
 -- name: SaveDomainVerification :execrows
--- verified_at is set once: a later run never overwrites it (SPEC §2).
-UPDATE domains SET status = @status, verified_at = COALESCE(verified_at, @verified_at)
+-- verified_at is set once: a later run never overwrites it (SPEC §2). A domain suspended while the run was
+-- under way stays suspended unless the run verified it (SPEC §3: suspended leaves only through a verify
+-- that finds every required record), so a verify racing a suspend cannot undo it.
+UPDATE domains SET
+    status = CASE WHEN status = 'suspended' AND @status::text <> 'verified' THEN status ELSE @status::text END,
+    verified_at = COALESCE(verified_at, @verified_at)
 WHERE organization_id = @organization_id AND id = @id;
 
 -- name: SaveDNSRecordChecks :exec

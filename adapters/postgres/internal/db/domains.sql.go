@@ -265,7 +265,9 @@ func (q *Queries) SaveDNSRecordChecks(ctx context.Context, arg SaveDNSRecordChec
 }
 
 const saveDomainVerification = `-- name: SaveDomainVerification :execrows
-UPDATE domains SET status = $1, verified_at = COALESCE(verified_at, $2)
+UPDATE domains SET
+    status = CASE WHEN status = 'suspended' AND $1::text <> 'verified' THEN status ELSE $1::text END,
+    verified_at = COALESCE(verified_at, $2)
 WHERE organization_id = $3 AND id = $4
 `
 
@@ -276,7 +278,9 @@ type SaveDomainVerificationParams struct {
 	ID             string
 }
 
-// verified_at is set once: a later run never overwrites it (SPEC §2).
+// verified_at is set once: a later run never overwrites it (SPEC §2). A domain suspended while the run was
+// under way stays suspended unless the run verified it (SPEC §3: suspended leaves only through a verify
+// that finds every required record), so a verify racing a suspend cannot undo it.
 func (q *Queries) SaveDomainVerification(ctx context.Context, arg SaveDomainVerificationParams) (int64, error) {
 	result, err := q.db.Exec(ctx, saveDomainVerification,
 		arg.Status,
