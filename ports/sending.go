@@ -343,6 +343,9 @@ type DeliveryStore interface {
 	// the committed call's result is written. Its JobID, OrganizationID and MessageID are the ones given
 	// here. Errors: not_found when the message is not the organization's.
 	ApplyDeliveryReport(ctx context.Context, jobID, orgID, messageID string, decide func(current []Recipient) DeliveryApplication) (applied bool, err error)
+	// PruneAppliedJobs forgets up to limit job ids applied before before (they can no longer be delivered
+	// again) and returns how many it removed.
+	PruneAppliedJobs(ctx context.Context, before time.Time, limit int) (int, error)
 }
 
 // DeliveryApplication is the result of one job as the core decided it.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -588,4 +589,14 @@ func (s *Store) applyMany(ctx context.Context, group []*pendingApply) ([]applyRe
 		return nil, err
 	}
 	return results, nil
+}
+
+// PruneAppliedJobs implements ports.DeliveryStore: it forgets job ids applied before before, at most limit
+// per call, so applied_jobs stays as small as the window in which a job can be delivered again.
+func (s *Store) PruneAppliedJobs(ctx context.Context, before time.Time, limit int) (int, error) {
+	n, err := s.queries.PruneAppliedJobs(ctx, db.PruneAppliedJobsParams{Before: before, BatchLimit: int32(min(limit, math.MaxInt32))})
+	if err != nil {
+		return 0, interpretError(err)
+	}
+	return int(n), nil
 }

@@ -55,3 +55,20 @@ func promote(now time.Time, m ports.Message, org ports.Organization, newID func(
 	events := []ports.Event{messageEvent(newID, orgID, m.ID, ports.EventEmailQueued, now, nil)}
 	return ports.StatusQueued, events, newJobs(orgID, m.ID, m.Recipients, now, newID)
 }
+
+// AppliedJobRetention is how long a delivered job's id is remembered to make its outcome idempotent. A job
+// is delivered again only when its lease expires (minutes) or a Kafka consumer restarts before committing,
+// so a day is far beyond any redelivery; retries are new jobs with ids of their own.
+const AppliedJobRetention = 24 * time.Hour
+
+// pruneBatch bounds one pruning round so that a large backlog never holds one long transaction.
+const pruneBatch = 10000
+
+// RunPruner forgets applied job ids older than AppliedJobRetention until ctx ends, then returns nil. It goes
+// again at once while a round was full and otherwise checks every ten minutes.
+func (s *Service) RunPruner(ctx context.Context) error {
+	return poll.Run(ctx, s.logger, "applied-job pruning", 10*time.Minute, func(ctx context.Context) (bool, error) {
+		n, err := s.delivery.PruneAppliedJobs(ctx, s.now().Add(-AppliedJobRetention), pruneBatch)
+		return n == pruneBatch, err
+	})
+}

@@ -291,7 +291,7 @@ func (a *App) initCore() (services.Service, error) {
 			Accounts: acc, Auth: acc, APIKeys: acc, SMTPCredentials: acc, Organizations: acc,
 			RateLimiter: limiter, Domains: domains, Emails: send, Delivery: send, Webhooks: hooks, Health: st,
 		}
-		loops = []func(context.Context) error{acc.Run, limiter.Run, send.RunRelay, send.RunScheduler, hooks.RunFanOut, hooks.RunDispatcher}
+		loops = []func(context.Context) error{acc.Run, limiter.Run, send.RunRelay, send.RunScheduler, send.RunPruner, hooks.RunFanOut, hooks.RunDispatcher}
 		a.mu.Lock()
 		a.core = core
 		a.mu.Unlock()

@@ -107,3 +107,10 @@ SELECT sqlc.embed(a)
 FROM attachments a
 WHERE a.message_id = ANY(@message_ids::uuid[]) AND a.organization_id = ANY(@organization_ids::uuid[])
 ORDER BY a.message_id, a.position;
+
+-- name: PruneAppliedJobs :execrows
+-- Deletes at most @batch_limit remembered job ids applied before @before, oldest first.
+DELETE FROM applied_jobs AS a
+WHERE a.job_id IN (
+    SELECT o.job_id FROM applied_jobs AS o WHERE o.applied_at < @before::timestamptz ORDER BY o.applied_at LIMIT @batch_limit::int
+);

@@ -7,6 +7,7 @@ package db
 
 import (
 	"context"
+	"time"
 )
 
 const insertAppliedJob = `-- name: InsertAppliedJob :execrows
@@ -339,6 +340,27 @@ func (q *Queries) OutboundRecipients(ctx context.Context, arg OutboundRecipients
 		return nil, err
 	}
 	return items, nil
+}
+
+const pruneAppliedJobs = `-- name: PruneAppliedJobs :execrows
+DELETE FROM applied_jobs AS a
+WHERE a.job_id IN (
+    SELECT o.job_id FROM applied_jobs AS o WHERE o.applied_at < $1::timestamptz ORDER BY o.applied_at LIMIT $2::int
+)
+`
+
+type PruneAppliedJobsParams struct {
+	Before     time.Time
+	BatchLimit int32
+}
+
+// Deletes at most @batch_limit remembered job ids applied before @before, oldest first.
+func (q *Queries) PruneAppliedJobs(ctx context.Context, arg PruneAppliedJobsParams) (int64, error) {
+	result, err := q.db.Exec(ctx, pruneAppliedJobs, arg.Before, arg.BatchLimit)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
 }
 
 const recipientStatuses = `-- name: RecipientStatuses :many
