@@ -86,7 +86,9 @@ func validateSend(req ports.SendRequest) (ports.SendRequest, []ports.FieldViolat
 		v.add("from", msgEmail)
 	}
 
-	if len(req.To) == 0 {
+	// At least one recipient. The REST schema requires `to` itself (SPEC §4.2); a message submitted over
+	// SMTP may address only Cc or Bcc recipients ("To: undisclosed-recipients:;", RFC 5322 §3.6.3).
+	if len(req.To)+len(req.Cc)+len(req.Bcc) == 0 {
 		v.add("to", msgToRequired)
 	}
 	req.To = normaliseRecipients(&v, "to", req.To)

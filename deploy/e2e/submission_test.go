@@ -54,6 +54,23 @@ func TestSMTPSubmissionDeliversSignedMail(t *testing.T) {
 	}
 	w.waitStatus(t, item["id"].(string), "delivered", 30*time.Second)
 
+	// Only Bcc recipients ("To: undisclosed-recipients:;") is a valid message over SMTP: it is delivered to
+	// the envelope recipient without any address in the headers.
+	if err := c.SendMail("ada@"+senderDomain, []string{"quiet@rcpt.example"}, strings.NewReader(
+		"From: ada@"+senderDomain+"\r\nTo: undisclosed-recipients:;\r\nSubject: Bcc only\r\n\r\nx\r\n")); err != nil {
+		t.Fatalf("Bcc-only submission: %v", err)
+	}
+	bcc := w.mx.waitFor(t, "Subject: Bcc only", 30*time.Second)
+	if len(bcc.to) != 1 || bcc.to[0] != "quiet@rcpt.example" || bytes.Contains(bcc.data, []byte("quiet@rcpt.example")) {
+		t.Errorf("Bcc-only delivery: to %v\n%s", bcc.to, bcc.data)
+	}
+	// The REST API still requires `to` (SPEC §4.2).
+	r := w.send(t, map[string]any{"from": "ada@" + senderDomain, "bcc": []string{"quiet@rcpt.example"}, "subject": "x", "text": "x"}, nil)
+	b := errorBody(t, r, 400, "", "Validation failed")
+	if d, _ := b["details"].([]any); len(d) == 0 || d[0].(map[string]any)["path"] != "to" {
+		t.Errorf("REST send without to: %s", r.raw)
+	}
+
 	// Send-path rules apply to submissions too: an unverified From domain is refused with 550.
 	if err := c.SendMail("ada@elsewhere.example", []string{"sub@rcpt.example"},
 		strings.NewReader("From: ada@elsewhere.example\r\nTo: sub@rcpt.example\r\nSubject: x\r\n\r\nx\r\n")); !isSMTPCode(err, 550) {
