@@ -279,7 +279,7 @@ type OutboundMessage struct {
 	Cc             []string
 	Recipients     []Recipient // this job's envelope recipients
 	Attachments    []StoredAttachment
-	CreatedAt      time.Time
+	CreatedAt      time.Time // the Date header: creation, or the scheduled time of a held message
 	// DKIM signing material of the From domain; the private key is PKCS#8 DER (plaintext, in memory only).
 	DKIMDomain     string
 	DKIMSelector   string

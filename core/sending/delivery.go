@@ -96,6 +96,15 @@ func jobRecipients(job ports.DeliveryJob, msg ports.Message) []ports.Recipient {
 	return out
 }
 
+// dateOf is the message's Date (RFC 5322 §3.6.1: when it was ready to enter the mail system): its creation,
+// or its scheduled time when it was held until then.
+func dateOf(msg ports.Message) time.Time {
+	if msg.ScheduledAt != nil && msg.ScheduledAt.After(msg.CreatedAt) {
+		return *msg.ScheduledAt
+	}
+	return msg.CreatedAt
+}
+
 // buildOutbound assembles what the MTA needs for one job. The To and Cc headers list every to and cc
 // recipient of the message, so each copy shows the same headers (RFC 5322 §3.6.3), while Bcc recipients
 // appear only in their own envelope. The return path is a VERP address naming the recipient when the job has
@@ -129,7 +138,7 @@ func buildOutbound(job ports.DeliveryJob, msg ports.Message, domain ports.Domain
 		Cc:              cc,
 		Recipients:      recipients,
 		Attachments:     msg.Attachments,
-		CreatedAt:       msg.CreatedAt,
+		CreatedAt:       dateOf(msg),
 		DKIMDomain:      domain.Name,
 		DKIMSelector:    domain.DKIMSelector,
 		DKIMPrivateKey:  dkimKey,

@@ -384,3 +384,22 @@ func TestSettledAndDeliverableAreDisjoint(t *testing.T) {
 		t.Error("sent must be neither re-delivered nor final")
 	}
 }
+
+func TestDateOfScheduledMessageIsItsScheduledTime(t *testing.T) {
+	t.Parallel()
+	created := time.Date(2026, 4, 1, 10, 0, 0, 0, time.UTC)
+	later := created.Add(3 * time.Hour)
+	earlier := created.Add(-time.Minute)
+	for _, c := range []struct {
+		scheduled *time.Time
+		want      time.Time
+	}{
+		{nil, created},
+		{&later, later},
+		{&earlier, created},
+	} {
+		if got := dateOf(ports.Message{CreatedAt: created, ScheduledAt: c.scheduled}); !got.Equal(c.want) {
+			t.Errorf("dateOf(scheduled %v) = %v, want %v", c.scheduled, got, c.want)
+		}
+	}
+}

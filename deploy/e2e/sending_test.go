@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"fmt"
+	"net/mail"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -405,7 +406,8 @@ func TestSendVariantsAndTimeline(t *testing.T) {
 
 	// Scheduled: held until its time, then delivered; another scheduled one is cancelled.
 	sc := base("Scheduled later")
-	sc["scheduledAt"] = time.Now().UTC().Add(2 * time.Second).Format(time.RFC3339)
+	scheduledAt := time.Now().UTC().Add(2 * time.Second).Truncate(time.Second)
+	sc["scheduledAt"] = scheduledAt.Format(time.RFC3339)
 	later := expect(t, w.send(t, sc, nil), 202)
 	if later.str("status") != "scheduled" {
 		t.Errorf("scheduled answer: %s", later.raw)
@@ -423,6 +425,14 @@ func TestSendVariantsAndTimeline(t *testing.T) {
 	lm := w.waitStatus(t, later.str("id"), "delivered", 30*time.Second)
 	if tl := timeline(lm); tl[0] != "scheduled" {
 		t.Errorf("scheduled timeline %v", tl)
+	}
+	// Its Date is when it was due to go out, not when it was accepted.
+	held, err := mail.ReadMessage(bytes.NewReader(w.mx.waitFor(t, "Subject: Scheduled later", 5*time.Second).data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if date, err := held.Header.Date(); err != nil || !date.Equal(scheduledAt) {
+		t.Errorf("scheduled mail Date %v (%v), want %v", date, err, scheduledAt)
 	}
 	if w.mx.count("Subject: Cancelled") != 0 {
 		t.Error("a cancelled message was delivered")
