@@ -43,6 +43,10 @@ type Config struct {
 	CommandTimeout time.Duration
 	// IdleConnTimeout is how long a connection stays open between transactions to be reused.
 	IdleConnTimeout time.Duration
+	// LeaseRenewInterval is how often a job still in progress renews its queue lease (for queues whose
+	// deliveries implement ports.LeaseRenewer); it must be well below the queue's lease (5 minutes for
+	// PostgreSQL).
+	LeaseRenewInterval time.Duration
 	// TLSConfig is used for STARTTLS (RFC 3207); nil means the system roots. Its ServerName is filled per
 	// destination. Certificates are always verified: InsecureSkipVerify here is refused by Validate.
 	TLSConfig *tls.Config
@@ -64,6 +68,8 @@ const (
 	DefaultConnectTimeout  = 30 * time.Second
 	DefaultCommandTimeout  = 5 * time.Minute
 	DefaultIdleConnTimeout = 30 * time.Second
+	// DefaultLeaseRenewInterval renews a fifth of the PostgreSQL queue's default lease.
+	DefaultLeaseRenewInterval = time.Minute
 )
 
 // DefaultConfig returns the configuration used for every zero field of a Config.
@@ -73,14 +79,15 @@ func DefaultConfig() Config {
 		helo = "localhost"
 	}
 	return Config{
-		Port:            DefaultPort,
-		HELO:            helo,
-		Concurrency:     DefaultConcurrency,
-		Workers:         DefaultWorkers,
-		ReceiveBatch:    DefaultReceiveBatch,
-		ConnectTimeout:  DefaultConnectTimeout,
-		CommandTimeout:  DefaultCommandTimeout,
-		IdleConnTimeout: DefaultIdleConnTimeout,
+		Port:               DefaultPort,
+		HELO:               helo,
+		Concurrency:        DefaultConcurrency,
+		Workers:            DefaultWorkers,
+		ReceiveBatch:       DefaultReceiveBatch,
+		ConnectTimeout:     DefaultConnectTimeout,
+		CommandTimeout:     DefaultCommandTimeout,
+		IdleConnTimeout:    DefaultIdleConnTimeout,
+		LeaseRenewInterval: DefaultLeaseRenewInterval,
 	}
 }
 
@@ -107,6 +114,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.CommandTimeout == 0 {
 		c.CommandTimeout = d.CommandTimeout
+	}
+	if c.LeaseRenewInterval == 0 {
+		c.LeaseRenewInterval = d.LeaseRenewInterval
 	}
 	if c.IdleConnTimeout == 0 {
 		c.IdleConnTimeout = d.IdleConnTimeout
@@ -148,7 +158,7 @@ func (c Config) Validate() error {
 	for _, f := range []struct {
 		name string
 		v    time.Duration
-	}{{"connect timeout", c.ConnectTimeout}, {"command timeout", c.CommandTimeout}, {"idle connection timeout", c.IdleConnTimeout}} {
+	}{{"connect timeout", c.ConnectTimeout}, {"command timeout", c.CommandTimeout}, {"idle connection timeout", c.IdleConnTimeout}, {"lease renew interval", c.LeaseRenewInterval}} {
 		if f.v < 0 {
 			errs = append(errs, fmt.Errorf("mta: %s must not be negative", f.name))
 		}

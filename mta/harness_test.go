@@ -10,6 +10,7 @@ import (
 	"net/netip"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -19,10 +20,11 @@ import (
 
 // memQueue is an in-memory ports.Queue: the tier's input, not a store under test.
 type memQueue struct {
-	mu      sync.Mutex
-	jobs    []ports.DeliveryJob
-	ready   chan struct{}
-	settled chan settlement
+	mu       sync.Mutex
+	jobs     []ports.DeliveryJob
+	ready    chan struct{}
+	settled  chan settlement
+	renewals atomic.Int64 // lease renewals of every delivery so far
 }
 
 type settlement struct {
@@ -74,6 +76,12 @@ type memDelivery struct {
 func (d *memDelivery) Job() ports.DeliveryJob { return d.job }
 func (d *memDelivery) Ack(context.Context) error {
 	d.q.settled <- settlement{d.job.ID, true}
+	return nil
+}
+
+// Renew implements ports.LeaseRenewer, like the PostgreSQL queue's deliveries, counting the calls.
+func (d *memDelivery) Renew(context.Context) error {
+	d.q.renewals.Add(1)
 	return nil
 }
 func (d *memDelivery) Nack(context.Context) error {

@@ -174,6 +174,11 @@ func (m *MTA) handle(ctx context.Context, d ports.Delivery) {
 		}
 	}()
 
+	if r, ok := d.(ports.LeaseRenewer); ok {
+		stop := m.keepLease(r, log)
+		defer stop()
+	}
+
 	out, err := m.deps.Delivery.LoadOutbound(ctx, job)
 	if ports.ErrorCode(err) == ports.CodeNotFound {
 		log.Info("message gone; job dropped")
@@ -198,6 +203,37 @@ func (m *MTA) handle(ctx context.Context, d ports.Delivery) {
 		return
 	}
 	m.settle(ctx, d, log, true, "acked")
+}
+
+// keepLease renews r every LeaseRenewInterval until the returned stop is called, so a job that takes long
+// (a slow receiver within RFC 5321 §4.5.3.2's timeouts) is not handed to another MTA meanwhile. A lost
+// lease is logged and renewal ends: the outcome is still recorded once (ApplyDelivery is idempotent).
+func (m *MTA) keepLease(r ports.LeaseRenewer, log *slog.Logger) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(m.cfg.LeaseRenewInterval)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				ctx, cancel := context.WithTimeout(context.Background(), m.cfg.LeaseRenewInterval)
+				err := r.Renew(ctx)
+				cancel()
+				if err != nil {
+					log.Warn("renewing the job's lease failed", "error", err)
+					if ports.ErrorCode(err) == ports.CodeFailedPrecondition {
+						return
+					}
+				}
+			}
+		}
+	}()
+	return func() { close(done); wg.Wait() }
 }
 
 func (m *MTA) settle(ctx context.Context, d ports.Delivery, log *slog.Logger, ack bool, result string) {

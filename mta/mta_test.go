@@ -8,6 +8,7 @@ import (
 	"errors"
 	"io"
 	"maps"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -683,6 +684,32 @@ func TestPerDestinationConcurrencyLimit(t *testing.T) {
 	accepts, _, maxActive := ts.Stats()
 	if maxActive != 2 || accepts != 2 || len(ts.Envelopes()) != jobs {
 		t.Errorf("at most %d sessions at once over %d connections for %d messages; want 2, 2, %d", maxActive, accepts, len(ts.Envelopes()), jobs)
+	}
+}
+
+func TestLongJobRenewsItsLeaseUntilSettled(t *testing.T) {
+	t.Parallel()
+	gate, signal := make(chan struct{}), make(chan struct{}, 1)
+	ts := mustServer(t, serverOptions{DataGate: gate, DataSignal: signal})
+	r := newResolver().MX("rcpt.test", ports.MX{Host: "mx.rcpt.test"}).IP("mx.rcpt.test", "127.0.0.1")
+	cfg := baseConfig(ts.Port())
+	cfg.LeaseRenewInterval = 10 * time.Millisecond
+	h := newHarness(t, cfg, r).start()
+
+	h.Enqueue(outbound(t, "rcpt.test", "a@rcpt.test"))
+	<-signal // the receiver holds its reply to DATA: the job is in progress
+	for h.Queue.renewals.Load() < 3 {
+		runtime.Gosched()
+		time.Sleep(time.Millisecond)
+	}
+	close(gate)
+	if st := h.Settled(); !st.Ack {
+		t.Fatalf("settlement %+v", st)
+	}
+	after := h.Queue.renewals.Load()
+	time.Sleep(50 * time.Millisecond) // five renew intervals
+	if n := h.Queue.renewals.Load(); n != after {
+		t.Fatalf("the lease was renewed %d more times after the job was settled", n-after)
 	}
 }
 

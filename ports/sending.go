@@ -255,6 +255,14 @@ type Delivery interface {
 	Nack(ctx context.Context) error
 }
 
+// LeaseRenewer is implemented by deliveries whose queue hides a received job only for a lease (the
+// PostgreSQL queue). A consumer renews while the work is still under way — a slow receiver may take many
+// minutes under RFC 5321 §4.5.3.2's timeouts — so the job is not handed to another consumer meanwhile.
+// Renew returns failed_precondition once the lease is lost.
+type LeaseRenewer interface {
+	Renew(ctx context.Context) error
+}
+
 // Queue carries delivery jobs from the relay to the MTA tier, at least once. The PostgreSQL adapter leases
 // rows (FOR UPDATE SKIP LOCKED, leases that expire); the Kafka adapter uses a topic keyed by recipient
 // domain and a consumer group, committing offsets only after Ack.

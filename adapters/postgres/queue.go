@@ -251,6 +251,23 @@ func (q *Queue) writeAcks(group []*pendingAck) {
 	}
 }
 
+var _ ports.LeaseRenewer = (*queueDelivery)(nil)
+
+// Renew implements ports.LeaseRenewer: the lease runs for another QueueConfig.Lease from now, if this
+// delivery still holds it; failed_precondition once it was lost.
+func (d *queueDelivery) Renew(ctx context.Context) error {
+	n, err := d.queue.queries.RenewJobLease(ctx, db.RenewJobLeaseParams{
+		ID: d.job.ID, LeaseToken: d.token, LeaseSeconds: d.queue.cfg.Lease.Seconds(),
+	})
+	if err != nil {
+		return interpretError(err)
+	}
+	if n == 0 {
+		return errLeaseLost()
+	}
+	return nil
+}
+
 // Nack implements ports.Delivery: the lease is dropped and the job is visible again at once. After the
 // lease expired Nack returns failed_precondition; the job is visible again anyway.
 func (d *queueDelivery) Nack(ctx context.Context) error {

@@ -148,6 +148,38 @@ func TestQueue_LeaseExpiry(t *testing.T) {
 	}
 }
 
+// TestQueue_RenewKeepsTheLease: a holder that renews keeps the job hidden past its first lease; once it stops
+// renewing, the job is handed out again and the old holder can no longer renew.
+func TestQueue_RenewKeepsTheLease(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := pgtest.Store(t)
+	q := postgres.NewQueue(s.Pool(), postgres.QueueConfig{Lease: 400 * time.Millisecond, PollInterval: 20 * time.Millisecond})
+	if err := q.Publish(ctx, newJobs(1)); err != nil {
+		t.Fatal(err)
+	}
+	held := mustReceive(t, q, 1, 5*time.Second)[0]
+	renewer, ok := held.(ports.LeaseRenewer)
+	if !ok {
+		t.Fatal("a PostgreSQL delivery cannot renew its lease")
+	}
+	for range 4 { // 4 × 200 ms: twice the lease, renewed halfway each time
+		time.Sleep(200 * time.Millisecond)
+		if err := renewer.Renew(ctx); err != nil {
+			t.Fatalf("Renew: %v", err)
+		}
+		requireNothing(t, q, 10*time.Millisecond)
+	}
+	takeover := mustReceive(t, q, 1, 5*time.Second)[0] // no more renewals: the lease runs out
+	if takeover.Job().ID != held.Job().ID {
+		t.Fatalf("took over %s, want %s", takeover.Job().ID, held.Job().ID)
+	}
+	requireCode(t, renewer.Renew(ctx), ports.CodeFailedPrecondition)
+	if err := takeover.Ack(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestQueue_ConcurrentConsumers: four consumers never receive the same job while its lease holds.
 func TestQueue_ConcurrentConsumers(t *testing.T) {
 	t.Parallel()

@@ -47,6 +47,13 @@ DELETE FROM delivery_queue WHERE id = @id AND lease_token = @lease_token::uuid;
 UPDATE delivery_queue SET visible_at = now(), lease_until = NULL, lease_token = NULL
 WHERE id = @id AND lease_token = @lease_token::uuid;
 
+-- name: RenewJobLease :execrows
+-- A received job is hidden by visible_at; renewing moves it with the lease.
+UPDATE delivery_queue
+SET lease_until = now() + make_interval(secs => @lease_seconds::float8),
+    visible_at  = now() + make_interval(secs => @lease_seconds::float8)
+WHERE id = @id AND lease_token = @lease_token::uuid;
+
 -- name: ListenQueue :exec
 LISTEN postmill_delivery_queue;
 

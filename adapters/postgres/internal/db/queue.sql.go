@@ -212,6 +212,28 @@ func (q *Queries) PublishJobs(ctx context.Context, arg PublishJobsParams) error 
 	return err
 }
 
+const renewJobLease = `-- name: RenewJobLease :execrows
+UPDATE delivery_queue
+SET lease_until = now() + make_interval(secs => $1::float8),
+    visible_at  = now() + make_interval(secs => $1::float8)
+WHERE id = $2 AND lease_token = $3::uuid
+`
+
+type RenewJobLeaseParams struct {
+	LeaseSeconds float64
+	ID           string
+	LeaseToken   string
+}
+
+// A received job is hidden by visible_at; renewing moves it with the lease.
+func (q *Queries) RenewJobLease(ctx context.Context, arg RenewJobLeaseParams) (int64, error) {
+	result, err := q.db.Exec(ctx, renewJobLease, arg.LeaseSeconds, arg.ID, arg.LeaseToken)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const unlistenQueue = `-- name: UnlistenQueue :exec
 UNLISTEN postmill_delivery_queue
 `
