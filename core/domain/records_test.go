@@ -76,7 +76,7 @@ func TestDKIMKeySealRoundTrip(t *testing.T) {
 		t.Fatal("sealed key is not encrypted")
 	}
 
-	key, err := OpenDKIMKey(kr, ports.Domain{ID: "domain-a", DKIMPrivateKey: sealed})
+	key, err := openRSAKey(kr, ports.Domain{ID: "domain-a", DKIMPrivateKey: sealed})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +97,7 @@ func TestDKIMKeySealRoundTrip(t *testing.T) {
 	}
 
 	// Bound to its domain: the same bytes on another domain's row do not open.
-	if _, err := OpenDKIMKey(kr, ports.Domain{ID: "domain-b", DKIMPrivateKey: sealed}); !errors.Is(err, secret.ErrOpen) {
+	if _, err := openRSAKey(kr, ports.Domain{ID: "domain-b", DKIMPrivateKey: sealed}); !errors.Is(err, secret.ErrOpen) {
 		t.Fatalf("opened under another domain id: %v", err)
 	}
 }
@@ -109,4 +109,21 @@ func mustKeyring(tb testing.TB) *secret.Keyring {
 		tb.Fatal(err)
 	}
 	return kr
+}
+
+// openRSAKey opens a sealed DKIM key through OpenKey and parses it as RSA.
+func openRSAKey(k *secret.Keyring, d ports.Domain) (*rsa.PrivateKey, error) {
+	der, err := OpenKey(k, d)
+	if err != nil {
+		return nil, err
+	}
+	parsed, err := x509.ParsePKCS8PrivateKey(der)
+	if err != nil {
+		return nil, err
+	}
+	key, ok := parsed.(*rsa.PrivateKey)
+	if !ok {
+		return nil, fmt.Errorf("dkim key is %T, not RSA", parsed)
+	}
+	return key, nil
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	dkimdomain "github.com/postmill/postmill/core/domain"
 	"github.com/postmill/postmill/ports"
 )
 
@@ -27,9 +28,9 @@ func (s *Service) LoadOutbound(ctx context.Context, job ports.DeliveryJob) (port
 	if msg.Status == ports.StatusCancelled || len(recipients) == 0 {
 		return ports.OutboundMessage{}, ports.NotFound("nothing to deliver for job %s", job.ID)
 	}
-	key, err := s.keyring.Open(domain.DKIMPrivateKey, []byte(domain.ID))
+	key, err := dkimdomain.OpenKey(s.keyring, domain)
 	if err != nil {
-		return ports.OutboundMessage{}, fmt.Errorf("sending: open DKIM key of domain %s: %w", domain.ID, err)
+		return ports.OutboundMessage{}, fmt.Errorf("sending: %w", err)
 	}
 	out := buildOutbound(job, msg, domain, recipients, key, s.verpKey)
 	if out.ReturnPath == "" {

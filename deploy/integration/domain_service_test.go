@@ -392,7 +392,7 @@ func TestDomainServiceCreate(t *testing.T) {
 			t.Fatalf("stored record %d: %+v, want %+v", i, r, w)
 		}
 	}
-	key, err := domain.OpenDKIMKey(b.keyring, stored)
+	key, err := openRSAKey(b.keyring, stored)
 	if err != nil {
 		t.Fatalf("stored key does not open under the domain id: %v", err)
 	}
@@ -842,4 +842,21 @@ func TestDomainServiceOtherOrganization(t *testing.T) {
 	if got, err := b.svc.VerifyDomain(ctx, owner, d.ID); err != nil || got.Status != ports.DomainVerified {
 		t.Fatalf("owner's verify: %s %v", got.Status, err)
 	}
+}
+
+// openRSAKey opens a sealed DKIM key through domain.OpenKey and parses it as RSA.
+func openRSAKey(k *secret.Keyring, d ports.Domain) (*rsa.PrivateKey, error) {
+	der, err := domain.OpenKey(k, d)
+	if err != nil {
+		return nil, err
+	}
+	parsed, err := x509.ParsePKCS8PrivateKey(der)
+	if err != nil {
+		return nil, err
+	}
+	key, ok := parsed.(*rsa.PrivateKey)
+	if !ok {
+		return nil, fmt.Errorf("dkim key is %T, not RSA", parsed)
+	}
+	return key, nil
 }
