@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/postmill/postmill/ports"
@@ -35,17 +34,8 @@ func NewEventStream(ctx context.Context, cfg Config) (*EventStream, error) {
 		return nil, err
 	}
 	cfg.defaults()
-	opts := append([]kgo.Opt{
-		kgo.SeedBrokers(cfg.Brokers...),
-		kgo.DefaultProduceTopic(cfg.Topic),
-		kgo.RequiredAcks(kgo.AllISRAcks()),
-	}, cfg.ClientOptions...)
-	producer, err := kgo.NewClient(opts...)
+	producer, err := newProducer(ctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("kafka: client: %w", err)
-	}
-	if err := ensureTopic(ctx, kadm.NewClient(producer), cfg.Topic, cfg.Partitions); err != nil {
-		producer.Close()
 		return nil, err
 	}
 	return &EventStream{topic: cfg.Topic, producer: producer}, nil

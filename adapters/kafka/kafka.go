@@ -105,6 +105,16 @@ func New(ctx context.Context, cfg Config) (*Queue, error) {
 		return nil, err
 	}
 	cfg.defaults()
+	producer, err := newProducer(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &Queue{cfg: cfg, producer: producer}, nil
+}
+
+// newProducer connects a client that produces to cfg.Topic with acknowledgement from every in-sync replica,
+// creating the topic first unless it exists.
+func newProducer(ctx context.Context, cfg Config) (*kgo.Client, error) {
 	opts := append([]kgo.Opt{
 		kgo.SeedBrokers(cfg.Brokers...),
 		kgo.DefaultProduceTopic(cfg.Topic),
@@ -118,7 +128,7 @@ func New(ctx context.Context, cfg Config) (*Queue, error) {
 		producer.Close()
 		return nil, err
 	}
-	return &Queue{cfg: cfg, producer: producer}, nil
+	return producer, nil
 }
 
 // ensureTopic creates the topic when it is missing; a topic created meanwhile by another process is fine.
