@@ -43,11 +43,10 @@ func TestLoginRateLimitAndUntrustedForwardedFor(t *testing.T) {
 	cfg.TrustedProxies = nil // the socket address counts; X-Forwarded-For is ignored
 	e := MustStart(t, cfg, "all")
 	e.MustSignup("lena@example.com", "")
-	for i := range 10 {
+	for range 10 {
 		r := e.do(req{method: "POST", path: "/v1/auth/login", header: map[string]string{"X-Forwarded-For": nextClientIP()},
 			body: map[string]any{"email": "lena@example.com", "password": "wrong password"}})
 		expect(t, r, 401)
-		_ = i
 	}
 	r := e.do(req{method: "POST", path: "/v1/auth/login", header: map[string]string{"X-Forwarded-For": nextClientIP()},
 		body: map[string]any{"email": "lena@example.com", "password": "correct horse battery"}})
