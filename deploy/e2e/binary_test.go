@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"sync"
@@ -50,6 +51,7 @@ func mustBinary(tb testing.TB) string {
 type proc struct {
 	cmd   *exec.Cmd
 	addrs map[string]string // service → address, from the "listening" log lines
+	mu    sync.Mutex        // guards logs and addrs, written by the goroutine reading stderr
 	logs  *bytes.Buffer
 	done  chan error
 }
@@ -71,13 +73,12 @@ func MustServe(tb testing.TB, targets string, env map[string]string) *proc {
 	}
 	p := &proc{cmd: cmd, addrs: map[string]string{}, logs: &bytes.Buffer{}, done: make(chan error, 1)}
 	started := make(chan struct{})
-	var mu sync.Mutex
 	go func() {
 		sc := bufio.NewScanner(stderr)
 		once := sync.Once{}
 		for sc.Scan() {
 			line := sc.Text()
-			mu.Lock()
+			p.mu.Lock()
 			p.logs.WriteString(line + "\n")
 			var rec map[string]any
 			if json.Unmarshal([]byte(line), &rec) == nil {
@@ -88,7 +89,7 @@ func MustServe(tb testing.TB, targets string, env map[string]string) *proc {
 					once.Do(func() { close(started) })
 				}
 			}
-			mu.Unlock()
+			p.mu.Unlock()
 		}
 		p.done <- cmd.Wait()
 	}()
@@ -103,13 +104,18 @@ func MustServe(tb testing.TB, targets string, env map[string]string) *proc {
 	select {
 	case <-started:
 	case err := <-p.done:
-		tb.Fatalf("postmill exited early: %v\n%s", err, p.logs.String())
+		tb.Fatalf("postmill exited early: %v\n%s", err, p.logText())
 	case <-time.After(90 * time.Second):
-		tb.Fatalf("postmill did not start\n%s", p.logs.String())
+		tb.Fatalf("postmill did not start\n%s", p.logText())
 	}
-	mu.Lock()
-	defer mu.Unlock()
 	return p
+}
+
+// logText is everything the process logged so far.
+func (p *proc) logText() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.logs.String()
 }
 
 func baseEnv(tb testing.TB, databaseURL string) map[string]string {
@@ -125,6 +131,9 @@ func baseEnv(tb testing.TB, databaseURL string) map[string]string {
 		"POSTMILL_TRUSTED_PROXIES": "127.0.0.1",
 	}
 }
+
+// secretShapes matches refresh tokens (rt_ + 43 base64url) and JWTs (base64url JSON header, a dot, payload).
+var secretShapes = regexp.MustCompile(`rt_[A-Za-z0-9_-]{40,}|eyJ[A-Za-z0-9_-]{10,}\.eyJ`)
 
 // scenario runs the account flow a new user would try and returns a comparable transcript: status codes
 // and the sorted field names of each answer (ids and tokens differ between runs; shapes must not).
@@ -201,6 +210,19 @@ func TestSplitEdgeAndCoreAnswerLikeAll(t *testing.T) {
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("split deployment answers differently\nsplit:\n%s\n\nall:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
+	// Secrets never reach the logs: the scenario used passwords, API keys, refresh tokens, access JWTs and
+	// SMTP passwords; none of them, nor their recognisable prefixes, appears in any process's log.
+	for name, p := range map[string]*proc{"all": all, "core": core, "edge": edgeProc} {
+		logs := p.logText()
+		for _, secret := range []string{"correct horse battery", "long enough", "svc_live_", "whsec_"} {
+			if strings.Contains(logs, secret) {
+				t.Errorf("the %s process logged %q", name, secret)
+			}
+		}
+		if m := secretShapes.FindString(logs); m != "" {
+			t.Errorf("the %s process logged a token: %q", name, m)
+		}
+	}
 
 	// The core's RPC port refuses callers without the derived token.
 	for _, auth := range []string{"", "Bearer wrong"} {
@@ -233,7 +255,7 @@ func TestSIGTERMDrainsAndExitsCleanly(t *testing.T) {
 	p := MustServe(t, "all", baseEnv(t, pgtest.URL(t)))
 	for _, svc := range []string{"edge-http", "core-rpc"} {
 		if p.addrs[svc] == "" {
-			t.Fatalf("no %s listener\n%s", svc, p.logs)
+			t.Fatalf("no %s listener\n%s", svc, p.logText())
 		}
 	}
 	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
@@ -242,13 +264,13 @@ func TestSIGTERMDrainsAndExitsCleanly(t *testing.T) {
 	select {
 	case err := <-p.done:
 		if err != nil {
-			t.Fatalf("exit after SIGTERM: %v\n%s", err, p.logs)
+			t.Fatalf("exit after SIGTERM: %v\n%s", err, p.logText())
 		}
 	case <-time.After(60 * time.Second):
 		t.Fatal("did not stop after SIGTERM")
 	}
 	for _, want := range []string{"shutting down: draining", "tier stopped", "postmill stopped"} {
-		if !strings.Contains(p.logs.String(), want) {
+		if !strings.Contains(p.logText(), want) {
 			t.Errorf("log lacks %q", want)
 		}
 	}
