@@ -274,8 +274,14 @@ type Core struct {
 	Domains         DomainService
 	Emails          EmailService
 	// Delivery is what the MTA tier calls.
-	Delivery DeliveryService
-	Webhooks WebhookService
+	Delivery       DeliveryService
+	Webhooks       WebhookService
+	Templates      TemplateService
+	Deliverability DeliverabilityService
+	// Feedback is what the inbound tier calls for bounces and complaints.
+	Feedback FeedbackService
+	// Tracking answers the open pixel and click redirects.
+	Tracking TrackingService
 	// Health answers when the core and its database answer.
 	Health Pinger
 }

@@ -54,6 +54,16 @@ type Domain struct {
 	VerifiedAt     *time.Time
 	CreatedAt      time.Time
 	Records        []DNSRecord
+	// OpenTracking and ClickTracking are off by default; when on, HTML bodies from the domain get a
+	// tracking pixel and rewritten links, and each recipient is delivered its own copy.
+	OpenTracking  bool
+	ClickTracking bool
+}
+
+// TrackingSettings is the body of PATCH /v1/domains/{id}: nil leaves a setting as it is.
+type TrackingSettings struct {
+	OpenTracking  *bool
+	ClickTracking *bool
 }
 
 // DomainService manages sending domains (SPEC §4.3, Session routes).
@@ -69,6 +79,9 @@ type DomainService interface {
 	VerifyDomain(ctx context.Context, orgID, id string) (Domain, error)
 	// SuspendDomain errors: not_found.
 	SuspendDomain(ctx context.Context, orgID, id string) (Domain, error)
+	// UpdateDomainTracking changes open and click tracking and returns the domain with its records.
+	// Errors: not_found.
+	UpdateDomainTracking(ctx context.Context, orgID, id string, t TrackingSettings) (Domain, error)
 }
 
 // MX is one mail exchanger.
@@ -134,4 +147,6 @@ type DomainStore interface {
 	SaveVerification(ctx context.Context, d Domain, events []Event) error
 	// SetDomainStatus changes the status. Errors: not_found.
 	SetDomainStatus(ctx context.Context, orgID, id string, status DomainStatus) (Domain, error)
+	// SetDomainTracking changes the settings that are not nil. Errors: not_found.
+	SetDomainTracking(ctx context.Context, orgID, id string, t TrackingSettings) (Domain, error)
 }

@@ -59,3 +59,17 @@ func DeriveMessageStatus(statuses []MessageStatus) MessageStatus {
 	}
 	return ""
 }
+
+// EngagementAdvances reports whether a recipient in state current moves to next (opened, clicked or
+// complained) when that event arrives: only a recipient whose mail was handed over or delivered, or who
+// engaged less far already, moves, and never backwards (a click after a complaint leaves it complained).
+// Failure states (bounced, failed, cancelled) stay: the event is still recorded on the timeline.
+func EngagementAdvances(current, next MessageStatus) bool {
+	switch current {
+	case StatusSent, StatusDelivered, StatusOpened, StatusClicked:
+	default:
+		return false
+	}
+	n, ok := progress[next]
+	return ok && n > progress[current]
+}

@@ -259,6 +259,16 @@ func (s *Service) SuspendDomain(ctx context.Context, orgID, id string) (ports.Do
 	return withoutPrivateKey(d), nil
 }
 
+// UpdateDomainTracking turns open and click tracking on or off (PATCH /v1/domains/{id}); a nil setting is
+// left as it is. It answers the domain with its records, like GetDomain. Sends already accepted keep the
+// one-copy-per-recipient choice made when they were accepted.
+func (s *Service) UpdateDomainTracking(ctx context.Context, orgID, id string, t ports.TrackingSettings) (ports.Domain, error) {
+	if _, err := s.domains.SetDomainTracking(ctx, orgID, id, t); err != nil {
+		return ports.Domain{}, fmt.Errorf("domain: tracking: %w", err)
+	}
+	return s.GetDomain(ctx, orgID, id)
+}
+
 // withoutPrivateKey is the only shape a domain leaves the service in: SPEC §2 forbids private-key material in
 // any response, and clearing it here keeps every tier from having to remember.
 func withoutPrivateKey(d ports.Domain) ports.Domain {
