@@ -365,7 +365,9 @@ type DeliveryApplication struct {
 	MessageStatus  MessageStatus            // "" to derive from recipients in the store
 	Events         []Event
 	Suppressions   []Suppression
-	Retry          *DeliveryJob
+	// Bounces records SMTP-time refusals (5xx) in the bounce list, beside the event and suppression.
+	Bounces []Bounce
+	Retry   *DeliveryJob
 }
 
 // BlobStore keeps attachment bytes and raw inbound mail under generated keys.

@@ -286,6 +286,10 @@ func (s *Store) applyOne(ctx context.Context, a ports.DeliveryApplication, decid
 			p := insertSuppressionsParams(a.Suppressions)
 			steps = append(steps, func(q *db.Queries) error { return q.InsertSuppressions(ctx, p) })
 		}
+		if len(a.Bounces) > 0 {
+			p := insertBouncesParams(a.Bounces, a.OrganizationID, a.MessageID)
+			steps = append(steps, func(q *db.Queries) error { return q.InsertBounces(ctx, p) })
+		}
 		if a.Retry != nil {
 			p := insertOutboxParams([]ports.DeliveryJob{jobOf(*a.Retry, a.OrganizationID, a.MessageID)})
 			steps = append(steps, func(q *db.Queries) error { return q.InsertOutboxJobs(ctx, p) })
@@ -481,6 +485,7 @@ func (s *Store) applyMany(ctx context.Context, group []*pendingApply) ([]applyRe
 			statuses   db.SetMessageStatusesParams
 			events     []ports.Event
 			sups       []ports.Suppression
+			bounces    []ports.Bounce
 			retries    []ports.DeliveryJob
 		)
 		for i, p := range group {
@@ -524,6 +529,7 @@ func (s *Store) applyMany(ctx context.Context, group []*pendingApply) ([]applyRe
 			}
 			events = append(events, eventsAbout(a.Events, a.OrganizationID, a.MessageID, "")...)
 			sups = append(sups, a.Suppressions...)
+			bounces = append(bounces, bouncesAbout(a.Bounces, a.OrganizationID, a.MessageID)...)
 			if a.Retry != nil {
 				retries = append(retries, jobOf(*a.Retry, a.OrganizationID, a.MessageID))
 			}
@@ -554,6 +560,10 @@ func (s *Store) applyMany(ctx context.Context, group []*pendingApply) ([]applyRe
 			})
 			p := insertSuppressionsParams(sups)
 			steps = append(steps, func(q *db.Queries) error { return q.InsertSuppressions(ctx, p) })
+		}
+		if len(bounces) > 0 {
+			p := insertBouncesParams(bounces, "", "")
+			steps = append(steps, func(q *db.Queries) error { return q.InsertBounces(ctx, p) })
 		}
 		if len(retries) > 0 {
 			p := insertOutboxParams(retries)

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/postmill/postmill/adapters/postgres/internal/db"
 	"github.com/postmill/postmill/ports"
@@ -129,6 +130,35 @@ func (s *Store) SetDomainStatus(ctx context.Context, orgID, id string, status po
 	return d, nil
 }
 
+// SetDomainTracking implements ports.DomainStore: settings left nil keep their value. It returns the domain
+// with its records. Errors: not_found.
+func (s *Store) SetDomainTracking(ctx context.Context, orgID, id string, t ports.TrackingSettings) (ports.Domain, error) {
+	var d ports.Domain
+	steps := readDomainSteps(ctx, orgID, id, &d)
+	steps[0] = func(q *db.Queries) error {
+		row, err := q.SetDomainTracking(ctx, db.SetDomainTrackingParams{
+			OpenTracking:   boolParam(t.OpenTracking),
+			ClickTracking:  boolParam(t.ClickTracking),
+			OrganizationID: orgID,
+			ID:             id,
+		})
+		d = domainFromRow(row)
+		return err
+	}
+	if err := runPipeline(ctx, s.pool, steps...); err != nil {
+		return ports.Domain{}, interpretErrorFor("domain", err)
+	}
+	return d, nil
+}
+
+// boolParam is a nullable boolean parameter: nil is NULL.
+func boolParam(b *bool) pgtype.Bool {
+	if b == nil {
+		return pgtype.Bool{}
+	}
+	return pgtype.Bool{Bool: *b, Valid: true}
+}
+
 // readDomainSteps reads the domain row, then its records in generation order.
 func readDomainSteps(ctx context.Context, orgID, id string, d *ports.Domain) []pipelineStep {
 	return []pipelineStep{
@@ -225,5 +255,7 @@ func domainFromRow(r db.Domain) ports.Domain {
 		DKIMPublicKey:  r.DkimPublicKey,
 		VerifiedAt:     utcPtr(r.VerifiedAt),
 		CreatedAt:      r.CreatedAt.UTC(),
+		OpenTracking:   r.OpenTracking,
+		ClickTracking:  r.ClickTracking,
 	}
 }

@@ -112,6 +112,8 @@ func insertEventsParams(events []ports.Event) db.InsertEventsParams {
 		HasResponses:      make([]bool, n),
 		ProviderResponses: make([]string, n),
 		OccurredAt:        make([]time.Time, n),
+		Urls:              make([]string, n),
+		LinkIds:           make([]string, n),
 	}
 	for i, e := range events {
 		p.Ids[i] = idOrNew(e.ID)
@@ -125,6 +127,8 @@ func insertEventsParams(events []ports.Event) db.InsertEventsParams {
 			p.ProviderResponses[i] = *e.ProviderResponse
 		}
 		p.OccurredAt[i] = e.OccurredAt
+		p.Urls[i] = e.URL
+		p.LinkIds[i] = e.LinkID
 	}
 	return p
 }

@@ -180,6 +180,8 @@ func (s *Store) FanOut(ctx context.Context, now time.Time, limit int, payloads f
 				RecipientID:      r.RecipientID,
 				DomainID:         r.DomainID,
 				ProviderResponse: textPtr(r.ProviderResponse),
+				URL:              r.Url,
+				LinkID:           r.LinkID,
 				OccurredAt:       r.OccurredAt.UTC(),
 			}
 		}

@@ -1,8 +1,10 @@
 -- name: InsertEvents :exec
--- Empty strings stand for NULL ids; has_responses[i] tells whether provider_responses[i] is present.
-INSERT INTO events (id, organization_id, type, message_id, recipient_id, domain_id, provider_response, occurred_at)
+-- Empty strings stand for NULL ids, urls and link ids; has_responses[i] tells whether provider_responses[i] is present.
+INSERT INTO events (id, organization_id, type, message_id, recipient_id, domain_id, provider_response, occurred_at,
+    url, link_id)
 SELECT e.id, e.organization_id, e.type, NULLIF(e.message_id, '')::uuid, NULLIF(e.recipient_id, '')::uuid,
-    NULLIF(e.domain_id, '')::uuid, CASE WHEN e.has_response THEN e.provider_response END, e.occurred_at
+    NULLIF(e.domain_id, '')::uuid, CASE WHEN e.has_response THEN e.provider_response END, e.occurred_at,
+    NULLIF(e.url, ''), NULLIF(e.link_id, '')
 FROM (SELECT
         unnest(@ids::uuid[]) AS id,
         unnest(@organization_ids::uuid[]) AS organization_id,
@@ -12,7 +14,9 @@ FROM (SELECT
         unnest(@domain_ids::text[]) AS domain_id,
         unnest(@has_responses::bool[]) AS has_response,
         unnest(@provider_responses::text[]) AS provider_response,
-        unnest(@occurred_at::timestamptz[]) AS occurred_at) AS e;
+        unnest(@occurred_at::timestamptz[]) AS occurred_at,
+        unnest(@urls::text[]) AS url,
+        unnest(@link_ids::text[]) AS link_id) AS e;
 
 -- name: InsertOutboxJobs :exec
 -- recipient_ids[i] is job i's recipient ids joined with commas (arrays of arrays must be rectangular).

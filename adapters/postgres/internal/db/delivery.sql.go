@@ -176,7 +176,7 @@ func (q *Queries) OutboundAttachments(ctx context.Context, arg OutboundAttachmen
 }
 
 const outboundMessage = `-- name: OutboundMessage :one
-SELECT m.id, m.organization_id, m.domain_id, m.status, m.from_address, m.reply_to, m.subject, m.html_body, m.text_body, m.headers, m.tags, m.metadata, m.sandbox, m.scheduled_at, m.idempotency_key, m.created_at, d.id, d.organization_id, d.name, d.status, d.region, d.dkim_selector, d.dkim_private_key, d.dkim_public_key, d.verified_at, d.created_at
+SELECT m.id, m.organization_id, m.domain_id, m.status, m.from_address, m.reply_to, m.subject, m.html_body, m.text_body, m.headers, m.tags, m.metadata, m.sandbox, m.scheduled_at, m.idempotency_key, m.created_at, d.id, d.organization_id, d.name, d.status, d.region, d.dkim_selector, d.dkim_private_key, d.dkim_public_key, d.verified_at, d.created_at, d.open_tracking, d.click_tracking
 FROM messages m
 JOIN domains d ON d.organization_id = m.organization_id AND d.id = m.domain_id
 WHERE m.organization_id = $1 AND m.id = $2
@@ -222,12 +222,14 @@ func (q *Queries) OutboundMessage(ctx context.Context, arg OutboundMessageParams
 		&i.Domain.DkimPublicKey,
 		&i.Domain.VerifiedAt,
 		&i.Domain.CreatedAt,
+		&i.Domain.OpenTracking,
+		&i.Domain.ClickTracking,
 	)
 	return i, err
 }
 
 const outboundMessages = `-- name: OutboundMessages :many
-SELECT m.id, m.organization_id, m.domain_id, m.status, m.from_address, m.reply_to, m.subject, m.html_body, m.text_body, m.headers, m.tags, m.metadata, m.sandbox, m.scheduled_at, m.idempotency_key, m.created_at, d.id, d.organization_id, d.name, d.status, d.region, d.dkim_selector, d.dkim_private_key, d.dkim_public_key, d.verified_at, d.created_at
+SELECT m.id, m.organization_id, m.domain_id, m.status, m.from_address, m.reply_to, m.subject, m.html_body, m.text_body, m.headers, m.tags, m.metadata, m.sandbox, m.scheduled_at, m.idempotency_key, m.created_at, d.id, d.organization_id, d.name, d.status, d.region, d.dkim_selector, d.dkim_private_key, d.dkim_public_key, d.verified_at, d.created_at, d.open_tracking, d.click_tracking
 FROM messages m
 JOIN (SELECT
         unnest($1::uuid[]) AS organization_id,
@@ -283,6 +285,8 @@ func (q *Queries) OutboundMessages(ctx context.Context, arg OutboundMessagesPara
 			&i.Domain.DkimPublicKey,
 			&i.Domain.VerifiedAt,
 			&i.Domain.CreatedAt,
+			&i.Domain.OpenTracking,
+			&i.Domain.ClickTracking,
 		); err != nil {
 			return nil, err
 		}

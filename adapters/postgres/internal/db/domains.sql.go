@@ -54,7 +54,7 @@ func (q *Queries) DNSRecordsByDomain(ctx context.Context, arg DNSRecordsByDomain
 }
 
 const domainByID = `-- name: DomainByID :one
-SELECT id, organization_id, name, status, region, dkim_selector, dkim_private_key, dkim_public_key, verified_at, created_at FROM domains WHERE organization_id = $1 AND id = $2
+SELECT id, organization_id, name, status, region, dkim_selector, dkim_private_key, dkim_public_key, verified_at, created_at, open_tracking, click_tracking FROM domains WHERE organization_id = $1 AND id = $2
 `
 
 type DomainByIDParams struct {
@@ -76,12 +76,14 @@ func (q *Queries) DomainByID(ctx context.Context, arg DomainByIDParams) (Domain,
 		&i.DkimPublicKey,
 		&i.VerifiedAt,
 		&i.CreatedAt,
+		&i.OpenTracking,
+		&i.ClickTracking,
 	)
 	return i, err
 }
 
 const domainByName = `-- name: DomainByName :one
-SELECT id, organization_id, name, status, region, dkim_selector, dkim_private_key, dkim_public_key, verified_at, created_at FROM domains WHERE organization_id = $1 AND name = $2
+SELECT id, organization_id, name, status, region, dkim_selector, dkim_private_key, dkim_public_key, verified_at, created_at, open_tracking, click_tracking FROM domains WHERE organization_id = $1 AND name = $2
 `
 
 type DomainByNameParams struct {
@@ -103,6 +105,8 @@ func (q *Queries) DomainByName(ctx context.Context, arg DomainByNameParams) (Dom
 		&i.DkimPublicKey,
 		&i.VerifiedAt,
 		&i.CreatedAt,
+		&i.OpenTracking,
+		&i.ClickTracking,
 	)
 	return i, err
 }
@@ -196,7 +200,7 @@ func (q *Queries) InsertDomain(ctx context.Context, arg InsertDomainParams) erro
 }
 
 const listDomains = `-- name: ListDomains :many
-SELECT id, organization_id, name, status, region, dkim_selector, dkim_private_key, dkim_public_key, verified_at, created_at FROM domains
+SELECT id, organization_id, name, status, region, dkim_selector, dkim_private_key, dkim_public_key, verified_at, created_at, open_tracking, click_tracking FROM domains
 WHERE organization_id = $1
 ORDER BY created_at DESC, id DESC
 `
@@ -221,6 +225,8 @@ func (q *Queries) ListDomains(ctx context.Context, organizationID string) ([]Dom
 			&i.DkimPublicKey,
 			&i.VerifiedAt,
 			&i.CreatedAt,
+			&i.OpenTracking,
+			&i.ClickTracking,
 		); err != nil {
 			return nil, err
 		}
@@ -297,7 +303,7 @@ func (q *Queries) SaveDomainVerification(ctx context.Context, arg SaveDomainVeri
 const setDomainStatus = `-- name: SetDomainStatus :one
 UPDATE domains SET status = $1
 WHERE organization_id = $2 AND id = $3
-RETURNING id, organization_id, name, status, region, dkim_selector, dkim_private_key, dkim_public_key, verified_at, created_at
+RETURNING id, organization_id, name, status, region, dkim_selector, dkim_private_key, dkim_public_key, verified_at, created_at, open_tracking, click_tracking
 `
 
 type SetDomainStatusParams struct {
@@ -320,6 +326,8 @@ func (q *Queries) SetDomainStatus(ctx context.Context, arg SetDomainStatusParams
 		&i.DkimPublicKey,
 		&i.VerifiedAt,
 		&i.CreatedAt,
+		&i.OpenTracking,
+		&i.ClickTracking,
 	)
 	return i, err
 }

@@ -41,6 +41,35 @@ type Attachment struct {
 	StorageKey     string
 }
 
+type Bounce struct {
+	ID             string
+	OrganizationID string
+	MessageID      string
+	RecipientID    string
+	Address        string
+	Type           string
+	Status         string
+	Action         string
+	DiagnosticCode string
+	RemoteMta      string
+	ReportingMta   string
+	CreatedAt      time.Time
+}
+
+type Complaint struct {
+	ID             string
+	OrganizationID string
+	MessageID      string
+	RecipientID    string
+	Address        string
+	FeedbackType   string
+	UserAgent      string
+	ReportedDomain string
+	SourceIp       string
+	ArrivalDate    *time.Time
+	CreatedAt      time.Time
+}
+
 type DeliveryOutbox struct {
 	ID             string
 	OrganizationID string
@@ -93,6 +122,8 @@ type Domain struct {
 	DkimPublicKey  string
 	VerifiedAt     *time.Time
 	CreatedAt      time.Time
+	OpenTracking   bool
+	ClickTracking  bool
 }
 
 type Event struct {
@@ -105,6 +136,8 @@ type Event struct {
 	ProviderResponse pgtype.Text
 	OccurredAt       time.Time
 	FannedOutAt      *time.Time
+	Url              pgtype.Text
+	LinkID           pgtype.Text
 }
 
 type Membership struct {
@@ -189,6 +222,27 @@ type Suppression struct {
 	Address        string
 	Scope          string
 	Reason         string
+	CreatedAt      time.Time
+}
+
+type Template struct {
+	ID             string
+	OrganizationID string
+	Name           string
+	CurrentVersion pgtype.Int4
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+}
+
+type TemplateVersion struct {
+	ID             string
+	OrganizationID string
+	TemplateID     string
+	Version        int32
+	Subject        string
+	HtmlBody       string
+	TextBody       string
+	ReactSource    string
 	CreatedAt      time.Time
 }
 

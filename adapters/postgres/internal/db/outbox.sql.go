@@ -11,9 +11,11 @@ import (
 )
 
 const insertEvents = `-- name: InsertEvents :exec
-INSERT INTO events (id, organization_id, type, message_id, recipient_id, domain_id, provider_response, occurred_at)
+INSERT INTO events (id, organization_id, type, message_id, recipient_id, domain_id, provider_response, occurred_at,
+    url, link_id)
 SELECT e.id, e.organization_id, e.type, NULLIF(e.message_id, '')::uuid, NULLIF(e.recipient_id, '')::uuid,
-    NULLIF(e.domain_id, '')::uuid, CASE WHEN e.has_response THEN e.provider_response END, e.occurred_at
+    NULLIF(e.domain_id, '')::uuid, CASE WHEN e.has_response THEN e.provider_response END, e.occurred_at,
+    NULLIF(e.url, ''), NULLIF(e.link_id, '')
 FROM (SELECT
         unnest($1::uuid[]) AS id,
         unnest($2::uuid[]) AS organization_id,
@@ -23,7 +25,9 @@ FROM (SELECT
         unnest($6::text[]) AS domain_id,
         unnest($7::bool[]) AS has_response,
         unnest($8::text[]) AS provider_response,
-        unnest($9::timestamptz[]) AS occurred_at) AS e
+        unnest($9::timestamptz[]) AS occurred_at,
+        unnest($10::text[]) AS url,
+        unnest($11::text[]) AS link_id) AS e
 `
 
 type InsertEventsParams struct {
@@ -36,9 +40,11 @@ type InsertEventsParams struct {
 	HasResponses      []bool
 	ProviderResponses []string
 	OccurredAt        []time.Time
+	Urls              []string
+	LinkIds           []string
 }
 
-// Empty strings stand for NULL ids; has_responses[i] tells whether provider_responses[i] is present.
+// Empty strings stand for NULL ids, urls and link ids; has_responses[i] tells whether provider_responses[i] is present.
 func (q *Queries) InsertEvents(ctx context.Context, arg InsertEventsParams) error {
 	_, err := q.db.Exec(ctx, insertEvents,
 		arg.Ids,
@@ -50,6 +56,8 @@ func (q *Queries) InsertEvents(ctx context.Context, arg InsertEventsParams) erro
 		arg.HasResponses,
 		arg.ProviderResponses,
 		arg.OccurredAt,
+		arg.Urls,
+		arg.LinkIds,
 	)
 	return err
 }

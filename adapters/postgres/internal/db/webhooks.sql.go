@@ -438,7 +438,7 @@ func (q *Queries) SetWebhookEndpointSecret(ctx context.Context, arg SetWebhookEn
 const takeEventsToFanOut = `-- name: TakeEventsToFanOut :many
 SELECT e.id, e.organization_id, e.type, COALESCE(e.message_id::text, '')::text AS message_id,
     COALESCE(e.recipient_id::text, '')::text AS recipient_id, COALESCE(e.domain_id::text, '')::text AS domain_id,
-    e.provider_response, e.occurred_at,
+    e.provider_response, e.occurred_at, COALESCE(e.url, '')::text AS url, COALESCE(e.link_id, '')::text AS link_id,
     ARRAY(SELECT w.id::text FROM webhook_endpoints w
           WHERE w.organization_id = e.organization_id AND w.enabled AND e.type = ANY (w.event_types)
             AND e.type <> 'email.cancelled'
@@ -459,6 +459,8 @@ type TakeEventsToFanOutRow struct {
 	DomainID         string
 	ProviderResponse pgtype.Text
 	OccurredAt       time.Time
+	Url              string
+	LinkID           string
 	EndpointIds      []string
 }
 
@@ -484,6 +486,8 @@ func (q *Queries) TakeEventsToFanOut(ctx context.Context, rowLimit int32) ([]Tak
 			&i.DomainID,
 			&i.ProviderResponse,
 			&i.OccurredAt,
+			&i.Url,
+			&i.LinkID,
 			&i.EndpointIds,
 		); err != nil {
 			return nil, err
