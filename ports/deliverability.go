@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// Bounce types: RFC 3463 §3.1 status classes. A hard bounce (5.X.X, permanent) sets the recipient bounced
+// Bounce types: RFC 3463 §2 status classes. A hard bounce (5.X.X, permanent) sets the recipient bounced
 // and suppresses the address; a soft one (4.X.X, persistent transient) is recorded and retried by the
 // sender.
 const (
