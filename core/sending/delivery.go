@@ -3,6 +3,7 @@ package sending
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -261,6 +262,18 @@ func applyReport(r ports.DeliveryReport, current []ports.Recipient, p retryPolic
 				Reason:         ports.SuppressionBounce,
 				CreatedAt:      r.At,
 			})
+			app.Bounces = append(app.Bounces, ports.Bounce{
+				ID:             newID(),
+				OrganizationID: job.OrganizationID,
+				MessageID:      job.MessageID,
+				RecipientID:    rc.ID,
+				Address:        rc.Address,
+				Type:           ports.BounceHard,
+				Status:         enhancedStatus(o.Response),
+				Action:         "failed",
+				DiagnosticCode: "smtp; " + o.Response,
+				CreatedAt:      r.At,
+			})
 		case ports.OutcomeFailed:
 			app.Recipients[rc.ID] = ports.StatusFailed
 			event(&results, ports.EventEmailFailed, rc.ID, o.Response)
@@ -290,4 +303,23 @@ func applyReport(r ports.DeliveryReport, current []ports.Recipient, p retryPolic
 	// message's lock, so concurrent jobs of one message (several recipient domains) cannot each decide
 	// from a stale read.
 	return app
+}
+
+// enhancedStatusPattern finds an RFC 3463 enhanced status code (class 4 or 5) in an SMTP reply.
+var enhancedStatusPattern = regexp.MustCompile(`\b[45]\.[0-9]{1,3}\.[0-9]{1,3}\b`)
+
+// enhancedStatus returns the enhanced status code of a reply such as "550 5.1.1 user unknown", or for a
+// reply without one the class from its reply code ("550 no" → "5.0.0", RFC 3463 §3.1); "" otherwise.
+func enhancedStatus(reply string) string {
+	for _, loc := range enhancedStatusPattern.FindAllStringIndex(reply, -1) {
+		// Not part of a longer dotted number such as an IP address.
+		if (loc[0] > 0 && reply[loc[0]-1] == '.') || (loc[1] < len(reply) && reply[loc[1]] == '.') {
+			continue
+		}
+		return reply[loc[0]:loc[1]]
+	}
+	if len(reply) >= 3 && (reply[0] == '4' || reply[0] == '5') && reply[1] >= '0' && reply[1] <= '9' && reply[2] >= '0' && reply[2] <= '9' {
+		return reply[:1] + ".0.0"
+	}
+	return ""
 }

@@ -17,7 +17,6 @@ const (
 	msgSandboxDelivered = "sandbox: not delivered"
 	msgEmailNotFound    = "email not found"
 	reasonOrgSuspended  = "org_suspended"
-	templatesConstraint = "templates_pkey"
 	blobCleanupTimeout  = 10 * time.Second
 )
 
@@ -71,9 +70,9 @@ func (s *Service) Send(ctx context.Context, orgID string, req ports.SendRequest)
 		return ports.SendResult{}, err
 	}
 	if req.Template != nil {
-		// No template exists until the templates issue: every reference is to a missing one, refused before
-		// anything is written.
-		return ports.SendResult{}, ports.MissingReference(templatesConstraint)
+		if req, err = s.renderTemplate(ctx, orgID, req); err != nil {
+			return ports.SendResult{}, err
+		}
 	}
 	if err := s.scanAttachments(ctx, req.Attachments); err != nil {
 		return ports.SendResult{}, err
@@ -89,14 +88,15 @@ func (s *Service) Send(ctx context.Context, orgID string, req ports.SendRequest)
 		return ports.SendResult{}, err
 	}
 	nm := acceptMessage(acceptance{
-		messageID:   messageID,
-		orgID:       orgID,
-		domainID:    domain.ID,
-		req:         req,
-		recipients:  recipients,
-		attachments: stored,
-		plan:        org.Plan,
-		now:         now,
+		messageID:    messageID,
+		orgID:        orgID,
+		domainID:     domain.ID,
+		req:          req,
+		recipients:   recipients,
+		attachments:  stored,
+		plan:         org.Plan,
+		now:          now,
+		perRecipient: domain.OpenTracking || domain.ClickTracking,
 	}, newID)
 	id, status, existing, err := s.messages.InsertMessage(ctx, nm)
 	if err != nil || existing {
@@ -350,6 +350,34 @@ func dedupeRecipients(to, cc, bcc []string) []ports.Recipient {
 	return out
 }
 
+// renderTemplate replaces the request's subject and bodies with the template's published version rendered
+// with its variables (SPEC §4.2: the published subject wins over a given one, which was still validated).
+// An unknown or unpublished template is refused before anything is written.
+func (s *Service) renderTemplate(ctx context.Context, orgID string, req ports.SendRequest) (ports.SendRequest, error) {
+	if s.templates == nil {
+		return req, ports.MissingReference(ports.TemplatesConstraint)
+	}
+	vars := req.Template.Variables
+	if vars == nil {
+		vars = map[string]any{}
+	}
+	r, err := s.templates.RenderTemplate(ctx, orgID, req.Template.ID, vars)
+	if err != nil {
+		if ports.ErrorCode(err) == ports.CodeInvalidArgument {
+			return req, err
+		}
+		return req, fmt.Errorf("sending: render template: %w", err)
+	}
+	req.Subject, req.HTML, req.Text = r.Subject, r.HTML, r.Text
+	if req.Subject == "" || strings.ContainsAny(req.Subject, "\r\n") {
+		return req, ports.ValidationError(ports.FieldViolation{Path: "template", Message: "the rendered subject is empty or spans lines"})
+	}
+	if req.HTML == "" && req.Text == "" {
+		return req, ports.ValidationError(ports.FieldViolation{Path: "template", Message: "the rendered template has no body"})
+	}
+	return req, nil
+}
+
 // jobGroup is the recipients of one message that one SMTP transaction serves.
 type jobGroup struct {
 	Domain       string
@@ -377,7 +405,20 @@ func groupJobs(recipients []ports.Recipient) []jobGroup {
 
 // newJobs builds the first-attempt delivery jobs of a message, due at once.
 func newJobs(orgID, messageID string, recipients []ports.Recipient, now time.Time, newID func() string) []ports.DeliveryJob {
-	groups := groupJobs(recipients)
+	return jobsOf(orgID, messageID, groupJobs(recipients), now, newID)
+}
+
+// newJobsPerRecipient builds one first-attempt job per recipient: a tracked message carries tokens naming its
+// recipient, so every copy is its own SMTP transaction (and its VERP return path names the recipient).
+func newJobsPerRecipient(orgID, messageID string, recipients []ports.Recipient, now time.Time, newID func() string) []ports.DeliveryJob {
+	groups := make([]jobGroup, len(recipients))
+	for i, r := range recipients {
+		groups[i] = jobGroup{Domain: addressDomain(r.Address), RecipientIDs: []string{r.ID}}
+	}
+	return jobsOf(orgID, messageID, groups, now, newID)
+}
+
+func jobsOf(orgID, messageID string, groups []jobGroup, now time.Time, newID func() string) []ports.DeliveryJob {
 	jobs := make([]ports.DeliveryJob, len(groups))
 	for i, g := range groups {
 		jobs[i] = ports.DeliveryJob{
@@ -405,6 +446,8 @@ type acceptance struct {
 	attachments []ports.StoredAttachment
 	plan        ports.Plan
 	now         time.Time
+	// perRecipient delivers each recipient in its own job: the From domain tracks opens or clicks.
+	perRecipient bool
 }
 
 // acceptMessage decides what one accepted send writes (SPEC §3 message table):
@@ -463,7 +506,11 @@ func acceptMessage(a acceptance, newID func() string) ports.NewMessage {
 		nm.Events = sandboxEvents(newID, a.orgID, a.messageID, a.now)
 	default:
 		nm.Events = []ports.Event{messageEvent(newID, a.orgID, a.messageID, ports.EventEmailQueued, a.now, nil)}
-		nm.Outbox = newJobs(a.orgID, a.messageID, recipients, a.now, newID)
+		if a.perRecipient {
+			nm.Outbox = newJobsPerRecipient(a.orgID, a.messageID, recipients, a.now, newID)
+		} else {
+			nm.Outbox = newJobs(a.orgID, a.messageID, recipients, a.now, newID)
+		}
 	}
 	return nm
 }

@@ -143,6 +143,8 @@ type Deps struct {
 	Queue         ports.Queue
 	Blobs         ports.BlobStore
 	Scanner       ports.Scanner
+	// Templates renders template references; nil refuses every reference as a missing template.
+	Templates ports.TemplateRenderer
 	// Keyring opens the domains' sealed DKIM keys and derives the VERP key ("verp").
 	Keyring *secret.Keyring
 	Clock   ports.Clock
@@ -153,19 +155,20 @@ type Deps struct {
 // the MTA tier share the same stores and rules, and its Run loops (RunRelay, RunScheduler) move the work
 // in between.
 type Service struct {
-	cfg      Config
-	messages ports.MessageStore
-	domains  ports.DomainStore
-	orgs     ports.OrganizationStore
-	outbox   ports.Outbox
-	delivery ports.DeliveryStore
-	queue    ports.Queue
-	blobs    ports.BlobStore
-	scanner  ports.Scanner
-	keyring  *secret.Keyring
-	clock    ports.Clock
-	logger   *slog.Logger
-	verpKey  []byte
+	cfg       Config
+	messages  ports.MessageStore
+	domains   ports.DomainStore
+	orgs      ports.OrganizationStore
+	outbox    ports.Outbox
+	delivery  ports.DeliveryStore
+	queue     ports.Queue
+	blobs     ports.BlobStore
+	scanner   ports.Scanner
+	templates ports.TemplateRenderer
+	keyring   *secret.Keyring
+	clock     ports.Clock
+	logger    *slog.Logger
+	verpKey   []byte
 
 	orgCache    *ttlCache[string, ports.Organization]
 	domainCache *ttlCache[domainKey, ports.Domain]
@@ -205,6 +208,7 @@ func New(cfg Config, deps Deps) (*Service, error) {
 		queue:       deps.Queue,
 		blobs:       deps.Blobs,
 		scanner:     deps.Scanner,
+		templates:   deps.Templates,
 		keyring:     deps.Keyring,
 		clock:       deps.Clock,
 		logger:      deps.Logger,
