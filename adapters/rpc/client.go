@@ -2,6 +2,7 @@ package rpc
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"net/http"
 	"time"
@@ -14,6 +15,8 @@ import (
 	"github.com/postmill/postmill/adapters/rpc/gen/postmill/account/v1/accountv1connect"
 	credentialv1 "github.com/postmill/postmill/adapters/rpc/gen/postmill/credential/v1"
 	"github.com/postmill/postmill/adapters/rpc/gen/postmill/credential/v1/credentialv1connect"
+	deliverabilityv1 "github.com/postmill/postmill/adapters/rpc/gen/postmill/deliverability/v1"
+	"github.com/postmill/postmill/adapters/rpc/gen/postmill/deliverability/v1/deliverabilityv1connect"
 	deliveryv1 "github.com/postmill/postmill/adapters/rpc/gen/postmill/delivery/v1"
 	"github.com/postmill/postmill/adapters/rpc/gen/postmill/delivery/v1/deliveryv1connect"
 	domainv1 "github.com/postmill/postmill/adapters/rpc/gen/postmill/domain/v1"
@@ -26,6 +29,10 @@ import (
 	"github.com/postmill/postmill/adapters/rpc/gen/postmill/organization/v1/organizationv1connect"
 	ratelimitv1 "github.com/postmill/postmill/adapters/rpc/gen/postmill/ratelimit/v1"
 	"github.com/postmill/postmill/adapters/rpc/gen/postmill/ratelimit/v1/ratelimitv1connect"
+	templatev1 "github.com/postmill/postmill/adapters/rpc/gen/postmill/template/v1"
+	"github.com/postmill/postmill/adapters/rpc/gen/postmill/template/v1/templatev1connect"
+	trackingv1 "github.com/postmill/postmill/adapters/rpc/gen/postmill/tracking/v1"
+	"github.com/postmill/postmill/adapters/rpc/gen/postmill/tracking/v1/trackingv1connect"
 	webhookv1 "github.com/postmill/postmill/adapters/rpc/gen/postmill/webhook/v1"
 	"github.com/postmill/postmill/adapters/rpc/gen/postmill/webhook/v1/webhookv1connect"
 )
@@ -44,6 +51,10 @@ type Client struct {
 	emails        emailv1connect.EmailServiceClient
 	delivery      deliveryv1connect.DeliveryServiceClient
 	webhooks      webhookv1connect.WebhookServiceClient
+	templates     templatev1connect.TemplateServiceClient
+	deliver       deliverabilityv1connect.DeliverabilityServiceClient
+	feedback      deliverabilityv1connect.FeedbackServiceClient
+	tracking      trackingv1connect.TrackingServiceClient
 	health        healthv1connect.HealthServiceClient
 }
 
@@ -58,6 +69,11 @@ var (
 	_ ports.EmailService          = (*Client)(nil)
 	_ ports.DeliveryService       = (*Client)(nil)
 	_ ports.WebhookService        = (*Client)(nil)
+	_ ports.TemplateService       = (*Client)(nil)
+	_ ports.TemplateRenderer      = (*Client)(nil)
+	_ ports.DeliverabilityService = (*Client)(nil)
+	_ ports.FeedbackService       = (*Client)(nil)
+	_ ports.TrackingService       = (*Client)(nil)
 	_ ports.Pinger                = (*Client)(nil)
 )
 
@@ -103,12 +119,16 @@ func NewClient(baseURL, token string, httpClient connect.HTTPClient) *Client {
 		emails:        emailv1connect.NewEmailServiceClient(httpClient, baseURL, opts...),
 		delivery:      deliveryv1connect.NewDeliveryServiceClient(httpClient, baseURL, opts...),
 		webhooks:      webhookv1connect.NewWebhookServiceClient(httpClient, baseURL, opts...),
+		templates:     templatev1connect.NewTemplateServiceClient(httpClient, baseURL, opts...),
+		deliver:       deliverabilityv1connect.NewDeliverabilityServiceClient(httpClient, baseURL, opts...),
+		feedback:      deliverabilityv1connect.NewFeedbackServiceClient(httpClient, baseURL, opts...),
+		tracking:      trackingv1connect.NewTrackingServiceClient(httpClient, baseURL, opts...),
 		health:        healthv1connect.NewHealthServiceClient(httpClient, baseURL, opts...),
 	}
 }
 
 // Core bundles the client as every interface of ports.Core, ready to hand to a tier in place of the
-// in-process core.
+// in-process core. The client is a ports.TemplateRenderer too, which ports.Core has no field for.
 func (c *Client) Core() ports.Core {
 	return ports.Core{
 		Accounts:        c,
@@ -121,6 +141,10 @@ func (c *Client) Core() ports.Core {
 		Emails:          c,
 		Delivery:        c,
 		Webhooks:        c,
+		Templates:       c,
+		Deliverability:  c,
+		Feedback:        c,
+		Tracking:        c,
 		Health:          c,
 	}
 }
@@ -365,6 +389,20 @@ func (c *Client) SuspendDomain(ctx context.Context, orgID, id string) (ports.Dom
 	return domainFromProto(res.Msg.GetDomain()), nil
 }
 
+// UpdateDomainTracking implements ports.DomainService. A nil setting travels as unset and stays nil, so
+// the core leaves it as it is.
+func (c *Client) UpdateDomainTracking(ctx context.Context, orgID, id string, t ports.TrackingSettings) (ports.Domain, error) {
+	res, err := c.domains.UpdateDomainTracking(ctx, connect.NewRequest(&domainv1.UpdateDomainTrackingRequest{
+		OrganizationId: orgID,
+		Id:             id,
+		Tracking:       trackingSettingsToProto(t),
+	}))
+	if err != nil {
+		return ports.Domain{}, fromConnectError(domainv1connect.DomainServiceUpdateDomainTrackingProcedure, err)
+	}
+	return domainFromProto(res.Msg.GetDomain()), nil
+}
+
 // Send implements ports.EmailService.
 func (c *Client) Send(ctx context.Context, orgID string, req ports.SendRequest) (ports.SendResult, error) {
 	email, err := sendEmailToProto(req)
@@ -513,4 +551,199 @@ func (c *Client) ListDeliveries(ctx context.Context, orgID string) ([]ports.Webh
 func (c *Client) Ping(ctx context.Context) error {
 	_, err := c.health.Check(ctx, connect.NewRequest(&healthv1.CheckRequest{}))
 	return fromConnectError(healthv1connect.HealthServiceCheckProcedure, err)
+}
+
+// CreateTemplate implements ports.TemplateService.
+func (c *Client) CreateTemplate(ctx context.Context, orgID, name string) (ports.Template, error) {
+	res, err := c.templates.CreateTemplate(ctx, connect.NewRequest(&templatev1.CreateTemplateRequest{OrganizationId: orgID, Name: name}))
+	if err != nil {
+		return ports.Template{}, fromConnectError(templatev1connect.TemplateServiceCreateTemplateProcedure, err)
+	}
+	return templateFromProto(res.Msg.GetTemplate()), nil
+}
+
+// CreateTemplateVersion implements ports.TemplateService.
+func (c *Client) CreateTemplateVersion(ctx context.Context, orgID, templateID string, v ports.NewTemplateVersion) (ports.TemplateVersion, error) {
+	res, err := c.templates.CreateTemplateVersion(ctx, connect.NewRequest(&templatev1.CreateTemplateVersionRequest{
+		OrganizationId: orgID,
+		TemplateId:     templateID,
+		Version:        newTemplateVersionToProto(v),
+	}))
+	if err != nil {
+		return ports.TemplateVersion{}, fromConnectError(templatev1connect.TemplateServiceCreateTemplateVersionProcedure, err)
+	}
+	return templateVersionFromProto(res.Msg.GetVersion()), nil
+}
+
+// PublishTemplate implements ports.TemplateService.
+func (c *Client) PublishTemplate(ctx context.Context, orgID, templateID string, version int) (ports.Template, error) {
+	res, err := c.templates.PublishTemplate(ctx, connect.NewRequest(&templatev1.PublishTemplateRequest{
+		OrganizationId: orgID,
+		TemplateId:     templateID,
+		Version:        int64(version),
+	}))
+	if err != nil {
+		return ports.Template{}, fromConnectError(templatev1connect.TemplateServicePublishTemplateProcedure, err)
+	}
+	return templateFromProto(res.Msg.GetTemplate()), nil
+}
+
+// ListTemplates implements ports.TemplateService.
+func (c *Client) ListTemplates(ctx context.Context, orgID string) ([]ports.Template, error) {
+	res, err := c.templates.ListTemplates(ctx, connect.NewRequest(&templatev1.ListTemplatesRequest{OrganizationId: orgID}))
+	if err != nil {
+		return nil, fromConnectError(templatev1connect.TemplateServiceListTemplatesProcedure, err)
+	}
+	return templatesFromProto(res.Msg.GetTemplates()), nil
+}
+
+// GetTemplate implements ports.TemplateService.
+func (c *Client) GetTemplate(ctx context.Context, orgID, id string) (ports.Template, error) {
+	res, err := c.templates.GetTemplate(ctx, connect.NewRequest(&templatev1.GetTemplateRequest{OrganizationId: orgID, Id: id}))
+	if err != nil {
+		return ports.Template{}, fromConnectError(templatev1connect.TemplateServiceGetTemplateProcedure, err)
+	}
+	return templateFromProto(res.Msg.GetTemplate()), nil
+}
+
+// RenderTemplate implements ports.TemplateRenderer. Variables travel as JSON, so the core receives every
+// number as a json.Number, exactly as a send's template variables arrive; variables that are not JSON
+// never leave the process.
+func (c *Client) RenderTemplate(ctx context.Context, orgID, templateID string, vars map[string]any) (ports.RenderedTemplate, error) {
+	b, err := jsonObjectToProto(vars)
+	if err != nil {
+		return ports.RenderedTemplate{}, encodeError(templatev1connect.TemplateServiceRenderTemplateProcedure, fmt.Errorf("template variables: %w", err))
+	}
+	res, err := c.templates.RenderTemplate(ctx, connect.NewRequest(&templatev1.RenderTemplateRequest{
+		OrganizationId: orgID,
+		TemplateId:     templateID,
+		VariablesJson:  b,
+	}))
+	if err != nil {
+		return ports.RenderedTemplate{}, fromConnectError(templatev1connect.TemplateServiceRenderTemplateProcedure, err)
+	}
+	return renderedTemplateFromProto(res.Msg.GetRendered()), nil
+}
+
+// ListSuppressions implements ports.DeliverabilityService.
+func (c *Client) ListSuppressions(ctx context.Context, orgID string) ([]ports.Suppression, error) {
+	res, err := c.deliver.ListSuppressions(ctx, connect.NewRequest(&deliverabilityv1.ListSuppressionsRequest{OrganizationId: orgID}))
+	if err != nil {
+		return nil, fromConnectError(deliverabilityv1connect.DeliverabilityServiceListSuppressionsProcedure, err)
+	}
+	return suppressionsFromProto(res.Msg.GetSuppressions()), nil
+}
+
+// CreateSuppression implements ports.DeliverabilityService.
+func (c *Client) CreateSuppression(ctx context.Context, orgID string, s ports.NewSuppression) (ports.Suppression, error) {
+	res, err := c.deliver.CreateSuppression(ctx, connect.NewRequest(&deliverabilityv1.CreateSuppressionRequest{
+		OrganizationId: orgID,
+		Suppression:    newSuppressionToProto(s),
+	}))
+	if err != nil {
+		return ports.Suppression{}, fromConnectError(deliverabilityv1connect.DeliverabilityServiceCreateSuppressionProcedure, err)
+	}
+	return suppressionFromProto(res.Msg.GetSuppression()), nil
+}
+
+// DeleteSuppression implements ports.DeliverabilityService.
+func (c *Client) DeleteSuppression(ctx context.Context, orgID, id string) (bool, error) {
+	res, err := c.deliver.DeleteSuppression(ctx, connect.NewRequest(&deliverabilityv1.DeleteSuppressionRequest{OrganizationId: orgID, Id: id}))
+	if err != nil {
+		return false, fromConnectError(deliverabilityv1connect.DeliverabilityServiceDeleteSuppressionProcedure, err)
+	}
+	return res.Msg.GetDeleted(), nil
+}
+
+// ListGlobalSuppressions implements ports.DeliverabilityService.
+func (c *Client) ListGlobalSuppressions(ctx context.Context) ([]ports.Suppression, error) {
+	res, err := c.deliver.ListGlobalSuppressions(ctx, connect.NewRequest(&deliverabilityv1.ListGlobalSuppressionsRequest{}))
+	if err != nil {
+		return nil, fromConnectError(deliverabilityv1connect.DeliverabilityServiceListGlobalSuppressionsProcedure, err)
+	}
+	return suppressionsFromProto(res.Msg.GetSuppressions()), nil
+}
+
+// CreateGlobalSuppression implements ports.DeliverabilityService.
+func (c *Client) CreateGlobalSuppression(ctx context.Context, s ports.NewSuppression) (ports.Suppression, error) {
+	res, err := c.deliver.CreateGlobalSuppression(ctx, connect.NewRequest(&deliverabilityv1.CreateGlobalSuppressionRequest{
+		Suppression: newSuppressionToProto(s),
+	}))
+	if err != nil {
+		return ports.Suppression{}, fromConnectError(deliverabilityv1connect.DeliverabilityServiceCreateGlobalSuppressionProcedure, err)
+	}
+	return suppressionFromProto(res.Msg.GetSuppression()), nil
+}
+
+// DeleteGlobalSuppression implements ports.DeliverabilityService.
+func (c *Client) DeleteGlobalSuppression(ctx context.Context, id string) (bool, error) {
+	res, err := c.deliver.DeleteGlobalSuppression(ctx, connect.NewRequest(&deliverabilityv1.DeleteGlobalSuppressionRequest{Id: id}))
+	if err != nil {
+		return false, fromConnectError(deliverabilityv1connect.DeliverabilityServiceDeleteGlobalSuppressionProcedure, err)
+	}
+	return res.Msg.GetDeleted(), nil
+}
+
+// ListBounces implements ports.DeliverabilityService.
+func (c *Client) ListBounces(ctx context.Context, orgID string, q ports.PageQuery) (ports.BouncePage, error) {
+	res, err := c.deliver.ListBounces(ctx, connect.NewRequest(&deliverabilityv1.ListBouncesRequest{
+		OrganizationId: orgID,
+		Query:          pageQueryToProto(q),
+	}))
+	if err != nil {
+		return ports.BouncePage{}, fromConnectError(deliverabilityv1connect.DeliverabilityServiceListBouncesProcedure, err)
+	}
+	return ports.BouncePage{Data: bouncesFromProto(res.Msg.GetData()), NextCursor: res.Msg.GetNextCursor()}, nil
+}
+
+// ListComplaints implements ports.DeliverabilityService.
+func (c *Client) ListComplaints(ctx context.Context, orgID string, q ports.PageQuery) (ports.ComplaintPage, error) {
+	res, err := c.deliver.ListComplaints(ctx, connect.NewRequest(&deliverabilityv1.ListComplaintsRequest{
+		OrganizationId: orgID,
+		Query:          pageQueryToProto(q),
+	}))
+	if err != nil {
+		return ports.ComplaintPage{}, fromConnectError(deliverabilityv1connect.DeliverabilityServiceListComplaintsProcedure, err)
+	}
+	return ports.ComplaintPage{Data: complaintsFromProto(res.Msg.GetData()), NextCursor: res.Msg.GetNextCursor()}, nil
+}
+
+// AcceptsRecipient implements ports.FeedbackService. rcpt travels byte for byte, so an address that is
+// not UTF-8 gets the core's answer, as in process.
+func (c *Client) AcceptsRecipient(ctx context.Context, rcpt string) (bool, error) {
+	res, err := c.feedback.AcceptsRecipient(ctx, connect.NewRequest(&deliverabilityv1.AcceptsRecipientRequest{Rcpt: []byte(rcpt)}))
+	if err != nil {
+		return false, fromConnectError(deliverabilityv1connect.FeedbackServiceAcceptsRecipientProcedure, err)
+	}
+	return res.Msg.GetAccepted(), nil
+}
+
+// RecordBounce implements ports.FeedbackService. The report's strings come from mail a stranger sent;
+// like every string on the hop they must be valid UTF-8, or the call fails as an internal error naming
+// the field before it reaches the core.
+func (c *Client) RecordBounce(ctx context.Context, r ports.BounceReport) error {
+	_, err := c.feedback.RecordBounce(ctx, connect.NewRequest(&deliverabilityv1.RecordBounceRequest{Report: bounceReportToProto(r)}))
+	return fromConnectError(deliverabilityv1connect.FeedbackServiceRecordBounceProcedure, err)
+}
+
+// RecordComplaint implements ports.FeedbackService, with RecordBounce's proviso on UTF-8.
+func (c *Client) RecordComplaint(ctx context.Context, r ports.ComplaintReport) error {
+	_, err := c.feedback.RecordComplaint(ctx, connect.NewRequest(&deliverabilityv1.RecordComplaintRequest{Report: complaintReportToProto(r)}))
+	return fromConnectError(deliverabilityv1connect.FeedbackServiceRecordComplaintProcedure, err)
+}
+
+// Open implements ports.TrackingService. The token travels byte for byte, so a mangled one gets the
+// core's answer (invalid_argument), as in process.
+func (c *Client) Open(ctx context.Context, token string) error {
+	_, err := c.tracking.Open(ctx, connect.NewRequest(&trackingv1.OpenRequest{Token: []byte(token)}))
+	return fromConnectError(trackingv1connect.TrackingServiceOpenProcedure, err)
+}
+
+// Click implements ports.TrackingService.
+func (c *Client) Click(ctx context.Context, token string) (string, error) {
+	res, err := c.tracking.Click(ctx, connect.NewRequest(&trackingv1.ClickRequest{Token: []byte(token)}))
+	if err != nil {
+		return "", fromConnectError(trackingv1connect.TrackingServiceClickProcedure, err)
+	}
+	return res.Msg.GetUrl(), nil
 }

@@ -13,11 +13,13 @@ import (
 
 	accountv1 "github.com/postmill/postmill/adapters/rpc/gen/postmill/account/v1"
 	credentialv1 "github.com/postmill/postmill/adapters/rpc/gen/postmill/credential/v1"
+	deliverabilityv1 "github.com/postmill/postmill/adapters/rpc/gen/postmill/deliverability/v1"
 	deliveryv1 "github.com/postmill/postmill/adapters/rpc/gen/postmill/delivery/v1"
 	domainv1 "github.com/postmill/postmill/adapters/rpc/gen/postmill/domain/v1"
 	emailv1 "github.com/postmill/postmill/adapters/rpc/gen/postmill/email/v1"
 	organizationv1 "github.com/postmill/postmill/adapters/rpc/gen/postmill/organization/v1"
 	ratelimitv1 "github.com/postmill/postmill/adapters/rpc/gen/postmill/ratelimit/v1"
+	templatev1 "github.com/postmill/postmill/adapters/rpc/gen/postmill/template/v1"
 	webhookv1 "github.com/postmill/postmill/adapters/rpc/gen/postmill/webhook/v1"
 )
 
@@ -447,6 +449,8 @@ func domainToProto(d ports.Domain) *domainv1.Domain {
 		VerifiedAt:     timePtrToProto(d.VerifiedAt),
 		CreatedAt:      timeToProto(d.CreatedAt),
 		Records:        dnsRecordsToProto(d.Records),
+		OpenTracking:   d.OpenTracking,
+		ClickTracking:  d.ClickTracking,
 	}
 }
 
@@ -462,7 +466,31 @@ func domainFromProto(d *domainv1.Domain) ports.Domain {
 		VerifiedAt:     timePtrFromProto(d.GetVerifiedAt()),
 		CreatedAt:      timeFromProto(d.GetCreatedAt()),
 		Records:        dnsRecordsFromProto(d.GetRecords()),
+		OpenTracking:   d.GetOpenTracking(),
+		ClickTracking:  d.GetClickTracking(),
 	}
+}
+
+// boolPtrCopy copies an optional bool, so that a ports value never points into a wire message or the
+// other way round.
+func boolPtrCopy(b *bool) *bool {
+	if b == nil {
+		return nil
+	}
+	v := *b
+	return &v
+}
+
+// trackingSettingsToProto keeps each setting's presence: unset means "leave as it is", false "turn off".
+func trackingSettingsToProto(t ports.TrackingSettings) *domainv1.TrackingSettings {
+	return &domainv1.TrackingSettings{OpenTracking: boolPtrCopy(t.OpenTracking), ClickTracking: boolPtrCopy(t.ClickTracking)}
+}
+
+func trackingSettingsFromProto(t *domainv1.TrackingSettings) ports.TrackingSettings {
+	if t == nil {
+		return ports.TrackingSettings{}
+	}
+	return ports.TrackingSettings{OpenTracking: boolPtrCopy(t.OpenTracking), ClickTracking: boolPtrCopy(t.ClickTracking)}
 }
 
 func domainsToProto(domains []ports.Domain) *domainv1.DomainList {
@@ -740,6 +768,8 @@ func eventToProto(e ports.Event) *emailv1.Event {
 		DomainId:         e.DomainID,
 		ProviderResponse: e.ProviderResponse,
 		OccurredAt:       timeToProto(e.OccurredAt),
+		Url:              e.URL,
+		LinkId:           e.LinkID,
 	}
 }
 
@@ -753,6 +783,8 @@ func eventFromProto(e *emailv1.Event) ports.Event {
 		DomainID:         e.GetDomainId(),
 		ProviderResponse: e.ProviderResponse,
 		OccurredAt:       timeFromProto(e.GetOccurredAt()),
+		URL:              e.GetUrl(),
+		LinkID:           e.GetLinkId(),
 	}
 }
 
@@ -1138,4 +1170,393 @@ func webhookDeliveriesFromProto(l *webhookv1.WebhookDeliveryList) []ports.Webhoo
 		deliveries = append(deliveries, webhookDeliveryFromProto(d))
 	}
 	return deliveries
+}
+
+// Templates: the same rules hold. CurrentVersion travels as an optional field, so a template never
+// published (nil) and one whose pointer is set come back as they left; Versions, filled only by
+// GetTemplate, travels as an unset list wrapper when nil.
+
+func intPtrToProto(n *int) *int64 {
+	if n == nil {
+		return nil
+	}
+	v := int64(*n)
+	return &v
+}
+
+func intPtrFromProto(n *int64) *int {
+	if n == nil {
+		return nil
+	}
+	v := int(*n)
+	return &v
+}
+
+func templateVersionToProto(v ports.TemplateVersion) *templatev1.TemplateVersion {
+	return &templatev1.TemplateVersion{
+		Id:          v.ID,
+		TemplateId:  v.TemplateID,
+		Version:     int64(v.Version),
+		Subject:     v.Subject,
+		Html:        v.HTML,
+		Text:        v.Text,
+		ReactSource: v.ReactSource,
+		CreatedAt:   timeToProto(v.CreatedAt),
+	}
+}
+
+func templateVersionFromProto(v *templatev1.TemplateVersion) ports.TemplateVersion {
+	return ports.TemplateVersion{
+		ID:          v.GetId(),
+		TemplateID:  v.GetTemplateId(),
+		Version:     int(v.GetVersion()),
+		Subject:     v.GetSubject(),
+		HTML:        v.GetHtml(),
+		Text:        v.GetText(),
+		ReactSource: v.GetReactSource(),
+		CreatedAt:   timeFromProto(v.GetCreatedAt()),
+	}
+}
+
+func templateVersionsToProto(versions []ports.TemplateVersion) *templatev1.TemplateVersionList {
+	if versions == nil {
+		return nil
+	}
+	l := &templatev1.TemplateVersionList{Items: make([]*templatev1.TemplateVersion, 0, len(versions))}
+	for _, v := range versions {
+		l.Items = append(l.Items, templateVersionToProto(v))
+	}
+	return l
+}
+
+func templateVersionsFromProto(l *templatev1.TemplateVersionList) []ports.TemplateVersion {
+	if l == nil {
+		return nil
+	}
+	versions := make([]ports.TemplateVersion, 0, len(l.GetItems()))
+	for _, v := range l.GetItems() {
+		versions = append(versions, templateVersionFromProto(v))
+	}
+	return versions
+}
+
+func templateToProto(t ports.Template) *templatev1.Template {
+	return &templatev1.Template{
+		Id:             t.ID,
+		OrganizationId: t.OrganizationID,
+		Name:           t.Name,
+		CurrentVersion: intPtrToProto(t.CurrentVersion),
+		CreatedAt:      timeToProto(t.CreatedAt),
+		UpdatedAt:      timeToProto(t.UpdatedAt),
+		Versions:       templateVersionsToProto(t.Versions),
+	}
+}
+
+func templateFromProto(t *templatev1.Template) ports.Template {
+	return ports.Template{
+		ID:             t.GetId(),
+		OrganizationID: t.GetOrganizationId(),
+		Name:           t.GetName(),
+		CurrentVersion: intPtrFromProto(t.CurrentVersion),
+		CreatedAt:      timeFromProto(t.GetCreatedAt()),
+		UpdatedAt:      timeFromProto(t.GetUpdatedAt()),
+		Versions:       templateVersionsFromProto(t.GetVersions()),
+	}
+}
+
+func templatesToProto(templates []ports.Template) *templatev1.TemplateList {
+	if templates == nil {
+		return nil
+	}
+	l := &templatev1.TemplateList{Items: make([]*templatev1.Template, 0, len(templates))}
+	for _, t := range templates {
+		l.Items = append(l.Items, templateToProto(t))
+	}
+	return l
+}
+
+func templatesFromProto(l *templatev1.TemplateList) []ports.Template {
+	if l == nil {
+		return nil
+	}
+	templates := make([]ports.Template, 0, len(l.GetItems()))
+	for _, t := range l.GetItems() {
+		templates = append(templates, templateFromProto(t))
+	}
+	return templates
+}
+
+func newTemplateVersionToProto(v ports.NewTemplateVersion) *templatev1.NewTemplateVersion {
+	return &templatev1.NewTemplateVersion{Subject: v.Subject, Html: v.HTML, Text: v.Text, ReactSource: v.ReactSource}
+}
+
+func newTemplateVersionFromProto(v *templatev1.NewTemplateVersion) ports.NewTemplateVersion {
+	return ports.NewTemplateVersion{Subject: v.GetSubject(), HTML: v.GetHtml(), Text: v.GetText(), ReactSource: v.GetReactSource()}
+}
+
+func renderedTemplateToProto(r ports.RenderedTemplate) *templatev1.RenderedTemplate {
+	return &templatev1.RenderedTemplate{Subject: r.Subject, Html: r.HTML, Text: r.Text}
+}
+
+func renderedTemplateFromProto(r *templatev1.RenderedTemplate) ports.RenderedTemplate {
+	return ports.RenderedTemplate{Subject: r.GetSubject(), HTML: r.GetHtml(), Text: r.GetText()}
+}
+
+// Deliverability and feedback: the same rules hold. Complaint.ArrivalDate and ComplaintReport.ArrivalDate
+// travel as unset Timestamps when nil, so "the report did not say" survives the hop.
+
+func suppressionToProto(s ports.Suppression) *deliverabilityv1.Suppression {
+	return &deliverabilityv1.Suppression{
+		Id:             s.ID,
+		OrganizationId: s.OrganizationID,
+		Address:        s.Address,
+		Scope:          s.Scope,
+		Reason:         s.Reason,
+		CreatedAt:      timeToProto(s.CreatedAt),
+	}
+}
+
+func suppressionFromProto(s *deliverabilityv1.Suppression) ports.Suppression {
+	return ports.Suppression{
+		ID:             s.GetId(),
+		OrganizationID: s.GetOrganizationId(),
+		Address:        s.GetAddress(),
+		Scope:          s.GetScope(),
+		Reason:         s.GetReason(),
+		CreatedAt:      timeFromProto(s.GetCreatedAt()),
+	}
+}
+
+func suppressionsToProto(suppressions []ports.Suppression) *deliverabilityv1.SuppressionList {
+	if suppressions == nil {
+		return nil
+	}
+	l := &deliverabilityv1.SuppressionList{Items: make([]*deliverabilityv1.Suppression, 0, len(suppressions))}
+	for _, s := range suppressions {
+		l.Items = append(l.Items, suppressionToProto(s))
+	}
+	return l
+}
+
+func suppressionsFromProto(l *deliverabilityv1.SuppressionList) []ports.Suppression {
+	if l == nil {
+		return nil
+	}
+	suppressions := make([]ports.Suppression, 0, len(l.GetItems()))
+	for _, s := range l.GetItems() {
+		suppressions = append(suppressions, suppressionFromProto(s))
+	}
+	return suppressions
+}
+
+func newSuppressionToProto(s ports.NewSuppression) *deliverabilityv1.NewSuppression {
+	return &deliverabilityv1.NewSuppression{Address: s.Address, Scope: s.Scope, Reason: s.Reason}
+}
+
+func newSuppressionFromProto(s *deliverabilityv1.NewSuppression) ports.NewSuppression {
+	return ports.NewSuppression{Address: s.GetAddress(), Scope: s.GetScope(), Reason: s.GetReason()}
+}
+
+func pageQueryToProto(q ports.PageQuery) *deliverabilityv1.PageQuery {
+	return &deliverabilityv1.PageQuery{Limit: int64(q.Limit), Cursor: q.Cursor}
+}
+
+func pageQueryFromProto(q *deliverabilityv1.PageQuery) ports.PageQuery {
+	return ports.PageQuery{Limit: int(q.GetLimit()), Cursor: q.GetCursor()}
+}
+
+func bounceToProto(b ports.Bounce) *deliverabilityv1.Bounce {
+	return &deliverabilityv1.Bounce{
+		Id:             b.ID,
+		OrganizationId: b.OrganizationID,
+		MessageId:      b.MessageID,
+		RecipientId:    b.RecipientID,
+		Address:        b.Address,
+		Type:           b.Type,
+		Status:         b.Status,
+		Action:         b.Action,
+		DiagnosticCode: b.DiagnosticCode,
+		RemoteMta:      b.RemoteMTA,
+		ReportingMta:   b.ReportingMTA,
+		CreatedAt:      timeToProto(b.CreatedAt),
+	}
+}
+
+func bounceFromProto(b *deliverabilityv1.Bounce) ports.Bounce {
+	return ports.Bounce{
+		ID:             b.GetId(),
+		OrganizationID: b.GetOrganizationId(),
+		MessageID:      b.GetMessageId(),
+		RecipientID:    b.GetRecipientId(),
+		Address:        b.GetAddress(),
+		Type:           b.GetType(),
+		Status:         b.GetStatus(),
+		Action:         b.GetAction(),
+		DiagnosticCode: b.GetDiagnosticCode(),
+		RemoteMTA:      b.GetRemoteMta(),
+		ReportingMTA:   b.GetReportingMta(),
+		CreatedAt:      timeFromProto(b.GetCreatedAt()),
+	}
+}
+
+func bouncesToProto(bounces []ports.Bounce) *deliverabilityv1.BounceList {
+	if bounces == nil {
+		return nil
+	}
+	l := &deliverabilityv1.BounceList{Items: make([]*deliverabilityv1.Bounce, 0, len(bounces))}
+	for _, b := range bounces {
+		l.Items = append(l.Items, bounceToProto(b))
+	}
+	return l
+}
+
+func bouncesFromProto(l *deliverabilityv1.BounceList) []ports.Bounce {
+	if l == nil {
+		return nil
+	}
+	bounces := make([]ports.Bounce, 0, len(l.GetItems()))
+	for _, b := range l.GetItems() {
+		bounces = append(bounces, bounceFromProto(b))
+	}
+	return bounces
+}
+
+func complaintToProto(c ports.Complaint) *deliverabilityv1.Complaint {
+	return &deliverabilityv1.Complaint{
+		Id:             c.ID,
+		OrganizationId: c.OrganizationID,
+		MessageId:      c.MessageID,
+		RecipientId:    c.RecipientID,
+		Address:        c.Address,
+		FeedbackType:   c.FeedbackType,
+		UserAgent:      c.UserAgent,
+		ReportedDomain: c.ReportedDomain,
+		SourceIp:       c.SourceIP,
+		ArrivalDate:    timePtrToProto(c.ArrivalDate),
+		CreatedAt:      timeToProto(c.CreatedAt),
+	}
+}
+
+func complaintFromProto(c *deliverabilityv1.Complaint) ports.Complaint {
+	return ports.Complaint{
+		ID:             c.GetId(),
+		OrganizationID: c.GetOrganizationId(),
+		MessageID:      c.GetMessageId(),
+		RecipientID:    c.GetRecipientId(),
+		Address:        c.GetAddress(),
+		FeedbackType:   c.GetFeedbackType(),
+		UserAgent:      c.GetUserAgent(),
+		ReportedDomain: c.GetReportedDomain(),
+		SourceIP:       c.GetSourceIp(),
+		ArrivalDate:    timePtrFromProto(c.GetArrivalDate()),
+		CreatedAt:      timeFromProto(c.GetCreatedAt()),
+	}
+}
+
+func complaintsToProto(complaints []ports.Complaint) *deliverabilityv1.ComplaintList {
+	if complaints == nil {
+		return nil
+	}
+	l := &deliverabilityv1.ComplaintList{Items: make([]*deliverabilityv1.Complaint, 0, len(complaints))}
+	for _, c := range complaints {
+		l.Items = append(l.Items, complaintToProto(c))
+	}
+	return l
+}
+
+func complaintsFromProto(l *deliverabilityv1.ComplaintList) []ports.Complaint {
+	if l == nil {
+		return nil
+	}
+	complaints := make([]ports.Complaint, 0, len(l.GetItems()))
+	for _, c := range l.GetItems() {
+		complaints = append(complaints, complaintFromProto(c))
+	}
+	return complaints
+}
+
+func dsnRecipientsToProto(recipients []ports.DSNRecipient) *deliverabilityv1.DSNRecipientList {
+	if recipients == nil {
+		return nil
+	}
+	l := &deliverabilityv1.DSNRecipientList{Items: make([]*deliverabilityv1.DSNRecipient, 0, len(recipients))}
+	for _, r := range recipients {
+		l.Items = append(l.Items, &deliverabilityv1.DSNRecipient{
+			FinalRecipient:    r.FinalRecipient,
+			OriginalRecipient: r.OriginalRecipient,
+			Action:            r.Action,
+			Status:            r.Status,
+			DiagnosticCode:    r.DiagnosticCode,
+			RemoteMta:         r.RemoteMTA,
+		})
+	}
+	return l
+}
+
+func dsnRecipientsFromProto(l *deliverabilityv1.DSNRecipientList) []ports.DSNRecipient {
+	if l == nil {
+		return nil
+	}
+	recipients := make([]ports.DSNRecipient, 0, len(l.GetItems()))
+	for _, r := range l.GetItems() {
+		recipients = append(recipients, ports.DSNRecipient{
+			FinalRecipient:    r.GetFinalRecipient(),
+			OriginalRecipient: r.GetOriginalRecipient(),
+			Action:            r.GetAction(),
+			Status:            r.GetStatus(),
+			DiagnosticCode:    r.GetDiagnosticCode(),
+			RemoteMTA:         r.GetRemoteMta(),
+		})
+	}
+	return recipients
+}
+
+func bounceReportToProto(r ports.BounceReport) *deliverabilityv1.BounceReport {
+	return &deliverabilityv1.BounceReport{
+		Rcpt:              r.Rcpt,
+		ReportingMta:      r.ReportingMTA,
+		OriginalMessageId: r.OriginalMessageID,
+		Recipients:        dsnRecipientsToProto(r.Recipients),
+		ArrivedAt:         timeToProto(r.ArrivedAt),
+	}
+}
+
+func bounceReportFromProto(r *deliverabilityv1.BounceReport) ports.BounceReport {
+	return ports.BounceReport{
+		Rcpt:              r.GetRcpt(),
+		ReportingMTA:      r.GetReportingMta(),
+		OriginalMessageID: r.GetOriginalMessageId(),
+		Recipients:        dsnRecipientsFromProto(r.GetRecipients()),
+		ArrivedAt:         timeFromProto(r.GetArrivedAt()),
+	}
+}
+
+func complaintReportToProto(r ports.ComplaintReport) *deliverabilityv1.ComplaintReport {
+	return &deliverabilityv1.ComplaintReport{
+		Rcpt:              r.Rcpt,
+		FeedbackType:      r.FeedbackType,
+		UserAgent:         r.UserAgent,
+		OriginalMailFrom:  r.OriginalMailFrom,
+		OriginalRcptTo:    stringListToProto(r.OriginalRcptTo),
+		OriginalMessageId: r.OriginalMessageID,
+		ReportedDomain:    r.ReportedDomain,
+		SourceIp:          r.SourceIP,
+		ArrivalDate:       timePtrToProto(r.ArrivalDate),
+		ArrivedAt:         timeToProto(r.ArrivedAt),
+	}
+}
+
+func complaintReportFromProto(r *deliverabilityv1.ComplaintReport) ports.ComplaintReport {
+	return ports.ComplaintReport{
+		Rcpt:              r.GetRcpt(),
+		FeedbackType:      r.GetFeedbackType(),
+		UserAgent:         r.GetUserAgent(),
+		OriginalMailFrom:  r.GetOriginalMailFrom(),
+		OriginalRcptTo:    stringListFromProto(r.GetOriginalRcptTo()),
+		OriginalMessageID: r.GetOriginalMessageId(),
+		ReportedDomain:    r.GetReportedDomain(),
+		SourceIP:          r.GetSourceIp(),
+		ArrivalDate:       timePtrFromProto(r.GetArrivalDate()),
+		ArrivedAt:         timeFromProto(r.GetArrivedAt()),
+	}
 }

@@ -12,4 +12,10 @@
 //
 // Messages up to MaxMessageBytes cross in either direction, because a send carries up to 25 MiB of
 // attachments (SPEC §8).
+//
+// Strings cross as proto3 strings, which must be valid UTF-8: a call carrying one that is not fails on
+// the caller's side as an internal error naming the field, and never reaches the core. The two values a
+// stranger picks and the core alone judges, a tracking token from a URL (postmill.tracking.v1) and the
+// address of an RCPT command (postmill.deliverability.v1 AcceptsRecipient), travel as bytes instead, so
+// that the core refuses them as it would in process.
 package rpc

@@ -42,6 +42,18 @@ type fakeCore struct {
 	delivery    ports.WebhookDelivery
 	deliveries  []ports.WebhookDelivery
 
+	template      ports.Template
+	templates     []ports.Template
+	version       ports.TemplateVersion
+	rendered      ports.RenderedTemplate
+	suppression   ports.Suppression
+	suppressions  []ports.Suppression
+	deleted       bool
+	bouncePage    ports.BouncePage
+	complaintPage ports.ComplaintPage
+	accepted      bool
+	clickURL      string
+
 	// seen receives the context of each call, for tests of what travels in it.
 	seen func(ctx context.Context)
 }
@@ -63,6 +75,10 @@ func (f *fakeCore) core() ports.Core {
 		Emails:          f,
 		Delivery:        f,
 		Webhooks:        f,
+		Templates:       f,
+		Deliverability:  f,
+		Feedback:        f,
+		Tracking:        f,
 		Health:          f,
 	}
 }
@@ -191,6 +207,10 @@ func (f *fakeCore) SuspendDomain(ctx context.Context, orgID, id string) (ports.D
 	return f.domain, f.record(ctx, "SuspendDomain", orgID, id)
 }
 
+func (f *fakeCore) UpdateDomainTracking(ctx context.Context, orgID, id string, t ports.TrackingSettings) (ports.Domain, error) {
+	return f.domain, f.record(ctx, "UpdateDomainTracking", orgID, id, t)
+}
+
 func (f *fakeCore) Send(ctx context.Context, orgID string, req ports.SendRequest) (ports.SendResult, error) {
 	return f.sendResult, f.record(ctx, "Send", orgID, req)
 }
@@ -245,4 +265,80 @@ func (f *fakeCore) Replay(ctx context.Context, orgID, endpointID, deliveryID str
 
 func (f *fakeCore) ListDeliveries(ctx context.Context, orgID string) ([]ports.WebhookDelivery, error) {
 	return f.deliveries, f.record(ctx, "ListDeliveries", orgID)
+}
+
+func (f *fakeCore) CreateTemplate(ctx context.Context, orgID, name string) (ports.Template, error) {
+	return f.template, f.record(ctx, "CreateTemplate", orgID, name)
+}
+
+func (f *fakeCore) CreateTemplateVersion(ctx context.Context, orgID, templateID string, v ports.NewTemplateVersion) (ports.TemplateVersion, error) {
+	return f.version, f.record(ctx, "CreateTemplateVersion", orgID, templateID, v)
+}
+
+func (f *fakeCore) PublishTemplate(ctx context.Context, orgID, templateID string, version int) (ports.Template, error) {
+	return f.template, f.record(ctx, "PublishTemplate", orgID, templateID, version)
+}
+
+func (f *fakeCore) ListTemplates(ctx context.Context, orgID string) ([]ports.Template, error) {
+	return f.templates, f.record(ctx, "ListTemplates", orgID)
+}
+
+func (f *fakeCore) GetTemplate(ctx context.Context, orgID, id string) (ports.Template, error) {
+	return f.template, f.record(ctx, "GetTemplate", orgID, id)
+}
+
+func (f *fakeCore) RenderTemplate(ctx context.Context, orgID, templateID string, vars map[string]any) (ports.RenderedTemplate, error) {
+	return f.rendered, f.record(ctx, "RenderTemplate", orgID, templateID, vars)
+}
+
+func (f *fakeCore) ListSuppressions(ctx context.Context, orgID string) ([]ports.Suppression, error) {
+	return f.suppressions, f.record(ctx, "ListSuppressions", orgID)
+}
+
+func (f *fakeCore) CreateSuppression(ctx context.Context, orgID string, s ports.NewSuppression) (ports.Suppression, error) {
+	return f.suppression, f.record(ctx, "CreateSuppression", orgID, s)
+}
+
+func (f *fakeCore) DeleteSuppression(ctx context.Context, orgID, id string) (bool, error) {
+	return f.deleted, f.record(ctx, "DeleteSuppression", orgID, id)
+}
+
+func (f *fakeCore) ListGlobalSuppressions(ctx context.Context) ([]ports.Suppression, error) {
+	return f.suppressions, f.record(ctx, "ListGlobalSuppressions")
+}
+
+func (f *fakeCore) CreateGlobalSuppression(ctx context.Context, s ports.NewSuppression) (ports.Suppression, error) {
+	return f.suppression, f.record(ctx, "CreateGlobalSuppression", s)
+}
+
+func (f *fakeCore) DeleteGlobalSuppression(ctx context.Context, id string) (bool, error) {
+	return f.deleted, f.record(ctx, "DeleteGlobalSuppression", id)
+}
+
+func (f *fakeCore) ListBounces(ctx context.Context, orgID string, q ports.PageQuery) (ports.BouncePage, error) {
+	return f.bouncePage, f.record(ctx, "ListBounces", orgID, q)
+}
+
+func (f *fakeCore) ListComplaints(ctx context.Context, orgID string, q ports.PageQuery) (ports.ComplaintPage, error) {
+	return f.complaintPage, f.record(ctx, "ListComplaints", orgID, q)
+}
+
+func (f *fakeCore) AcceptsRecipient(ctx context.Context, rcpt string) (bool, error) {
+	return f.accepted, f.record(ctx, "AcceptsRecipient", rcpt)
+}
+
+func (f *fakeCore) RecordBounce(ctx context.Context, r ports.BounceReport) error {
+	return f.record(ctx, "RecordBounce", r)
+}
+
+func (f *fakeCore) RecordComplaint(ctx context.Context, r ports.ComplaintReport) error {
+	return f.record(ctx, "RecordComplaint", r)
+}
+
+func (f *fakeCore) Open(ctx context.Context, token string) error {
+	return f.record(ctx, "Open", token)
+}
+
+func (f *fakeCore) Click(ctx context.Context, token string) (string, error) {
+	return f.clickURL, f.record(ctx, "Click", token)
 }

@@ -417,7 +417,10 @@ func roundTrips() []roundTrip {
 		args:   nil,
 	})
 	trips = append(trips, sendingRoundTrips()...)
-	return append(trips, webhookRoundTrips()...)
+	trips = append(trips, webhookRoundTrips()...)
+	trips = append(trips, templateRoundTrips()...)
+	trips = append(trips, deliverabilityRoundTrips()...)
+	return append(trips, trackingRoundTrips()...)
 }
 
 // TestRoundTrip calls every method over loopback HTTP and checks that the implementation receives
@@ -448,9 +451,10 @@ func TestRoundTrip(t *testing.T) {
 	}
 }
 
-// TestRoundTripsCoverEveryMethod fails when a method of an interface of ports.Core has no round trip (and
-// so no error round trip either): a method added to a port cannot cross the wire untested. Method names
-// are unique across the services, which the server relies on too.
+// TestRoundTripsCoverEveryMethod fails when a method of an interface of ports.Core, or of
+// ports.TemplateRenderer which the client serves beside them, has no round trip (and so no error round
+// trip either): a method added to a port cannot cross the wire untested. Method names are unique across
+// the services, which the server relies on too.
 func TestRoundTripsCoverEveryMethod(t *testing.T) {
 	t.Parallel()
 	covered := map[string]bool{}
@@ -459,19 +463,23 @@ func TestRoundTripsCoverEveryMethod(t *testing.T) {
 	}
 	core := reflect.TypeFor[ports.Core]()
 	methods := 0
+	check := func(name string, iface reflect.Type) {
+		for j := range iface.NumMethod() {
+			methods++
+			if m := iface.Method(j).Name; !covered[m] {
+				t.Errorf("%s: method %s has no round trip", name, m)
+			}
+		}
+	}
 	for i := range core.NumField() {
 		f := core.Field(i)
 		if f.Type.Kind() != reflect.Interface {
 			t.Fatalf("ports.Core.%s is a %s, not an interface", f.Name, f.Type.Kind())
 		}
-		for j := range f.Type.NumMethod() {
-			methods++
-			if m := f.Type.Method(j).Name; !covered[m] {
-				t.Errorf("ports.Core.%s: method %s has no round trip", f.Name, m)
-			}
-		}
+		check("ports.Core."+f.Name, f.Type)
 	}
-	if methods < 40 {
+	check("ports.TemplateRenderer", reflect.TypeFor[ports.TemplateRenderer]())
+	if methods < 50 {
 		t.Fatalf("found %d methods in ports.Core; the reflection is broken", methods)
 	}
 }

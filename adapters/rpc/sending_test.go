@@ -36,6 +36,7 @@ func fullDomain() ports.Domain {
 		ID: "d1", OrganizationID: "org1", Name: "mail.example.com", Status: ports.DomainVerified,
 		Region: "eu-west-1", DKIMSelector: "pmabcdefghij", DKIMPrivateKey: dkimKey,
 		DKIMPublicKey: "MIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8AMIIBCgKCAQEA", VerifiedAt: ptr(t1), CreatedAt: t0,
+		OpenTracking: true, ClickTracking: true,
 		Records: []ports.DNSRecord{
 			{
 				ID: "r1", DomainID: "d1", Type: ports.RecordDKIM, Host: "pmabcdefghij._domainkey.mail.example.com",
@@ -127,6 +128,8 @@ func fullMessage() ports.Message {
 		Events: []ports.Event{{
 			ID: "e1", OrganizationID: "org1", Type: ports.EventEmailDelivered, MessageID: "m1", RecipientID: "rc1",
 			DomainID: "d1", ProviderResponse: ptr("250 2.0.0 Ok: queued as 1234"), OccurredAt: t1,
+			// No delivered event has a URL; every field is set so that each one is seen to cross.
+			URL: "https://example.org/pricing?utm=1&x=ä", LinkID: "3",
 		}},
 	}
 }
@@ -248,6 +251,25 @@ func sendingRoundTrips() []roundTrip {
 			method: m.method,
 			args:   []any{"org1", "d1"},
 		})
+	}
+	// Tracking settings: each of the two may be left as it is (nil), turned on or turned off, and the
+	// implementation must receive exactly that.
+	for _, open := range []*bool{nil, ptr(true), ptr(false)} {
+		for _, click := range []*bool{nil, ptr(true), ptr(false)} {
+			settings := ports.TrackingSettings{OpenTracking: open, ClickTracking: click}
+			answer := fullDomain()
+			answer.OpenTracking, answer.ClickTracking = open != nil && *open, click != nil && *click
+			add(roundTrip{
+				name:   fmt.Sprintf("UpdateDomainTracking/open %s, click %s", boolPtrName(open), boolPtrName(click)),
+				answer: func(f *fakeCore) { f.domain = answer },
+				call: func(ctx context.Context, c *rpc.Client) (any, error) {
+					return c.UpdateDomainTracking(ctx, "org1", "d1", settings)
+				},
+				want:   withoutPrivateKey(answer),
+				method: "UpdateDomainTracking",
+				args:   []any{"org1", "d1", settings},
+			})
+		}
 	}
 	for name, domains := range map[string][]ports.Domain{
 		"set":   {fullDomain(), bareDomain, emptyRecords},
@@ -592,9 +614,13 @@ func TestSecretsStayInCore(t *testing.T) {
 		"GetDomain":     func() error { _, err := c.GetDomain(ctx, "org1", "d1"); return err },
 		"VerifyDomain":  func() error { _, err := c.VerifyDomain(ctx, "org1", "d1"); return err },
 		"SuspendDomain": func() error { _, err := c.SuspendDomain(ctx, "org1", "d1"); return err },
-		"GetEmail":      func() error { _, err := c.GetEmail(ctx, "org1", "m1"); return err },
-		"CancelEmail":   func() error { _, err := c.CancelEmail(ctx, "org1", "m1"); return err },
-		"ListEmails":    func() error { _, err := c.ListEmails(ctx, "org1", ports.ListEmailsQuery{}); return err },
+		"UpdateDomainTracking": func() error {
+			_, err := c.UpdateDomainTracking(ctx, "org1", "d1", ports.TrackingSettings{OpenTracking: ptr(true)})
+			return err
+		},
+		"GetEmail":    func() error { _, err := c.GetEmail(ctx, "org1", "m1"); return err },
+		"CancelEmail": func() error { _, err := c.CancelEmail(ctx, "org1", "m1"); return err },
+		"ListEmails":  func() error { _, err := c.ListEmails(ctx, "org1", ports.ListEmailsQuery{}); return err },
 	} {
 		if err := call(); err != nil {
 			t.Fatalf("%s: %v", name, err)
@@ -610,8 +636,8 @@ func TestSecretsStayInCore(t *testing.T) {
 
 	cap.mu.Lock()
 	defer cap.mu.Unlock()
-	if len(cap.bodies) != 9 {
-		t.Fatalf("captured %d bodies, want 9", len(cap.bodies))
+	if len(cap.bodies) != 10 {
+		t.Fatalf("captured %d bodies, want 10", len(cap.bodies))
 	}
 	for path, body := range cap.bodies {
 		hasKey := bytes.Contains(body, dkimKey)
@@ -755,4 +781,12 @@ func TestLargeSend(t *testing.T) {
 	if calls := b.fake.recorded(); len(calls) != 1 {
 		t.Errorf("implementation calls = %d, want only the 30 MiB send", len(calls))
 	}
+}
+
+// boolPtrName names an optional setting in a test's name.
+func boolPtrName(b *bool) string {
+	if b == nil {
+		return "unchanged"
+	}
+	return fmt.Sprint(*b)
 }

@@ -3,6 +3,7 @@ package rpc
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 
@@ -14,6 +15,8 @@ import (
 	"github.com/postmill/postmill/adapters/rpc/gen/postmill/account/v1/accountv1connect"
 	credentialv1 "github.com/postmill/postmill/adapters/rpc/gen/postmill/credential/v1"
 	"github.com/postmill/postmill/adapters/rpc/gen/postmill/credential/v1/credentialv1connect"
+	deliverabilityv1 "github.com/postmill/postmill/adapters/rpc/gen/postmill/deliverability/v1"
+	"github.com/postmill/postmill/adapters/rpc/gen/postmill/deliverability/v1/deliverabilityv1connect"
 	deliveryv1 "github.com/postmill/postmill/adapters/rpc/gen/postmill/delivery/v1"
 	"github.com/postmill/postmill/adapters/rpc/gen/postmill/delivery/v1/deliveryv1connect"
 	domainv1 "github.com/postmill/postmill/adapters/rpc/gen/postmill/domain/v1"
@@ -26,6 +29,10 @@ import (
 	"github.com/postmill/postmill/adapters/rpc/gen/postmill/organization/v1/organizationv1connect"
 	ratelimitv1 "github.com/postmill/postmill/adapters/rpc/gen/postmill/ratelimit/v1"
 	"github.com/postmill/postmill/adapters/rpc/gen/postmill/ratelimit/v1/ratelimitv1connect"
+	templatev1 "github.com/postmill/postmill/adapters/rpc/gen/postmill/template/v1"
+	"github.com/postmill/postmill/adapters/rpc/gen/postmill/template/v1/templatev1connect"
+	trackingv1 "github.com/postmill/postmill/adapters/rpc/gen/postmill/tracking/v1"
+	"github.com/postmill/postmill/adapters/rpc/gen/postmill/tracking/v1/trackingv1connect"
 	webhookv1 "github.com/postmill/postmill/adapters/rpc/gen/postmill/webhook/v1"
 	"github.com/postmill/postmill/adapters/rpc/gen/postmill/webhook/v1/webhookv1connect"
 )
@@ -57,12 +64,19 @@ func (c ServerConfig) Validate() error {
 // NewHandler serves core's services on one mux, behind the interceptors of serverInterceptors. A nil
 // field of core leaves its service unmounted, so a process serves only what it has; calls to it fail as
 // Unimplemented, which clients report as internal errors.
+//
+// ports.Core has no field for a ports.TemplateRenderer: the core's template service is both, so
+// RenderTemplate is served when core.Templates also implements ports.TemplateRenderer, and answers
+// Unimplemented otherwise.
 func NewHandler(core ports.Core, cfg ServerConfig) http.Handler {
 	log := cfg.Logger
 	if log == nil {
 		log = slog.Default()
 	}
 	s := &server{core: core, log: log}
+	if r, ok := core.Templates.(ports.TemplateRenderer); ok {
+		s.renderer = r
+	}
 	opts := []connect.HandlerOption{
 		connect.WithInterceptors(serverInterceptors(cfg, log)...),
 		connect.WithReadMaxBytes(MaxMessageBytes),
@@ -100,6 +114,18 @@ func NewHandler(core ports.Core, cfg ServerConfig) http.Handler {
 	if core.Webhooks != nil {
 		mount(webhookv1connect.NewWebhookServiceHandler(s, opts...))
 	}
+	if core.Templates != nil {
+		mount(templatev1connect.NewTemplateServiceHandler(s, opts...))
+	}
+	if core.Deliverability != nil {
+		mount(deliverabilityv1connect.NewDeliverabilityServiceHandler(s, opts...))
+	}
+	if core.Feedback != nil {
+		mount(deliverabilityv1connect.NewFeedbackServiceHandler(s, opts...))
+	}
+	if core.Tracking != nil {
+		mount(trackingv1connect.NewTrackingServiceHandler(s, opts...))
+	}
 	if core.Health != nil {
 		mount(healthv1connect.NewHealthServiceHandler(s, opts...))
 	}
@@ -110,21 +136,27 @@ func NewHandler(core ports.Core, cfg ServerConfig) http.Handler {
 // converting the answer; method names do not collide across the services.
 type server struct {
 	core ports.Core
-	log  *slog.Logger
+	// renderer is core.Templates when it renders too; nil leaves RenderTemplate unimplemented.
+	renderer ports.TemplateRenderer
+	log      *slog.Logger
 }
 
 var (
-	_ accountv1connect.AccountServiceHandler           = (*server)(nil)
-	_ accountv1connect.AuthServiceHandler              = (*server)(nil)
-	_ credentialv1connect.APIKeyServiceHandler         = (*server)(nil)
-	_ credentialv1connect.SMTPCredentialServiceHandler = (*server)(nil)
-	_ organizationv1connect.OrganizationServiceHandler = (*server)(nil)
-	_ ratelimitv1connect.RateLimitServiceHandler       = (*server)(nil)
-	_ domainv1connect.DomainServiceHandler             = (*server)(nil)
-	_ emailv1connect.EmailServiceHandler               = (*server)(nil)
-	_ deliveryv1connect.DeliveryServiceHandler         = (*server)(nil)
-	_ webhookv1connect.WebhookServiceHandler           = (*server)(nil)
-	_ healthv1connect.HealthServiceHandler             = (*server)(nil)
+	_ accountv1connect.AccountServiceHandler               = (*server)(nil)
+	_ accountv1connect.AuthServiceHandler                  = (*server)(nil)
+	_ credentialv1connect.APIKeyServiceHandler             = (*server)(nil)
+	_ credentialv1connect.SMTPCredentialServiceHandler     = (*server)(nil)
+	_ organizationv1connect.OrganizationServiceHandler     = (*server)(nil)
+	_ ratelimitv1connect.RateLimitServiceHandler           = (*server)(nil)
+	_ domainv1connect.DomainServiceHandler                 = (*server)(nil)
+	_ emailv1connect.EmailServiceHandler                   = (*server)(nil)
+	_ deliveryv1connect.DeliveryServiceHandler             = (*server)(nil)
+	_ webhookv1connect.WebhookServiceHandler               = (*server)(nil)
+	_ templatev1connect.TemplateServiceHandler             = (*server)(nil)
+	_ deliverabilityv1connect.DeliverabilityServiceHandler = (*server)(nil)
+	_ deliverabilityv1connect.FeedbackServiceHandler       = (*server)(nil)
+	_ trackingv1connect.TrackingServiceHandler             = (*server)(nil)
+	_ healthv1connect.HealthServiceHandler                 = (*server)(nil)
 )
 
 // fail turns an implementation's error into its wire form, logging what the caller will not see.
@@ -359,6 +391,15 @@ func (s *server) SuspendDomain(ctx context.Context, req *connect.Request[domainv
 	return connect.NewResponse(&domainv1.SuspendDomainResponse{Domain: domainToProto(d)}), nil
 }
 
+func (s *server) UpdateDomainTracking(ctx context.Context, req *connect.Request[domainv1.UpdateDomainTrackingRequest]) (*connect.Response[domainv1.UpdateDomainTrackingResponse], error) {
+	m := req.Msg
+	d, err := s.core.Domains.UpdateDomainTracking(ctx, m.GetOrganizationId(), m.GetId(), trackingSettingsFromProto(m.GetTracking()))
+	if err != nil {
+		return nil, s.fail(ctx, req.Spec(), err)
+	}
+	return connect.NewResponse(&domainv1.UpdateDomainTrackingResponse{Domain: domainToProto(d)}), nil
+}
+
 func (s *server) Send(ctx context.Context, req *connect.Request[emailv1.SendRequest]) (*connect.Response[emailv1.SendResponse], error) {
 	in, err := sendEmailFromProto(req.Msg.GetEmail())
 	if err != nil {
@@ -489,4 +530,163 @@ func (s *server) ListDeliveries(ctx context.Context, req *connect.Request[webhoo
 		return nil, s.fail(ctx, req.Spec(), err)
 	}
 	return connect.NewResponse(&webhookv1.ListDeliveriesResponse{Deliveries: webhookDeliveriesToProto(deliveries)}), nil
+}
+
+func (s *server) CreateTemplate(ctx context.Context, req *connect.Request[templatev1.CreateTemplateRequest]) (*connect.Response[templatev1.CreateTemplateResponse], error) {
+	t, err := s.core.Templates.CreateTemplate(ctx, req.Msg.GetOrganizationId(), req.Msg.GetName())
+	if err != nil {
+		return nil, s.fail(ctx, req.Spec(), err)
+	}
+	return connect.NewResponse(&templatev1.CreateTemplateResponse{Template: templateToProto(t)}), nil
+}
+
+func (s *server) CreateTemplateVersion(ctx context.Context, req *connect.Request[templatev1.CreateTemplateVersionRequest]) (*connect.Response[templatev1.CreateTemplateVersionResponse], error) {
+	m := req.Msg
+	v, err := s.core.Templates.CreateTemplateVersion(ctx, m.GetOrganizationId(), m.GetTemplateId(), newTemplateVersionFromProto(m.GetVersion()))
+	if err != nil {
+		return nil, s.fail(ctx, req.Spec(), err)
+	}
+	return connect.NewResponse(&templatev1.CreateTemplateVersionResponse{Version: templateVersionToProto(v)}), nil
+}
+
+func (s *server) PublishTemplate(ctx context.Context, req *connect.Request[templatev1.PublishTemplateRequest]) (*connect.Response[templatev1.PublishTemplateResponse], error) {
+	m := req.Msg
+	t, err := s.core.Templates.PublishTemplate(ctx, m.GetOrganizationId(), m.GetTemplateId(), int(m.GetVersion()))
+	if err != nil {
+		return nil, s.fail(ctx, req.Spec(), err)
+	}
+	return connect.NewResponse(&templatev1.PublishTemplateResponse{Template: templateToProto(t)}), nil
+}
+
+func (s *server) ListTemplates(ctx context.Context, req *connect.Request[templatev1.ListTemplatesRequest]) (*connect.Response[templatev1.ListTemplatesResponse], error) {
+	templates, err := s.core.Templates.ListTemplates(ctx, req.Msg.GetOrganizationId())
+	if err != nil {
+		return nil, s.fail(ctx, req.Spec(), err)
+	}
+	return connect.NewResponse(&templatev1.ListTemplatesResponse{Templates: templatesToProto(templates)}), nil
+}
+
+func (s *server) GetTemplate(ctx context.Context, req *connect.Request[templatev1.GetTemplateRequest]) (*connect.Response[templatev1.GetTemplateResponse], error) {
+	t, err := s.core.Templates.GetTemplate(ctx, req.Msg.GetOrganizationId(), req.Msg.GetId())
+	if err != nil {
+		return nil, s.fail(ctx, req.Spec(), err)
+	}
+	return connect.NewResponse(&templatev1.GetTemplateResponse{Template: templateToProto(t)}), nil
+}
+
+func (s *server) RenderTemplate(ctx context.Context, req *connect.Request[templatev1.RenderTemplateRequest]) (*connect.Response[templatev1.RenderTemplateResponse], error) {
+	if s.renderer == nil {
+		return nil, connect.NewError(connect.CodeUnimplemented, errors.New("rpc: this core's template service does not render"))
+	}
+	m := req.Msg
+	vars, err := jsonObjectFromProto(m.GetVariablesJson())
+	if err != nil {
+		return nil, s.fail(ctx, req.Spec(), fmt.Errorf("template variables: %w", err))
+	}
+	r, err := s.renderer.RenderTemplate(ctx, m.GetOrganizationId(), m.GetTemplateId(), vars)
+	if err != nil {
+		return nil, s.fail(ctx, req.Spec(), err)
+	}
+	return connect.NewResponse(&templatev1.RenderTemplateResponse{Rendered: renderedTemplateToProto(r)}), nil
+}
+
+func (s *server) ListSuppressions(ctx context.Context, req *connect.Request[deliverabilityv1.ListSuppressionsRequest]) (*connect.Response[deliverabilityv1.ListSuppressionsResponse], error) {
+	suppressions, err := s.core.Deliverability.ListSuppressions(ctx, req.Msg.GetOrganizationId())
+	if err != nil {
+		return nil, s.fail(ctx, req.Spec(), err)
+	}
+	return connect.NewResponse(&deliverabilityv1.ListSuppressionsResponse{Suppressions: suppressionsToProto(suppressions)}), nil
+}
+
+func (s *server) CreateSuppression(ctx context.Context, req *connect.Request[deliverabilityv1.CreateSuppressionRequest]) (*connect.Response[deliverabilityv1.CreateSuppressionResponse], error) {
+	sup, err := s.core.Deliverability.CreateSuppression(ctx, req.Msg.GetOrganizationId(), newSuppressionFromProto(req.Msg.GetSuppression()))
+	if err != nil {
+		return nil, s.fail(ctx, req.Spec(), err)
+	}
+	return connect.NewResponse(&deliverabilityv1.CreateSuppressionResponse{Suppression: suppressionToProto(sup)}), nil
+}
+
+func (s *server) DeleteSuppression(ctx context.Context, req *connect.Request[deliverabilityv1.DeleteSuppressionRequest]) (*connect.Response[deliverabilityv1.DeleteSuppressionResponse], error) {
+	deleted, err := s.core.Deliverability.DeleteSuppression(ctx, req.Msg.GetOrganizationId(), req.Msg.GetId())
+	if err != nil {
+		return nil, s.fail(ctx, req.Spec(), err)
+	}
+	return connect.NewResponse(&deliverabilityv1.DeleteSuppressionResponse{Deleted: deleted}), nil
+}
+
+func (s *server) ListGlobalSuppressions(ctx context.Context, req *connect.Request[deliverabilityv1.ListGlobalSuppressionsRequest]) (*connect.Response[deliverabilityv1.ListGlobalSuppressionsResponse], error) {
+	suppressions, err := s.core.Deliverability.ListGlobalSuppressions(ctx)
+	if err != nil {
+		return nil, s.fail(ctx, req.Spec(), err)
+	}
+	return connect.NewResponse(&deliverabilityv1.ListGlobalSuppressionsResponse{Suppressions: suppressionsToProto(suppressions)}), nil
+}
+
+func (s *server) CreateGlobalSuppression(ctx context.Context, req *connect.Request[deliverabilityv1.CreateGlobalSuppressionRequest]) (*connect.Response[deliverabilityv1.CreateGlobalSuppressionResponse], error) {
+	sup, err := s.core.Deliverability.CreateGlobalSuppression(ctx, newSuppressionFromProto(req.Msg.GetSuppression()))
+	if err != nil {
+		return nil, s.fail(ctx, req.Spec(), err)
+	}
+	return connect.NewResponse(&deliverabilityv1.CreateGlobalSuppressionResponse{Suppression: suppressionToProto(sup)}), nil
+}
+
+func (s *server) DeleteGlobalSuppression(ctx context.Context, req *connect.Request[deliverabilityv1.DeleteGlobalSuppressionRequest]) (*connect.Response[deliverabilityv1.DeleteGlobalSuppressionResponse], error) {
+	deleted, err := s.core.Deliverability.DeleteGlobalSuppression(ctx, req.Msg.GetId())
+	if err != nil {
+		return nil, s.fail(ctx, req.Spec(), err)
+	}
+	return connect.NewResponse(&deliverabilityv1.DeleteGlobalSuppressionResponse{Deleted: deleted}), nil
+}
+
+func (s *server) ListBounces(ctx context.Context, req *connect.Request[deliverabilityv1.ListBouncesRequest]) (*connect.Response[deliverabilityv1.ListBouncesResponse], error) {
+	page, err := s.core.Deliverability.ListBounces(ctx, req.Msg.GetOrganizationId(), pageQueryFromProto(req.Msg.GetQuery()))
+	if err != nil {
+		return nil, s.fail(ctx, req.Spec(), err)
+	}
+	return connect.NewResponse(&deliverabilityv1.ListBouncesResponse{Data: bouncesToProto(page.Data), NextCursor: page.NextCursor}), nil
+}
+
+func (s *server) ListComplaints(ctx context.Context, req *connect.Request[deliverabilityv1.ListComplaintsRequest]) (*connect.Response[deliverabilityv1.ListComplaintsResponse], error) {
+	page, err := s.core.Deliverability.ListComplaints(ctx, req.Msg.GetOrganizationId(), pageQueryFromProto(req.Msg.GetQuery()))
+	if err != nil {
+		return nil, s.fail(ctx, req.Spec(), err)
+	}
+	return connect.NewResponse(&deliverabilityv1.ListComplaintsResponse{Data: complaintsToProto(page.Data), NextCursor: page.NextCursor}), nil
+}
+
+func (s *server) AcceptsRecipient(ctx context.Context, req *connect.Request[deliverabilityv1.AcceptsRecipientRequest]) (*connect.Response[deliverabilityv1.AcceptsRecipientResponse], error) {
+	ok, err := s.core.Feedback.AcceptsRecipient(ctx, string(req.Msg.GetRcpt()))
+	if err != nil {
+		return nil, s.fail(ctx, req.Spec(), err)
+	}
+	return connect.NewResponse(&deliverabilityv1.AcceptsRecipientResponse{Accepted: ok}), nil
+}
+
+func (s *server) RecordBounce(ctx context.Context, req *connect.Request[deliverabilityv1.RecordBounceRequest]) (*connect.Response[deliverabilityv1.RecordBounceResponse], error) {
+	if err := s.core.Feedback.RecordBounce(ctx, bounceReportFromProto(req.Msg.GetReport())); err != nil {
+		return nil, s.fail(ctx, req.Spec(), err)
+	}
+	return connect.NewResponse(&deliverabilityv1.RecordBounceResponse{}), nil
+}
+
+func (s *server) RecordComplaint(ctx context.Context, req *connect.Request[deliverabilityv1.RecordComplaintRequest]) (*connect.Response[deliverabilityv1.RecordComplaintResponse], error) {
+	if err := s.core.Feedback.RecordComplaint(ctx, complaintReportFromProto(req.Msg.GetReport())); err != nil {
+		return nil, s.fail(ctx, req.Spec(), err)
+	}
+	return connect.NewResponse(&deliverabilityv1.RecordComplaintResponse{}), nil
+}
+
+func (s *server) Open(ctx context.Context, req *connect.Request[trackingv1.OpenRequest]) (*connect.Response[trackingv1.OpenResponse], error) {
+	if err := s.core.Tracking.Open(ctx, string(req.Msg.GetToken())); err != nil {
+		return nil, s.fail(ctx, req.Spec(), err)
+	}
+	return connect.NewResponse(&trackingv1.OpenResponse{}), nil
+}
+
+func (s *server) Click(ctx context.Context, req *connect.Request[trackingv1.ClickRequest]) (*connect.Response[trackingv1.ClickResponse], error) {
+	url, err := s.core.Tracking.Click(ctx, string(req.Msg.GetToken()))
+	if err != nil {
+		return nil, s.fail(ctx, req.Spec(), err)
+	}
+	return connect.NewResponse(&trackingv1.ClickResponse{Url: url}), nil
 }

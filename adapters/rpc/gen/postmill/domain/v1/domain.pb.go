@@ -5,8 +5,9 @@
 // source: postmill/domain/v1/domain.proto
 
 // Package postmill.domain.v1 manages sending domains between tiers (SPEC §4.3): the edge creates, lists,
-// reads, verifies and suspends them through the core. A domain's DKIM private key stays in the core and
-// the store: no message here has a field for it, so no response of this service can leak it.
+// reads, verifies and suspends them and changes their open and click tracking through the core. A
+// domain's DKIM private key stays in the core and the store: no message here has a field for it, so no
+// response of this service can leak it.
 
 package domainv1
 
@@ -200,7 +201,11 @@ type Domain struct {
 	VerifiedAt *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=verified_at,json=verifiedAt,proto3" json:"verified_at,omitempty"`
 	CreatedAt  *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
 	// records is unset when ports.Domain.Records is nil.
-	Records       *DNSRecordList `protobuf:"bytes,10,opt,name=records,proto3" json:"records,omitempty"`
+	Records *DNSRecordList `protobuf:"bytes,10,opt,name=records,proto3" json:"records,omitempty"`
+	// open_tracking and click_tracking, off by default, make the core add a tracking pixel to and rewrite
+	// the links of HTML bodies sent from the domain.
+	OpenTracking  bool `protobuf:"varint,11,opt,name=open_tracking,json=openTracking,proto3" json:"open_tracking,omitempty"`
+	ClickTracking bool `protobuf:"varint,12,opt,name=click_tracking,json=clickTracking,proto3" json:"click_tracking,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -303,6 +308,20 @@ func (x *Domain) GetRecords() *DNSRecordList {
 		return x.Records
 	}
 	return nil
+}
+
+func (x *Domain) GetOpenTracking() bool {
+	if x != nil {
+		return x.OpenTracking
+	}
+	return false
+}
+
+func (x *Domain) GetClickTracking() bool {
+	if x != nil {
+		return x.ClickTracking
+	}
+	return false
 }
 
 // DomainList wraps a list of domains so that a nil result and an empty one stay distinct.
@@ -832,6 +851,166 @@ func (x *SuspendDomainResponse) GetDomain() *Domain {
 	return nil
 }
 
+// TrackingSettings mirrors ports.TrackingSettings, the body of PATCH /v1/domains/{id}: each setting is
+// optional so that "leave as it is" (unset) and "turn off" (false) stay distinct.
+type TrackingSettings struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	OpenTracking  *bool                  `protobuf:"varint,1,opt,name=open_tracking,json=openTracking,proto3,oneof" json:"open_tracking,omitempty"`
+	ClickTracking *bool                  `protobuf:"varint,2,opt,name=click_tracking,json=clickTracking,proto3,oneof" json:"click_tracking,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TrackingSettings) Reset() {
+	*x = TrackingSettings{}
+	mi := &file_postmill_domain_v1_domain_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TrackingSettings) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TrackingSettings) ProtoMessage() {}
+
+func (x *TrackingSettings) ProtoReflect() protoreflect.Message {
+	mi := &file_postmill_domain_v1_domain_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TrackingSettings.ProtoReflect.Descriptor instead.
+func (*TrackingSettings) Descriptor() ([]byte, []int) {
+	return file_postmill_domain_v1_domain_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *TrackingSettings) GetOpenTracking() bool {
+	if x != nil && x.OpenTracking != nil {
+		return *x.OpenTracking
+	}
+	return false
+}
+
+func (x *TrackingSettings) GetClickTracking() bool {
+	if x != nil && x.ClickTracking != nil {
+		return *x.ClickTracking
+	}
+	return false
+}
+
+// UpdateDomainTrackingRequest names the domain and its organization and carries the settings to change.
+type UpdateDomainTrackingRequest struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	OrganizationId string                 `protobuf:"bytes,1,opt,name=organization_id,json=organizationId,proto3" json:"organization_id,omitempty"`
+	Id             string                 `protobuf:"bytes,2,opt,name=id,proto3" json:"id,omitempty"`
+	Tracking       *TrackingSettings      `protobuf:"bytes,3,opt,name=tracking,proto3" json:"tracking,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *UpdateDomainTrackingRequest) Reset() {
+	*x = UpdateDomainTrackingRequest{}
+	mi := &file_postmill_domain_v1_domain_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateDomainTrackingRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateDomainTrackingRequest) ProtoMessage() {}
+
+func (x *UpdateDomainTrackingRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_postmill_domain_v1_domain_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateDomainTrackingRequest.ProtoReflect.Descriptor instead.
+func (*UpdateDomainTrackingRequest) Descriptor() ([]byte, []int) {
+	return file_postmill_domain_v1_domain_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *UpdateDomainTrackingRequest) GetOrganizationId() string {
+	if x != nil {
+		return x.OrganizationId
+	}
+	return ""
+}
+
+func (x *UpdateDomainTrackingRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *UpdateDomainTrackingRequest) GetTracking() *TrackingSettings {
+	if x != nil {
+		return x.Tracking
+	}
+	return nil
+}
+
+// UpdateDomainTrackingResponse carries the domain as it now is, with its records.
+type UpdateDomainTrackingResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Domain        *Domain                `protobuf:"bytes,1,opt,name=domain,proto3" json:"domain,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateDomainTrackingResponse) Reset() {
+	*x = UpdateDomainTrackingResponse{}
+	mi := &file_postmill_domain_v1_domain_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateDomainTrackingResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateDomainTrackingResponse) ProtoMessage() {}
+
+func (x *UpdateDomainTrackingResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_postmill_domain_v1_domain_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateDomainTrackingResponse.ProtoReflect.Descriptor instead.
+func (*UpdateDomainTrackingResponse) Descriptor() ([]byte, []int) {
+	return file_postmill_domain_v1_domain_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *UpdateDomainTrackingResponse) GetDomain() *Domain {
+	if x != nil {
+		return x.Domain
+	}
+	return nil
+}
+
 var File_postmill_domain_v1_domain_proto protoreflect.FileDescriptor
 
 const file_postmill_domain_v1_domain_proto_rawDesc = "" +
@@ -849,7 +1028,7 @@ const file_postmill_domain_v1_domain_proto_rawDesc = "" +
 	"\n" +
 	"checked_at\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\tcheckedAt\"D\n" +
 	"\rDNSRecordList\x123\n" +
-	"\x05items\x18\x01 \x03(\v2\x1d.postmill.domain.v1.DNSRecordR\x05items\"\x87\x03\n" +
+	"\x05items\x18\x01 \x03(\v2\x1d.postmill.domain.v1.DNSRecordR\x05items\"\xd3\x03\n" +
 	"\x06Domain\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12'\n" +
 	"\x0forganization_id\x18\x02 \x01(\tR\x0eorganizationId\x12\x12\n" +
@@ -863,7 +1042,9 @@ const file_postmill_domain_v1_domain_proto_rawDesc = "" +
 	"\n" +
 	"created_at\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x12;\n" +
 	"\arecords\x18\n" +
-	" \x01(\v2!.postmill.domain.v1.DNSRecordListR\arecords\">\n" +
+	" \x01(\v2!.postmill.domain.v1.DNSRecordListR\arecords\x12#\n" +
+	"\ropen_tracking\x18\v \x01(\bR\fopenTracking\x12%\n" +
+	"\x0eclick_tracking\x18\f \x01(\bR\rclickTracking\">\n" +
 	"\n" +
 	"DomainList\x120\n" +
 	"\x05items\x18\x01 \x03(\v2\x1a.postmill.domain.v1.DomainR\x05items\"R\n" +
@@ -890,13 +1071,25 @@ const file_postmill_domain_v1_domain_proto_rawDesc = "" +
 	"\x0forganization_id\x18\x01 \x01(\tR\x0eorganizationId\x12\x0e\n" +
 	"\x02id\x18\x02 \x01(\tR\x02id\"K\n" +
 	"\x15SuspendDomainResponse\x122\n" +
-	"\x06domain\x18\x01 \x01(\v2\x1a.postmill.domain.v1.DomainR\x06domain2\xf5\x03\n" +
+	"\x06domain\x18\x01 \x01(\v2\x1a.postmill.domain.v1.DomainR\x06domain\"\x8d\x01\n" +
+	"\x10TrackingSettings\x12(\n" +
+	"\ropen_tracking\x18\x01 \x01(\bH\x00R\fopenTracking\x88\x01\x01\x12*\n" +
+	"\x0eclick_tracking\x18\x02 \x01(\bH\x01R\rclickTracking\x88\x01\x01B\x10\n" +
+	"\x0e_open_trackingB\x11\n" +
+	"\x0f_click_tracking\"\x98\x01\n" +
+	"\x1bUpdateDomainTrackingRequest\x12'\n" +
+	"\x0forganization_id\x18\x01 \x01(\tR\x0eorganizationId\x12\x0e\n" +
+	"\x02id\x18\x02 \x01(\tR\x02id\x12@\n" +
+	"\btracking\x18\x03 \x01(\v2$.postmill.domain.v1.TrackingSettingsR\btracking\"R\n" +
+	"\x1cUpdateDomainTrackingResponse\x122\n" +
+	"\x06domain\x18\x01 \x01(\v2\x1a.postmill.domain.v1.DomainR\x06domain2\xf0\x04\n" +
 	"\rDomainService\x12a\n" +
 	"\fCreateDomain\x12'.postmill.domain.v1.CreateDomainRequest\x1a(.postmill.domain.v1.CreateDomainResponse\x12^\n" +
 	"\vListDomains\x12&.postmill.domain.v1.ListDomainsRequest\x1a'.postmill.domain.v1.ListDomainsResponse\x12X\n" +
 	"\tGetDomain\x12$.postmill.domain.v1.GetDomainRequest\x1a%.postmill.domain.v1.GetDomainResponse\x12a\n" +
 	"\fVerifyDomain\x12'.postmill.domain.v1.VerifyDomainRequest\x1a(.postmill.domain.v1.VerifyDomainResponse\x12d\n" +
-	"\rSuspendDomain\x12(.postmill.domain.v1.SuspendDomainRequest\x1a).postmill.domain.v1.SuspendDomainResponseB\xda\x01\n" +
+	"\rSuspendDomain\x12(.postmill.domain.v1.SuspendDomainRequest\x1a).postmill.domain.v1.SuspendDomainResponse\x12y\n" +
+	"\x14UpdateDomainTracking\x12/.postmill.domain.v1.UpdateDomainTrackingRequest\x1a0.postmill.domain.v1.UpdateDomainTrackingResponseB\xda\x01\n" +
 	"\x16com.postmill.domain.v1B\vDomainProtoP\x01ZIgithub.com/postmill/postmill/adapters/rpc/gen/postmill/domain/v1;domainv1\xa2\x02\x03PDX\xaa\x02\x12Postmill.Domain.V1\xca\x02\x12Postmill\\Domain\\V1\xe2\x02\x1ePostmill\\Domain\\V1\\GPBMetadata\xea\x02\x14Postmill::Domain::V1b\x06proto3"
 
 var (
@@ -911,29 +1104,32 @@ func file_postmill_domain_v1_domain_proto_rawDescGZIP() []byte {
 	return file_postmill_domain_v1_domain_proto_rawDescData
 }
 
-var file_postmill_domain_v1_domain_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
+var file_postmill_domain_v1_domain_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
 var file_postmill_domain_v1_domain_proto_goTypes = []any{
-	(*DNSRecord)(nil),             // 0: postmill.domain.v1.DNSRecord
-	(*DNSRecordList)(nil),         // 1: postmill.domain.v1.DNSRecordList
-	(*Domain)(nil),                // 2: postmill.domain.v1.Domain
-	(*DomainList)(nil),            // 3: postmill.domain.v1.DomainList
-	(*CreateDomainRequest)(nil),   // 4: postmill.domain.v1.CreateDomainRequest
-	(*CreateDomainResponse)(nil),  // 5: postmill.domain.v1.CreateDomainResponse
-	(*ListDomainsRequest)(nil),    // 6: postmill.domain.v1.ListDomainsRequest
-	(*ListDomainsResponse)(nil),   // 7: postmill.domain.v1.ListDomainsResponse
-	(*GetDomainRequest)(nil),      // 8: postmill.domain.v1.GetDomainRequest
-	(*GetDomainResponse)(nil),     // 9: postmill.domain.v1.GetDomainResponse
-	(*VerifyDomainRequest)(nil),   // 10: postmill.domain.v1.VerifyDomainRequest
-	(*VerifyDomainResponse)(nil),  // 11: postmill.domain.v1.VerifyDomainResponse
-	(*SuspendDomainRequest)(nil),  // 12: postmill.domain.v1.SuspendDomainRequest
-	(*SuspendDomainResponse)(nil), // 13: postmill.domain.v1.SuspendDomainResponse
-	(*timestamppb.Timestamp)(nil), // 14: google.protobuf.Timestamp
+	(*DNSRecord)(nil),                    // 0: postmill.domain.v1.DNSRecord
+	(*DNSRecordList)(nil),                // 1: postmill.domain.v1.DNSRecordList
+	(*Domain)(nil),                       // 2: postmill.domain.v1.Domain
+	(*DomainList)(nil),                   // 3: postmill.domain.v1.DomainList
+	(*CreateDomainRequest)(nil),          // 4: postmill.domain.v1.CreateDomainRequest
+	(*CreateDomainResponse)(nil),         // 5: postmill.domain.v1.CreateDomainResponse
+	(*ListDomainsRequest)(nil),           // 6: postmill.domain.v1.ListDomainsRequest
+	(*ListDomainsResponse)(nil),          // 7: postmill.domain.v1.ListDomainsResponse
+	(*GetDomainRequest)(nil),             // 8: postmill.domain.v1.GetDomainRequest
+	(*GetDomainResponse)(nil),            // 9: postmill.domain.v1.GetDomainResponse
+	(*VerifyDomainRequest)(nil),          // 10: postmill.domain.v1.VerifyDomainRequest
+	(*VerifyDomainResponse)(nil),         // 11: postmill.domain.v1.VerifyDomainResponse
+	(*SuspendDomainRequest)(nil),         // 12: postmill.domain.v1.SuspendDomainRequest
+	(*SuspendDomainResponse)(nil),        // 13: postmill.domain.v1.SuspendDomainResponse
+	(*TrackingSettings)(nil),             // 14: postmill.domain.v1.TrackingSettings
+	(*UpdateDomainTrackingRequest)(nil),  // 15: postmill.domain.v1.UpdateDomainTrackingRequest
+	(*UpdateDomainTrackingResponse)(nil), // 16: postmill.domain.v1.UpdateDomainTrackingResponse
+	(*timestamppb.Timestamp)(nil),        // 17: google.protobuf.Timestamp
 }
 var file_postmill_domain_v1_domain_proto_depIdxs = []int32{
-	14, // 0: postmill.domain.v1.DNSRecord.checked_at:type_name -> google.protobuf.Timestamp
+	17, // 0: postmill.domain.v1.DNSRecord.checked_at:type_name -> google.protobuf.Timestamp
 	0,  // 1: postmill.domain.v1.DNSRecordList.items:type_name -> postmill.domain.v1.DNSRecord
-	14, // 2: postmill.domain.v1.Domain.verified_at:type_name -> google.protobuf.Timestamp
-	14, // 3: postmill.domain.v1.Domain.created_at:type_name -> google.protobuf.Timestamp
+	17, // 2: postmill.domain.v1.Domain.verified_at:type_name -> google.protobuf.Timestamp
+	17, // 3: postmill.domain.v1.Domain.created_at:type_name -> google.protobuf.Timestamp
 	1,  // 4: postmill.domain.v1.Domain.records:type_name -> postmill.domain.v1.DNSRecordList
 	2,  // 5: postmill.domain.v1.DomainList.items:type_name -> postmill.domain.v1.Domain
 	2,  // 6: postmill.domain.v1.CreateDomainResponse.domain:type_name -> postmill.domain.v1.Domain
@@ -941,21 +1137,25 @@ var file_postmill_domain_v1_domain_proto_depIdxs = []int32{
 	2,  // 8: postmill.domain.v1.GetDomainResponse.domain:type_name -> postmill.domain.v1.Domain
 	2,  // 9: postmill.domain.v1.VerifyDomainResponse.domain:type_name -> postmill.domain.v1.Domain
 	2,  // 10: postmill.domain.v1.SuspendDomainResponse.domain:type_name -> postmill.domain.v1.Domain
-	4,  // 11: postmill.domain.v1.DomainService.CreateDomain:input_type -> postmill.domain.v1.CreateDomainRequest
-	6,  // 12: postmill.domain.v1.DomainService.ListDomains:input_type -> postmill.domain.v1.ListDomainsRequest
-	8,  // 13: postmill.domain.v1.DomainService.GetDomain:input_type -> postmill.domain.v1.GetDomainRequest
-	10, // 14: postmill.domain.v1.DomainService.VerifyDomain:input_type -> postmill.domain.v1.VerifyDomainRequest
-	12, // 15: postmill.domain.v1.DomainService.SuspendDomain:input_type -> postmill.domain.v1.SuspendDomainRequest
-	5,  // 16: postmill.domain.v1.DomainService.CreateDomain:output_type -> postmill.domain.v1.CreateDomainResponse
-	7,  // 17: postmill.domain.v1.DomainService.ListDomains:output_type -> postmill.domain.v1.ListDomainsResponse
-	9,  // 18: postmill.domain.v1.DomainService.GetDomain:output_type -> postmill.domain.v1.GetDomainResponse
-	11, // 19: postmill.domain.v1.DomainService.VerifyDomain:output_type -> postmill.domain.v1.VerifyDomainResponse
-	13, // 20: postmill.domain.v1.DomainService.SuspendDomain:output_type -> postmill.domain.v1.SuspendDomainResponse
-	16, // [16:21] is the sub-list for method output_type
-	11, // [11:16] is the sub-list for method input_type
-	11, // [11:11] is the sub-list for extension type_name
-	11, // [11:11] is the sub-list for extension extendee
-	0,  // [0:11] is the sub-list for field type_name
+	14, // 11: postmill.domain.v1.UpdateDomainTrackingRequest.tracking:type_name -> postmill.domain.v1.TrackingSettings
+	2,  // 12: postmill.domain.v1.UpdateDomainTrackingResponse.domain:type_name -> postmill.domain.v1.Domain
+	4,  // 13: postmill.domain.v1.DomainService.CreateDomain:input_type -> postmill.domain.v1.CreateDomainRequest
+	6,  // 14: postmill.domain.v1.DomainService.ListDomains:input_type -> postmill.domain.v1.ListDomainsRequest
+	8,  // 15: postmill.domain.v1.DomainService.GetDomain:input_type -> postmill.domain.v1.GetDomainRequest
+	10, // 16: postmill.domain.v1.DomainService.VerifyDomain:input_type -> postmill.domain.v1.VerifyDomainRequest
+	12, // 17: postmill.domain.v1.DomainService.SuspendDomain:input_type -> postmill.domain.v1.SuspendDomainRequest
+	15, // 18: postmill.domain.v1.DomainService.UpdateDomainTracking:input_type -> postmill.domain.v1.UpdateDomainTrackingRequest
+	5,  // 19: postmill.domain.v1.DomainService.CreateDomain:output_type -> postmill.domain.v1.CreateDomainResponse
+	7,  // 20: postmill.domain.v1.DomainService.ListDomains:output_type -> postmill.domain.v1.ListDomainsResponse
+	9,  // 21: postmill.domain.v1.DomainService.GetDomain:output_type -> postmill.domain.v1.GetDomainResponse
+	11, // 22: postmill.domain.v1.DomainService.VerifyDomain:output_type -> postmill.domain.v1.VerifyDomainResponse
+	13, // 23: postmill.domain.v1.DomainService.SuspendDomain:output_type -> postmill.domain.v1.SuspendDomainResponse
+	16, // 24: postmill.domain.v1.DomainService.UpdateDomainTracking:output_type -> postmill.domain.v1.UpdateDomainTrackingResponse
+	19, // [19:25] is the sub-list for method output_type
+	13, // [13:19] is the sub-list for method input_type
+	13, // [13:13] is the sub-list for extension type_name
+	13, // [13:13] is the sub-list for extension extendee
+	0,  // [0:13] is the sub-list for field type_name
 }
 
 func init() { file_postmill_domain_v1_domain_proto_init() }
@@ -963,13 +1163,14 @@ func file_postmill_domain_v1_domain_proto_init() {
 	if File_postmill_domain_v1_domain_proto != nil {
 		return
 	}
+	file_postmill_domain_v1_domain_proto_msgTypes[14].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_postmill_domain_v1_domain_proto_rawDesc), len(file_postmill_domain_v1_domain_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   14,
+			NumMessages:   17,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -1003,8 +1003,12 @@ type Event struct {
 	// provider_response is the receiving server's reply; unset when the event has none.
 	ProviderResponse *string                `protobuf:"bytes,7,opt,name=provider_response,json=providerResponse,proto3,oneof" json:"provider_response,omitempty"`
 	OccurredAt       *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=occurred_at,json=occurredAt,proto3" json:"occurred_at,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// url is the link an email.clicked event followed; empty for every other event.
+	Url string `protobuf:"bytes,9,opt,name=url,proto3" json:"url,omitempty"`
+	// link_id is the clicked link's position in the HTML body, from 0; empty for every other event.
+	LinkId        string `protobuf:"bytes,10,opt,name=link_id,json=linkId,proto3" json:"link_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Event) Reset() {
@@ -1091,6 +1095,20 @@ func (x *Event) GetOccurredAt() *timestamppb.Timestamp {
 		return x.OccurredAt
 	}
 	return nil
+}
+
+func (x *Event) GetUrl() string {
+	if x != nil {
+		return x.Url
+	}
+	return ""
+}
+
+func (x *Event) GetLinkId() string {
+	if x != nil {
+		return x.LinkId
+	}
+	return ""
 }
 
 // EventList wraps a timeline so that nil and empty stay distinct.
@@ -1972,7 +1990,7 @@ const file_postmill_email_v1_email_proto_rawDesc = "" +
 	"\n" +
 	"content_id\x18\x06 \x01(\tR\tcontentId\"Q\n" +
 	"\x14StoredAttachmentList\x129\n" +
-	"\x05items\x18\x01 \x03(\v2#.postmill.email.v1.StoredAttachmentR\x05items\"\xb8\x02\n" +
+	"\x05items\x18\x01 \x03(\v2#.postmill.email.v1.StoredAttachmentR\x05items\"\xe3\x02\n" +
 	"\x05Event\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12'\n" +
 	"\x0forganization_id\x18\x02 \x01(\tR\x0eorganizationId\x12\x12\n" +
@@ -1983,7 +2001,10 @@ const file_postmill_email_v1_email_proto_rawDesc = "" +
 	"\tdomain_id\x18\x06 \x01(\tR\bdomainId\x120\n" +
 	"\x11provider_response\x18\a \x01(\tH\x00R\x10providerResponse\x88\x01\x01\x12;\n" +
 	"\voccurred_at\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"occurredAtB\x14\n" +
+	"occurredAt\x12\x10\n" +
+	"\x03url\x18\t \x01(\tR\x03url\x12\x17\n" +
+	"\alink_id\x18\n" +
+	" \x01(\tR\x06linkIdB\x14\n" +
 	"\x12_provider_response\";\n" +
 	"\tEventList\x12.\n" +
 	"\x05items\x18\x01 \x03(\v2\x18.postmill.email.v1.EventR\x05items\"\x80\x06\n" +

@@ -3,8 +3,9 @@
 // Source: postmill/domain/v1/domain.proto
 
 // Package postmill.domain.v1 manages sending domains between tiers (SPEC §4.3): the edge creates, lists,
-// reads, verifies and suspends them through the core. A domain's DKIM private key stays in the core and
-// the store: no message here has a field for it, so no response of this service can leak it.
+// reads, verifies and suspends them and changes their open and click tracking through the core. A
+// domain's DKIM private key stays in the core and the store: no message here has a field for it, so no
+// response of this service can leak it.
 package domainv1connect
 
 import (
@@ -50,6 +51,9 @@ const (
 	// DomainServiceSuspendDomainProcedure is the fully-qualified name of the DomainService's
 	// SuspendDomain RPC.
 	DomainServiceSuspendDomainProcedure = "/postmill.domain.v1.DomainService/SuspendDomain"
+	// DomainServiceUpdateDomainTrackingProcedure is the fully-qualified name of the DomainService's
+	// UpdateDomainTracking RPC.
+	DomainServiceUpdateDomainTrackingProcedure = "/postmill.domain.v1.DomainService/UpdateDomainTracking"
 )
 
 // DomainServiceClient is a client for the postmill.domain.v1.DomainService service.
@@ -64,6 +68,8 @@ type DomainServiceClient interface {
 	VerifyDomain(context.Context, *connect.Request[v1.VerifyDomainRequest]) (*connect.Response[v1.VerifyDomainResponse], error)
 	// SuspendDomain suspends a domain from any state.
 	SuspendDomain(context.Context, *connect.Request[v1.SuspendDomainRequest]) (*connect.Response[v1.SuspendDomainResponse], error)
+	// UpdateDomainTracking changes open and click tracking; a setting left unset stays as it is.
+	UpdateDomainTracking(context.Context, *connect.Request[v1.UpdateDomainTrackingRequest]) (*connect.Response[v1.UpdateDomainTrackingResponse], error)
 }
 
 // NewDomainServiceClient constructs a client for the postmill.domain.v1.DomainService service. By
@@ -107,16 +113,23 @@ func NewDomainServiceClient(httpClient connect.HTTPClient, baseURL string, opts 
 			connect.WithSchema(domainServiceMethods.ByName("SuspendDomain")),
 			connect.WithClientOptions(opts...),
 		),
+		updateDomainTracking: connect.NewClient[v1.UpdateDomainTrackingRequest, v1.UpdateDomainTrackingResponse](
+			httpClient,
+			baseURL+DomainServiceUpdateDomainTrackingProcedure,
+			connect.WithSchema(domainServiceMethods.ByName("UpdateDomainTracking")),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
 // domainServiceClient implements DomainServiceClient.
 type domainServiceClient struct {
-	createDomain  *connect.Client[v1.CreateDomainRequest, v1.CreateDomainResponse]
-	listDomains   *connect.Client[v1.ListDomainsRequest, v1.ListDomainsResponse]
-	getDomain     *connect.Client[v1.GetDomainRequest, v1.GetDomainResponse]
-	verifyDomain  *connect.Client[v1.VerifyDomainRequest, v1.VerifyDomainResponse]
-	suspendDomain *connect.Client[v1.SuspendDomainRequest, v1.SuspendDomainResponse]
+	createDomain         *connect.Client[v1.CreateDomainRequest, v1.CreateDomainResponse]
+	listDomains          *connect.Client[v1.ListDomainsRequest, v1.ListDomainsResponse]
+	getDomain            *connect.Client[v1.GetDomainRequest, v1.GetDomainResponse]
+	verifyDomain         *connect.Client[v1.VerifyDomainRequest, v1.VerifyDomainResponse]
+	suspendDomain        *connect.Client[v1.SuspendDomainRequest, v1.SuspendDomainResponse]
+	updateDomainTracking *connect.Client[v1.UpdateDomainTrackingRequest, v1.UpdateDomainTrackingResponse]
 }
 
 // CreateDomain calls postmill.domain.v1.DomainService.CreateDomain.
@@ -144,6 +157,11 @@ func (c *domainServiceClient) SuspendDomain(ctx context.Context, req *connect.Re
 	return c.suspendDomain.CallUnary(ctx, req)
 }
 
+// UpdateDomainTracking calls postmill.domain.v1.DomainService.UpdateDomainTracking.
+func (c *domainServiceClient) UpdateDomainTracking(ctx context.Context, req *connect.Request[v1.UpdateDomainTrackingRequest]) (*connect.Response[v1.UpdateDomainTrackingResponse], error) {
+	return c.updateDomainTracking.CallUnary(ctx, req)
+}
+
 // DomainServiceHandler is an implementation of the postmill.domain.v1.DomainService service.
 type DomainServiceHandler interface {
 	// CreateDomain registers a domain with a fresh DKIM keypair and its generated records.
@@ -156,6 +174,8 @@ type DomainServiceHandler interface {
 	VerifyDomain(context.Context, *connect.Request[v1.VerifyDomainRequest]) (*connect.Response[v1.VerifyDomainResponse], error)
 	// SuspendDomain suspends a domain from any state.
 	SuspendDomain(context.Context, *connect.Request[v1.SuspendDomainRequest]) (*connect.Response[v1.SuspendDomainResponse], error)
+	// UpdateDomainTracking changes open and click tracking; a setting left unset stays as it is.
+	UpdateDomainTracking(context.Context, *connect.Request[v1.UpdateDomainTrackingRequest]) (*connect.Response[v1.UpdateDomainTrackingResponse], error)
 }
 
 // NewDomainServiceHandler builds an HTTP handler from the service implementation. It returns the
@@ -195,6 +215,12 @@ func NewDomainServiceHandler(svc DomainServiceHandler, opts ...connect.HandlerOp
 		connect.WithSchema(domainServiceMethods.ByName("SuspendDomain")),
 		connect.WithHandlerOptions(opts...),
 	)
+	domainServiceUpdateDomainTrackingHandler := connect.NewUnaryHandler(
+		DomainServiceUpdateDomainTrackingProcedure,
+		svc.UpdateDomainTracking,
+		connect.WithSchema(domainServiceMethods.ByName("UpdateDomainTracking")),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/postmill.domain.v1.DomainService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case DomainServiceCreateDomainProcedure:
@@ -207,6 +233,8 @@ func NewDomainServiceHandler(svc DomainServiceHandler, opts ...connect.HandlerOp
 			domainServiceVerifyDomainHandler.ServeHTTP(w, r)
 		case DomainServiceSuspendDomainProcedure:
 			domainServiceSuspendDomainHandler.ServeHTTP(w, r)
+		case DomainServiceUpdateDomainTrackingProcedure:
+			domainServiceUpdateDomainTrackingHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -234,4 +262,8 @@ func (UnimplementedDomainServiceHandler) VerifyDomain(context.Context, *connect.
 
 func (UnimplementedDomainServiceHandler) SuspendDomain(context.Context, *connect.Request[v1.SuspendDomainRequest]) (*connect.Response[v1.SuspendDomainResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("postmill.domain.v1.DomainService.SuspendDomain is not implemented"))
+}
+
+func (UnimplementedDomainServiceHandler) UpdateDomainTracking(context.Context, *connect.Request[v1.UpdateDomainTrackingRequest]) (*connect.Response[v1.UpdateDomainTrackingResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("postmill.domain.v1.DomainService.UpdateDomainTracking is not implemented"))
 }
