@@ -23,6 +23,7 @@ import (
 	"github.com/postmill/postmill/adapters/postgres"
 	"github.com/postmill/postmill/adapters/rpc"
 	"github.com/postmill/postmill/core/account"
+	"github.com/postmill/postmill/core/deliverability"
 	"github.com/postmill/postmill/core/domain"
 	"github.com/postmill/postmill/core/ratelimit"
 	"github.com/postmill/postmill/core/secret"
@@ -30,6 +31,7 @@ import (
 	"github.com/postmill/postmill/core/webhook"
 	"github.com/postmill/postmill/edge"
 	"github.com/postmill/postmill/edge/submission"
+	"github.com/postmill/postmill/inbound"
 	"github.com/postmill/postmill/mta"
 	"github.com/postmill/postmill/ports"
 )
@@ -59,6 +61,7 @@ type App struct {
 	httpAddr net.Addr
 	rpcAddr  net.Addr
 	smtpAddr net.Addr // submission listener
+	mxAddr   net.Addr // inbound MX listener
 }
 
 // New validates the configuration and builds the module graph for targets; nothing starts until Start.
@@ -82,7 +85,7 @@ func New(cfg Config, targets Targets, logger *slog.Logger) (*App, error) {
 	mm.RegisterModule(TargetCore, a.initCore)
 	mm.RegisterModule(TargetEdge, a.initEdge)
 	mm.RegisterModule(TargetMTA, a.initMTA)
-	mm.RegisterModule(TargetInbound, a.idleTier(TargetInbound))
+	mm.RegisterModule(TargetInbound, a.initInbound)
 	mm.RegisterModule(TargetAnalytics, a.idleTier(TargetAnalytics))
 	mm.RegisterModule(moduleAll, nil)
 	deps := map[string][]string{
@@ -93,6 +96,7 @@ func New(cfg Config, targets Targets, logger *slog.Logger) (*App, error) {
 		// In one process the tiers call the core in-process, so the core must be up first and down last.
 		deps[TargetEdge] = []string{TargetCore}
 		deps[TargetMTA] = []string{TargetCore}
+		deps[TargetInbound] = []string{TargetCore}
 	} else if cfg.Queue == "postgres" {
 		// An MTA-only process still reads the PostgreSQL queue.
 		deps[TargetMTA] = []string{moduleStore}
@@ -181,6 +185,16 @@ func (a *App) SubmissionAddr() string {
 		return ""
 	}
 	return a.smtpAddr.String()
+}
+
+// InboundAddr is the inbound MX listener's address (useful with a :0 listener).
+func (a *App) InboundAddr() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.mxAddr == nil {
+		return ""
+	}
+	return a.mxAddr.String()
 }
 
 // Store is the PostgreSQL store of a process that runs the core (nil otherwise).
@@ -287,9 +301,16 @@ func (a *App) initCore() (services.Service, error) {
 		if err != nil {
 			return err
 		}
+		deliver, err := deliverability.New(deliverability.Config{FeedbackAddress: a.cfg.FeedbackAddress}, deliverability.Deps{
+			Store: st, Keyring: a.keyring, Clock: ports.SystemClock{}, Logger: a.logger,
+		})
+		if err != nil {
+			return err
+		}
 		core := ports.Core{
 			Accounts: acc, Auth: acc, APIKeys: acc, SMTPCredentials: acc, Organizations: acc,
 			RateLimiter: limiter, Domains: domains, Emails: send, Delivery: send, Webhooks: hooks, Health: st,
+			Deliverability: deliver, Feedback: deliver,
 		}
 		loops = []func(context.Context) error{acc.Run, limiter.Run, send.RunRelay, send.RunScheduler, send.RunPruner, hooks.RunFanOut, hooks.RunDispatcher}
 		a.mu.Lock()
@@ -446,6 +467,53 @@ func (a *App) initMTA() (services.Service, error) {
 		return err
 	}
 	return services.NewBasicService(starting, running, nil).WithName(TargetMTA), nil
+}
+
+// initInbound runs the MX listener (POSTMILL_SMTP_ADDR) for bounces and feedback reports, reaching the core
+// in-process or over Connect.
+func (a *App) initInbound() (services.Service, error) {
+	var (
+		srv     *inbound.Server
+		serveCh = make(chan error, 1)
+	)
+	starting := func(ctx context.Context) error {
+		feedback := a.inProcessCore().Feedback
+		if !a.targets.Has(TargetCore) {
+			feedback = a.remoteCore().Core().Feedback
+		}
+		var err error
+		srv, err = inbound.New(inbound.Config{Addr: a.cfg.SMTPAddr, Domain: a.cfg.InboundMXHost}, feedback, a.logger)
+		if err != nil {
+			return err
+		}
+		addr, err := srv.Listen()
+		if err != nil {
+			return fmt.Errorf("inbound listener: %w", err)
+		}
+		a.mu.Lock()
+		a.mxAddr = addr
+		a.mu.Unlock()
+		go func() { serveCh <- srv.Serve() }()
+		a.logger.Info("listening", "service", "smtp-inbound", "addr", addr.String())
+		return nil
+	}
+	running := func(ctx context.Context) error {
+		select {
+		case <-ctx.Done():
+			return nil
+		case err := <-serveCh:
+			return fmt.Errorf("inbound server: %w", err)
+		}
+	}
+	stopping := func(error) error {
+		if srv == nil {
+			return nil
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), a.grace())
+		defer cancel()
+		return srv.Shutdown(ctx)
+	}
+	return services.NewBasicService(starting, running, stopping).WithName(TargetInbound), nil
 }
 
 // remoteCore is the Connect client to the core for processes that do not run it.

@@ -58,6 +58,12 @@ type Config struct {
 	TrackingHost      string
 	DMARCRua          string
 	InboundMXHost     string
+	// TrackingScheme is the scheme of open-pixel and click URLs on track.<domain> (https unless a
+	// deployment serves tracking over plain http).
+	TrackingScheme string
+	// FeedbackAddress is the feedback-loop mailbox the MX listener accepts complaint reports at, besides
+	// VERP return paths.
+	FeedbackAddress   string
 	Queue             string
 	KafkaBrokers      []string
 	Analytics         string
@@ -158,6 +164,7 @@ func LoadEnv(getenv Getenv) (Config, error) {
 		TrackingHost:      str("POSTMILL_TRACKING_HOST", "track.postmill.local"),
 		DMARCRua:          str("POSTMILL_DMARC_RUA", "dmarc@reports.postmill.local"),
 		InboundMXHost:     str("POSTMILL_INBOUND_MX_HOST", "mx.postmill.local"),
+		TrackingScheme:    strings.ToLower(str("POSTMILL_TRACKING_SCHEME", "https")),
 		Queue:             str("POSTMILL_QUEUE", "postgres"),
 		KafkaBrokers:      list(getenv("POSTMILL_KAFKA_BROKERS")),
 		Analytics:         str("POSTMILL_ANALYTICS", "postgres"),
@@ -171,6 +178,7 @@ func LoadEnv(getenv Getenv) (Config, error) {
 		ShutdownGraceSecs: int(integer("POSTMILL_SHUTDOWN_GRACE_SECONDS", 20)),
 	}
 	c.BaseURL = strings.TrimRight(str("POSTMILL_BASE_URL", "http://"+c.HTTPAddr), "/")
+	c.FeedbackAddress = strings.ToLower(str("POSTMILL_FEEDBACK_ADDRESS", "fbl@"+c.ReturnPathHost))
 	c.CoreURL = strings.TrimRight(str("POSTMILL_CORE_URL", "http://"+c.RPCAddr), "/")
 	if err := c.LogLevel.UnmarshalText([]byte(str("POSTMILL_LOG_LEVEL", "info"))); err != nil {
 		errs = append(errs, fmt.Errorf("POSTMILL_LOG_LEVEL: %w", err))
@@ -212,6 +220,11 @@ func (c *Config) Validate(targets Targets) error {
 		if _, _, err := net.SplitHostPort(addr); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %q is not host:port", name, addr))
 		}
+	}
+	switch c.TrackingScheme {
+	case "http", "https":
+	default:
+		errs = append(errs, fmt.Errorf("POSTMILL_TRACKING_SCHEME: %q is not http or https", c.TrackingScheme))
 	}
 	switch c.Queue {
 	case "postgres", "kafka":
