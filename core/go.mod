@@ -8,6 +8,7 @@ require (
 	github.com/postmill/postmill/ports v0.0.0
 	github.com/pquerna/otp v1.5.0
 	golang.org/x/crypto v0.58.0
+	golang.org/x/net v0.61.0
 )
 
 require (

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	dkimdomain "github.com/postmill/postmill/core/domain"
+	"github.com/postmill/postmill/core/tracking"
 	"github.com/postmill/postmill/ports"
 )
 
@@ -36,6 +37,19 @@ func (s *Service) LoadOutbound(ctx context.Context, job ports.DeliveryJob) (port
 	out := buildOutbound(job, msg, domain, recipients, key, s.verpKey)
 	if out.ReturnPath == "" {
 		return ports.OutboundMessage{}, fmt.Errorf("sending: job %s: ids are not UUIDs", job.ID)
+	}
+	// A tracked copy names its recipient, so only a job of one recipient is tracked: the send path gives a
+	// tracked domain's messages one job per recipient. The HTML handed to Rewrite is the stored body, the
+	// same one a click's link lookup reads later.
+	if s.tracker != nil && (domain.OpenTracking || domain.ClickTracking) && len(recipients) == 1 && out.HTML != "" {
+		out.HTML = s.tracker.Rewrite(msg.HTML, tracking.RewriteParams{
+			OrganizationID: msg.OrganizationID,
+			MessageID:      msg.ID,
+			RecipientID:    recipients[0].ID,
+			Domain:         domain.Name,
+			Open:           domain.OpenTracking,
+			Click:          domain.ClickTracking,
+		})
 	}
 	return out, nil
 }

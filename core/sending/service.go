@@ -19,6 +19,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/postmill/postmill/core/secret"
+	"github.com/postmill/postmill/core/tracking"
 	"github.com/postmill/postmill/ports"
 )
 
@@ -145,6 +146,8 @@ type Deps struct {
 	Scanner       ports.Scanner
 	// Templates renders template references; nil refuses every reference as a missing template.
 	Templates ports.TemplateRenderer
+	// Tracker rewrites the HTML of tracked domains' mail (pixel and links); nil delivers it untracked.
+	Tracker *tracking.Tracker
 	// Keyring opens the domains' sealed DKIM keys and derives the VERP key ("verp").
 	Keyring *secret.Keyring
 	Clock   ports.Clock
@@ -165,6 +168,7 @@ type Service struct {
 	blobs     ports.BlobStore
 	scanner   ports.Scanner
 	templates ports.TemplateRenderer
+	tracker   *tracking.Tracker
 	keyring   *secret.Keyring
 	clock     ports.Clock
 	logger    *slog.Logger
@@ -209,6 +213,7 @@ func New(cfg Config, deps Deps) (*Service, error) {
 		blobs:       deps.Blobs,
 		scanner:     deps.Scanner,
 		templates:   deps.Templates,
+		tracker:     deps.Tracker,
 		keyring:     deps.Keyring,
 		clock:       deps.Clock,
 		logger:      deps.Logger,

@@ -19,8 +19,8 @@ type body struct {
 }
 
 // data is the body's data object. message_id is always present (null for domain and test events); the
-// others only when the event has them. URL and LinkID are SPEC §6's click fields: ports.Event does not carry
-// them yet, but a stored body that has them keeps them through a replay.
+// others only when the event has them. URL and LinkID are SPEC §6's click fields: the link followed, as the
+// message's HTML had it at send time, and its position among the message's tracked links ("0" first).
 type data struct {
 	Test             bool    `json:"test,omitempty"`
 	MessageID        *string `json:"message_id"`
@@ -38,9 +38,9 @@ const timestampLayout = time.RFC3339Nano
 
 // Payload returns the webhook body for an outbox event: {id, type, created_at, data} with data.message_id
 // (null for domain events), data.provider_response when the upstream server said something,
-// data.recipient_id when the event concerns one recipient and data.domain_id for domain events. These bytes
-// are stored with the delivery and sent unchanged on every attempt, so every retry carries the same
-// signature input.
+// data.recipient_id when the event concerns one recipient (deliveries, bounces, opens, clicks),
+// data.domain_id for domain events, and data.url and data.link_id for email.clicked. These bytes are stored
+// with the delivery and sent unchanged on every attempt, so every retry carries the same signature input.
 func Payload(ev ports.Event) []byte {
 	b := body{
 		ID:        ev.ID,
@@ -50,6 +50,8 @@ func Payload(ev ports.Event) []byte {
 			ProviderResponse: ev.ProviderResponse,
 			RecipientID:      ev.RecipientID,
 			DomainID:         ev.DomainID,
+			URL:              ev.URL,
+			LinkID:           ev.LinkID,
 		},
 	}
 	if ev.MessageID != "" {

@@ -29,6 +29,17 @@ func TestPayload(t *testing.T) {
 		{"domain event has a null message id",
 			ports.Event{ID: "e4", Type: ports.EventDomainVerified, DomainID: "d1", OccurredAt: at},
 			`{"id":"e4","type":"domain.verified","created_at":"2026-04-01T07:30:15.123456Z","data":{"message_id":null,"domain_id":"d1"}}`},
+		{"click carries the recipient, the URL unescaped and the link id",
+			ports.Event{ID: "e6", Type: ports.EventEmailClicked, MessageID: "m1", RecipientID: "r1",
+				URL: "https://shop.test/?a=1&b=<2>", LinkID: "3", OccurredAt: at},
+			`{"id":"e6","type":"email.clicked","created_at":"2026-04-01T07:30:15.123456Z","data":{"message_id":"m1","recipient_id":"r1","url":"https://shop.test/?a=1&b=<2>","link_id":"3"}}`},
+		{"the first link's id is \"0\", not omitted",
+			ports.Event{ID: "e7", Type: ports.EventEmailClicked, MessageID: "m1", RecipientID: "r1",
+				URL: "https://shop.test/", LinkID: "0", OccurredAt: at},
+			`{"id":"e7","type":"email.clicked","created_at":"2026-04-01T07:30:15.123456Z","data":{"message_id":"m1","recipient_id":"r1","url":"https://shop.test/","link_id":"0"}}`},
+		{"open carries the recipient only",
+			ports.Event{ID: "e8", Type: ports.EventEmailOpened, MessageID: "m1", RecipientID: "r1", OccurredAt: at},
+			`{"id":"e8","type":"email.opened","created_at":"2026-04-01T07:30:15.123456Z","data":{"message_id":"m1","recipient_id":"r1"}}`},
 		{"whole seconds",
 			ports.Event{ID: "e5", Type: ports.EventEmailSent, MessageID: "m1", OccurredAt: time.Date(2026, 4, 1, 9, 0, 0, 0, time.UTC)},
 			`{"id":"e5","type":"email.sent","created_at":"2026-04-01T09:00:00Z","data":{"message_id":"m1"}}`},
@@ -99,23 +110,27 @@ func TestReplayPayload(t *testing.T) {
 func TestReplayOfPayload(t *testing.T) {
 	t.Parallel()
 	resp := "550 5.1.1 <a@x.test>: unknown"
-	ev := ports.Event{ID: "e1", Type: ports.EventEmailBounced, MessageID: "m1", RecipientID: "r1", ProviderResponse: &resp,
-		OccurredAt: time.Date(2026, 4, 1, 9, 0, 0, 999_999_000, time.UTC)}
-	replayed, err := replayPayload(Payload(ev), "evt_replay_n", ev.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var orig, got map[string]any
-	if err := json.Unmarshal(Payload(ev), &orig); err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(replayed, &got); err != nil {
-		t.Fatal(err)
-	}
-	orig["id"] = "evt_replay_n"
-	orig["data"].(map[string]any)["original_event_id"] = "e1"
-	if o, g := mustJSON(t, orig), mustJSON(t, got); o != g {
-		t.Fatalf("replay = %s, want %s", g, o)
+	at := time.Date(2026, 4, 1, 9, 0, 0, 999_999_000, time.UTC)
+	for _, ev := range []ports.Event{
+		{ID: "e1", Type: ports.EventEmailBounced, MessageID: "m1", RecipientID: "r1", ProviderResponse: &resp, OccurredAt: at},
+		{ID: "e2", Type: ports.EventEmailClicked, MessageID: "m1", RecipientID: "r1", URL: "https://x.test/?a=1&b=2", LinkID: "0", OccurredAt: at},
+	} {
+		replayed, err := replayPayload(Payload(ev), "evt_replay_n", ev.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var orig, got map[string]any
+		if err := json.Unmarshal(Payload(ev), &orig); err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(replayed, &got); err != nil {
+			t.Fatal(err)
+		}
+		orig["id"] = "evt_replay_n"
+		orig["data"].(map[string]any)["original_event_id"] = ev.ID
+		if o, g := mustJSON(t, orig), mustJSON(t, got); o != g {
+			t.Fatalf("replay = %s, want %s", g, o)
+		}
 	}
 }
 
