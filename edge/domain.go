@@ -29,29 +29,46 @@ type dnsRecordResponse struct {
 
 // domainResponse is the list variant (no records).
 type domainResponse struct {
-	ID         string     `json:"id" format:"uuid"`
-	Domain     string     `json:"domain" doc:"Trimmed and lower-cased"`
-	Status     string     `json:"status" enum:"pending,failed,verified,suspended"`
-	Region     string     `json:"region"`
-	VerifiedAt *time.Time `json:"verifiedAt" doc:"Set the first time the domain verifies; never overwritten"`
-	CreatedAt  time.Time  `json:"createdAt"`
+	ID            string     `json:"id" format:"uuid"`
+	Domain        string     `json:"domain" doc:"Trimmed and lower-cased"`
+	Status        string     `json:"status" enum:"pending,failed,verified,suspended"`
+	Region        string     `json:"region"`
+	VerifiedAt    *time.Time `json:"verifiedAt" doc:"Set the first time the domain verifies; never overwritten"`
+	OpenTracking  bool       `json:"openTracking" doc:"Whether HTML sends from the domain carry an open-tracking pixel; off by default"`
+	ClickTracking bool       `json:"clickTracking" doc:"Whether links in HTML sends from the domain are rewritten to record clicks; off by default"`
+	CreatedAt     time.Time  `json:"createdAt"`
 }
 
 // domainWithRecordsResponse repeats domainResponse's fields rather than embedding it, for the same reason
 // as createdAPIKeyResponse: huma documents only exported embedded types.
 type domainWithRecordsResponse struct {
-	ID         string              `json:"id" format:"uuid"`
-	Domain     string              `json:"domain" doc:"Trimmed and lower-cased"`
-	Status     string              `json:"status" enum:"pending,failed,verified,suspended"`
-	Region     string              `json:"region"`
-	VerifiedAt *time.Time          `json:"verifiedAt" doc:"Set the first time the domain verifies; never overwritten"`
-	CreatedAt  time.Time           `json:"createdAt"`
-	Records    []dnsRecordResponse `json:"records" nullable:"false" doc:"The five records to publish, with the latest check results"`
+	ID            string              `json:"id" format:"uuid"`
+	Domain        string              `json:"domain" doc:"Trimmed and lower-cased"`
+	Status        string              `json:"status" enum:"pending,failed,verified,suspended"`
+	Region        string              `json:"region"`
+	VerifiedAt    *time.Time          `json:"verifiedAt" doc:"Set the first time the domain verifies; never overwritten"`
+	OpenTracking  bool                `json:"openTracking" doc:"Whether HTML sends from the domain carry an open-tracking pixel; off by default"`
+	ClickTracking bool                `json:"clickTracking" doc:"Whether links in HTML sends from the domain are rewritten to record clicks; off by default"`
+	CreatedAt     time.Time           `json:"createdAt"`
+	Records       []dnsRecordResponse `json:"records" nullable:"false" doc:"The five records to publish, with the latest check results"`
 }
 
 type createDomainRequest struct {
 	_      struct{} `json:"-" additionalProperties:"true"`
 	Domain string   `json:"domain" minLength:"1" doc:"Dotted name of labels of a-z, 0-9 and -, 1-63 characters each, no leading or trailing hyphen, at least one dot; trimmed and lower-cased"`
+}
+
+// updateDomainRequest is the PATCH body: an absent field leaves its setting as it is, so {} changes nothing.
+// A null field counts as absent (huma skips null optional properties), never as "off".
+type updateDomainRequest struct {
+	_             struct{} `json:"-" additionalProperties:"true"`
+	OpenTracking  *bool    `json:"openTracking,omitempty" doc:"Add a 1x1 open-tracking pixel to HTML bodies; absent or null leaves the setting as it is"`
+	ClickTracking *bool    `json:"clickTracking,omitempty" doc:"Rewrite http and https links in HTML bodies to record clicks (unsubscribe links excepted); absent or null leaves the setting as it is"`
+}
+
+type updateDomainInput struct {
+	ID   string `path:"id" format:"uuid" doc:"Domain id"`
+	Body updateDomainRequest
 }
 
 func (s *Server) registerDomainRoutes() {
@@ -76,6 +93,14 @@ func (s *Server) registerDomainRoutes() {
 		Tags: []string{tagDomains}, Summary: "Get a sending domain",
 		Description: "The domain with its records and the latest check results.",
 	}, session, s.getDomain, http.StatusBadRequest, http.StatusNotFound)
+
+	register(s, huma.Operation{
+		OperationID: "update-domain", Method: http.MethodPatch, Path: "/v1/domains/{id}",
+		Tags: []string{tagDomains}, Summary: "Change a domain's tracking settings",
+		Description: "Turns open and click tracking on or off. Absent (or null) fields keep their setting, so {} " +
+			"changes nothing. Tracked sends are delivered one copy per recipient and use the domain's TRACKING record " +
+			"(track.<domain>). Answers the domain with its records.",
+	}, session, s.updateDomain, http.StatusBadRequest, http.StatusNotFound)
 
 	register(s, huma.Operation{
 		OperationID: "list-domain-dns-records", Method: http.MethodGet, Path: "/v1/domains/{id}/dns-records",
@@ -118,12 +143,14 @@ func toRecords(in []ports.DNSRecord) []dnsRecordResponse {
 
 func toDomain(d ports.Domain) domainResponse {
 	return domainResponse{
-		ID:         d.ID,
-		Domain:     d.Name,
-		Status:     string(d.Status),
-		Region:     d.Region,
-		VerifiedAt: utcPtr(d.VerifiedAt),
-		CreatedAt:  utc(d.CreatedAt),
+		ID:            d.ID,
+		Domain:        d.Name,
+		Status:        string(d.Status),
+		Region:        d.Region,
+		VerifiedAt:    utcPtr(d.VerifiedAt),
+		OpenTracking:  d.OpenTracking,
+		ClickTracking: d.ClickTracking,
+		CreatedAt:     utc(d.CreatedAt),
 	}
 }
 
@@ -131,7 +158,8 @@ func toDomainWithRecords(d ports.Domain) *body[domainWithRecordsResponse] {
 	m := toDomain(d)
 	return &body[domainWithRecordsResponse]{domainWithRecordsResponse{
 		ID: m.ID, Domain: m.Domain, Status: m.Status, Region: m.Region, VerifiedAt: m.VerifiedAt,
-		CreatedAt: m.CreatedAt, Records: toRecords(d.Records),
+		OpenTracking: m.OpenTracking, ClickTracking: m.ClickTracking, CreatedAt: m.CreatedAt,
+		Records: toRecords(d.Records),
 	}}
 }
 
@@ -179,8 +207,19 @@ func (s *Server) verifyDomain(ctx context.Context, in *idPath) (*body[domainWith
 	return toDomainWithRecords(d), nil
 }
 
+func (s *Server) updateDomain(ctx context.Context, in *updateDomainInput) (*body[domainWithRecordsResponse], error) {
+	d, err := s.core.Domains.UpdateDomainTracking(ctx, principalFrom(ctx).OrganizationID, canonicalUUID(in.ID), ports.TrackingSettings{
+		OpenTracking:  in.Body.OpenTracking,
+		ClickTracking: in.Body.ClickTracking,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return toDomainWithRecords(d), nil
+}
+
 // suspendDomain answers the Domain without records: SPEC §2 reserves the with-records variant for create,
-// get one and verify.
+// get one and verify (and the tracking PATCH, whose issue asks for the records).
 func (s *Server) suspendDomain(ctx context.Context, in *idPath) (*body[domainResponse], error) {
 	d, err := s.core.Domains.SuspendDomain(ctx, principalFrom(ctx).OrganizationID, canonicalUUID(in.ID))
 	if err != nil {

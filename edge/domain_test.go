@@ -1,6 +1,7 @@
 package edge_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -20,7 +21,7 @@ func TestDomainRoutesShapes(t *testing.T) {
 		t.Errorf("the list carries records: %s", r.raw)
 	}
 	for k, want := range map[string]any{"id": domainID, "domain": "example.org", "status": "pending", "region": "eu-west-1",
-		"verifiedAt": nil, "createdAt": "2026-11-01T00:02:03Z"} {
+		"verifiedAt": nil, "createdAt": "2026-11-01T00:02:03Z", "openTracking": false, "clickTracking": false} {
 		if v, ok := listed[k]; !ok || v != want {
 			t.Errorf("list item %s = %v (present %v), want %v", k, v, ok, want)
 		}
@@ -115,4 +116,139 @@ func TestDomainRoutesErrors(t *testing.T) {
 			t.Errorf("%d: %s = %v, want %v: %s", c.status, c.field, body[c.field], c.want, r.raw)
 		}
 	}
+}
+
+// domainKeys are the keys of the list variant; the with-records variant adds records.
+var domainKeys = []string{"id", "domain", "status", "region", "verifiedAt", "openTracking", "clickTracking", "createdAt"}
+
+func TestDomainTrackingSettingsInEveryAnswer(t *testing.T) {
+	t.Parallel()
+	fake := newFakeCore()
+	fake.domain.OpenTracking = true
+	b := MustStartEdge(t, fake, nil)
+	withRecords := append(slices.Clone(domainKeys), "records")
+
+	r := mustStatus(t, b.do(t, "GET", "/v1/domains", userToken, nil), 200)
+	if len(r.list) != 1 {
+		t.Fatalf("list: %s", r.raw)
+	}
+	listed := r.list[0].(map[string]any)
+	mustKeys(t, "listed domain", listed, domainKeys...)
+	if listed["openTracking"] != true || listed["clickTracking"] != false {
+		t.Errorf("listed tracking: %v", listed)
+	}
+	for _, c := range []struct {
+		method, path string
+		body         any
+		status       int
+		keys         []string
+	}{
+		{"POST", "/v1/domains", map[string]any{"domain": "example.org"}, 201, withRecords},
+		{"GET", "/v1/domains/" + domainID, nil, 200, withRecords},
+		{"POST", "/v1/domains/" + domainID + "/verify", nil, 201, withRecords},
+		{"POST", "/v1/domains/" + domainID + "/suspend", nil, 201, domainKeys},
+		{"PATCH", "/v1/domains/" + domainID, map[string]any{}, 200, withRecords},
+	} {
+		r := mustStatus(t, b.do(t, c.method, c.path, userToken, c.body), c.status)
+		mustKeys(t, c.method+" "+c.path, r.body, c.keys...)
+		if r.body["openTracking"] != true || r.body["clickTracking"] != false {
+			t.Errorf("%s %s tracking: %s", c.method, c.path, r.raw)
+		}
+	}
+}
+
+func TestDomainPatchTracking(t *testing.T) {
+	t.Parallel()
+	b := MustStartEdge(t, newFakeCore(), nil)
+	path := "/v1/domains/" + domainID
+
+	r := mustStatus(t, b.do(t, "PATCH", "/v1/domains/{"+strings.ToUpper(domainID)+"}", userToken,
+		map[string]any{"openTracking": true, "organizationId": otherOrg}), 200)
+	if r.body["openTracking"] != true || r.body["clickTracking"] != false || r.body["id"] != domainID {
+		t.Errorf("patch open: %s", r.raw)
+	}
+	if records, _ := r.body["records"].([]any); len(records) != 5 {
+		t.Errorf("patch answers the domain with its records: %s", r.raw)
+	}
+	if b.fake.called("UpdateDomainTracking:"+domainID) != 1 || b.fake.lastOrgID() != userOrg {
+		t.Errorf("patch reached the core as %v for %s", b.fake.calls, b.fake.lastOrgID())
+	}
+	r = mustStatus(t, b.do(t, "PATCH", path, userToken, map[string]any{"clickTracking": true, "openTracking": false}), 200)
+	if r.body["openTracking"] != false || r.body["clickTracking"] != true {
+		t.Errorf("patch both: %s", r.raw)
+	}
+	// {} changes nothing and answers the domain; null counts as absent, never as off.
+	r = mustStatus(t, b.do(t, "PATCH", path, userToken, map[string]any{}), 200)
+	if r.body["id"] != domainID {
+		t.Errorf("empty patch: %s", r.raw)
+	}
+	mustStatus(t, b.do(t, "PATCH", path, userToken, map[string]any{"openTracking": nil, "clickTracking": true}), 200)
+	b.fake.mu.Lock()
+	updates := slices.Clone(b.fake.trackingUpdates)
+	b.fake.mu.Unlock()
+	want := []ports.TrackingSettings{
+		{OpenTracking: ptr(true)},
+		{OpenTracking: ptr(false), ClickTracking: ptr(true)},
+		{},
+		{ClickTracking: ptr(true)},
+	}
+	if len(updates) != len(want) {
+		t.Fatalf("updates reaching the core: %+v", updates)
+	}
+	for i := range want {
+		if !equalBoolPtr(updates[i].OpenTracking, want[i].OpenTracking) || !equalBoolPtr(updates[i].ClickTracking, want[i].ClickTracking) {
+			t.Errorf("update %d reached the core as open=%v click=%v", i, show(updates[i].OpenTracking), show(updates[i].ClickTracking))
+		}
+	}
+}
+
+func TestDomainPatchErrors(t *testing.T) {
+	t.Parallel()
+	b := MustStartEdge(t, newFakeCore(), nil)
+	path := "/v1/domains/" + domainID
+
+	mustError(t, b.do(t, "PATCH", path, "", map[string]any{}), 401, "Unauthorized", "")
+	mustError(t, b.do(t, "PATCH", path, starKey, map[string]any{}), 401, "Unauthorized", "")
+	for _, c := range []struct {
+		name  string
+		path  string
+		body  any
+		paths []string
+	}{
+		{"a string is not a boolean", path, map[string]any{"clickTracking": "yes"}, []string{"clickTracking"}},
+		{"a number is not a boolean", path, map[string]any{"openTracking": 1}, []string{"openTracking"}},
+		{"id not a uuid", "/v1/domains/not-a-uuid", map[string]any{"openTracking": true}, []string{"id"}},
+	} {
+		r := b.do(t, "PATCH", c.path, userToken, c.body)
+		if got := detailPaths(t, mustError(t, r, 400, "Bad Request", "Validation failed")); !slices.Equal(got, c.paths) {
+			t.Errorf("%s: detail paths %v, want %v: %s", c.name, got, c.paths, r.raw)
+		}
+	}
+	mustError(t, b.do(t, "PATCH", path, userToken, nil), 400, "Bad Request", "Request body is required")
+	mustError(t, b.do(t, "PATCH", path, userToken, `{"openTracking":`), 400, "Bad Request", "")
+	if n := b.fake.calledWith("UpdateDomainTracking"); n != 0 {
+		t.Errorf("invalid patches reached the core %d times", n)
+	}
+
+	fake := newFakeCore()
+	fake.domainErr = ports.NotFound("domain not found")
+	b = MustStartEdge(t, fake, nil)
+	mustError(t, b.do(t, "PATCH", path, userToken, map[string]any{"openTracking": true}), 404, "Not Found", "domain not found")
+}
+
+func equalBoolPtr(a, b *bool) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return *a == *b
+}
+
+func show(p *bool) string {
+	if p == nil {
+		return "absent"
+	}
+	if *p {
+		return "true"
+	}
+	return "false"
 }

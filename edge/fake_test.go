@@ -35,6 +35,10 @@ const (
 	// Keys holding only one of the webhook scopes.
 	webhooksReadKey  = "svc_live_5123456789abcdef.whread"
 	webhooksWriteKey = "svc_live_6123456789abcdef.whwrite"
+	// Keys holding only templates:write, suppressions:read or suppressions:write.
+	templatesKey         = "svc_live_7123456789abcdef.tplwrite"
+	suppressionsReadKey  = "svc_live_8123456789abcdef.supread"
+	suppressionsWriteKey = "svc_live_9123456789abcdef.supwrite"
 
 	userOrg  = "0190a0b0-0000-7000-8000-00000000000a"
 	adminOrg = "0190a0b0-0000-7000-8000-00000000000b"
@@ -51,6 +55,18 @@ const (
 	// An older endpoint and an older delivery, listed after the newer ones.
 	oldWebhookID  = "0190a0b0-0000-7000-8000-0000000000f4"
 	oldDeliveryID = "0190a0b0-0000-7000-8000-0000000000f5"
+
+	// A template with two versions.
+	templateID = "0190a0b0-0000-7000-8000-0000000000a1"
+	versionID1 = "0190a0b0-0000-7000-8000-0000000000a2"
+	versionID2 = "0190a0b0-0000-7000-8000-0000000000a3"
+
+	// Suppressions, a bounce and a complaint.
+	suppressionID = "0190a0b0-0000-7000-8000-0000000000b1"
+	globalSuppID  = "0190a0b0-0000-7000-8000-0000000000b2"
+	bounceID      = "0190a0b0-0000-7000-8000-0000000000b3"
+	complaintID   = "0190a0b0-0000-7000-8000-0000000000b4"
+	recipientID   = "0190a0b0-0000-7000-8000-0000000000b5"
 
 	// dkimSecret stands for the sealed private key: no response may contain it.
 	dkimSecret = "SEALED-DKIM-PRIVATE-KEY"
@@ -100,6 +116,31 @@ type fakeCore struct {
 	deliveries  []ports.WebhookDelivery // returned by ListDeliveries; the first is what test and replay answer
 	webhookErr  error                   // returned by every WebhookService method
 	hookCreates []webhookCreate         // what CreateEndpoint received
+
+	// Domain tracking settings UpdateDomainTracking received; they are applied to the domain it answers.
+	trackingUpdates []ports.TrackingSettings
+
+	// Templates.
+	template    ports.Template // GetTemplate answers it (with versions); the others answer it without
+	templateErr error          // returned by every TemplateService method
+	newVersions []ports.NewTemplateVersion
+	publishes   []int
+	tplNames    []string
+
+	// Deliverability.
+	suppressions       []ports.Suppression // the organization's; ListSuppressions answers them
+	globalSupps        []ports.Suppression // ListGlobalSuppressions answers them
+	suppressionCreates []ports.NewSuppression
+	globalCreates      []ports.NewSuppression
+	deletes            []string // ids DeleteSuppression and DeleteGlobalSuppression received, global ones prefixed "global:"
+	deleteFound        bool     // what the delete methods answer
+	deliverabilityErr  error    // returned by every DeliverabilityService method
+	bouncePage         ports.BouncePage
+	complaintPage      ports.ComplaintPage
+	pageQueries        []ports.PageQuery
+
+	// tracking, when set, is the core's TrackingService; otherwise every token is refused.
+	tracking ports.TrackingService
 }
 
 // webhookCreate is one CreateEndpoint call as the core received it.
@@ -110,7 +151,7 @@ type webhookCreate struct {
 
 func newFakeCore() *fakeCore {
 	checked := time.Date(2026, 11, 20, 10, 0, 0, 0, time.FixedZone("CET", 3600))
-	return &fakeCore{org: ports.Organization{
+	f := &fakeCore{org: ports.Organization{
 		ID: userOrg, Name: "Acme", Slug: "acme",
 		CreatedAt: time.Date(2026, 3, 4, 5, 6, 7, 0, time.FixedZone("CET", 3600)),
 		Plan:      ports.Plan{MonthlyLimit: 3000},
@@ -141,13 +182,69 @@ func newFakeCore() *fakeCore {
 			{ID: recordID, Type: ports.RecordTracking, Host: "track.example.org", Value: "track.postmill.local", TTL: 3600},
 		},
 	}}
+	published := 1
+	f.template = ports.Template{
+		ID: templateID, Name: "Welcome", CurrentVersion: &published,
+		CreatedAt: time.Date(2026, 11, 10, 9, 0, 0, 0, time.FixedZone("CET", 3600)),
+		UpdatedAt: time.Date(2026, 11, 11, 9, 0, 0, 0, time.FixedZone("CET", 3600)),
+		Versions: []ports.TemplateVersion{
+			{ID: versionID1, TemplateID: templateID, Version: 1, Subject: "Hello {{ user.firstName }}",
+				Text: "Hi {{ user.firstName }}", CreatedAt: time.Date(2026, 11, 10, 9, 5, 0, 0, time.UTC)},
+			{ID: versionID2, TemplateID: templateID, Version: 2, Subject: "Hello again",
+				HTML: "<p>rendered</p>", ReactSource: "export default () => <p>rendered</p>",
+				CreatedAt: time.Date(2026, 11, 10, 9, 6, 0, 0, time.UTC)},
+		},
+	}
+	f.suppressions = []ports.Suppression{
+		{ID: suppressionID, OrganizationID: userOrg, Address: "bounced@example.net", Scope: ports.SuppressionScopeTenant,
+			Reason: ports.SuppressionBounce, CreatedAt: time.Date(2026, 11, 12, 1, 0, 0, 0, time.FixedZone("CET", 3600))},
+		{ID: globalSuppID, OrganizationID: userOrg, Address: "example.com", Scope: ports.SuppressionScopeDomain,
+			Reason: ports.SuppressionManual, CreatedAt: time.Date(2026, 11, 11, 1, 0, 0, 0, time.UTC)},
+	}
+	f.globalSupps = []ports.Suppression{
+		{ID: globalSuppID, Address: "spamtrap.example", Scope: ports.SuppressionScopeGlobal,
+			Reason: ports.SuppressionInvalid, CreatedAt: time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)},
+	}
+	f.bouncePage = ports.BouncePage{Data: []ports.Bounce{
+		{ID: bounceID, OrganizationID: userOrg, MessageID: emailID, RecipientID: recipientID, Address: "gone@example.net",
+			Type: ports.BounceHard, Status: "5.1.1", Action: "failed", DiagnosticCode: "smtp; 550 5.1.1 user unknown",
+			RemoteMTA: "mx.example.net", ReportingMTA: "mta.postmill.local",
+			CreatedAt: time.Date(2026, 11, 21, 10, 0, 0, 0, time.FixedZone("CET", 3600))},
+		{ID: bounceID, OrganizationID: userOrg, MessageID: emailID, RecipientID: recipientID, Address: "full@example.net",
+			Type: ports.BounceSoft, CreatedAt: time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC)},
+	}, NextCursor: "cursor-2"}
+	arrived := time.Date(2026, 11, 21, 7, 0, 0, 0, time.FixedZone("CET", 3600))
+	f.complaintPage = ports.ComplaintPage{Data: []ports.Complaint{
+		{ID: complaintID, OrganizationID: userOrg, MessageID: emailID, RecipientID: recipientID, Address: "angry@example.net",
+			FeedbackType: "abuse", UserAgent: "SomeISP-FBL/1.0", ReportedDomain: "example.org", SourceIP: "192.0.2.10",
+			ArrivalDate: &arrived, CreatedAt: time.Date(2026, 11, 21, 8, 0, 0, 0, time.FixedZone("CET", 3600))},
+		{ID: complaintID, OrganizationID: userOrg, MessageID: emailID, Address: "quiet@example.net",
+			CreatedAt: time.Date(2026, 11, 20, 8, 0, 0, 0, time.UTC)},
+	}}
+	return f
 }
 
 func (f *fakeCore) core() ports.Core {
+	var tracking ports.TrackingService = refusingTracking{}
+	if f.tracking != nil {
+		tracking = f.tracking
+	}
 	return ports.Core{
 		Accounts: f, Auth: f, APIKeys: f, SMTPCredentials: f, Organizations: f, RateLimiter: f,
-		Domains: f, Emails: f, Webhooks: f,
+		Domains: f, Emails: f, Webhooks: f, Templates: f, Deliverability: f, Tracking: tracking,
 	}
+}
+
+// refusingTracking is the TrackingService of tests that do not exercise tracking: it made no token, so it
+// accepts none.
+type refusingTracking struct{}
+
+func (refusingTracking) Open(context.Context, string) error {
+	return ports.Errorf(ports.CodeInvalidArgument, "unknown tracking token")
+}
+
+func (refusingTracking) Click(context.Context, string) (string, error) {
+	return "", ports.Errorf(ports.CodeInvalidArgument, "unknown tracking token")
 }
 
 func (f *fakeCore) record(call, orgID string) {
@@ -228,6 +325,12 @@ func (f *fakeCore) AuthenticateAPIKey(_ context.Context, token string) (ports.Pr
 		p.Scopes = []string{ports.ScopeWebhooksRead}
 	case webhooksWriteKey:
 		p.Scopes = []string{ports.ScopeWebhooksWrite}
+	case templatesKey:
+		p.Scopes = []string{ports.ScopeTemplatesWrite}
+	case suppressionsReadKey:
+		p.Scopes = []string{ports.ScopeSuppressionsRead}
+	case suppressionsWriteKey:
+		p.Scopes = []string{ports.ScopeSuppressionsWrite}
 	default:
 		return ports.Principal{}, ports.Unauthenticated("Invalid API key")
 	}
@@ -577,6 +680,23 @@ func (f *fakeCore) VerifyDomain(_ context.Context, orgID, id string) (ports.Doma
 	return d, err
 }
 
+func (f *fakeCore) UpdateDomainTracking(_ context.Context, orgID, id string, t ports.TrackingSettings) (ports.Domain, error) {
+	d, err := f.domainFor("UpdateDomainTracking:"+id, orgID)
+	if err != nil {
+		return d, err
+	}
+	f.mu.Lock()
+	f.trackingUpdates = append(f.trackingUpdates, t)
+	f.mu.Unlock()
+	if t.OpenTracking != nil {
+		d.OpenTracking = *t.OpenTracking
+	}
+	if t.ClickTracking != nil {
+		d.ClickTracking = *t.ClickTracking
+	}
+	return d, nil
+}
+
 func (f *fakeCore) SuspendDomain(_ context.Context, orgID, id string) (ports.Domain, error) {
 	d, err := f.domainFor("SuspendDomain:"+id, orgID)
 	d.Status = ports.DomainSuspended
@@ -736,4 +856,210 @@ func (f *fakeCore) ListDeliveries(_ context.Context, orgID string) ([]ports.Webh
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return slices.Clone(f.deliveries), nil
+}
+
+// TemplateService.
+
+func (f *fakeCore) templateFor(call, orgID string) (ports.Template, error) {
+	f.record(call, orgID)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.templateErr != nil {
+		return ports.Template{}, f.templateErr
+	}
+	t := f.template
+	t.OrganizationID = orgID
+	t.Versions = slices.Clone(f.template.Versions)
+	return t, nil
+}
+
+func (f *fakeCore) CreateTemplate(_ context.Context, orgID, name string) (ports.Template, error) {
+	t, err := f.templateFor("CreateTemplate", orgID)
+	if err != nil {
+		return t, err
+	}
+	f.mu.Lock()
+	f.tplNames = append(f.tplNames, name)
+	f.mu.Unlock()
+	t.Name, t.CurrentVersion, t.Versions, t.UpdatedAt = name, nil, nil, t.CreatedAt
+	return t, nil
+}
+
+func (f *fakeCore) CreateTemplateVersion(_ context.Context, orgID, templateID string, v ports.NewTemplateVersion) (ports.TemplateVersion, error) {
+	t, err := f.templateFor("CreateTemplateVersion:"+templateID, orgID)
+	if err != nil {
+		return ports.TemplateVersion{}, err
+	}
+	f.mu.Lock()
+	f.newVersions = append(f.newVersions, v)
+	f.mu.Unlock()
+	out := ports.TemplateVersion{ID: versionID2, TemplateID: templateID, Version: len(t.Versions) + 1,
+		Subject: v.Subject, HTML: v.HTML, Text: v.Text, ReactSource: v.ReactSource,
+		CreatedAt: time.Date(2026, 11, 22, 10, 0, 0, 0, time.FixedZone("CET", 3600))}
+	if v.ReactSource != "" {
+		out.HTML = "<html><body>rendered</body></html>"
+	}
+	return out, nil
+}
+
+func (f *fakeCore) PublishTemplate(_ context.Context, orgID, templateID string, version int) (ports.Template, error) {
+	t, err := f.templateFor("PublishTemplate:"+templateID, orgID)
+	if err != nil {
+		return t, err
+	}
+	f.mu.Lock()
+	f.publishes = append(f.publishes, version)
+	f.mu.Unlock()
+	t.CurrentVersion, t.Versions = &version, nil
+	return t, nil
+}
+
+func (f *fakeCore) ListTemplates(_ context.Context, orgID string) ([]ports.Template, error) {
+	t, err := f.templateFor("ListTemplates", orgID)
+	if err != nil {
+		return nil, err
+	}
+	t.Versions = nil
+	older := t
+	older.ID, older.Name, older.CurrentVersion = versionID1, "older", nil
+	return []ports.Template{t, older}, nil
+}
+
+func (f *fakeCore) GetTemplate(_ context.Context, orgID, id string) (ports.Template, error) {
+	return f.templateFor("GetTemplate:"+id, orgID)
+}
+
+// DeliverabilityService.
+
+func (f *fakeCore) deliverabilityFor(call, orgID string) error {
+	f.record(call, orgID)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.deliverabilityErr
+}
+
+func (f *fakeCore) ListSuppressions(_ context.Context, orgID string) ([]ports.Suppression, error) {
+	if err := f.deliverabilityFor("ListSuppressions", orgID); err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.suppressions), nil
+}
+
+func (f *fakeCore) CreateSuppression(_ context.Context, orgID string, in ports.NewSuppression) (ports.Suppression, error) {
+	if err := f.deliverabilityFor("CreateSuppression", orgID); err != nil {
+		return ports.Suppression{}, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.suppressionCreates = append(f.suppressionCreates, in)
+	if in.Scope == ports.SuppressionScopeGlobal {
+		return ports.Suppression{}, ports.Errorf(ports.CodePermissionDenied, "global suppressions are managed by platform admins")
+	}
+	return ports.Suppression{ID: suppressionID, OrganizationID: orgID, Address: strings.ToLower(strings.TrimSpace(in.Address)),
+		Scope: in.Scope, Reason: in.Reason, CreatedAt: time.Date(2026, 11, 22, 11, 0, 0, 0, time.FixedZone("CET", 3600))}, nil
+}
+
+func (f *fakeCore) DeleteSuppression(_ context.Context, orgID, id string) (bool, error) {
+	if err := f.deliverabilityFor("DeleteSuppression", orgID); err != nil {
+		return false, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.deletes = append(f.deletes, id)
+	return f.deleteFound, nil
+}
+
+func (f *fakeCore) ListGlobalSuppressions(context.Context) ([]ports.Suppression, error) {
+	if err := f.deliverabilityFor("ListGlobalSuppressions", ""); err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.globalSupps), nil
+}
+
+func (f *fakeCore) CreateGlobalSuppression(_ context.Context, in ports.NewSuppression) (ports.Suppression, error) {
+	if err := f.deliverabilityFor("CreateGlobalSuppression", ""); err != nil {
+		return ports.Suppression{}, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.globalCreates = append(f.globalCreates, in)
+	return ports.Suppression{ID: globalSuppID, Address: strings.ToLower(strings.TrimSpace(in.Address)),
+		Scope: ports.SuppressionScopeGlobal, Reason: in.Reason, CreatedAt: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)}, nil
+}
+
+func (f *fakeCore) DeleteGlobalSuppression(_ context.Context, id string) (bool, error) {
+	if err := f.deliverabilityFor("DeleteGlobalSuppression", ""); err != nil {
+		return false, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.deletes = append(f.deletes, "global:"+id)
+	return f.deleteFound, nil
+}
+
+func (f *fakeCore) ListBounces(_ context.Context, orgID string, q ports.PageQuery) (ports.BouncePage, error) {
+	if err := f.deliverabilityFor("ListBounces", orgID); err != nil {
+		return ports.BouncePage{}, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.pageQueries = append(f.pageQueries, q)
+	return f.bouncePage, nil
+}
+
+func (f *fakeCore) ListComplaints(_ context.Context, orgID string, q ports.PageQuery) (ports.ComplaintPage, error) {
+	if err := f.deliverabilityFor("ListComplaints", orgID); err != nil {
+		return ports.ComplaintPage{}, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.pageQueries = append(f.pageQueries, q)
+	return f.complaintPage, nil
+}
+
+// mustSchema returns one component schema of the served OpenAPI document, decoded.
+func mustSchema(tb testing.TB, b *testBundle, name string) map[string]any {
+	tb.Helper()
+	r := mustStatus(tb, b.do(tb, "GET", "/v1/openapi.json", "", nil), 200)
+	var doc struct {
+		Components struct {
+			Schemas map[string]map[string]any `json:"schemas"`
+		} `json:"components"`
+	}
+	if err := json.Unmarshal(r.raw, &doc); err != nil {
+		tb.Fatal(err)
+	}
+	s, ok := doc.Components.Schemas[name]
+	if !ok {
+		tb.Fatalf("OpenAPI has no schema %s", name)
+	}
+	return s
+}
+
+// property returns a property of a decoded object schema.
+func property(tb testing.TB, schema map[string]any, name string) map[string]any {
+	tb.Helper()
+	props, _ := schema["properties"].(map[string]any)
+	p, ok := props[name].(map[string]any)
+	if !ok {
+		tb.Fatalf("schema has no property %s: %v", name, schema)
+	}
+	return p
+}
+
+// calledWith counts the calls whose name starts with prefix.
+func (f *fakeCore) calledWith(prefix string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := 0
+	for _, c := range f.calls {
+		if strings.HasPrefix(c, prefix) {
+			n++
+		}
+	}
+	return n
 }

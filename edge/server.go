@@ -34,6 +34,12 @@ const SendMaxBodyBytes int64 = 36 << 20
 // belong in several requests.
 const BatchMaxBodyBytes int64 = 40 << 20
 
+// TemplateMaxBodyBytes bounds the body of POST /v1/templates/{id}/versions (Config.MaxBodyBytes when
+// larger): a version carries its subject, HTML, text and React source at once. Mailbox providers clip HTML
+// beyond about 100 KiB, so 4 MiB leaves room for generous markup and inline images while keeping what one
+// request makes the edge buffer far below a send's bound.
+const TemplateMaxBodyBytes int64 = 4 << 20
+
 // readyTimeout bounds one readiness check so a hung dependency answers 503 rather than hanging the probe.
 const readyTimeout = 5 * time.Second
 
@@ -54,7 +60,8 @@ type Config struct {
 	// Gatherer is what /metrics exposes.
 	Gatherer prometheus.Gatherer
 	// MaxBodyBytes bounds request bodies; a larger body is a 413. Zero means DefaultMaxBodyBytes. The send
-	// routes take SendMaxBodyBytes and BatchMaxBodyBytes instead, unless MaxBodyBytes is larger.
+	// routes take SendMaxBodyBytes and BatchMaxBodyBytes, and template versions TemplateMaxBodyBytes,
+	// instead, unless MaxBodyBytes is larger.
 	MaxBodyBytes int64
 }
 
@@ -102,8 +109,9 @@ func New(cfg Config, core ports.Core) (*Server, error) {
 	switch {
 	case core.Accounts == nil, core.Auth == nil, core.APIKeys == nil, core.SMTPCredentials == nil,
 		core.Organizations == nil, core.RateLimiter == nil, core.Domains == nil, core.Emails == nil,
-		core.Webhooks == nil:
-		return nil, errors.New("edge: ports.Core needs Accounts, Auth, APIKeys, SMTPCredentials, Organizations, RateLimiter, Domains, Emails and Webhooks")
+		core.Webhooks == nil, core.Templates == nil, core.Deliverability == nil, core.Tracking == nil:
+		return nil, errors.New("edge: ports.Core needs Accounts, Auth, APIKeys, SMTPCredentials, Organizations, " +
+			"RateLimiter, Domains, Emails, Webhooks, Templates, Deliverability and Tracking")
 	}
 	if cfg.MaxBodyBytes == 0 {
 		cfg.MaxBodyBytes = DefaultMaxBodyBytes
@@ -138,6 +146,9 @@ func New(cfg Config, core ports.Core) (*Server, error) {
 	s.registerDomainRoutes()
 	s.registerEmailRoutes()
 	s.registerWebhookRoutes()
+	s.registerTemplateRoutes()
+	s.registerDeliverabilityRoutes()
+	s.registerTrackingRoutes()
 	documentValidationAs400(s.api.OpenAPI())
 
 	s.mux.HandleFunc("GET /healthz", s.healthz)
@@ -186,6 +197,8 @@ func apiConfig() huma.Config {
 		{Name: tagDomains, Description: "Sending domains: DKIM keys, the DNS records to publish, verification (dashboard session)."},
 		{Name: tagEmails, Description: "Sending email and reading its timeline (API key; the list takes a dashboard session)."},
 		{Name: tagWebhooks, Description: "Signed event delivery to your endpoints: endpoints, tests, secret rotation, replays and recent deliveries (API key)."},
+		{Name: tagTemplates, Description: "Versioned email templates: created, versioned and published with an API key, read from the dashboard."},
+		{Name: tagDeliverability, Description: "Suppressions, bounces and complaints (API key)."},
 	}
 	return c
 }
