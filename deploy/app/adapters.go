@@ -153,3 +153,6 @@ func (a *App) submissionTLS() (*tls.Config, error) {
 	}
 	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, nil
 }
+
+// reactRenderer renders React Email sources for template versions; nil until the React adapter is wired.
+func (a *App) reactRenderer() ports.ReactRenderer { return nil }

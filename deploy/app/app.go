@@ -28,6 +28,7 @@ import (
 	"github.com/postmill/postmill/core/ratelimit"
 	"github.com/postmill/postmill/core/secret"
 	"github.com/postmill/postmill/core/sending"
+	"github.com/postmill/postmill/core/template"
 	"github.com/postmill/postmill/core/tracking"
 	"github.com/postmill/postmill/core/webhook"
 	"github.com/postmill/postmill/edge"
@@ -290,9 +291,13 @@ func (a *App) initCore() (services.Service, error) {
 		if err != nil {
 			return err
 		}
+		templates, err := template.New(template.Deps{Store: st, React: a.reactRenderer(), Clock: ports.SystemClock{}})
+		if err != nil {
+			return err
+		}
 		send, err := sending.New(sending.Config{RetryBase: a.cfg.MTARetryBase, MaxAge: a.cfg.MTAMaxAge}, sending.Deps{
 			Messages: st, Domains: st, Organizations: st, Outbox: st, Delivery: st, Queue: queue,
-			Blobs: blobs, Scanner: scanner, Tracker: tracker, Keyring: a.keyring, Clock: ports.SystemClock{}, Logger: a.logger,
+			Blobs: blobs, Scanner: scanner, Templates: templates, Tracker: tracker, Keyring: a.keyring, Clock: ports.SystemClock{}, Logger: a.logger,
 		})
 		if err != nil {
 			return err
@@ -320,7 +325,7 @@ func (a *App) initCore() (services.Service, error) {
 		core := ports.Core{
 			Accounts: acc, Auth: acc, APIKeys: acc, SMTPCredentials: acc, Organizations: acc,
 			RateLimiter: limiter, Domains: domains, Emails: send, Delivery: send, Webhooks: hooks, Health: st,
-			Deliverability: deliver, Feedback: deliver, Tracking: track,
+			Deliverability: deliver, Feedback: deliver, Tracking: track, Templates: templates,
 		}
 		loops = []func(context.Context) error{acc.Run, limiter.Run, send.RunRelay, send.RunScheduler, send.RunPruner, hooks.RunFanOut, hooks.RunDispatcher}
 		a.mu.Lock()
