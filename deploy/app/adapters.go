@@ -12,6 +12,7 @@ import (
 	"github.com/postmill/postmill/adapters/fs"
 	"github.com/postmill/postmill/adapters/kafka"
 	"github.com/postmill/postmill/adapters/postgres"
+	"github.com/postmill/postmill/adapters/react"
 	"github.com/postmill/postmill/adapters/s3"
 	webhookhttp "github.com/postmill/postmill/adapters/webhook"
 	"github.com/postmill/postmill/core/scan"
@@ -154,5 +155,12 @@ func (a *App) submissionTLS() (*tls.Config, error) {
 	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, nil
 }
 
-// reactRenderer renders React Email sources for template versions; nil until the React adapter is wired.
-func (a *App) reactRenderer() ports.ReactRenderer { return nil }
+// reactRenderer renders React Email sources for template versions: esbuild and goja in this process, with
+// the adapter's default CPU, memory and concurrency bounds.
+func (a *App) reactRenderer() (ports.ReactRenderer, error) {
+	r, err := react.New(react.Config{})
+	if err != nil {
+		return nil, fmt.Errorf("react renderer: %w", err)
+	}
+	return r, nil
+}

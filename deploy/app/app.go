@@ -291,7 +291,11 @@ func (a *App) initCore() (services.Service, error) {
 		if err != nil {
 			return err
 		}
-		templates, err := template.New(template.Deps{Store: st, React: a.reactRenderer(), Clock: ports.SystemClock{}})
+		reactRenderer, err := a.reactRenderer()
+		if err != nil {
+			return err
+		}
+		templates, err := template.New(template.Deps{Store: st, React: reactRenderer, Clock: ports.SystemClock{}})
 		if err != nil {
 			return err
 		}

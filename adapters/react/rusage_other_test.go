@@ -1,0 +1,11 @@
+//go:build !unix
+
+package react
+
+import (
+	"testing"
+	"time"
+)
+
+// processCPU is -1 where getrusage does not exist: benchmarks then report no CPU time.
+func processCPU(testing.TB) time.Duration { return -1 }
