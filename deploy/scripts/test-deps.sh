@@ -2,7 +2,8 @@
 # test-deps.sh: the Debian packages the tests and benchmarks use besides PostgreSQL, installed when missing.
 #   clamav-daemon  /usr/sbin/clamd, the real ClamAV the clamd adapter's tests start (no signature download:
 #                  the tests bring a one-line database)
-#   postfix        smtp-sink, smtp-source and a private relaying instance that sends real DSNs, the SMTP server and load generator of the MTA benchmark
+#   postfix        smtp-sink and smtp-source (the SMTP server and load generator of the MTA benchmark), and
+#                  a private relaying instance that sends real DSNs back to Postmill in the e2e tests
 #   python3-dkim   dkimverify, an independent DKIM verifier for the signatures the MTA makes
 # As root on a machine with apt-get it installs what is missing (idempotent: nothing is done when all are
 # present); otherwise it prints what is missing and how to install it, and exits 1 if anything is.
