@@ -18,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/emersion/go-smtp"
+
 	"github.com/postmill/postmill/adapters/postgres/pgtest"
 )
 
@@ -177,6 +179,22 @@ func scenario(tb testing.TB, e *env) []string {
 	note("smtps", e.get("/v1/smtp-credentials", a.access))
 	note("admin-403", e.get("/v1/admin/organizations", a.access))
 	note("unknown", e.get("/v1/nope", a.access))
+
+	// Templates, suppressions and the feedback lists cross the Connect hop as well.
+	wk := e.post("/v1/api-keys", a.access, map[string]any{"name": "w", "scopes": []string{"templates:write", "suppressions:write", "emails:read"}})
+	tok := wk.str("token")
+	tpl := e.post("/v1/templates", tok, map[string]any{"name": "split"})
+	note("template", tpl)
+	note("template-version", e.post("/v1/templates/"+tpl.str("id")+"/versions", tok, map[string]any{"subject": "Hi {{ name }}", "html": "<p>{{ name }}</p>"}))
+	note("template-version-400", e.post("/v1/templates/"+tpl.str("id")+"/versions", tok, map[string]any{"subject": "Hi"}))
+	note("template-publish-404", e.post("/v1/templates/"+tpl.str("id")+"/publish", tok, map[string]any{"version": 9}))
+	note("template-publish", e.post("/v1/templates/"+tpl.str("id")+"/publish", tok, map[string]any{"version": 1}))
+	note("template-get", e.get("/v1/templates/"+tpl.str("id"), a.access))
+	note("suppression", e.post("/v1/suppressions", tok, map[string]any{"address": "x@example.com"}))
+	note("suppression-global-403", e.post("/v1/suppressions", tok, map[string]any{"address": "x@example.com", "scope": "global"}))
+	note("suppressions", e.get("/v1/suppressions", tok))
+	note("bounces", e.get("/v1/bounces", tok))
+	note("complaints-bad-cursor", e.get("/v1/complaints?cursor=nope", tok))
 	return out
 }
 
@@ -241,6 +259,28 @@ func TestSplitEdgeAndCoreAnswerLikeAll(t *testing.T) {
 			t.Errorf("rpc with %q: %d %s", auth, res.StatusCode, body)
 		}
 	}
+
+	// An inbound-only process asks the core over Connect which recipients it takes: the feedback mailbox
+	// yes, anything else no.
+	inEnv := map[string]string{}
+	for k, v := range edgeEnv {
+		inEnv[k] = v
+	}
+	inProc := MustServe(t, "inbound", inEnv)
+	mx, err := smtp.Dial(inProc.addrs["smtp-inbound"])
+	if err != nil {
+		t.Fatalf("dial the inbound process: %v", err)
+	}
+	if err := mx.Mail("", nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := mx.Rcpt("fbl@bounces.postmill.local", nil); err != nil {
+		t.Errorf("RCPT of the feedback address through the split core: %v", err)
+	}
+	if err := mx.Rcpt("someone@bounce.example.com", nil); err == nil || !isSMTPCode(err, 550) {
+		t.Errorf("RCPT of an unknown address: %v, want 550", err)
+	}
+	_ = mx.Quit()
 
 	// Stopping the core makes the edge unready, not broken.
 	_ = core.cmd.Process.Signal(syscall.SIGTERM)
