@@ -221,8 +221,9 @@ type MessageStore interface {
 	// PromoteDue moves up to limit scheduled messages whose time has come to queued (writing their events
 	// and outbox rows via decide), safely from several processes at once (FOR UPDATE SKIP LOCKED). decide
 	// is called per message inside the transaction and returns the events and jobs to write, or a failure
-	// status with its event (for example a paused organization). It returns how many were promoted.
-	PromoteDue(ctx context.Context, now time.Time, limit int, decide func(Message, Organization) (MessageStatus, []Event, []DeliveryJob)) (int, error)
+	// status with its event (for example a paused organization). decide is given the message's From domain
+	// as it is now (its tracking settings decide how jobs are split). It returns how many were promoted.
+	PromoteDue(ctx context.Context, now time.Time, limit int, decide func(Message, Organization, Domain) (MessageStatus, []Event, []DeliveryJob)) (int, error)
 }
 
 // DeliveryJob is one unit of delivery work: the recipients of one message at one recipient domain, sent in

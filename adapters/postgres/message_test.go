@@ -739,7 +739,7 @@ func TestPromoteDue_Concurrent(t *testing.T) {
 
 	var mu sync.Mutex
 	decided := map[string]int{}
-	decide := func(m ports.Message, org ports.Organization) (ports.MessageStatus, []ports.Event, []ports.DeliveryJob) {
+	decide := func(m ports.Message, org ports.Organization, _ ports.Domain) (ports.MessageStatus, []ports.Event, []ports.DeliveryJob) {
 		mu.Lock()
 		decided[m.ID]++
 		mu.Unlock()

@@ -26,8 +26,8 @@ func (s *Service) RunRelay(ctx context.Context) error {
 // round is logged and retried after a growing pause.
 func (s *Service) RunScheduler(ctx context.Context) error {
 	return poll.Run(ctx, s.logger, "scheduler", s.cfg.SchedulerInterval, func(ctx context.Context) (bool, error) {
-		n, err := s.messages.PromoteDue(ctx, s.now(), s.cfg.SchedulerBatch, func(m ports.Message, o ports.Organization) (ports.MessageStatus, []ports.Event, []ports.DeliveryJob) {
-			return promote(s.now(), m, o, newID)
+		n, err := s.messages.PromoteDue(ctx, s.now(), s.cfg.SchedulerBatch, func(m ports.Message, o ports.Organization, d ports.Domain) (ports.MessageStatus, []ports.Event, []ports.DeliveryJob) {
+			return promote(s.now(), m, o, d, newID)
 		})
 		return n >= s.cfg.SchedulerBatch, err
 	})
@@ -37,10 +37,11 @@ func (s *Service) RunScheduler(ctx context.Context) error {
 //   - its organization is paused: failed, with email.failed carrying providerResponse
 //     `organization sending is paused` (SPEC §3 re-checks the pause at dispatch) and no job;
 //   - a sandbox message: sent, with the queued and simulated sent events, and no job;
-//   - otherwise: queued, with email.queued and one delivery job per recipient domain, first queued now.
+//   - otherwise: queued, with email.queued and one delivery job per recipient domain, first queued now
+//     (one per recipient when the From domain tracks opens or clicks, as at send time).
 //
 // The message was metered when it was accepted, so nothing is metered here.
-func promote(now time.Time, m ports.Message, org ports.Organization, newID func() string) (ports.MessageStatus, []ports.Event, []ports.DeliveryJob) {
+func promote(now time.Time, m ports.Message, org ports.Organization, d ports.Domain, newID func() string) (ports.MessageStatus, []ports.Event, []ports.DeliveryJob) {
 	orgID := m.OrganizationID
 	if orgID == "" {
 		orgID = org.ID
@@ -53,6 +54,9 @@ func promote(now time.Time, m ports.Message, org ports.Organization, newID func(
 		return ports.StatusSent, sandboxEvents(newID, orgID, m.ID, now), nil
 	}
 	events := []ports.Event{messageEvent(newID, orgID, m.ID, ports.EventEmailQueued, now, nil)}
+	if d.OpenTracking || d.ClickTracking {
+		return ports.StatusQueued, events, newJobsPerRecipient(orgID, m.ID, m.Recipients, now, newID)
+	}
 	return ports.StatusQueued, events, newJobs(orgID, m.ID, m.Recipients, now, newID)
 }
 

@@ -42,7 +42,7 @@ func TestPromote(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			status, events, jobs := promote(now, tt.msg, tt.org, seqIDs())
+			status, events, jobs := promote(now, tt.msg, tt.org, ports.Domain{}, seqIDs())
 			if status != tt.wantStatus {
 				t.Fatalf("status = %q, want %q", status, tt.wantStatus)
 			}
@@ -77,8 +77,21 @@ func TestPromote(t *testing.T) {
 func TestPromoteUsesTheOrganizationWhenTheMessageLacksIt(t *testing.T) {
 	t.Parallel()
 	msg := ports.Message{ID: "msg", Recipients: []ports.Recipient{{ID: "r1", Address: "a@x.com"}}}
-	_, events, jobs := promote(time.Now(), msg, ports.Organization{ID: "org"}, seqIDs())
+	_, events, jobs := promote(time.Now(), msg, ports.Organization{ID: "org"}, ports.Domain{}, seqIDs())
 	if events[0].OrganizationID != "org" || jobs[0].OrganizationID != "org" {
 		t.Fatalf("events %+v, jobs %+v: want organization org", events, jobs)
+	}
+}
+
+// TestPromoteSplitsTrackedMessages: a scheduled message from a tracking domain is delivered one recipient
+// per job, like one sent at once, so every copy can name its recipient.
+func TestPromoteSplitsTrackedMessages(t *testing.T) {
+	t.Parallel()
+	msg := ports.Message{ID: "msg", OrganizationID: "org", Recipients: []ports.Recipient{
+		{ID: "r1", Address: "a@x.com"}, {ID: "r2", Address: "b@x.com"}}}
+	_, _, grouped := promote(time.Now(), msg, ports.Organization{ID: "org"}, ports.Domain{}, seqIDs())
+	_, _, split := promote(time.Now(), msg, ports.Organization{ID: "org"}, ports.Domain{ClickTracking: true}, seqIDs())
+	if len(grouped) != 1 || len(split) != 2 || len(split[0].RecipientIDs) != 1 || split[1].RecipientIDs[0] != "r2" {
+		t.Fatalf("untracked jobs %+v, tracked jobs %+v", grouped, split)
 	}
 }

@@ -126,10 +126,12 @@ UPDATE recipients SET status = @status
 WHERE organization_id = @organization_id AND message_id = @message_id;
 
 -- name: DueScheduledMessages :many
--- Locks only the messages (OF m): several schedulers skip each other's rows, and organizations stay free.
-SELECT sqlc.embed(m), sqlc.embed(o)
+-- Locks only the messages (OF m): several schedulers skip each other's rows, and organizations and domains
+-- stay free.
+SELECT sqlc.embed(m), sqlc.embed(o), sqlc.embed(d)
 FROM messages m
 JOIN organizations o ON o.id = m.organization_id
+JOIN domains d ON d.organization_id = m.organization_id AND d.id = m.domain_id
 WHERE m.status = 'scheduled' AND m.scheduled_at <= @now::timestamptz
 ORDER BY m.scheduled_at, m.id
 LIMIT @row_limit

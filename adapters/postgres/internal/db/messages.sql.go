@@ -133,9 +133,10 @@ func (q *Queries) CancelScheduledMessage(ctx context.Context, arg CancelSchedule
 }
 
 const dueScheduledMessages = `-- name: DueScheduledMessages :many
-SELECT m.id, m.organization_id, m.domain_id, m.status, m.from_address, m.reply_to, m.subject, m.html_body, m.text_body, m.headers, m.tags, m.metadata, m.sandbox, m.scheduled_at, m.idempotency_key, m.created_at, o.id, o.name, o.slug, o.paused, o.monthly_limit, o.warmup_cap, o.created_at
+SELECT m.id, m.organization_id, m.domain_id, m.status, m.from_address, m.reply_to, m.subject, m.html_body, m.text_body, m.headers, m.tags, m.metadata, m.sandbox, m.scheduled_at, m.idempotency_key, m.created_at, o.id, o.name, o.slug, o.paused, o.monthly_limit, o.warmup_cap, o.created_at, d.id, d.organization_id, d.name, d.status, d.region, d.dkim_selector, d.dkim_private_key, d.dkim_public_key, d.verified_at, d.created_at, d.open_tracking, d.click_tracking
 FROM messages m
 JOIN organizations o ON o.id = m.organization_id
+JOIN domains d ON d.organization_id = m.organization_id AND d.id = m.domain_id
 WHERE m.status = 'scheduled' AND m.scheduled_at <= $1::timestamptz
 ORDER BY m.scheduled_at, m.id
 LIMIT $2
@@ -150,9 +151,11 @@ type DueScheduledMessagesParams struct {
 type DueScheduledMessagesRow struct {
 	Message      Message
 	Organization Organization
+	Domain       Domain
 }
 
-// Locks only the messages (OF m): several schedulers skip each other's rows, and organizations stay free.
+// Locks only the messages (OF m): several schedulers skip each other's rows, and organizations and domains
+// stay free.
 func (q *Queries) DueScheduledMessages(ctx context.Context, arg DueScheduledMessagesParams) ([]DueScheduledMessagesRow, error) {
 	rows, err := q.db.Query(ctx, dueScheduledMessages, arg.Now, arg.RowLimit)
 	if err != nil {
@@ -186,6 +189,18 @@ func (q *Queries) DueScheduledMessages(ctx context.Context, arg DueScheduledMess
 			&i.Organization.MonthlyLimit,
 			&i.Organization.WarmupCap,
 			&i.Organization.CreatedAt,
+			&i.Domain.ID,
+			&i.Domain.OrganizationID,
+			&i.Domain.Name,
+			&i.Domain.Status,
+			&i.Domain.Region,
+			&i.Domain.DkimSelector,
+			&i.Domain.DkimPrivateKey,
+			&i.Domain.DkimPublicKey,
+			&i.Domain.VerifiedAt,
+			&i.Domain.CreatedAt,
+			&i.Domain.OpenTracking,
+			&i.Domain.ClickTracking,
 		); err != nil {
 			return nil, err
 		}
