@@ -128,7 +128,10 @@ type platform struct {
 	base   string
 	key    string
 	domain string
-	client *http.Client
+	// access is the owner's session token and domainID the sending domain, for Session routes.
+	access   string
+	domainID string
+	client   *http.Client
 	logs   *bytes.Buffer
 }
 
@@ -265,6 +268,7 @@ func (p *platform) setup(z *zone) error {
 		}
 	}
 	z.mu.Unlock()
+	p.access, p.domainID = access, body["id"].(string)
 	st, body, err = p.call("POST", "/v1/domains/"+body["id"].(string)+"/verify", access, nil)
 	if err != nil || st != 201 || body["status"] != "verified" {
 		return fmt.Errorf("verify: %d %v %v", st, body, err)
@@ -318,6 +322,7 @@ func runSend(args []string) error {
 	duration := fs.Duration("duration", 20*time.Second, "measured time")
 	warmup := fs.Duration("warmup", 3*time.Second, "unmeasured warm-up")
 	recipients := fs.Int("recipients", 1, "recipients per message")
+	withTemplate := fs.Bool("template", false, "send through a published template with ten variables instead of inline bodies")
 	_ = fs.Parse(args)
 	ctx := context.Background()
 	if err := resetDatabase(ctx, *db); err != nil {
@@ -339,7 +344,15 @@ func runSend(args []string) error {
 	for i := range to {
 		to[i] = fmt.Sprintf("user%d@rcpt.example", i)
 	}
-	body, _ := json.Marshal(map[string]any{"from": "bench@" + p.domain, "to": to, "subject": "Benchmark", "text": "Hello from the benchmark.", "html": "<p>Hello from the benchmark.</p>"})
+	send := map[string]any{"from": "bench@" + p.domain, "to": to, "subject": "Benchmark", "text": "Hello from the benchmark.", "html": "<p>Hello from the benchmark.</p>"}
+	if *withTemplate {
+		id, vars, err := p.benchTemplate()
+		if err != nil {
+			return err
+		}
+		send = map[string]any{"from": "bench@" + p.domain, "to": to, "template": map[string]any{"id": id, "variables": vars}}
+	}
+	body, _ := json.Marshal(send)
 
 	var (
 		measuring atomic.Bool
@@ -394,10 +407,48 @@ func runSend(args []string) error {
 	close(stop)
 	wg.Wait()
 	slices.Sort(lat)
-	fmt.Printf("send: %d accepted in %.1fs = %.0f sends/s (%d recipients each, %d workers), p50 %.2fms, p99 %.2fms, errors %d; %s\n",
-		ok.Load(), elapsed.Seconds(), float64(ok.Load())/elapsed.Seconds(), *recipients, *workers,
+	kind := "inline bodies"
+	if *withTemplate {
+		kind = "a published template, 10 variables"
+	}
+	fmt.Printf("send: %d accepted in %.1fs = %.0f sends/s (%d recipients each, %s, %d workers), p50 %.2fms, p99 %.2fms, errors %d; %s\n",
+		ok.Load(), elapsed.Seconds(), float64(ok.Load())/elapsed.Seconds(), *recipients, kind, *workers,
 		ms(percentile(lat, 0.50)), ms(percentile(lat, 0.99)), bad.Load(), machine())
 	return nil
+}
+
+// benchTemplate creates and publishes a template of a typical transactional shape (about 3 KB of HTML with
+// ten placeholders, some in links) and returns its id and the variables a send passes.
+func (p *platform) benchTemplate() (string, map[string]any, error) {
+	st, body, err := p.call("POST", "/v1/templates", p.key, map[string]any{"name": "receipt"})
+	if err != nil || st != 201 {
+		return "", nil, fmt.Errorf("template: %d %v %v", st, body, err)
+	}
+	id := body["id"].(string)
+	var html strings.Builder
+	html.WriteString(`<html><body><h1>Thanks, {{ customer.firstName }}!</h1><p>Order {{ order.id }} of {{ order.date }}.</p><table>`)
+	for i := range 20 {
+		fmt.Fprintf(&html, `<tr><td style="padding:4px">Item %d</td><td style="padding:4px;text-align:right">1</td></tr>`, i)
+	}
+	html.WriteString(`</table><p>Total {{ order.total }} {{ order.currency }}, shipped to {{ address.city }}.</p>` +
+		`<a href="{{ links.track }}">Track it</a> <a href="{{ links.account }}">Your account</a>` +
+		`<p>{{ support.phone }}</p></body></html>`)
+	st, body, err = p.call("POST", "/v1/templates/"+id+"/versions", p.key, map[string]any{
+		"subject": "Your order {{ order.id }}", "html": html.String(), "text": "Order {{ order.id }}: {{ order.total }}"})
+	if err != nil || st != 201 {
+		return "", nil, fmt.Errorf("template version: %d %v %v", st, body, err)
+	}
+	if st, body, err = p.call("POST", "/v1/templates/"+id+"/publish", p.key, map[string]any{"version": 1}); err != nil || st != 201 {
+		return "", nil, fmt.Errorf("publish: %d %v %v", st, body, err)
+	}
+	vars := map[string]any{
+		"customer": map[string]any{"firstName": "Ada"},
+		"order":    map[string]any{"id": "A-1042", "date": "2026-11-21", "total": 129.5, "currency": "EUR"},
+		"address":  map[string]any{"city": "Lyon"},
+		"links":    map[string]any{"track": "https://shop.example/track/A-1042", "account": "https://shop.example/account"},
+		"support":  map[string]any{"phone": "+33 4 00 00 00 00"},
+	}
+	return id, vars, nil
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
@@ -412,6 +463,7 @@ func runMTA(args []string) error {
 	messages := fs.Int("messages", 5000, "messages to deliver")
 	concurrency := fs.Int("concurrency", 32, "POSTMILL_MTA_CONCURRENCY")
 	shape := fs.String("shape", "all", "all: one process runs core and MTA; split: the MTA is a process of its own reaching the core over Connect")
+	tracked := fs.Bool("tracking", false, "turn open and click tracking on for the sending domain (pixel and rewritten links in every copy)")
 	_ = fs.Parse(args)
 	ctx := context.Background()
 	if err := resetDatabase(ctx, *db); err != nil {
@@ -438,7 +490,16 @@ func runMTA(args []string) error {
 		core.stop()
 		return err
 	}
-	body, _ := json.Marshal(map[string]any{"from": "bench@" + core.domain, "to": "user@rcpt.example", "subject": "MTA benchmark", "text": "Hello from the benchmark.", "html": "<p>Hello from the benchmark.</p>"})
+	html := "<p>Hello from the benchmark.</p>"
+	if *tracked {
+		st, b, err := core.call("PATCH", "/v1/domains/"+core.domainID, core.access, map[string]any{"openTracking": true, "clickTracking": true})
+		if err != nil || st != 200 {
+			core.stop()
+			return fmt.Errorf("tracking on: %d %v %v", st, b, err)
+		}
+		html = `<html><body><p>Hello from the benchmark.</p><a href="https://example.com/a">A</a> <a href="https://example.com/b">B</a> <a href="https://example.com/c">C</a></body></html>`
+	}
+	body, _ := json.Marshal(map[string]any{"from": "bench@" + core.domain, "to": "user@rcpt.example", "subject": "MTA benchmark", "text": "Hello from the benchmark.", "html": html})
 	var wg sync.WaitGroup
 	var failed atomic.Int64
 	next := atomic.Int64{}
@@ -515,8 +576,12 @@ func runMTA(args []string) error {
 	}
 	elapsed := time.Since(start)
 	timed := delivered - before // deliveries made while the clock ran
+	label := *shape
+	if *tracked {
+		label += ", tracked"
+	}
 	fmt.Printf("mta (%s): %d messages DKIM-signed (RSA-2048) and delivered to smtp-sink in %.1fs = %.0f msg/s (concurrency %d); %s\n",
-		*shape, timed, elapsed.Seconds(), float64(timed)/elapsed.Seconds(), *concurrency, machine())
+		label, timed, elapsed.Seconds(), float64(timed)/elapsed.Seconds(), *concurrency, machine())
 	return nil
 }
 
