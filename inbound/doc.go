@@ -39,5 +39,6 @@
 //	(internal, resource_exhausted, ...)                     recording a bounce again changes nothing
 //	DATA: larger than MaxMessageBytes          552 5.3.4    go-smtp's size limit (RFC 1870)
 //
-// The package imports ports and go-smtp/go-message, never the core (STYLE.md §1).
+// The package imports ports, adapters/smtpd (the listener lifecycle and reply-line helpers it shares with
+// SMTP submission) and go-smtp/go-message, never the core (STYLE.md §1).
 package inbound

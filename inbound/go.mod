@@ -1,12 +1,15 @@
 module github.com/postmill/postmill/inbound
 
-go 1.26
+go 1.26.0
 
 replace github.com/postmill/postmill/ports => ../ports
+
+replace github.com/postmill/postmill/adapters => ../adapters
 
 require (
 	github.com/emersion/go-message v0.18.2
 	github.com/emersion/go-smtp v0.25.1
+	github.com/postmill/postmill/adapters v0.0.0
 	github.com/postmill/postmill/ports v0.0.0
 )
 

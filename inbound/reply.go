@@ -1,15 +1,11 @@
 package inbound
 
 import (
-	"strings"
-
 	"github.com/emersion/go-smtp"
 
+	"github.com/postmill/postmill/adapters/smtpd"
 	"github.com/postmill/postmill/ports"
 )
-
-// maxReplyText keeps a reply line within RFC 5321 §4.5.3.1.5's 512 octets with room for the codes.
-const maxReplyText = 400
 
 // Replies that do not come from a ports error.
 var (
@@ -55,49 +51,7 @@ func classify(err error) outcome {
 func refused(err error) *smtp.SMTPError {
 	msg := "Report not accepted"
 	if pe, ok := ports.AsError(err); ok {
-		msg = describe(pe)
+		msg = smtpd.Describe(pe)
 	}
-	return &smtp.SMTPError{Code: 550, EnhancedCode: smtp.EnhancedCode{5, 6, 0}, Message: replyText(msg)}
-}
-
-// describe is the message with its field violations, e.g. "Validation failed (rcpt: not a return path)".
-func describe(pe *ports.Error) string {
-	msg := pe.Message
-	if msg == "" {
-		msg = string(pe.Code)
-	}
-	if len(pe.Details) == 0 {
-		return msg
-	}
-	parts := make([]string, 0, len(pe.Details))
-	for _, d := range pe.Details {
-		if d.Path == "" {
-			parts = append(parts, d.Message)
-			continue
-		}
-		parts = append(parts, d.Path+": "+d.Message)
-	}
-	return msg + " (" + strings.Join(parts, "; ") + ")"
-}
-
-// replyText makes a message safe for one reply line: printable US-ASCII (RFC 5321 §4.2), no line breaks,
-// bounded length.
-func replyText(s string) string {
-	var b strings.Builder
-	for _, r := range s {
-		if b.Len() >= maxReplyText {
-			b.WriteString("...")
-			break
-		}
-		switch {
-		case r == '\r' || r == '\n' || r == '\t':
-			b.WriteByte(' ')
-		case r < 0x20 || r == 0x7f:
-		case r > 0x7e:
-			b.WriteByte('?')
-		default:
-			b.WriteRune(r)
-		}
-	}
-	return b.String()
+	return &smtp.SMTPError{Code: 550, EnhancedCode: smtp.EnhancedCode{5, 6, 0}, Message: smtpd.ReplyText(msg)}
 }

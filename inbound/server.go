@@ -7,11 +7,11 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"sync"
 	"time"
 
 	"github.com/emersion/go-smtp"
 
+	"github.com/postmill/postmill/adapters/smtpd"
 	"github.com/postmill/postmill/ports"
 )
 
@@ -90,22 +90,13 @@ func (c Config) withDefaults() Config {
 }
 
 // Server is the MX listener for mail about mail Postmill sent: go-smtp for the protocol, this package's
-// parsers to read bounces and feedback reports, the core's FeedbackService for every decision.
+// parsers to read bounces and feedback reports, the core's FeedbackService for every decision,
+// smtpd.Server for listening and shutting down.
 type Server struct {
 	cfg      Config
 	feedback ports.FeedbackService
 	logger   *slog.Logger
-	smtp     *smtp.Server
-
-	// ctx is the parent of every core call; it ends when Shutdown stops waiting for clients.
-	ctx    context.Context
-	cancel context.CancelFunc
-
-	mu     sync.Mutex
-	ln     net.Listener
-	addr   net.Addr
-	closed bool
-	conns  map[*trackedConn]struct{}
+	smtpd    *smtpd.Server
 }
 
 // New builds the MX listener over the core's FeedbackService. It fails when cfg is invalid or feedback is
@@ -125,9 +116,7 @@ func New(cfg Config, feedback ports.FeedbackService, logger *slog.Logger) (*Serv
 		cfg:      cfg,
 		feedback: feedback,
 		logger:   logger.With(slog.String("service", "inbound")),
-		conns:    map[*trackedConn]struct{}{},
 	}
-	s.ctx, s.cancel = context.WithCancel(context.Background())
 
 	srv := smtp.NewServer(smtp.BackendFunc(s.newSession))
 	srv.Addr = cfg.Addr
@@ -140,151 +129,23 @@ func New(cfg Config, feedback ports.FeedbackService, logger *slog.Logger) (*Serv
 	// extension would turn such bounces into downgraded or lost ones. The addresses Postmill accepts mail
 	// for are ASCII, so nothing else changes.
 	srv.EnableSMTPUTF8 = true
-	srv.ErrorLog = errorLog{s.logger}
-	s.smtp = srv
+	srv.ErrorLog = smtpd.ErrorLog{Logger: s.logger}
+	s.smtpd = smtpd.New("inbound", srv)
 	return s, nil
 }
 
 // Listen binds Config.Addr and returns the bound address (so ":0" works and the caller can log it).
-func (s *Server) Listen() (net.Addr, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	switch {
-	case s.closed:
-		return nil, smtp.ErrServerClosed
-	case s.ln != nil:
-		return nil, errors.New("inbound: already listening")
-	}
-	ln, err := net.Listen("tcp", s.cfg.Addr)
-	if err != nil {
-		return nil, fmt.Errorf("inbound: %w", err)
-	}
-	s.ln = &trackingListener{Listener: ln, srv: s}
-	s.addr = ln.Addr()
-	return s.addr, nil
-}
+func (s *Server) Listen() (net.Addr, error) { return s.smtpd.Listen() }
 
 // Addr is the bound address after Listen (or Serve) bound it, nil before.
-func (s *Server) Addr() net.Addr {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.addr
-}
+func (s *Server) Addr() net.Addr { return s.smtpd.Addr() }
 
 // Serve accepts connections until Shutdown, listening first when Listen was not called. It returns nil
 // after Shutdown and the accept error otherwise.
-func (s *Server) Serve() error {
-	s.mu.Lock()
-	ln, closed := s.ln, s.closed
-	s.mu.Unlock()
-	if closed {
-		return nil
-	}
-	if ln == nil {
-		if _, err := s.Listen(); err != nil {
-			return err
-		}
-		s.mu.Lock()
-		ln = s.ln
-		s.mu.Unlock()
-	}
-	err := s.smtp.Serve(ln)
-	if errors.Is(err, net.ErrClosed) && s.isClosed() {
-		return nil
-	}
-	return err
-}
+func (s *Server) Serve() error { return s.smtpd.Serve() }
 
 // Shutdown stops accepting, lets transactions in progress finish and waits for clients to leave. When ctx
 // ends first it cuts the remaining connections, cancels core calls in flight and returns ctx's error; a
 // sender cut off before its DATA reply retries (RFC 5321 §4.5.4.1), and a report applied just before the
 // cut is applied again harmlessly (FeedbackService.RecordBounce is idempotent).
-func (s *Server) Shutdown(ctx context.Context) error {
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		return nil
-	}
-	s.closed = true
-	ln := s.ln
-	s.mu.Unlock()
-	if ln != nil {
-		// go-smtp closes the listeners Serve registered; close ours too in case Serve has not run (yet).
-		_ = ln.Close()
-	}
-	err := s.smtp.Shutdown(ctx)
-	if errors.Is(err, net.ErrClosed) {
-		err = nil
-	}
-	if ctx.Err() != nil {
-		s.cancel()
-		s.closeConns()
-		return ctx.Err()
-	}
-	s.cancel()
-	return err
-}
-
-func (s *Server) isClosed() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.closed
-}
-
-// closeConns cuts every connection still open; go-smtp's goroutines then end on their failed reads.
-func (s *Server) closeConns() {
-	s.mu.Lock()
-	conns := make([]*trackedConn, 0, len(s.conns))
-	for c := range s.conns {
-		conns = append(conns, c)
-	}
-	s.mu.Unlock()
-	for _, c := range conns {
-		_ = c.Close()
-	}
-}
-
-// trackingListener remembers accepted connections so a Shutdown that runs out of time can cut them:
-// go-smtp's own Close refuses to run after its Shutdown started.
-type trackingListener struct {
-	net.Listener
-	srv *Server
-}
-
-// Accept implements net.Listener.
-func (l *trackingListener) Accept() (net.Conn, error) {
-	c, err := l.Listener.Accept()
-	if err != nil {
-		return nil, err
-	}
-	tc := &trackedConn{Conn: c, srv: l.srv}
-	l.srv.mu.Lock()
-	l.srv.conns[tc] = struct{}{}
-	l.srv.mu.Unlock()
-	return tc, nil
-}
-
-type trackedConn struct {
-	net.Conn
-	srv  *Server
-	once sync.Once
-}
-
-// Close implements net.Conn.
-func (c *trackedConn) Close() error {
-	c.once.Do(func() {
-		c.srv.mu.Lock()
-		delete(c.srv.conns, c)
-		c.srv.mu.Unlock()
-	})
-	return c.Conn.Close()
-}
-
-// errorLog sends go-smtp's own complaints (accept failures, broken connections) to the structured log.
-type errorLog struct{ l *slog.Logger }
-
-// Printf implements smtp.Logger.
-func (e errorLog) Printf(format string, v ...any) { e.l.Warn(fmt.Sprintf(format, v...)) }
-
-// Println implements smtp.Logger.
-func (e errorLog) Println(v ...any) { e.l.Warn(fmt.Sprint(v...)) }
+func (s *Server) Shutdown(ctx context.Context) error { return s.smtpd.Shutdown(ctx) }

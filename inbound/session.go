@@ -36,7 +36,7 @@ func (s *session) Mail(from string, _ *smtp.MailOptions) error {
 // Rcpt asks the core whether the address is one Postmill takes mail for (a VERP return path whose MAC
 // checks, or the feedback-loop address); go-smtp enforces MaxRecipients.
 func (s *session) Rcpt(to string, _ *smtp.RcptOptions) error {
-	ctx, cancel := context.WithTimeout(s.srv.ctx, coreTimeout)
+	ctx, cancel := context.WithTimeout(s.srv.smtpd.Context(), coreTimeout)
 	defer cancel()
 	ok, err := s.srv.feedback.AcceptsRecipient(ctx, to)
 	switch {
@@ -71,7 +71,7 @@ func (s *session) Data(r io.Reader) error {
 		}
 		return err
 	}
-	ctx, cancel := context.WithTimeout(s.srv.ctx, coreTimeout)
+	ctx, cancel := context.WithTimeout(s.srv.smtpd.Context(), coreTimeout)
 	defer cancel()
 	attrs := []slog.Attr{slog.String("from", s.from), slog.Any("rcpts", s.rcpts), slog.Int("bytes", len(raw))}
 

@@ -31,5 +31,6 @@
 //	unauthenticated     535 5.7.8    bad credentials (RFC 4954 §6)
 //	internal            451 4.3.0    temporary local problem; during AUTH 454 4.7.0 (RFC 4954 §6)
 //
-// The package imports ports and go-smtp/go-message/go-sasl, never the core (STYLE.md §1).
+// The package imports ports, adapters/smtpd (the listener lifecycle and reply-line helpers it shares with
+// the inbound tier) and go-smtp/go-message/go-sasl, never the core (STYLE.md §1).
 package submission

@@ -20,6 +20,7 @@ import (
 	"github.com/emersion/go-sasl"
 	"github.com/emersion/go-smtp"
 
+	"github.com/postmill/postmill/adapters/smtpd"
 	"github.com/postmill/postmill/ports"
 )
 
@@ -128,7 +129,9 @@ func mustPipeServer(tb testing.TB, tlsConfig *tls.Config) (*pipeListener, authOn
 		tb.Fatal(err)
 	}
 	pl := newPipeListener()
-	s.ln = &trackingListener{Listener: pl, srv: s}
+	if _, err := s.smtpd.Attach(pl); err != nil {
+		tb.Fatal(err)
+	}
 	done := make(chan error, 1)
 	go func() { done <- s.Serve() }()
 	tb.Cleanup(func() {
@@ -222,7 +225,7 @@ func TestReplyForIsTheOneTable(t *testing.T) {
 		{ports.NotFound("gone"), stageData, 550, smtp.EnhancedCode{5, 7, 1}, "gone"},
 		{ports.RateLimited(30), stageData, 451, smtp.EnhancedCode{4, 7, 0}, "Rate limit exceeded. Try again later. (retry after 30 seconds)"},
 		{ports.Errorf(ports.CodeInvalidArgument, "bad\r\nInjected: yes ✓"), stageData, 550, smtp.EnhancedCode{5, 7, 1}, "bad  Injected: yes ?"},
-		{ports.Errorf(ports.CodeInvalidArgument, "%s", strings.Repeat("x", 1000)), stageData, 550, smtp.EnhancedCode{5, 7, 1}, strings.Repeat("x", maxReplyText) + "..."},
+		{ports.Errorf(ports.CodeInvalidArgument, "%s", strings.Repeat("x", 1000)), stageData, 550, smtp.EnhancedCode{5, 7, 1}, strings.Repeat("x", smtpd.MaxReplyText) + "..."},
 	} {
 		got := replyFor(c.err, c.st)
 		if got.Code != c.code || got.EnhancedCode != c.enhanced || got.Message != c.text {

@@ -2,10 +2,10 @@ package submission
 
 import (
 	"strconv"
-	"strings"
 
 	"github.com/emersion/go-smtp"
 
+	"github.com/postmill/postmill/adapters/smtpd"
 	"github.com/postmill/postmill/ports"
 )
 
@@ -16,9 +16,6 @@ const (
 	stageAuth stage = iota
 	stageData
 )
-
-// maxReplyText keeps a reply line within RFC 5321 §4.5.3.1.5's 512 octets with room for the codes.
-const maxReplyText = 400
 
 // queued is the success reply of DATA, naming the message so the client can look it up.
 func queued(id string) *smtp.SMTPError {
@@ -34,18 +31,18 @@ func replyFor(err error, st stage) *smtp.SMTPError {
 		pe = &ports.Error{Code: ports.CodeInternal}
 	}
 	reply := func(code int, class, subject, detail int, msg string) *smtp.SMTPError {
-		return &smtp.SMTPError{Code: code, EnhancedCode: smtp.EnhancedCode{class, subject, detail}, Message: replyText(msg)}
+		return &smtp.SMTPError{Code: code, EnhancedCode: smtp.EnhancedCode{class, subject, detail}, Message: smtpd.ReplyText(msg)}
 	}
 	switch pe.Code {
 	case ports.CodeUnauthenticated:
 		return errAuthFailed
 	case ports.CodeInvalidArgument, ports.CodePermissionDenied, ports.CodeNotFound, ports.CodeAlreadyExists,
 		ports.CodeFailedPrecondition:
-		return reply(550, 5, 7, 1, describe(pe))
+		return reply(550, 5, 7, 1, smtpd.Describe(pe))
 	case ports.CodePaymentRequired:
-		return reply(550, 5, 7, 0, describe(pe))
+		return reply(550, 5, 7, 0, smtpd.Describe(pe))
 	case ports.CodeResourceExhausted:
-		msg := describe(pe)
+		msg := smtpd.Describe(pe)
 		if pe.RetryAfterSeconds > 0 {
 			msg += " (retry after " + strconv.Itoa(pe.RetryAfterSeconds) + " seconds)"
 		}
@@ -55,46 +52,4 @@ func replyFor(err error, st stage) *smtp.SMTPError {
 		return reply(454, 4, 7, 0, "Temporary authentication failure")
 	}
 	return reply(451, 4, 3, 0, "Temporary local problem, try again later")
-}
-
-// describe is the message with its field violations, e.g. "Validation failed (from: exactly one address)".
-func describe(pe *ports.Error) string {
-	msg := pe.Message
-	if msg == "" {
-		msg = string(pe.Code)
-	}
-	if len(pe.Details) == 0 {
-		return msg
-	}
-	parts := make([]string, 0, len(pe.Details))
-	for _, d := range pe.Details {
-		if d.Path == "" {
-			parts = append(parts, d.Message)
-			continue
-		}
-		parts = append(parts, d.Path+": "+d.Message)
-	}
-	return msg + " (" + strings.Join(parts, "; ") + ")"
-}
-
-// replyText makes a message safe for one reply line: printable US-ASCII (RFC 5321 §4.2), no line breaks,
-// bounded length.
-func replyText(s string) string {
-	var b strings.Builder
-	for _, r := range s {
-		if b.Len() >= maxReplyText {
-			b.WriteString("...")
-			break
-		}
-		switch {
-		case r == '\r' || r == '\n' || r == '\t':
-			b.WriteByte(' ')
-		case r < 0x20 || r == 0x7f:
-		case r > 0x7e:
-			b.WriteByte('?')
-		default:
-			b.WriteRune(r)
-		}
-	}
-	return b.String()
 }

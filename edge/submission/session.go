@@ -81,7 +81,7 @@ func (s *session) Auth(mech string) (sasl.Server, error) {
 }
 
 func (s *session) authenticate(mech, username, password string) error {
-	ctx, cancel := context.WithTimeout(s.srv.ctx, sendTimeout)
+	ctx, cancel := context.WithTimeout(s.srv.smtpd.Context(), sendTimeout)
 	defer cancel()
 	p, err := s.srv.core.Auth.AuthenticateSMTP(ctx, username, password)
 	if err == nil && (p.Kind != ports.PrincipalSMTP || p.OrganizationID == "") {
@@ -126,7 +126,7 @@ func (s *session) Data(r io.Reader) error {
 		}
 		return err
 	}
-	ctx, cancel := context.WithTimeout(s.srv.ctx, sendTimeout)
+	ctx, cancel := context.WithTimeout(s.srv.smtpd.Context(), sendTimeout)
 	defer cancel()
 	req, err := parseMessage(raw, s.rcpts)
 	if err == nil {
