@@ -222,19 +222,7 @@ func itemError(ctx context.Context, err error) string {
 		logInternal(ctx, "batch item failed", err)
 		return http.StatusText(http.StatusInternalServerError)
 	}
-	msg := pe.Message
-	if len(pe.Details) > 0 {
-		parts := make([]string, 0, len(pe.Details))
-		for _, d := range pe.Details {
-			if d.Path == "" {
-				parts = append(parts, d.Message)
-				continue
-			}
-			parts = append(parts, d.Path+": "+d.Message)
-		}
-		msg += " (" + strings.Join(parts, "; ") + ")"
-	}
-	return msg
+	return pe.Describe()
 }
 
 func (s *Server) getEmail(ctx context.Context, in *idPath) (*body[messageResponse], error) {

@@ -51,7 +51,7 @@ func classify(err error) outcome {
 func refused(err error) *smtp.SMTPError {
 	msg := "Report not accepted"
 	if pe, ok := ports.AsError(err); ok {
-		msg = smtpd.Describe(pe)
+		msg = pe.Describe()
 	}
 	return &smtp.SMTPError{Code: 550, EnhancedCode: smtp.EnhancedCode{5, 6, 0}, Message: smtpd.ReplyText(msg)}
 }

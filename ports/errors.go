@@ -3,6 +3,7 @@ package ports
 import (
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // Code classifies an error the way Connect does, so that every transport (REST, Connect, SMTP) can map it
@@ -48,6 +49,29 @@ func (e *Error) Error() string {
 		return fmt.Sprintf("%s (%s): %s", e.Code, e.Reason, e.Message)
 	}
 	return fmt.Sprintf("%s: %s", e.Code, e.Message)
+}
+
+// Describe is the error for a human reader outside JSON (an SMTP reply, a batch item's error string): the
+// message with the field violations appended, e.g. "Validation failed (from: exactly one address)", so the
+// reader sees what to fix. The code stands in for an empty message. It does not decide whether the detail
+// may be shown: callers use it only for codes whose message is meant for the client (never internal).
+func (e *Error) Describe() string {
+	msg := e.Message
+	if msg == "" {
+		msg = string(e.Code)
+	}
+	if len(e.Details) == 0 {
+		return msg
+	}
+	parts := make([]string, 0, len(e.Details))
+	for _, d := range e.Details {
+		if d.Path == "" {
+			parts = append(parts, d.Message)
+			continue
+		}
+		parts = append(parts, d.Path+": "+d.Message)
+	}
+	return msg + " (" + strings.Join(parts, "; ") + ")"
 }
 
 // Errorf builds an *Error with a formatted message.

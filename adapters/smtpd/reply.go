@@ -2,36 +2,11 @@ package smtpd
 
 import (
 	"strings"
-
-	"github.com/postmill/postmill/ports"
 )
 
 // MaxReplyText is how many octets of text ReplyText keeps: a reply line must fit RFC 5321 §4.5.3.1.5's 512
 // octets, and this leaves room for the reply code, the enhanced status code (RFC 3463) and CRLF.
 const MaxReplyText = 400
-
-// Describe is the human part of a reply for a ports error: its message with its field violations appended,
-// e.g. "Validation failed (from: exactly one address)", so a sender sees what to fix without the API. The
-// code stands in for an empty message. It does not decide whether the detail may be shown: a tier calls it
-// only for codes whose message is meant for the client (never internal).
-func Describe(pe *ports.Error) string {
-	msg := pe.Message
-	if msg == "" {
-		msg = string(pe.Code)
-	}
-	if len(pe.Details) == 0 {
-		return msg
-	}
-	parts := make([]string, 0, len(pe.Details))
-	for _, d := range pe.Details {
-		if d.Path == "" {
-			parts = append(parts, d.Message)
-			continue
-		}
-		parts = append(parts, d.Path+": "+d.Message)
-	}
-	return msg + " (" + strings.Join(parts, "; ") + ")"
-}
 
 // ReplyText makes a message safe for one reply line: printable US-ASCII (RFC 5321 §4.2), no line breaks,
 // at most MaxReplyText octets followed by "..." when cut. Messages can echo what a client sent (an address,

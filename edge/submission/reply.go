@@ -38,11 +38,11 @@ func replyFor(err error, st stage) *smtp.SMTPError {
 		return errAuthFailed
 	case ports.CodeInvalidArgument, ports.CodePermissionDenied, ports.CodeNotFound, ports.CodeAlreadyExists,
 		ports.CodeFailedPrecondition:
-		return reply(550, 5, 7, 1, smtpd.Describe(pe))
+		return reply(550, 5, 7, 1, pe.Describe())
 	case ports.CodePaymentRequired:
-		return reply(550, 5, 7, 0, smtpd.Describe(pe))
+		return reply(550, 5, 7, 0, pe.Describe())
 	case ports.CodeResourceExhausted:
-		msg := smtpd.Describe(pe)
+		msg := pe.Describe()
 		if pe.RetryAfterSeconds > 0 {
 			msg += " (retry after " + strconv.Itoa(pe.RetryAfterSeconds) + " seconds)"
 		}
