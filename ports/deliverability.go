@@ -137,16 +137,21 @@ type FeedbackService interface {
 	// RecordBounce maps a bounce to its message and recipients through the VERP return path and applies it:
 	// a bounce record per recipient, and for a hard bounce recipient status bounced, email.bounced and a
 	// tenant suppression with reason bounce. Applying the same report twice changes nothing the second
-	// time. Errors: invalid_argument when the return path is not Postmill's or names no recipient.
+	// time (for a day: report ids are remembered as long as delivery job ids). Errors: invalid_argument when the return path is not Postmill's or names no recipient.
 	RecordBounce(ctx context.Context, r BounceReport) error
 	// RecordComplaint applies a feedback report: a complaint record, recipient status complained,
-	// email.complained and a tenant suppression with reason complaint. Errors: invalid_argument when it
-	// cannot be mapped to a message Postmill sent.
+	// email.complained and a tenant suppression with reason complaint. The same report applied twice
+	// changes nothing the second time. Errors: invalid_argument when it cannot be mapped to a message
+	// Postmill sent.
 	RecordComplaint(ctx context.Context, r ComplaintReport) error
 }
 
 // FeedbackApplication is what one bounce or complaint writes, decided by the core.
 type FeedbackApplication struct {
+	// ReportID names the report (a UUID the core derives from its content): the store applies a report id
+	// once, like a delivery job id, so the same report delivered again (an SMTP retry after a lost reply)
+	// records nothing twice. "" applies without that check.
+	ReportID     string
 	Bounces      []Bounce
 	Complaints   []Complaint
 	Recipients   map[string]MessageStatus // recipient id → new status
@@ -180,7 +185,8 @@ type DeliverabilityStore interface {
 	// MessageOrganization finds a message's organization by id alone (same proviso). Errors: not_found.
 	MessageOrganization(ctx context.Context, messageID string) (orgID string, err error)
 	// ApplyFeedback writes decide's result in one transaction: decide is given the message's recipients read
-	// under the message's lock (current statuses) and must be pure (it may be called again on a retry).
+	// under the message's lock (current statuses) and must be pure (it may be called again on a retry). A
+	// result whose ReportID was applied before writes nothing.
 	// Recipient statuses change, the message status is derived again (DeriveMessageStatus), and events,
 	// bounces, complaints and suppressions are inserted. Errors: not_found when the message is not the
 	// organization's.

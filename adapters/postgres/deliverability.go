@@ -166,6 +166,13 @@ func (s *Store) ApplyFeedback(ctx context.Context, orgID, messageID string, deci
 		if len(a.Recipients) == 0 && len(a.Events) == 0 && len(a.Bounces) == 0 && len(a.Complaints) == 0 && len(a.Suppressions) == 0 {
 			return nil
 		}
+		if a.ReportID != "" {
+			// Report ids share applied_jobs with delivery job ids (both UUIDs, both pruned after a day).
+			inserted, err := s.queries.WithTx(tx).InsertAppliedJob(ctx, a.ReportID)
+			if err != nil || inserted == 0 {
+				return err
+			}
+		}
 		var steps []pipelineStep
 		if len(a.Recipients) > 0 {
 			p := db.SetRecipientStatusesParams{OrganizationID: orgID, MessageID: messageID}

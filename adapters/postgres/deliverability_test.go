@@ -197,3 +197,39 @@ func TestApplyFeedback_ComplaintAndPaging(t *testing.T) {
 	requireCode(t, firstErr(s.ListComplaints(ctx, f.org.ID, ports.PageQuery{Cursor: "garbage"})), ports.CodeInvalidArgument)
 	requireCode(t, firstErr(s.ListBounces(ctx, f.org.ID, ports.PageQuery{Limit: 101})), ports.CodeInvalidArgument)
 }
+
+// TestApplyFeedback_ReportAppliedOnce: a soft bounce changes no status, so only its report id keeps the same
+// DSN, delivered twice, from being recorded twice.
+func TestApplyFeedback_ReportAppliedOnce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := pgtest.Store(t)
+	f := newSendFixture(t, s)
+	nm := f.newSend(t, "slow@example.com")
+	id := f.mustInsert(t, nm)
+	rcpt := nm.Message.Recipients[0]
+	report := newV7()
+	decide := func([]ports.Recipient) ports.FeedbackApplication {
+		return ports.FeedbackApplication{
+			ReportID: report,
+			Bounces:  []ports.Bounce{{ID: newV7(), RecipientID: rcpt.ID, Address: rcpt.Address, Type: ports.BounceSoft, Status: "4.4.1", Action: "delayed", CreatedAt: baseTime}},
+			Events:   []ports.Event{{ID: newV7(), Type: ports.EventEmailDeliveryDelayed, RecipientID: rcpt.ID, OccurredAt: baseTime}},
+		}
+	}
+	for range 3 {
+		if err := s.ApplyFeedback(ctx, f.org.ID, id, decide); err != nil {
+			t.Fatal(err)
+		}
+	}
+	page, err := s.ListBounces(ctx, f.org.ID, ports.PageQuery{})
+	if err != nil || len(page.Data) != 1 {
+		t.Fatalf("bounces after one report applied three times: %d (%v)", len(page.Data), err)
+	}
+	report = newV7() // another report about the same recipient is recorded
+	if err := s.ApplyFeedback(ctx, f.org.ID, id, decide); err != nil {
+		t.Fatal(err)
+	}
+	if page, _ = s.ListBounces(ctx, f.org.ID, ports.PageQuery{}); len(page.Data) != 2 {
+		t.Fatalf("a second report was not recorded: %d bounces", len(page.Data))
+	}
+}

@@ -27,7 +27,7 @@ func (s *Service) RecordBounce(ctx context.Context, r ports.BounceReport) error 
 	if len(r.Recipients) == 0 {
 		return ports.Errorf(ports.CodeInvalidArgument, "bounce report names no recipient")
 	}
-	c := bounceCall{reportingMTA: r.ReportingMTA, now: s.now(), ids: newIDSeq()}
+	c := bounceCall{reportingMTA: r.ReportingMTA, now: s.now(), ids: newIDSeq(), reportID: bounceReportID(r)}
 	switch v.kind {
 	case sending.VERPRecipient:
 		ref, err := s.store.RecipientByID(ctx, v.id)
@@ -77,6 +77,8 @@ type bounceCall struct {
 	reportingMTA string
 	now          time.Time
 	ids          idSeq
+	// reportID names the report, so the store applies it once (bounceReportID).
+	reportID string
 }
 
 // chosenPart is the report part that decides one recipient's fate, with its classification.
@@ -177,7 +179,7 @@ func decideBounce(c bounceCall, current []ports.Recipient) (ports.FeedbackApplic
 		chosen, matched = matchParts(c.parts, current)
 	}
 
-	app := ports.FeedbackApplication{Recipients: make(map[string]ports.MessageStatus)}
+	app := ports.FeedbackApplication{ReportID: c.reportID, Recipients: make(map[string]ports.MessageStatus)}
 	ids := c.ids
 	for _, rc := range current {
 		ch, ok := chosen[rc.ID]

@@ -64,6 +64,7 @@ func (s *Service) RecordComplaint(ctx context.Context, r ports.ComplaintReport) 
 		sourceIP:       r.SourceIP,
 		now:            s.now(),
 		ids:            newIDSeq(),
+		reportID:       complaintReportID(r),
 	}
 	if r.ArrivalDate != nil {
 		at := r.ArrivalDate.UTC()
@@ -118,6 +119,8 @@ type complaintCall struct {
 	arrivalDate    *time.Time
 	now            time.Time
 	ids            idSeq
+	// reportID names the report, so the store applies it once (complaintReportID).
+	reportID string
 }
 
 // complainers returns the recipients a complaint is about: a recipient token's recipient; for a message
@@ -158,7 +161,7 @@ func complainers(c complaintCall, current []ports.Recipient) []ports.Recipient {
 // application.
 func decideComplaint(c complaintCall, current []ports.Recipient) (ports.FeedbackApplication, bool) {
 	targets := complainers(c, current)
-	app := ports.FeedbackApplication{Recipients: make(map[string]ports.MessageStatus)}
+	app := ports.FeedbackApplication{ReportID: c.reportID, Recipients: make(map[string]ports.MessageStatus)}
 	ids := c.ids
 	for _, rc := range targets {
 		if rc.Status == ports.StatusComplained {
