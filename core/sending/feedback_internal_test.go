@@ -11,12 +11,12 @@ func TestEnhancedStatus(t *testing.T) {
 	t.Parallel()
 	for reply, want := range map[string]string{
 		"550 5.1.1 <a@b>: Recipient address rejected": "5.1.1",
-		"554 5.7.1 Service unavailable":                "5.7.1",
-		"550 no such user":                             "5.0.0",
-		"452 4.2.2 mailbox full":                       "4.2.2",
-		"550 rejected by 10.5.1.2":                     "5.0.0",
-		"connection refused":                           "",
-		"":                                             "",
+		"554 5.7.1 Service unavailable":               "5.7.1",
+		"550 no such user":                            "5.0.0",
+		"452 4.2.2 mailbox full":                      "4.2.2",
+		"550 rejected by 10.5.1.2":                    "5.0.0",
+		"connection refused":                          "",
+		"":                                            "",
 	} {
 		if got := enhancedStatus(reply); got != want {
 			t.Errorf("enhancedStatus(%q) = %q, want %q", reply, got, want)
