@@ -132,7 +132,7 @@ type platform struct {
 	access   string
 	domainID string
 	client   *http.Client
-	logs   *bytes.Buffer
+	logs     *bytes.Buffer
 }
 
 type platformOpts struct {
