@@ -50,6 +50,8 @@ type eventRecord struct {
 	RecipientID      string    `json:"recipient_id,omitempty"`
 	DomainID         string    `json:"domain_id,omitempty"`
 	ProviderResponse *string   `json:"provider_response,omitempty"`
+	URL              string    `json:"url,omitempty"`     // email.clicked
+	LinkID           string    `json:"link_id,omitempty"` // email.clicked
 	OccurredAt       time.Time `json:"occurred_at"`
 }
 
@@ -65,7 +67,7 @@ func (s *EventStream) Publish(ctx context.Context, events []ports.Event) error {
 		value, err := json.Marshal(eventRecord{
 			ID: e.ID, OrganizationID: e.OrganizationID, Type: e.Type, MessageID: e.MessageID,
 			RecipientID: e.RecipientID, DomainID: e.DomainID, ProviderResponse: e.ProviderResponse,
-			OccurredAt: e.OccurredAt.UTC(),
+			URL: e.URL, LinkID: e.LinkID, OccurredAt: e.OccurredAt.UTC(),
 		})
 		if err != nil {
 			return fmt.Errorf("kafka: encode event %s: %w", e.ID, err)
