@@ -104,4 +104,7 @@ type TemplateStore interface {
 	// PublishedTemplateVersion returns the version a send renders. Errors: not_found (no template, or none
 	// published).
 	PublishedTemplateVersion(ctx context.Context, orgID, templateID string) (TemplateVersion, error)
+	// PublishedTemplateVersionID returns only the id of that version: a send whose version is compiled
+	// already (versions are immutable) reads no bodies. Errors: not_found.
+	PublishedTemplateVersionID(ctx context.Context, orgID, templateID string) (string, error)
 }

@@ -139,6 +139,18 @@ func (s *Store) PublishedTemplateVersion(ctx context.Context, orgID, templateID 
 	return templateVersionFromRow(row), nil
 }
 
+// PublishedTemplateVersionID implements ports.TemplateStore. Errors: not_found.
+func (s *Store) PublishedTemplateVersionID(ctx context.Context, orgID, templateID string) (string, error) {
+	if !isUUID(orgID) || !isUUID(templateID) {
+		return "", ports.NotFound("template not found")
+	}
+	id, err := s.queries.PublishedTemplateVersionID(ctx, db.PublishedTemplateVersionIDParams{OrganizationID: orgID, ID: templateID})
+	if err != nil {
+		return "", interpretErrorFor("published template", err)
+	}
+	return id, nil
+}
+
 func templateFromRow(r db.Template) ports.Template {
 	return ports.Template{
 		ID:             r.ID,

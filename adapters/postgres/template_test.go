@@ -124,3 +124,30 @@ func TestTemplates_CrossOrganization(t *testing.T) {
 
 // firstErr drops a result and keeps the error.
 func firstErr[T any](_ T, err error) error { return err }
+
+func TestPublishedTemplateVersionID(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := pgtest.Store(t)
+	a := mustSignup(t, s)
+	b := mustSignup(t, s)
+	tpl := mustTemplate(t, s, a.org.ID)
+	requireCode(t, firstErr(s.PublishedTemplateVersionID(ctx, a.org.ID, tpl.ID)), ports.CodeNotFound)
+	v1, err := s.InsertTemplateVersion(ctx, a.org.ID, ports.TemplateVersion{TemplateID: tpl.ID, Subject: "s", Text: "1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v2, err := s.InsertTemplateVersion(ctx, a.org.ID, ports.TemplateVersion{TemplateID: tpl.ID, Subject: "s", Text: "2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []ports.TemplateVersion{v2, v1} {
+		if _, err := s.PublishTemplateVersion(ctx, a.org.ID, tpl.ID, v.Version, baseTime); err != nil {
+			t.Fatal(err)
+		}
+		if id, err := s.PublishedTemplateVersionID(ctx, a.org.ID, tpl.ID); err != nil || id != v.ID {
+			t.Fatalf("after publishing %d: id %q (%v), want %q", v.Version, id, err, v.ID)
+		}
+	}
+	requireCode(t, firstErr(s.PublishedTemplateVersionID(ctx, b.org.ID, tpl.ID)), ports.CodeNotFound)
+}

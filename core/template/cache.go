@@ -112,6 +112,14 @@ func (c *Cache) Len() int {
 	return c.order.Len()
 }
 
+// Lookup returns the compiled version with id when the cache holds it.
+func (c *Cache) Lookup(id string) (*CompiledVersion, bool) {
+	if id == "" {
+		return nil, false
+	}
+	return c.lookup(id)
+}
+
 func (c *Cache) lookup(id string) (*CompiledVersion, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -212,6 +212,17 @@ func (s *Service) RenderTemplate(ctx context.Context, orgID, templateID string, 
 	if !validID(templateID) {
 		return ports.RenderedTemplate{}, ports.MissingReference(ports.TemplatesConstraint)
 	}
+	// The send path's common case: the published version is compiled already, and only its id is read.
+	id, err := s.store.PublishedTemplateVersionID(ctx, orgID, templateID)
+	if ports.ErrorCode(err) == ports.CodeNotFound {
+		return ports.RenderedTemplate{}, ports.MissingReference(ports.TemplatesConstraint)
+	}
+	if err != nil {
+		return ports.RenderedTemplate{}, err
+	}
+	if cv, ok := s.cache.Lookup(id); ok {
+		return cv.Render(vars), nil
+	}
 	v, err := s.store.PublishedTemplateVersion(ctx, orgID, templateID)
 	if ports.ErrorCode(err) == ports.CodeNotFound {
 		return ports.RenderedTemplate{}, ports.MissingReference(ports.TemplatesConstraint)

@@ -37,6 +37,7 @@ type storeSpy struct {
 	published        ports.TemplateVersion
 	publishedErr     error
 	publishedCalls   int
+	idCalls          int
 }
 
 func (s *storeSpy) InsertTemplate(_ context.Context, t ports.Template) error {
@@ -75,6 +76,15 @@ func (s *storeSpy) PublishedTemplateVersion(context.Context, string, string) (po
 		return ports.TemplateVersion{}, errors.New("unexpected")
 	}
 	return s.published, s.publishedErr
+}
+
+func (s *storeSpy) PublishedTemplateVersionID(context.Context, string, string) (string, error) {
+	s.idCalls++
+	if s.publishedErr == nil && s.published.ID == "" {
+		s.tb.Error("PublishedTemplateVersionID was not expected")
+		return "", errors.New("unexpected")
+	}
+	return s.published.ID, s.publishedErr
 }
 
 // fakeReact stands in for the React renderer service: it returns html or err for any source.
@@ -325,7 +335,7 @@ func TestRenderTemplateMissing(t *testing.T) {
 	b := setup(t, nil)
 	_, err := b.svc.RenderTemplate(context.Background(), testOrg, "nope", nil)
 	requireMissing(t, err)
-	if b.store.publishedCalls != 0 {
+	if b.store.publishedCalls != 0 || b.store.idCalls != 0 {
 		t.Error("the store was asked about a non-UUID id")
 	}
 
@@ -367,9 +377,10 @@ func TestRenderTemplate(t *testing.T) {
 			t.Errorf("rendered %+v\nwant %+v", got, want)
 		}
 	}
-	if b.store.publishedCalls != 2 || b.svc.cache.Len() != 1 {
-		t.Errorf("store asked %d times, cache holds %d; want 2 and 1 (the published version may change, "+
-			"its compiled form is reused)", b.store.publishedCalls, b.svc.cache.Len())
+	if b.store.idCalls != 2 || b.store.publishedCalls != 1 || b.svc.cache.Len() != 1 {
+		t.Errorf("store asked for the id %d times and the version %d times, cache holds %d; want 2, 1 and 1 "+
+			"(the published version may change, so its id is read on every send; its bodies only until "+
+			"it is compiled)", b.store.idCalls, b.store.publishedCalls, b.svc.cache.Len())
 	}
 
 	b.store.published = ports.TemplateVersion{ID: uuid.NewString(), Version: 3, Subject: "bad\nsubject", Text: "t"}

@@ -36,6 +36,12 @@ SELECT * FROM template_versions
 WHERE organization_id = @organization_id AND template_id = @template_id
 ORDER BY version;
 
+-- name: PublishedTemplateVersionID :one
+-- The id alone: the send path's cache holds compiled versions by id, so a hit reads no bodies.
+SELECT v.id FROM templates t
+JOIN template_versions v ON v.template_id = t.id AND v.version = t.current_version
+WHERE t.organization_id = @organization_id AND t.id = @id;
+
 -- name: PublishedTemplateVersion :one
 -- The version sends render: the template's current_version, in the organization.
 SELECT v.* FROM templates t

@@ -180,6 +180,25 @@ func (q *Queries) PublishedTemplateVersion(ctx context.Context, arg PublishedTem
 	return i, err
 }
 
+const publishedTemplateVersionID = `-- name: PublishedTemplateVersionID :one
+SELECT v.id FROM templates t
+JOIN template_versions v ON v.template_id = t.id AND v.version = t.current_version
+WHERE t.organization_id = $1 AND t.id = $2
+`
+
+type PublishedTemplateVersionIDParams struct {
+	OrganizationID string
+	ID             string
+}
+
+// The id alone: the send path's cache holds compiled versions by id, so a hit reads no bodies.
+func (q *Queries) PublishedTemplateVersionID(ctx context.Context, arg PublishedTemplateVersionIDParams) (string, error) {
+	row := q.db.QueryRow(ctx, publishedTemplateVersionID, arg.OrganizationID, arg.ID)
+	var id string
+	err := row.Scan(&id)
+	return id, err
+}
+
 const templateByID = `-- name: TemplateByID :one
 SELECT id, organization_id, name, current_version, created_at, updated_at FROM templates WHERE organization_id = $1 AND id = $2
 `
