@@ -1,6 +1,8 @@
 // Package react is the ports.ReactRenderer: it renders React Email templates (TSX using
-// @react-email/components) to HTML inside the Postmill process, so that a template version stores plain HTML
-// whose {{ placeholders }} are interpolated at send time like any other (SPEC §4.4).
+// @react-email/components) to HTML at version creation, so that a template version stores plain HTML whose
+// {{ placeholders }} are interpolated at send time like any other (SPEC §4.4). A render runs either in the
+// calling process or, with Config.Isolate (what Postmill's server uses), in a child process of its own
+// under hard limits.
 //
 // # Pipeline
 //
@@ -41,12 +43,12 @@
 // runaway renders never occupy more than Config.MaxConcurrent goroutines. A regular expression match that
 // backtracks gives up (as no match) after a second.
 //
-// Memory: goja has no allocator hook, so the bound is enforced from outside. While a render runs, the
-// watchdog samples the Go heap (runtime/metrics). When the heap, garbage included, has grown by more than
-// Config.MemoryLimit since the render began, it forces a garbage collection (on another goroutine, at most
-// once per MemoryLimit of allocation) so that garbage does not count; when a collection finds the live
-// heap more than MemoryLimit above where the render began, the runtime is interrupted. Precision,
-// honestly: the heap is the process's, so growth caused by other goroutines (a concurrent render
+// Memory, in process: goja has no allocator hook, so the bound is enforced from outside. While a render
+// runs, the watchdog samples the Go heap (runtime/metrics). When the heap, garbage included, has grown by
+// more than Config.MemoryLimit since the render began, it forces a garbage collection (on another
+// goroutine, at most once per MemoryLimit of allocation) so that garbage does not count; when a collection
+// finds the live heap more than MemoryLimit above where the render began, the runtime is interrupted.
+// Precision, honestly: the heap is the process's, so growth caused by other goroutines (a concurrent render
 // included) counts against the render that is running; between two samples and during a collection a
 // render keeps allocating, so the heap can pass the bound by tens to a couple of hundred megabytes before
 // the interrupt lands (a 64 MiB bound was seen to peak near 230 MB of resident memory); and a single native
@@ -55,11 +57,39 @@
 // padEnd and split, Array.from, Array.prototype methods on a sparse array of 4e9 holes,
 // Function.prototype.apply with an array-like, Object.keys of an array) refuse more than MemoryLimit/2
 // characters or MemoryLimit/16 elements, and ArrayBuffer and the typed arrays are removed. Not every path
-// is covered (spreading a huge sparse array, a replace whose replacement multiplies the string): those
-// run to the end of their one call, bounded by the CPU time they take. Renders of hostile source that
-// must never touch the process's memory belong in a separate process with an address-space limit. The
-// JavaScript call stack is bounded (deep recursion is an error, not a crash), and source and output sizes
-// are capped.
+// is covered (spreading a huge sparse array, a replace whose replacement multiplies the string): in
+// process, those can take gigabytes before anything stops them. The JavaScript call stack is bounded (deep
+// recursion is an error, not a crash), and source and output sizes are capped.
+//
+// # Process isolation
+//
+// With Config.Isolate, RenderReact starts the current executable (os.Executable) with the hidden argument
+// ChildArg for each render, and that executable's main calls ServeChild first thing. The parent writes one
+// JSON request (the source and the bounds) to the child's stdin and reads one JSON result ({"html"} or
+// {"error": {code, message}}) from its stdout. The child's environment is built, not inherited: only
+// GOMAXPROCS=2 and MALLOC_ARENA_MAX=1, so no secret key or database URL reaches template code; it is
+// handed stdin, stdout and stderr, and on Linux closes any other descriptor it inherited. It then limits
+// itself, before touching the source, with hard (soft = hard) rlimits: RLIMIT_AS at the address space it has
+// mapped (about 1.3 GiB of mostly untouched reservations by the Go runtime, measured at run time) plus
+// MemoryLimit plus 128 MiB for the runtime's own growth (see childAddressAllowance), and RLIMIT_CPU at its
+// CPU time so far plus twice CPUTimeLimit plus a second; it also sets its Go memory limit to its memory in
+// use plus MemoryLimit. Then it renders with the in-process code and watchdogs above, which still give the
+// precise messages, in a heap that holds nothing but the one render.
+//
+// What that makes real: a render can never grow the server's memory, and its child's address space
+// cannot pass the limit, whatever the allocation (a single native call included): the Go runtime in the
+// child fails to map memory and dies with "fatal error: out of memory". The parent turns a child that
+// died without a result into invalid_argument "reactSource: render exceeded the N MiB memory limit", or
+// the CPU message when the kernel killed it at RLIMIT_CPU. The parent kills the child when ctx ends
+// (the context's error) or WallTimeLimit plus a 3-second start-up allowance passes (the time-limit
+// message); on Linux the child is also killed if the parent dies (Pdeathsig). Config.MaxConcurrent
+// bounds how many children run at once; a slot is given back only once its child has exited. In numbers: the limit is on
+// address space, not resident memory, so a render stops at most MemoryLimit + 128 MiB above the child's
+// start (its resident memory grows by no more than that), and the in-child watchdog usually stops it at
+// MemoryLimit of live heap first. The cost is a process start and a bundle compile per render: about 35 ms
+// of wall-clock time and 45 ms of CPU for a typical template, against 10 ms in process. Outside Linux the
+// child sets no rlimits (only the Go memory limit), so there isolation protects the parent's heap but the
+// child's own bound is the in-process watchdog's.
 //
 // Every failure caused by the template (compile error with its line:column, a thrown error, a bound
 // exceeded, even a panic inside goja) is a ports.Error with code invalid_argument and a message that
@@ -71,6 +101,7 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/dop251/goja"
@@ -106,7 +137,8 @@ type Config struct {
 	// of CPU; default DefaultWallTimeFactor times CPUTimeLimit.
 	WallTimeLimit time.Duration
 	// MemoryLimit is how far the Go heap may grow during a render, in bytes; default DefaultMemoryLimit.
-	// See the package documentation for how precise this is.
+	// With Isolate it also sets the child's address-space limit. See the package documentation for how
+	// precise each is.
 	MemoryLimit int64
 	// MaxSourceBytes caps the TSX source; default DefaultMaxSourceBytes.
 	MaxSourceBytes int
@@ -118,6 +150,10 @@ type Config struct {
 	MaxConcurrent int
 	// MaxCallStack is the JavaScript call stack depth; default DefaultMaxCallStack.
 	MaxCallStack int
+	// Isolate runs each render in a child process of the current executable, under an address-space and a
+	// CPU-time rlimit, so that no template can grow the server's own memory (see the package
+	// documentation). The executable must call ServeChild when started with ChildArg.
+	Isolate bool
 }
 
 // Validate rejects negative bounds, so that a misconfigured deployment fails at start rather than at the
@@ -165,9 +201,13 @@ var glueSource string
 // its own.
 type Renderer struct {
 	cfg    Config
-	bundle *goja.Program
+	bundle *goja.Program // nil when isolated: only children run the bundle
 	glue   *goja.Program
 	slots  chan struct{}
+	// command starts a child when isolated: the current executable and ChildArg.
+	command []string
+	// childGrace is how long past WallTimeLimit the parent waits before it kills a child.
+	childGrace time.Duration
 	// testHook, when set, prepares each runtime before the bundle runs (tests only).
 	testHook func(*goja.Runtime)
 }
@@ -175,12 +215,23 @@ type Renderer struct {
 var _ ports.ReactRenderer = (*Renderer)(nil)
 
 // New compiles the embedded bundle once (a few tens of milliseconds of CPU), so that each render only runs
-// the compiled program.
+// the compiled program. When cfg.Isolate is set it compiles nothing (each child compiles the bundle for
+// its one render) and finds the current executable, so that a deployment that cannot start children fails
+// at start.
 func New(cfg Config) (*Renderer, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
+	if cfg.Isolate {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("react: find the executable for render processes: %w", err)
+		}
+		return &Renderer{
+			cfg: cfg, slots: make(chan struct{}, cfg.MaxConcurrent), command: []string{exe, ChildArg}, childGrace: childStartAllowance,
+		}, nil
+	}
 	bundle, err := compileTrusted("react-email.js", bundleSource)
 	if err != nil {
 		return nil, fmt.Errorf("react: compile bundle: %w", err)
@@ -213,12 +264,14 @@ func (r *Renderer) RenderReact(ctx context.Context, source string) (string, erro
 	case <-ctx.Done():
 		return "", fmt.Errorf("react: waiting for a render slot: %w", ctx.Err())
 	}
-	prog, err := compile(source)
-	if err != nil {
+	var html string
+	var err error
+	if r.cfg.Isolate {
+		html, err = r.renderInChild(ctx, source)
 		<-r.slots
-		return "", err
+	} else {
+		html, err = r.renderHere(ctx, source)
 	}
-	html, err := r.run(ctx, prog)
 	if err != nil {
 		return "", err
 	}
@@ -226,6 +279,17 @@ func (r *Renderer) RenderReact(ctx context.Context, source string) (string, erro
 		return "", invalid("rendered HTML is %d bytes, more than the %d allowed", len(html), r.cfg.MaxOutputBytes)
 	}
 	return html, nil
+}
+
+// renderHere compiles and runs source in this process. The caller holds a slot, which the render gives back
+// when its runtime stops.
+func (r *Renderer) renderHere(ctx context.Context, source string) (string, error) {
+	prog, err := compile(source)
+	if err != nil {
+		<-r.slots
+		return "", err
+	}
+	return r.run(ctx, prog)
 }
 
 // invalid is the error of everything a template causes: SPEC §7's 400 with the text the author needs.

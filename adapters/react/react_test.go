@@ -50,6 +50,25 @@ func MustFailRender(tb testing.TB, r *Renderer, source string) string {
 	return msg
 }
 
+// modes are the two ways a Renderer runs a render: Config.Isolate off and on.
+var modes = []struct {
+	name    string
+	isolate bool
+}{{"in-process", false}, {"isolated", true}}
+
+// forEachMode runs test as a parallel subtest per mode, with a Renderer for cfg in that mode.
+func forEachMode(t *testing.T, cfg Config, test func(t *testing.T, r *Renderer)) {
+	t.Helper()
+	for _, m := range modes {
+		t.Run(m.name, func(t *testing.T) {
+			t.Parallel()
+			c := cfg
+			c.Isolate = m.isolate
+			test(t, MustNew(t, c))
+		})
+	}
+}
+
 func assertContains(tb testing.TB, s string, wants ...string) {
 	tb.Helper()
 	for _, want := range wants {
@@ -91,7 +110,12 @@ export default function Welcome(props: Props) {
 
 func TestRenderReactEmailComponents(t *testing.T) {
 	t.Parallel()
-	r := MustNew(t, Config{})
+	forEachMode(t, Config{}, func(t *testing.T, r *Renderer) {
+		testEmailComponents(t, r)
+	})
+}
+
+func testEmailComponents(t *testing.T, r *Renderer) {
 	html := MustRender(t, r, welcomeTemplate)
 
 	if !strings.HasPrefix(html, Doctype+`<html dir="ltr" lang="en">`) {
@@ -171,7 +195,10 @@ export default function Email(props) {
 
 func TestRenderReactErrors(t *testing.T) {
 	t.Parallel()
-	r := MustNew(t, Config{MaxSourceBytes: 4096, MaxOutputBytes: 64 << 10})
+	forEachMode(t, Config{MaxSourceBytes: 4096, MaxOutputBytes: 64 << 10}, testErrors)
+}
+
+func testErrors(t *testing.T, r *Renderer) {
 	tests := []struct {
 		name, source string
 		want         []string
@@ -264,20 +291,21 @@ func TestRenderReactErrors(t *testing.T) {
 
 func TestRenderReactTimeLimit(t *testing.T) {
 	t.Parallel()
-	r := MustNew(t, Config{CPUTimeLimit: 300 * time.Millisecond, WallTimeLimit: time.Minute})
-	for name, source := range map[string]string{
-		"in component": "export default function X() { while (true) {} }\n",
-		"at load":      "while (true) {}\nexport default () => <p/>;\n",
-		"catching":     "export default function X() { for (;;) { try { while (true) {} } catch (e) {} } }\n",
-	} {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			msg := MustFailRender(t, r, source)
-			if msg != "reactSource: render exceeded the 300ms CPU time limit" {
-				t.Errorf("message %q", msg)
-			}
-		})
-	}
+	forEachMode(t, Config{CPUTimeLimit: 300 * time.Millisecond, WallTimeLimit: time.Minute}, func(t *testing.T, r *Renderer) {
+		for name, source := range map[string]string{
+			"in component": "export default function X() { while (true) {} }\n",
+			"at load":      "while (true) {}\nexport default () => <p/>;\n",
+			"catching":     "export default function X() { for (;;) { try { while (true) {} } catch (e) {} } }\n",
+		} {
+			t.Run(name, func(t *testing.T) {
+				t.Parallel()
+				msg := MustFailRender(t, r, source)
+				if msg != "reactSource: render exceeded the 300ms CPU time limit" {
+					t.Errorf("message %q", msg)
+				}
+			})
+		}
+	})
 }
 
 func TestRenderReactCPUClockIgnoresWaiting(t *testing.T) {
@@ -320,38 +348,43 @@ func TestRenderReactWallTimeLimitAbandonsStuckRuntime(t *testing.T) {
 
 func TestRenderReactMemoryLimit(t *testing.T) {
 	t.Parallel()
-	r := MustNew(t, Config{MemoryLimit: 64 << 20, CPUTimeLimit: time.Minute})
-	msg := MustFailRender(t, r, `export default function X() {
+	forEachMode(t, Config{MemoryLimit: 64 << 20, CPUTimeLimit: time.Minute}, func(t *testing.T, r *Renderer) {
+		msg := MustFailRender(t, r, `export default function X() {
   const a: string[] = [];
   for (;;) a.push("x".repeat(1 << 20) + a.length);
 }
 `)
-	if msg != "reactSource: render exceeded the 64 MiB memory limit" {
-		t.Errorf("message %q", msg)
-	}
-	// The process and the renderer are still fine.
-	assertContains(t, MustRender(t, r, "export default () => <p>ok</p>;\n"), "<p>ok</p>")
+		if msg != "reactSource: render exceeded the 64 MiB memory limit" {
+			t.Errorf("message %q", msg)
+		}
+		// The process and the renderer are still fine.
+		assertContains(t, MustRender(t, r, "export default () => <p>ok</p>;\n"), "<p>ok</p>")
+	})
 }
 
 func TestRenderReactContextCanceled(t *testing.T) {
 	t.Parallel()
-	r := MustNew(t, Config{CPUTimeLimit: time.Minute})
-	ctx, cancel := context.WithCancel(context.Background())
-	go func() {
-		for len(r.slots) == 0 {
-			time.Sleep(time.Millisecond)
+	forEachMode(t, Config{CPUTimeLimit: time.Minute}, func(t *testing.T, r *Renderer) {
+		ctx, cancel := context.WithCancel(context.Background())
+		go func() {
+			for len(r.slots) == 0 {
+				time.Sleep(time.Millisecond)
+			}
+			cancel()
+		}()
+		_, err := r.RenderReact(ctx, "export default function X() { while (true) {} }\n")
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("err = %v, want context.Canceled", err)
 		}
-		cancel()
-	}()
-	_, err := r.RenderReact(ctx, "export default function X() { while (true) {} }\n")
-	if !errors.Is(err, context.Canceled) {
-		t.Fatalf("err = %v, want context.Canceled", err)
-	}
+	})
 }
 
 func TestRenderReactWaitsForSlot(t *testing.T) {
 	t.Parallel()
-	r := MustNew(t, Config{MaxConcurrent: 1, CPUTimeLimit: time.Minute})
+	forEachMode(t, Config{MaxConcurrent: 1, CPUTimeLimit: time.Minute}, testWaitsForSlot)
+}
+
+func testWaitsForSlot(t *testing.T, r *Renderer) {
 	busy, stop := context.WithCancel(context.Background())
 	defer stop()
 	first := make(chan error, 1)
@@ -380,7 +413,10 @@ func TestRenderReactWaitsForSlot(t *testing.T) {
 
 func TestRenderReactIsolation(t *testing.T) {
 	t.Parallel()
-	r := MustNew(t, Config{})
+	forEachMode(t, Config{}, testIsolation)
+}
+
+func testIsolation(t *testing.T, r *Renderer) {
 	MustRender(t, r, `import * as React from "react";
 (globalThis as any).leaked = "yes";
 (React as any).leaked = "yes";

@@ -155,10 +155,13 @@ func (a *App) submissionTLS() (*tls.Config, error) {
 	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, nil
 }
 
-// reactRenderer renders React Email sources for template versions: esbuild and goja in this process, with
-// the adapter's default CPU, memory and concurrency bounds.
+// reactRenderer renders React Email sources for template versions, each in a child process of this
+// executable under an address-space and a CPU-time limit (the executable serves react.ChildArg: the
+// postmill binary's main and the end-to-end tests' TestMain do), with the adapter's default CPU, memory
+// and concurrency bounds. A template is code from a tenant: a runaway one must not take the server's
+// memory.
 func (a *App) reactRenderer() (ports.ReactRenderer, error) {
-	r, err := react.New(react.Config{})
+	r, err := react.New(react.Config{Isolate: true})
 	if err != nil {
 		return nil, fmt.Errorf("react renderer: %w", err)
 	}

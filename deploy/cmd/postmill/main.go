@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/postmill/postmill/adapters/postgres"
+	"github.com/postmill/postmill/adapters/react"
 	"github.com/postmill/postmill/deploy/app"
 )
 
@@ -28,6 +29,15 @@ import (
 const defaultGCPercent = 400
 
 func main() {
+	// An isolated React Email render: this binary started by itself as a child with limits of its own.
+	// It runs before anything reads configuration, and its environment holds nothing of the server's.
+	if len(os.Args) > 1 && os.Args[1] == react.ChildArg {
+		if err := react.ServeChild(os.Stdin, os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, "postmill:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	if _, set := os.LookupEnv("GOGC"); !set {
 		debug.SetGCPercent(defaultGCPercent)
 	}
