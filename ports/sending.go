@@ -222,7 +222,7 @@ type MessageStore interface {
 	// and outbox rows via decide), safely from several processes at once (FOR UPDATE SKIP LOCKED). decide
 	// is called per message inside the transaction and returns the events and jobs to write, or a failure
 	// status with its event (for example a paused organization). decide is given the message's From domain
-	// as it is now (its tracking settings decide how jobs are split). It returns how many were promoted.
+	// as it is now, with its id and tracking settings only (they decide how jobs are split). It returns how many were promoted.
 	PromoteDue(ctx context.Context, now time.Time, limit int, decide func(Message, Organization, Domain) (MessageStatus, []Event, []DeliveryJob)) (int, error)
 }
 

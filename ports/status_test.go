@@ -63,3 +63,26 @@ func TestDeriveMessageStatus(t *testing.T) {
 		})
 	}
 }
+
+func TestEngagementAdvances(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		current, next ports.MessageStatus
+		want          bool
+	}{
+		{ports.StatusDelivered, ports.StatusOpened, true},
+		{ports.StatusSent, ports.StatusOpened, true},
+		{ports.StatusOpened, ports.StatusClicked, true},
+		{ports.StatusDelivered, ports.StatusComplained, true},
+		{ports.StatusClicked, ports.StatusOpened, false},
+		{ports.StatusOpened, ports.StatusOpened, false},
+		{ports.StatusComplained, ports.StatusClicked, false},
+		{ports.StatusBounced, ports.StatusOpened, false},
+		{ports.StatusQueued, ports.StatusOpened, false},
+		{ports.StatusDelivered, ports.StatusFailed, false},
+	} {
+		if got := ports.EngagementAdvances(tt.current, tt.next); got != tt.want {
+			t.Errorf("EngagementAdvances(%s, %s) = %v, want %v", tt.current, tt.next, got, tt.want)
+		}
+	}
+}

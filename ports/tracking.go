@@ -18,8 +18,10 @@ type TrackingStore interface {
 	// MessageHTML returns the HTML body stored with the message at send time. Errors: not_found.
 	MessageHTML(ctx context.Context, orgID, messageID string) (string, error)
 	// RecordEngagement writes ev (email.opened or email.clicked, with RecipientID set) under the message's
-	// lock. With once, nothing is written when the message already has an event of ev.Type. The recipient's
-	// status moves to the event's status when EngagementAdvances allows it, and the message status is
-	// derived again. recorded tells whether ev was written. Errors: not_found.
+	// lock. With once, the event is not written when the message already has an event of ev.Type. Either
+	// way the recipient's status moves to the event's status when EngagementAdvances allows it, and the
+	// message status is derived again, so a message every recipient opened is "opened" though only the
+	// first open made an event. recorded tells whether ev was written. Errors: not_found, invalid_argument
+	// (not an email.* event).
 	RecordEngagement(ctx context.Context, ev Event, once bool) (recorded bool, err error)
 }

@@ -7,7 +7,6 @@ import (
 	"maps"
 	"math"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -554,10 +553,6 @@ func (s *Store) applyMany(ctx context.Context, group []*pendingApply) ([]applyRe
 			steps = append(steps, func(q *db.Queries) error { return q.InsertEvents(ctx, p) })
 		}
 		if len(sups) > 0 {
-			// One order for every group, so that two groups inserting the same addresses never deadlock.
-			slices.SortFunc(sups, func(x, y ports.Suppression) int {
-				return strings.Compare(x.OrganizationID+"\x00"+strings.ToLower(x.Address), y.OrganizationID+"\x00"+strings.ToLower(y.Address))
-			})
 			p := insertSuppressionsParams(sups)
 			steps = append(steps, func(q *db.Queries) error { return q.InsertSuppressions(ctx, p) })
 		}

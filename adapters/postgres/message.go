@@ -210,8 +210,8 @@ func (s *Store) CancelScheduled(ctx context.Context, orgID, id string, ev ports.
 // PromoteDue implements ports.MessageStore. One transaction locks up to limit due scheduled messages with
 // FOR UPDATE SKIP LOCKED — so schedulers in several processes take disjoint sets and none promotes a
 // message twice — reads their recipients and organizations, asks decide for each, and writes the decided
-// statuses (to the message and all its recipients), events and delivery jobs. decide sees the From domain
-// without its sealed key. The messages handed to
+// statuses (to the message and all its recipients), events and delivery jobs. decide sees the From domain's
+// id and tracking settings only. The messages handed to
 // decide carry their recipients but not their attachments or timeline. A status of "" from decide counts
 // as queued. It returns how many messages left the scheduled state.
 func (s *Store) PromoteDue(ctx context.Context, now time.Time, limit int, decide func(ports.Message, ports.Organization, ports.Domain) (ports.MessageStatus, []ports.Event, []ports.DeliveryJob)) (int, error) {
@@ -241,8 +241,7 @@ func (s *Store) PromoteDue(ctx context.Context, now time.Time, limit int, decide
 		for i, d := range due {
 			m := messageFromRow(d.Message)
 			m.Recipients = byMessage[m.ID]
-			dom := domainFromRow(d.Domain)
-			dom.DKIMPrivateKey = nil
+			dom := ports.Domain{ID: m.DomainID, OrganizationID: m.OrganizationID, OpenTracking: d.OpenTracking, ClickTracking: d.ClickTracking}
 			status, evs, js := decide(m, organizationFromRow(d.Organization), dom)
 			if status == "" {
 				status = ports.StatusQueued

@@ -913,3 +913,33 @@ func BenchmarkInsertMessage(b *testing.B) {
 		})
 	}
 }
+
+// TestPromoteDue_DomainTracking: the scheduler's decide sees the From domain's tracking settings as they are
+// at promotion, not at acceptance.
+func TestPromoteDue_DomainTracking(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := pgtest.Store(t)
+	f := newSendFixture(t, s)
+	at := baseTime.Add(time.Minute)
+	nm := f.newSend(t, "a@one.example")
+	nm.Message.Status, nm.Message.ScheduledAt, nm.Events[0].Type, nm.Outbox = ports.StatusScheduled, &at, ports.EventEmailScheduled, nil
+	id := f.mustInsert(t, nm)
+	on := true
+	if _, err := s.SetDomainTracking(ctx, f.org.ID, f.dom.ID, ports.TrackingSettings{ClickTracking: &on}); err != nil {
+		t.Fatal(err)
+	}
+	var seen ports.Domain
+	n, err := s.PromoteDue(ctx, at.Add(time.Second), 10, func(m ports.Message, _ ports.Organization, d ports.Domain) (ports.MessageStatus, []ports.Event, []ports.DeliveryJob) {
+		if m.ID == id {
+			seen = d
+		}
+		return ports.StatusQueued, nil, nil
+	})
+	if err != nil || n < 1 {
+		t.Fatalf("PromoteDue = %d, %v", n, err)
+	}
+	if seen.ID != f.dom.ID || !seen.ClickTracking || seen.OpenTracking || seen.DKIMPrivateKey != nil {
+		t.Fatalf("decide saw domain %+v", seen)
+	}
+}

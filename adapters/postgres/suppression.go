@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"time"
 
@@ -43,7 +44,14 @@ func (s *Store) AddSuppression(ctx context.Context, sup ports.Suppression) error
 	return interpretError(s.queries.InsertSuppressions(ctx, insertSuppressionsParams([]ports.Suppression{sup})))
 }
 
+// insertSuppressionsParams lays suppressions out as parallel arrays, sorted by organization and address: every
+// writer (delivery groups, feedback, single inserts) then takes the unique index's locks in one order, so two
+// transactions inserting the same addresses wait for each other instead of deadlocking.
 func insertSuppressionsParams(sups []ports.Suppression) db.InsertSuppressionsParams {
+	sups = slices.Clone(sups)
+	slices.SortFunc(sups, func(x, y ports.Suppression) int {
+		return strings.Compare(x.OrganizationID+"\x00"+strings.ToLower(x.Address), y.OrganizationID+"\x00"+strings.ToLower(y.Address))
+	})
 	n := len(sups)
 	p := db.InsertSuppressionsParams{
 		Ids:             make([]string, n),

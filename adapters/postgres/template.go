@@ -2,10 +2,9 @@ package postgres
 
 import (
 	"context"
-	"errors"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/postmill/postmill/adapters/postgres/internal/db"
@@ -13,11 +12,6 @@ import (
 )
 
 var _ ports.TemplateStore = (*Store)(nil)
-
-// versionNumberAttempts bounds how often InsertTemplateVersion retries after losing a race for a version
-// number; each loss means another version was written, so the bound is only reached under a storm of
-// concurrent creations on one template.
-const versionNumberAttempts = 20
 
 // InsertTemplate implements ports.TemplateStore.
 func (s *Store) InsertTemplate(ctx context.Context, t ports.Template) error {
@@ -30,10 +24,9 @@ func (s *Store) InsertTemplate(ctx context.Context, t ports.Template) error {
 	}))
 }
 
-// InsertTemplateVersion implements ports.TemplateStore. The number is computed by the insert itself
-// (maximum + 1); when a concurrent insert took the same number first, the unique key refuses this one and
-// it runs again with the next number, so concurrent creations always end with distinct, gapless numbers.
-// Errors: not_found when the template is not the organization's.
+// InsertTemplateVersion implements ports.TemplateStore. The template row is locked first, so concurrent
+// creations on one template take turns and each computes max+1 after the previous one committed: numbers
+// are distinct and gapless without retries. Errors: not_found when the template is not the organization's.
 func (s *Store) InsertTemplateVersion(ctx context.Context, orgID string, v ports.TemplateVersion) (ports.TemplateVersion, error) {
 	if !isUUID(orgID) || !isUUID(v.TemplateID) {
 		return ports.TemplateVersion{}, ports.NotFound("template not found")
@@ -42,22 +35,26 @@ func (s *Store) InsertTemplateVersion(ctx context.Context, orgID string, v ports
 	if at.IsZero() {
 		at = time.Now()
 	}
-	p := db.InsertTemplateVersionParams{
-		ID: idOrNew(v.ID), Subject: v.Subject, HtmlBody: v.HTML, TextBody: v.Text, ReactSource: v.ReactSource,
-		CreatedAt: at, OrganizationID: orgID, TemplateID: v.TemplateID,
-	}
-	for attempt := 1; ; attempt++ {
-		row, err := s.queries.InsertTemplateVersion(ctx, p)
-		if err == nil {
-			return templateVersionFromRow(row), nil
-		}
-		var pgErr *pgconn.PgError
-		if errors.As(err, &pgErr) && pgErr.Code == sqlstateUniqueViolation &&
-			pgErr.ConstraintName == "template_versions_template_version_key" && attempt < versionNumberAttempts {
-			continue
-		}
+	var out ports.TemplateVersion
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		return runPipeline(ctx, tx,
+			func(q *db.Queries) error {
+				_, err := q.LockTemplate(ctx, db.LockTemplateParams{OrganizationID: orgID, ID: v.TemplateID})
+				return err
+			},
+			func(q *db.Queries) error {
+				row, err := q.InsertTemplateVersion(ctx, db.InsertTemplateVersionParams{
+					ID: idOrNew(v.ID), Subject: v.Subject, HtmlBody: v.HTML, TextBody: v.Text, ReactSource: v.ReactSource,
+					CreatedAt: at, OrganizationID: orgID, TemplateID: v.TemplateID,
+				})
+				out = templateVersionFromRow(row)
+				return err
+			})
+	})
+	if err != nil {
 		return ports.TemplateVersion{}, interpretErrorFor("template", err)
 	}
+	return out, nil
 }
 
 // PublishTemplateVersion implements ports.TemplateStore. Errors: not_found (no such template in the

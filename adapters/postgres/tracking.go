@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 
@@ -31,7 +32,11 @@ func (s *Store) RecordEngagement(ctx context.Context, ev ports.Event, once bool)
 	if !isUUID(ev.OrganizationID) || !isUUID(ev.MessageID) {
 		return false, ports.NotFound("message not found")
 	}
-	next := ports.MessageStatus(ev.Type[len("email."):])
+	status, ok := strings.CutPrefix(ev.Type, "email.")
+	if !ok {
+		return false, ports.Errorf(ports.CodeInvalidArgument, "not an engagement event: %q", ev.Type)
+	}
+	next := ports.MessageStatus(status)
 	recorded := false
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		var (
@@ -51,19 +56,21 @@ func (s *Store) RecordEngagement(ctx context.Context, ev ports.Event, once bool)
 		}
 		if once {
 			steps = append(steps, func(q *db.Queries) (err error) {
-				seen, err = q.MessageHasEvent(ctx, db.MessageHasEventParams{MessageID: ev.MessageID, Type: ev.Type})
+				seen, err = q.MessageHasEvent(ctx, db.MessageHasEventParams{OrganizationID: ev.OrganizationID, MessageID: ev.MessageID, Type: ev.Type})
 				return err
 			})
 		}
 		if err := runPipeline(ctx, tx, steps...); err != nil {
 			return err
 		}
-		if seen {
-			return nil
+		// The event is written once per message when once is set; the recipient's own state still moves, so
+		// that a message whose every recipient opened is "opened" although only the first open made an event.
+		steps = nil
+		if !seen {
+			steps = append(steps, func(q *db.Queries) error {
+				return q.InsertEvents(ctx, insertEventsParams([]ports.Event{ev}))
+			})
 		}
-		steps = []pipelineStep{func(q *db.Queries) error {
-			return q.InsertEvents(ctx, insertEventsParams([]ports.Event{ev}))
-		}}
 		statuses := make([]ports.MessageStatus, len(current))
 		moved := false
 		for i, r := range current {
@@ -84,10 +91,13 @@ func (s *Store) RecordEngagement(ctx context.Context, ev ports.Event, once bool)
 				})
 			}
 		}
+		if len(steps) == 0 {
+			return nil
+		}
 		if err := runPipeline(ctx, tx, steps...); err != nil {
 			return err
 		}
-		recorded = true
+		recorded = !seen
 		return nil
 	})
 	if err != nil {

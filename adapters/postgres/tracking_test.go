@@ -102,3 +102,40 @@ func TestSetDomainTracking(t *testing.T) {
 		t.Fatal("B's attempt changed A's domain")
 	}
 }
+
+// TestRecordEngagement_EveryRecipientMoves: the second recipient's first open writes no event (once per
+// message) but still moves that recipient, so the message becomes opened when everyone opened.
+func TestRecordEngagement_EveryRecipientMoves(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := pgtest.Store(t)
+	f := newSendFixture(t, s)
+	nm := f.newSend(t, "one@example.com", "two@example.com")
+	id := f.mustInsert(t, nm)
+	mustExec(t, s, `UPDATE recipients SET status = 'delivered' WHERE message_id = $1`, id)
+	mustExec(t, s, `UPDATE messages SET status = 'delivered' WHERE id = $1`, id)
+	open := func(r ports.Recipient) bool {
+		t.Helper()
+		ok, err := s.RecordEngagement(ctx, ports.Event{ID: newV7(), OrganizationID: f.org.ID, Type: ports.EventEmailOpened, MessageID: id, RecipientID: r.ID, OccurredAt: baseTime}, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ok
+	}
+	if !open(nm.Message.Recipients[0]) {
+		t.Fatal("first open not recorded")
+	}
+	if m, _ := s.GetMessage(ctx, f.org.ID, id); m.Status != ports.StatusDelivered {
+		t.Fatalf("one of two opened: message %q, want delivered", m.Status)
+	}
+	if open(nm.Message.Recipients[1]) {
+		t.Fatal("a second email.opened was written for the message")
+	}
+	m, err := s.GetMessage(ctx, f.org.ID, id)
+	if err != nil || m.Status != ports.StatusOpened || m.Recipients[1].Status != ports.StatusOpened {
+		t.Fatalf("both opened: message %q, second recipient %q (%v)", m.Status, m.Recipients[1].Status, err)
+	}
+	if _, err := s.RecordEngagement(ctx, ports.Event{ID: newV7(), OrganizationID: f.org.ID, Type: "bogus", MessageID: id}, false); ports.ErrorCode(err) != ports.CodeInvalidArgument {
+		t.Fatalf("bogus event type: %v", err)
+	}
+}

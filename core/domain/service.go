@@ -263,10 +263,11 @@ func (s *Service) SuspendDomain(ctx context.Context, orgID, id string) (ports.Do
 // left as it is. It answers the domain with its records, like GetDomain. Sends already accepted keep the
 // one-copy-per-recipient choice made when they were accepted.
 func (s *Service) UpdateDomainTracking(ctx context.Context, orgID, id string, t ports.TrackingSettings) (ports.Domain, error) {
-	if _, err := s.domains.SetDomainTracking(ctx, orgID, id, t); err != nil {
+	d, err := s.domains.SetDomainTracking(ctx, orgID, id, t)
+	if err != nil {
 		return ports.Domain{}, fmt.Errorf("domain: tracking: %w", err)
 	}
-	return s.GetDomain(ctx, orgID, id)
+	return withoutPrivateKey(d), nil
 }
 
 // withoutPrivateKey is the only shape a domain leaves the service in: SPEC §2 forbids private-key material in

@@ -41,7 +41,7 @@ func (s *Service) LoadOutbound(ctx context.Context, job ports.DeliveryJob) (port
 	// A tracked copy names its recipient, so only a job of one recipient is tracked: the send path gives a
 	// tracked domain's messages one job per recipient. The HTML handed to Rewrite is the stored body, the
 	// same one a click's link lookup reads later.
-	if s.tracker != nil && (domain.OpenTracking || domain.ClickTracking) && len(recipients) == 1 && out.HTML != "" {
+	if s.tracker != nil && tracked(domain, msg.HTML) && len(recipients) == 1 {
 		out.HTML = s.tracker.Rewrite(msg.HTML, tracking.RewriteParams{
 			OrganizationID: msg.OrganizationID,
 			MessageID:      msg.ID,

@@ -54,7 +54,7 @@ func promote(now time.Time, m ports.Message, org ports.Organization, d ports.Dom
 		return ports.StatusSent, sandboxEvents(newID, orgID, m.ID, now), nil
 	}
 	events := []ports.Event{messageEvent(newID, orgID, m.ID, ports.EventEmailQueued, now, nil)}
-	if d.OpenTracking || d.ClickTracking {
+	if tracked(d, m.HTML) {
 		return ports.StatusQueued, events, newJobsPerRecipient(orgID, m.ID, m.Recipients, now, newID)
 	}
 	return ports.StatusQueued, events, newJobs(orgID, m.ID, m.Recipients, now, newID)

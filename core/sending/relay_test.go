@@ -87,11 +87,16 @@ func TestPromoteUsesTheOrganizationWhenTheMessageLacksIt(t *testing.T) {
 // per job, like one sent at once, so every copy can name its recipient.
 func TestPromoteSplitsTrackedMessages(t *testing.T) {
 	t.Parallel()
-	msg := ports.Message{ID: "msg", OrganizationID: "org", Recipients: []ports.Recipient{
+	msg := ports.Message{ID: "msg", OrganizationID: "org", HTML: "<p>hi</p>", Recipients: []ports.Recipient{
 		{ID: "r1", Address: "a@x.com"}, {ID: "r2", Address: "b@x.com"}}}
 	_, _, grouped := promote(time.Now(), msg, ports.Organization{ID: "org"}, ports.Domain{}, seqIDs())
 	_, _, split := promote(time.Now(), msg, ports.Organization{ID: "org"}, ports.Domain{ClickTracking: true}, seqIDs())
 	if len(grouped) != 1 || len(split) != 2 || len(split[0].RecipientIDs) != 1 || split[1].RecipientIDs[0] != "r2" {
 		t.Fatalf("untracked jobs %+v, tracked jobs %+v", grouped, split)
+	}
+	// Text-only mail has nothing to track: it stays one transaction per domain.
+	msg.HTML = ""
+	if _, _, text := promote(time.Now(), msg, ports.Organization{ID: "org"}, ports.Domain{ClickTracking: true}, seqIDs()); len(text) != 1 {
+		t.Fatalf("text-only tracked jobs %+v, want one", text)
 	}
 }

@@ -2,6 +2,7 @@ package sending
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -96,7 +97,7 @@ func (s *Service) Send(ctx context.Context, orgID string, req ports.SendRequest)
 		attachments:  stored,
 		plan:         org.Plan,
 		now:          now,
-		perRecipient: domain.OpenTracking || domain.ClickTracking,
+		perRecipient: tracked(domain, req.HTML),
 	}, newID)
 	id, status, existing, err := s.messages.InsertMessage(ctx, nm)
 	if err != nil || existing {
@@ -355,27 +356,35 @@ func dedupeRecipients(to, cc, bcc []string) []ports.Recipient {
 // An unknown or unpublished template is refused before anything is written.
 func (s *Service) renderTemplate(ctx context.Context, orgID string, req ports.SendRequest) (ports.SendRequest, error) {
 	if s.templates == nil {
-		return req, ports.MissingReference(ports.TemplatesConstraint)
+		return req, errors.New("sending: a template was referenced but no template renderer is configured")
 	}
-	vars := req.Template.Variables
-	if vars == nil {
-		vars = map[string]any{}
-	}
-	r, err := s.templates.RenderTemplate(ctx, orgID, req.Template.ID, vars)
+	r, err := s.templates.RenderTemplate(ctx, orgID, req.Template.ID, req.Template.Variables)
 	if err != nil {
-		if ports.ErrorCode(err) == ports.CodeInvalidArgument {
-			return req, err
-		}
 		return req, fmt.Errorf("sending: render template: %w", err)
 	}
 	req.Subject, req.HTML, req.Text = r.Subject, r.HTML, r.Text
-	if req.Subject == "" || strings.ContainsAny(req.Subject, "\r\n") {
-		return req, ports.ValidationError(ports.FieldViolation{Path: "template", Message: "the rendered subject is empty or spans lines"})
+	// Variables are arbitrary JSON: a value may be empty (leaving the subject empty) or carry a NUL, which
+	// PostgreSQL text cannot store. Both are the caller's to fix, so a 400 rather than a failed insert.
+	var v violations
+	if req.Subject == "" {
+		v.add("template.variables", "the rendered subject is empty")
 	}
 	if req.HTML == "" && req.Text == "" {
-		return req, ports.ValidationError(ports.FieldViolation{Path: "template", Message: "the rendered template has no body"})
+		v.add("template.variables", "the rendered template has no body")
+	}
+	if !storable(req.Subject) || !storable(req.HTML) || !storable(req.Text) {
+		v.add("template.variables", msgStorable)
+	}
+	if len(v.list) > 0 {
+		return req, ports.ValidationError(v.list...)
 	}
 	return req, nil
+}
+
+// tracked reports whether mail with this HTML body from domain d carries tracking: the domain tracks opens
+// or clicks and there is HTML to put the pixel and links in. Such a message goes out one recipient per job.
+func tracked(d ports.Domain, html string) bool {
+	return (d.OpenTracking || d.ClickTracking) && html != ""
 }
 
 // jobGroup is the recipients of one message that one SMTP transaction serves.

@@ -85,6 +85,15 @@ func TestTemplateRendersIntoDeliveredMail(t *testing.T) {
 	}
 	w.waitStatus(t, r.str("id"), "delivered", 30*time.Second)
 
+	// A variable PostgreSQL text cannot hold is the caller's mistake: 400, nothing written.
+	before = w.count(t)
+	errorBody(t, send(map[string]any{"from": "ada@" + senderDomain, "to": "tpl@rcpt.example",
+		"template": map[string]any{"id": id, "variables": map[string]any{"user": map[string]any{"name": "a\u0000b"}}}}),
+		400, "", "Validation failed")
+	if w.count(t) != before {
+		t.Fatal("a refused template send created a message")
+	}
+
 	// Another organization cannot use or see the template.
 	other := w.MustSignup("other@"+randomHex(t, 4)+".example", "")
 	_, otherKey := w.MustKey(other, []string{"templates:write"})

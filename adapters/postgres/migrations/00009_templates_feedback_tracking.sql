@@ -17,8 +17,8 @@ CREATE TABLE templates (
 
 CREATE INDEX templates_organization_id_created_at_idx ON templates (organization_id, created_at DESC, id DESC);
 
--- Versions are immutable once written. The unique key makes concurrent creations that computed the same
--- "maximum + 1" collide instead of sharing a number; the store retries the loser.
+-- Versions are immutable once written. Creations on one template lock the template row and number the new
+-- version "maximum + 1"; the unique key backs that up.
 CREATE TABLE template_versions (
     id              uuid        NOT NULL,
     organization_id uuid        NOT NULL,
@@ -89,11 +89,7 @@ ALTER TABLE events
     ADD COLUMN url     text,
     ADD COLUMN link_id text;
 
--- "Once per message" for email.opened is checked under the message's lock by looking for an earlier event.
-CREATE INDEX events_message_id_type_idx ON events (message_id, type) WHERE type = 'email.opened';
-
 -- +goose Down
-DROP INDEX events_message_id_type_idx;
 ALTER TABLE events DROP COLUMN link_id, DROP COLUMN url;
 ALTER TABLE domains DROP COLUMN click_tracking, DROP COLUMN open_tracking;
 DROP INDEX suppressions_organization_id_created_at_idx;

@@ -128,7 +128,7 @@ WHERE organization_id = @organization_id AND message_id = @message_id;
 -- name: DueScheduledMessages :many
 -- Locks only the messages (OF m): several schedulers skip each other's rows, and organizations and domains
 -- stay free.
-SELECT sqlc.embed(m), sqlc.embed(o), sqlc.embed(d)
+SELECT sqlc.embed(m), sqlc.embed(o), d.open_tracking, d.click_tracking
 FROM messages m
 JOIN organizations o ON o.id = m.organization_id
 JOIN domains d ON d.organization_id = m.organization_id AND d.id = m.domain_id

@@ -2,11 +2,15 @@
 INSERT INTO templates (id, organization_id, name, current_version, created_at, updated_at)
 VALUES (@id, @organization_id, @name, NULL, @created_at, @created_at);
 
+-- name: LockTemplate :one
+-- Serialises version creation on one template: the next number is computed after this lock is held.
+SELECT id FROM templates WHERE organization_id = @organization_id AND id = @id FOR NO KEY UPDATE;
+
 -- name: InsertTemplateVersion :one
 -- The version number is the template's current maximum plus one, computed in the statement that inserts
--- it. Two concurrent creations can compute the same number; the unique key
--- template_versions_template_version_key then refuses the second, and the store runs it again. The SELECT
--- from templates scopes the insert to the organization: no row is written for another tenant's template.
+-- it, under LockTemplate's lock; the unique key template_versions_template_version_key backs that up. The
+-- SELECT from templates scopes the insert to the organization: no row is written for another tenant's
+-- template.
 INSERT INTO template_versions (id, organization_id, template_id, version, subject, html_body, text_body,
     react_source, created_at)
 SELECT @id, t.organization_id, t.id,

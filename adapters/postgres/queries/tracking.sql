@@ -2,7 +2,8 @@
 SELECT html_body FROM messages WHERE organization_id = @organization_id AND id = @id;
 
 -- name: MessageHasEvent :one
-SELECT EXISTS (SELECT 1 FROM events WHERE message_id = @message_id::uuid AND type = @type);
+SELECT EXISTS (SELECT 1 FROM events
+               WHERE organization_id = @organization_id AND message_id = @message_id::uuid AND type = @type);
 
 -- name: SetDomainTracking :one
 -- A NULL setting leaves the column as it is.

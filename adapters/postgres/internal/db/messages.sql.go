@@ -133,7 +133,7 @@ func (q *Queries) CancelScheduledMessage(ctx context.Context, arg CancelSchedule
 }
 
 const dueScheduledMessages = `-- name: DueScheduledMessages :many
-SELECT m.id, m.organization_id, m.domain_id, m.status, m.from_address, m.reply_to, m.subject, m.html_body, m.text_body, m.headers, m.tags, m.metadata, m.sandbox, m.scheduled_at, m.idempotency_key, m.created_at, o.id, o.name, o.slug, o.paused, o.monthly_limit, o.warmup_cap, o.created_at, d.id, d.organization_id, d.name, d.status, d.region, d.dkim_selector, d.dkim_private_key, d.dkim_public_key, d.verified_at, d.created_at, d.open_tracking, d.click_tracking
+SELECT m.id, m.organization_id, m.domain_id, m.status, m.from_address, m.reply_to, m.subject, m.html_body, m.text_body, m.headers, m.tags, m.metadata, m.sandbox, m.scheduled_at, m.idempotency_key, m.created_at, o.id, o.name, o.slug, o.paused, o.monthly_limit, o.warmup_cap, o.created_at, d.open_tracking, d.click_tracking
 FROM messages m
 JOIN organizations o ON o.id = m.organization_id
 JOIN domains d ON d.organization_id = m.organization_id AND d.id = m.domain_id
@@ -149,9 +149,10 @@ type DueScheduledMessagesParams struct {
 }
 
 type DueScheduledMessagesRow struct {
-	Message      Message
-	Organization Organization
-	Domain       Domain
+	Message       Message
+	Organization  Organization
+	OpenTracking  bool
+	ClickTracking bool
 }
 
 // Locks only the messages (OF m): several schedulers skip each other's rows, and organizations and domains
@@ -189,18 +190,8 @@ func (q *Queries) DueScheduledMessages(ctx context.Context, arg DueScheduledMess
 			&i.Organization.MonthlyLimit,
 			&i.Organization.WarmupCap,
 			&i.Organization.CreatedAt,
-			&i.Domain.ID,
-			&i.Domain.OrganizationID,
-			&i.Domain.Name,
-			&i.Domain.Status,
-			&i.Domain.Region,
-			&i.Domain.DkimSelector,
-			&i.Domain.DkimPrivateKey,
-			&i.Domain.DkimPublicKey,
-			&i.Domain.VerifiedAt,
-			&i.Domain.CreatedAt,
-			&i.Domain.OpenTracking,
-			&i.Domain.ClickTracking,
+			&i.OpenTracking,
+			&i.ClickTracking,
 		); err != nil {
 			return nil, err
 		}

@@ -55,9 +55,9 @@ type InsertTemplateVersionParams struct {
 }
 
 // The version number is the template's current maximum plus one, computed in the statement that inserts
-// it. Two concurrent creations can compute the same number; the unique key
-// template_versions_template_version_key then refuses the second, and the store runs it again. The SELECT
-// from templates scopes the insert to the organization: no row is written for another tenant's template.
+// it, under LockTemplate's lock; the unique key template_versions_template_version_key backs that up. The
+// SELECT from templates scopes the insert to the organization: no row is written for another tenant's
+// template.
 func (q *Queries) InsertTemplateVersion(ctx context.Context, arg InsertTemplateVersionParams) (TemplateVersion, error) {
 	row := q.db.QueryRow(ctx, insertTemplateVersion,
 		arg.ID,
@@ -115,6 +115,23 @@ func (q *Queries) ListTemplates(ctx context.Context, organizationID string) ([]T
 		return nil, err
 	}
 	return items, nil
+}
+
+const lockTemplate = `-- name: LockTemplate :one
+SELECT id FROM templates WHERE organization_id = $1 AND id = $2 FOR NO KEY UPDATE
+`
+
+type LockTemplateParams struct {
+	OrganizationID string
+	ID             string
+}
+
+// Serialises version creation on one template: the next number is computed after this lock is held.
+func (q *Queries) LockTemplate(ctx context.Context, arg LockTemplateParams) (string, error) {
+	row := q.db.QueryRow(ctx, lockTemplate, arg.OrganizationID, arg.ID)
+	var id string
+	err := row.Scan(&id)
+	return id, err
 }
 
 const publishTemplateVersion = `-- name: PublishTemplateVersion :one

@@ -28,16 +28,18 @@ func (q *Queries) MessageHTML(ctx context.Context, arg MessageHTMLParams) (strin
 }
 
 const messageHasEvent = `-- name: MessageHasEvent :one
-SELECT EXISTS (SELECT 1 FROM events WHERE message_id = $1::uuid AND type = $2)
+SELECT EXISTS (SELECT 1 FROM events
+               WHERE organization_id = $1 AND message_id = $2::uuid AND type = $3)
 `
 
 type MessageHasEventParams struct {
-	MessageID string
-	Type      string
+	OrganizationID string
+	MessageID      string
+	Type           string
 }
 
 func (q *Queries) MessageHasEvent(ctx context.Context, arg MessageHasEventParams) (bool, error) {
-	row := q.db.QueryRow(ctx, messageHasEvent, arg.MessageID, arg.Type)
+	row := q.db.QueryRow(ctx, messageHasEvent, arg.OrganizationID, arg.MessageID, arg.Type)
 	var exists bool
 	err := row.Scan(&exists)
 	return exists, err
