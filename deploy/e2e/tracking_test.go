@@ -46,7 +46,7 @@ func TestOpenAndClickTracking(t *testing.T) {
 	}
 	p := expect(t, w.do(req{method: "PATCH", path: "/v1/domains/" + domainID, token: w.owner.access,
 		body: map[string]any{"openTracking": true, "clickTracking": true}}), 200)
-	if p.body["openTracking"] != true || p.body["clickTracking"] != true || p.body["records"] == nil {
+	if p.body["openTracking"] != true || p.body["clickTracking"] != true || p.body["records"] != nil {
 		t.Fatalf("PATCH answer: %s", p.raw)
 	}
 
