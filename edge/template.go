@@ -55,7 +55,7 @@ type createTemplateRequest struct {
 type createTemplateVersionRequest struct {
 	_           struct{} `json:"-" additionalProperties:"true"`
 	Subject     string   `json:"subject" minLength:"1" pattern:"^[^\\r\\n]*$" patternDescription:"a single line (no CR or LF)" doc:"Immutable once created; {{ placeholders }} are interpolated at send time"`
-	HTML        string   `json:"html,omitempty" doc:"HTML body; give html or reactSource, not both"`
+	HTML        string   `json:"html,omitempty" doc:"HTML body; when reactSource is also given, the React output is the version's HTML and this is not used"`
 	Text        string   `json:"text,omitempty" doc:"Plain-text body"`
 	ReactSource string   `json:"reactSource,omitempty" doc:"React Email source (TSX) rendered to HTML now, at creation"`
 }

@@ -20,7 +20,6 @@ const (
 	msgNoCRLF          = "must not contain CR or LF"
 	msgStorable        = "must be valid UTF-8 without NUL characters"
 	msgContentRequired = "one of html, text or reactSource is required"
-	msgHTMLAndReact    = "give html or reactSource, not both"
 	msgReactMissing    = "React rendering is not available"
 	msgReactOutput     = "rendered to HTML that is not valid UTF-8 or contains NUL characters"
 	msgVersion         = "must be an integer >= 1"
@@ -142,8 +141,9 @@ func (s *Service) CreateTemplateVersion(ctx context.Context, orgID, templateID s
 }
 
 // validateVersion reports every violation of a new version's fields (SPEC §2 Template): the subject is
-// required, one line; one of html, text or reactSource is required, and html and reactSource exclude each
-// other since the React source renders the HTML. Cross-field rules report against the body (path "").
+// required, one line; one of html, text or reactSource is required. When both html and reactSource are
+// given, the React source renders the version's HTML and html is not used (SPEC §2 allows any of the three;
+// docs/templates.md says which wins). Cross-field rules report against the body (path "").
 func validateVersion(v ports.NewTemplateVersion, reactAvailable bool) []ports.FieldViolation {
 	var out []ports.FieldViolation
 	add := func(path, msg string) { out = append(out, ports.FieldViolation{Path: path, Message: msg}) }
@@ -166,8 +166,6 @@ func validateVersion(v ports.NewTemplateVersion, reactAvailable bool) []ports.Fi
 	}
 	switch {
 	case v.ReactSource == "":
-	case v.HTML != "":
-		add("reactSource", msgHTMLAndReact)
 	case !storable(v.ReactSource):
 		add("reactSource", msgStorable)
 	case !reactAvailable:

@@ -190,8 +190,6 @@ func TestCreateTemplateVersionValidation(t *testing.T) {
 			[]ports.FieldViolation{{Path: "subject", Message: msgStorable}}},
 		{"no content", false, ports.NewTemplateVersion{Subject: "s"},
 			[]ports.FieldViolation{{Path: "", Message: msgContentRequired}}},
-		{"html and react", true, ports.NewTemplateVersion{Subject: "s", HTML: "<p>", ReactSource: "x"},
-			[]ports.FieldViolation{{Path: "reactSource", Message: msgHTMLAndReact}}},
 		{"react unavailable", false, ports.NewTemplateVersion{Subject: "s", ReactSource: "x"},
 			[]ports.FieldViolation{{Path: "reactSource", Message: msgReactMissing}}},
 		{"everything wrong at once", false, ports.NewTemplateVersion{Text: "\xff"},
@@ -218,6 +216,23 @@ func TestCreateTemplateVersionValidation(t *testing.T) {
 			_, err := b.svc.CreateTemplateVersion(context.Background(), testOrg, tid, tc.v)
 			requireViolations(t, err, tc.want...)
 		})
+	}
+}
+
+// TestCreateTemplateVersionReactWinsOverHTML: with both html and reactSource, the React output is what the
+// version stores as its HTML.
+func TestCreateTemplateVersionReactWinsOverHTML(t *testing.T) {
+	t.Parallel()
+	b := setup(t, &fakeReact{html: "<p>from react</p>"})
+	stored := errors.New("stored")
+	b.store.versionErr = stored // the spy records the version it was given and answers this error
+	_, err := b.svc.CreateTemplateVersion(context.Background(), testOrg, uuid.NewString(),
+		ports.NewTemplateVersion{Subject: "s", HTML: "<p>given html</p>", ReactSource: "x"})
+	if !errors.Is(err, stored) {
+		t.Fatalf("error %v, want the store's", err)
+	}
+	if b.store.insertedVersion.HTML != "<p>from react</p>" || b.store.insertedVersion.ReactSource != "x" {
+		t.Fatalf("stored version %+v, want the React output as its HTML", b.store.insertedVersion)
 	}
 }
 
