@@ -26,6 +26,9 @@ const (
 	DefaultMaxMessageBytes int64 = 10 << 20
 	// DefaultMaxRecipients bounds RCPT commands per transaction (RFC 5321 §4.5.3.1.8 asks for at least 100).
 	DefaultMaxRecipients = 100
+	// DefaultMaxConnections bounds sessions served at once: with DefaultMaxMessageBytes each, 64 sessions
+	// hold at most 640 MiB of message data. Senders beyond it get 421 and retry (RFC 5321 §3.8).
+	DefaultMaxConnections = 64
 	// DefaultReadTimeout is RFC 5321 §4.5.3.2.7's server timeout: five minutes waiting for the next command.
 	DefaultReadTimeout = 5 * time.Minute
 	// DefaultWriteTimeout bounds writing one reply to a client that stopped reading.
@@ -46,6 +49,8 @@ type Config struct {
 	MaxMessageBytes int64
 	// MaxRecipients bounds envelope recipients per message; zero means DefaultMaxRecipients.
 	MaxRecipients int
+	// MaxConnections bounds sessions served at once; zero means DefaultMaxConnections.
+	MaxConnections int
 	// ReadTimeout and WriteTimeout bound each read and write on a connection; zero means the defaults.
 	ReadTimeout  time.Duration
 	WriteTimeout time.Duration
@@ -58,6 +63,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("inbound: MaxMessageBytes must not be negative (got %d)", c.MaxMessageBytes)
 	case c.MaxRecipients < 0:
 		return fmt.Errorf("inbound: MaxRecipients must not be negative (got %d)", c.MaxRecipients)
+	case c.MaxConnections < 0:
+		return fmt.Errorf("inbound: MaxConnections must not be negative (got %d)", c.MaxConnections)
 	case c.ReadTimeout < 0 || c.WriteTimeout < 0:
 		return errors.New("inbound: timeouts must not be negative")
 	}
@@ -79,6 +86,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxRecipients == 0 {
 		c.MaxRecipients = DefaultMaxRecipients
+	}
+	if c.MaxConnections == 0 {
+		c.MaxConnections = DefaultMaxConnections
 	}
 	if c.ReadTimeout == 0 {
 		c.ReadTimeout = DefaultReadTimeout
@@ -131,6 +141,7 @@ func New(cfg Config, feedback ports.FeedbackService, logger *slog.Logger) (*Serv
 	srv.EnableSMTPUTF8 = true
 	srv.ErrorLog = smtpd.ErrorLog{Logger: s.logger}
 	s.smtpd = smtpd.New("inbound", srv)
+	s.smtpd.LimitConnections(cfg.MaxConnections)
 	return s, nil
 }
 

@@ -21,6 +21,7 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"time"
 
 	"github.com/emersion/go-smtp"
 )
@@ -36,11 +37,25 @@ type Server struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	mu     sync.Mutex
-	ln     net.Listener
-	addr   net.Addr
-	closed bool
-	conns  map[*trackedConn]struct{}
+	mu       sync.Mutex
+	ln       net.Listener
+	addr     net.Addr
+	closed   bool
+	conns    map[*trackedConn]struct{}
+	maxConns int // 0: no limit
+}
+
+// tooManyConnections is the greeting a client gets beyond the connection limit: RFC 5321 §3.8 lets a server
+// answer 421 instead of 220 and close, and the sender tries again later.
+const tooManyConnections = "421 4.3.2 Too many connections, try again later\r\n"
+
+// LimitConnections caps the connections served at once (n <= 0: no cap); call it before Serve. A client
+// beyond the cap is greeted with 421 and disconnected, so slow or many senders cannot hold unbounded memory
+// (each session may buffer a whole message).
+func (s *Server) LimitConnections(n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.maxConns = n
 }
 
 // New wraps srv, whose Addr says where Listen binds. name prefixes the errors Server returns ("submission",
@@ -191,15 +206,31 @@ type trackingListener struct {
 
 // Accept implements net.Listener.
 func (l *trackingListener) Accept() (net.Conn, error) {
-	c, err := l.Listener.Accept()
-	if err != nil {
-		return nil, err
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		tc := &trackedConn{Conn: c, srv: l.srv}
+		l.srv.mu.Lock()
+		full := l.srv.maxConns > 0 && len(l.srv.conns) >= l.srv.maxConns
+		if !full {
+			l.srv.conns[tc] = struct{}{}
+		}
+		l.srv.mu.Unlock()
+		if !full {
+			return tc, nil
+		}
+		go refuse(c)
 	}
-	tc := &trackedConn{Conn: c, srv: l.srv}
-	l.srv.mu.Lock()
-	l.srv.conns[tc] = struct{}{}
-	l.srv.mu.Unlock()
-	return tc, nil
+}
+
+// refuse answers a connection beyond the limit and closes it, bounded in time so a client that does not read
+// cannot hold the goroutine.
+func refuse(c net.Conn) {
+	_ = c.SetWriteDeadline(time.Now().Add(5 * time.Second))
+	_, _ = c.Write([]byte(tooManyConnections))
+	_ = c.Close()
 }
 
 // trackedConn forgets itself on Close, so the set holds only the connections still open.

@@ -410,3 +410,46 @@ func TestErrorLogWritesWarnings(t *testing.T) {
 		}
 	}
 }
+
+// TestLimitConnections: beyond the cap a client is greeted with 421 and disconnected; once a connection
+// leaves, the next client is served again.
+func TestLimitConnections(t *testing.T) {
+	t.Parallel()
+	b := MustNewServer(t, "127.0.0.1:0")
+	b.srv.LimitConnections(2)
+	addr, _ := b.MustServe(t)
+	first, _ := MustGreet(t, addr)
+	MustGreet(t, addr)
+
+	extra, err := net.Dial("tcp", addr.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer extra.Close()
+	_ = extra.SetReadDeadline(time.Now().Add(10 * time.Second))
+	r := bufio.NewReader(extra)
+	line, err := r.ReadString('\n')
+	if err != nil || !strings.HasPrefix(line, "421 4.3.2 ") {
+		t.Fatalf("third connection greeted %q (%v), want 421", line, err)
+	}
+	if _, err := r.ReadString('\n'); err == nil {
+		t.Fatal("the refused connection stayed open")
+	}
+
+	first.Close()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		conn, err := net.Dial("tcp", addr.String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+		line, _ := bufio.NewReader(conn).ReadString('\n')
+		conn.Close()
+		if strings.HasPrefix(line, "220 ") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no room after a client left: %q", line)
+		}
+	}
+}

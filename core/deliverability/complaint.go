@@ -123,10 +123,12 @@ type complaintCall struct {
 	reportID string
 }
 
-// complainers returns the recipients a complaint is about: a recipient token's recipient; for a message
-// token those whose address is among Original-Rcpt-To (RFC 5965 §3.3 lets it appear once per recipient the
-// report is about), else the message's only recipient when it has exactly one (the provider redacted or
-// rewrote the address, as feedback loops often do).
+// complainers returns the recipient a complaint is about: a recipient token's recipient; for a message
+// token the one recipient whose address is among Original-Rcpt-To, else the message's only recipient when
+// it has exactly one (the provider redacted or rewrote the address, as feedback loops often do). A message
+// token whose report names several of the message's recipients names none: a complaint comes from one
+// mailbox, and a list of addresses (a returned To header standing in for a redacted Original-Rcpt-To, or a
+// report forged by one recipient of a shared transaction) must not suppress all of them.
 func complainers(c complaintCall, current []ports.Recipient) []ports.Recipient {
 	if c.targetID != "" {
 		for _, rc := range current {
@@ -148,6 +150,9 @@ func complainers(c complaintCall, current []ports.Recipient) []ports.Recipient {
 	}
 	if len(out) == 0 && len(current) == 1 {
 		out = current
+	}
+	if len(out) > 1 {
+		return nil
 	}
 	return out
 }
