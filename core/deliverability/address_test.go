@@ -54,25 +54,6 @@ func TestCheckSuppressionAddress(t *testing.T) {
 	}
 }
 
-func TestCheckDomainMessages(t *testing.T) {
-	t.Parallel()
-	tests := []struct{ in, want string }{
-		{"example.com", ""},
-		{"", "is required"},
-		{"example", "must contain at least one dot"},
-		{"a..b", "each label must be 1 to 63 characters"},
-		{"-a.b", "a label must not start or end with a hyphen"},
-		{"a_b.c", "labels may contain only a-z, 0-9 and hyphen"},
-		{"Example.com", "labels may contain only a-z, 0-9 and hyphen"}, // callers lower-case first
-		{strings.Repeat("a.", 127) + "ab", "must be at most 253 characters"},
-	}
-	for _, tt := range tests {
-		if got := checkDomain(tt.in); got != tt.want {
-			t.Errorf("checkDomain(%q) = %q, want %q", tt.in, got, tt.want)
-		}
-	}
-}
-
 func TestNormaliseAddress(t *testing.T) {
 	t.Parallel()
 	if got := normaliseAddress("  Jane.Doe@Example.COM \t"); got != "jane.doe@example.com" {

@@ -18,14 +18,16 @@ const (
 // most 253 characters in all. A violation is a validation error on the path "domain".
 func normaliseName(raw string) (string, error) {
 	name := strings.ToLower(strings.TrimSpace(raw))
-	if msg := checkName(name); msg != "" {
+	if msg := CheckName(name); msg != "" {
 		return "", ports.ValidationError(ports.FieldViolation{Path: "domain", Message: msg})
 	}
 	return name, nil
 }
 
-// checkName returns why name breaks the grammar, or "" when it does not. It expects a lower-cased name.
-func checkName(name string) string {
+// CheckName returns why name breaks SPEC §4.3's domain grammar, or "" when it does not. It expects a
+// lower-cased name. Other areas that accept a domain (suppressions of a bare domain) use it, so one grammar
+// holds everywhere.
+func CheckName(name string) string {
 	if name == "" {
 		return "is required"
 	}

@@ -96,7 +96,7 @@ func (c Config) Validate() error {
 		{"return-path host", c.ReturnPathHost},
 		{"tracking host", c.TrackingHost},
 	} {
-		if msg := checkName(h.value); msg != "" {
+		if msg := CheckName(h.value); msg != "" {
 			errs = append(errs, fmt.Errorf("%s %q: %s", h.name, h.value, msg))
 		}
 	}
@@ -126,7 +126,7 @@ func checkMailbox(m string) string {
 	if strings.ContainsAny(local, ";,! \t\r\n@") {
 		return "local part has a character that breaks the DMARC record"
 	}
-	if msg := checkName(host); msg != "" {
+	if msg := CheckName(host); msg != "" {
 		return "domain " + msg
 	}
 	return ""
