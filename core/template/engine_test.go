@@ -316,37 +316,6 @@ func TestDangerousScheme(t *testing.T) {
 	}
 }
 
-func TestScanTag(t *testing.T) {
-	t.Parallel()
-	for _, tc := range []struct {
-		tag   string
-		names []string
-		vals  []string
-	}{
-		{`<a href="x" b='y' c=z d>`, []string{"href", "b", "c", "d"}, []string{"x", "y", "z", ""}},
-		{`<a =b c = "d"/>`, []string{"=b", "c", ""}, []string{"", "d", ""}},
-		{`<a b=c/>`, []string{"b"}, []string{"c/"}},
-		{`<a/b/c=d>`, []string{"", "b", "c"}, []string{"", "", "d"}},
-		{"<a\tb\n=\f'c'>", []string{"b"}, []string{"c"}},
-		{`<a b= >`, []string{"b"}, []string{""}},
-		{`<a b="c"d=e>`, []string{"b", "d"}, []string{"c", "e"}},
-	} {
-		_, attrs := scanTag(tc.tag, 1)
-		if len(attrs) != len(tc.names) {
-			t.Errorf("scanTag(%q): %d attributes, want %d", tc.tag, len(attrs), len(tc.names))
-			continue
-		}
-		for i, at := range attrs {
-			if n := tc.tag[at.nameStart:at.nameEnd]; n != tc.names[i] {
-				t.Errorf("scanTag(%q) attribute %d name %q, want %q", tc.tag, i, n, tc.names[i])
-			}
-			if v := tc.tag[at.valStart:at.valEnd]; at.hasValue && v != tc.vals[i] || !at.hasValue && tc.vals[i] != "" {
-				t.Errorf("scanTag(%q) attribute %d value %q, want %q", tc.tag, i, v, tc.vals[i])
-			}
-		}
-	}
-}
-
 func TestAmbiguousConstructsDoNotCompile(t *testing.T) {
 	t.Parallel()
 	for _, src := range []string{

@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"golang.org/x/net/html"
+
+	"github.com/postmill/postmill/core/htmlscan"
 )
 
 // sentinel stands in for a placeholder while the HTML is tokenized: one character from the Private Use Area
@@ -311,25 +313,22 @@ func (r *analysis) phPath(m int) []string { return r.a.marks[m].path }
 // quoted if it was not.
 func (r *analysis) tag(pos, end, mi, mj int, endTag bool) string {
 	t := r.a.s[pos:end]
-	nameStart := 1
-	if endTag {
-		nameStart = 2
-	}
-	nameEnd, attrs := scanTag(t, nameStart)
-	name := asciiLower(t[nameStart:nameEnd])
+	nameStart, nameEnd := htmlscan.Name(t)
+	attrs := htmlscan.Attrs(t)
+	name := htmlscan.Lower(t[nameStart:nameEnd])
 
 	// Which marks are in a value that takes them.
 	m := mi
 	for _, at := range attrs {
-		if !at.hasValue {
+		if !at.HasValue {
 			continue
 		}
-		for m < mj && r.a.marks[m].off-pos < at.valStart {
+		for m < mj && r.a.marks[m].off-pos < at.ValueStart {
 			r.remove = append(r.remove, m)
 			m++
 		}
-		substitutes := !endTag && asciiLower(t[at.nameStart:at.nameEnd]) != "srcdoc"
-		for m < mj && r.a.marks[m].off-pos < at.valEnd {
+		substitutes := !endTag && htmlscan.Lower(t[at.NameStart:at.NameEnd]) != "srcdoc"
+		for m < mj && r.a.marks[m].off-pos < at.ValueEnd {
 			if !substitutes {
 				r.remove = append(r.remove, m)
 			}
@@ -346,50 +345,50 @@ func (r *analysis) tag(pos, end, mi, mj int, endTag bool) string {
 
 	m, cur := mi, 0
 	for _, at := range attrs {
-		if !at.hasValue {
+		if !at.HasValue {
 			continue
 		}
-		for m < mj && r.a.marks[m].off-pos < at.valStart {
+		for m < mj && r.a.marks[m].off-pos < at.ValueStart {
 			m++ // in a name: removed above
 		}
 		first := m
-		for m < mj && r.a.marks[m].off-pos < at.valEnd {
+		for m < mj && r.a.marks[m].off-pos < at.ValueEnd {
 			m++
 		}
-		kind := urlAttrKind(name, asciiLower(t[at.nameStart:at.nameEnd]))
-		value := t[at.valStart:at.valEnd]
+		kind := urlAttrKind(name, htmlscan.Lower(t[at.NameStart:at.NameEnd]))
+		value := t[at.ValueStart:at.ValueEnd]
 		if first == m {
 			if kind != urlNone && dangerousRaw(kind, value) {
-				r.ops.literal(t[cur:at.valStart])
-				if at.quote == 0 {
+				r.ops.literal(t[cur:at.ValueStart])
+				if at.Quote == 0 {
 					r.ops.literal(`""`)
 				}
-				cur = at.valEnd
+				cur = at.ValueEnd
 			}
 			continue
 		}
-		r.ops.literal(t[cur:at.valStart])
-		if at.quote == 0 {
+		r.ops.literal(t[cur:at.ValueStart])
+		if at.Quote == 0 {
 			r.ops.literal(`"`)
 		}
 		if kind != urlNone {
 			r.ops.urlStart()
 		}
-		off := at.valStart
+		off := at.ValueStart
 		for k := first; k < m; k++ {
 			rel := r.a.marks[k].off - pos
-			r.attrLiteral(t[off:rel], at.quote)
+			r.attrLiteral(t[off:rel], at.Quote)
 			r.ops.value(r.phPath(k), escHTML)
 			off = rel + len(sentinel)
 		}
-		r.attrLiteral(t[off:at.valEnd], at.quote)
+		r.attrLiteral(t[off:at.ValueEnd], at.Quote)
 		if kind != urlNone {
 			r.ops.urlEnd(kind)
 		}
-		if at.quote == 0 {
+		if at.Quote == 0 {
 			r.ops.literal(`"`)
 		}
-		cur = at.valEnd
+		cur = at.ValueEnd
 	}
 	r.ops.literal(t[cur:])
 	return name
@@ -402,105 +401,4 @@ func (r *analysis) attrLiteral(s string, quote byte) {
 		s = strings.ReplaceAll(s, `"`, "&quot;")
 	}
 	r.ops.literal(s)
-}
-
-// attrSpan locates one attribute inside a tag's raw text.
-type attrSpan struct {
-	nameStart, nameEnd int
-	valStart, valEnd   int
-	quote              byte // '"', '\'' or 0 for an unquoted value
-	hasValue           bool
-}
-
-// scanTag splits the raw text of a complete tag (from "<" to ">") into its name and attributes, every one
-// of them including repeats, following the tokenizer's tag states (WHATWG HTML §13.2.5.8 and
-// §13.2.5.32-40) as golang.org/x/net/html implements them, so that the spans agree with how the tokenizer
-// and browsers read the tag.
-func scanTag(t string, nameStart int) (nameEnd int, attrs []attrSpan) {
-	j := nameStart
-	for j < len(t) && !isSpace(t[j]) && t[j] != '/' && t[j] != '>' {
-		j++
-	}
-	nameEnd = j
-	for {
-		j = skipSpace(t, j)
-		if j >= len(t) || t[j] == '>' {
-			return nameEnd, attrs
-		}
-		at := attrSpan{nameStart: j}
-		for ; j < len(t); j++ {
-			c := t[j]
-			if c == '=' && j == at.nameStart {
-				continue // §13.2.5.32: an "=" before a name starts is part of the name
-			}
-			if c == '=' || c == '/' || c == '>' || isSpace(c) {
-				break
-			}
-		}
-		at.nameEnd = j
-		j = skipSpace(t, j)
-		if j >= len(t) {
-			return nameEnd, append(attrs, at)
-		}
-		if t[j] == '/' {
-			attrs = append(attrs, at)
-			j++
-			continue
-		}
-		if t[j] != '=' {
-			attrs = append(attrs, at)
-			continue
-		}
-		j = skipSpace(t, j+1)
-		if j >= len(t) || t[j] == '>' {
-			attrs = append(attrs, at)
-			continue
-		}
-		at.hasValue = true
-		switch q := t[j]; q {
-		case '"', '\'':
-			at.quote = q
-			at.valStart = j + 1
-			k := strings.IndexByte(t[j+1:], q)
-			if k < 0 {
-				at.valEnd = len(t)
-				return nameEnd, append(attrs, at)
-			}
-			at.valEnd = j + 1 + k
-			j = at.valEnd + 1
-		default:
-			at.valStart = j
-			for j < len(t) && !isSpace(t[j]) && t[j] != '>' {
-				j++
-			}
-			at.valEnd = j
-		}
-		attrs = append(attrs, at)
-	}
-}
-
-func isSpace(c byte) bool {
-	return c == ' ' || c == '\n' || c == '\r' || c == '\t' || c == '\f'
-}
-
-func skipSpace(t string, j int) int {
-	for j < len(t) && isSpace(t[j]) {
-		j++
-	}
-	return j
-}
-
-// asciiLower lower-cases ASCII letters only, as the tokenizer does with tag and attribute names
-// (§13.2.5.8, §13.2.5.33): strings.ToLower would also map the Kelvin sign to "k".
-func asciiLower(s string) string {
-	for i := 0; i < len(s); i++ {
-		if 'A' <= s[i] && s[i] <= 'Z' {
-			b := []byte(s)
-			for j := i; j < len(b); j++ {
-				b[j] = lower(b[j])
-			}
-			return string(b)
-		}
-	}
-	return s
 }

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"golang.org/x/net/html"
+
+	"github.com/postmill/postmill/core/htmlscan"
 )
 
 // NoTrackAttr is the attribute that keeps one link out of click tracking: <a href="…" data-pm-no-track>.
@@ -193,13 +195,13 @@ func (t *Tracker) scan(doc string) (links []link, pixelAt int) {
 }
 
 // trackable reads the current tag's attributes and returns its link when the element is one to track. The
-// tokenizer decodes values but gives no offsets; scanAttrs gives offsets. Both must list the same keys in
+// tokenizer decodes values but gives no offsets; htmlscan gives offsets. Both must list the same keys in
 // the same order, or the element is left alone: a span is only ever spliced when it is known to be the
 // href the tokenizer read.
 func (t *Tracker) trackable(z *html.Tokenizer, raw string) (link, bool) {
-	spans := scanAttrs(raw)
+	attrs := htmlscan.Distinct(raw, htmlscan.Attrs(raw))
 	var (
-		href    *rawAttr
+		href    *htmlscan.Attr
 		value   string
 		noTrack bool
 		i       int
@@ -207,24 +209,24 @@ func (t *Tracker) trackable(z *html.Tokenizer, raw string) (link, bool) {
 	for more := true; more; i++ {
 		var key, val []byte
 		key, val, more = z.TagAttr()
-		if i >= len(spans) || spans[i].key != string(key) {
+		if i >= len(attrs) || attrs[i].Key(raw) != string(key) {
 			return link{}, false
 		}
 		switch string(key) {
 		case "href":
-			href, value = &spans[i], string(val)
+			href, value = &attrs[i], string(val)
 		case NoTrackAttr:
 			noTrack = true
 		}
 	}
-	if i != len(spans) || href == nil || noTrack {
+	if i != len(attrs) || href == nil || noTrack {
 		return link{}, false
 	}
 	u := strings.Trim(value, htmlSpace)
 	if !t.trackableURL(u) {
 		return link{}, false
 	}
-	return link{start: href.start, end: href.end, url: u}, true
+	return link{start: href.ValueStart, end: href.ValueEnd, url: u}, true
 }
 
 // htmlSpace is ASCII whitespace as HTML defines it (WHATWG Infra), which browsers strip from both ends of a
@@ -251,128 +253,4 @@ func (t *Tracker) trackableURL(u string) bool {
 		return parsed.Host != ""
 	}
 	return false
-}
-
-// rawAttr is one attribute of a raw start tag: its key as the tokenizer reports it and the byte span of its
-// value within the tag (start == end when the attribute has no value).
-type rawAttr struct {
-	key        string
-	lower      string // the raw key lower-cased, by which the tokenizer drops duplicates
-	start, end int
-}
-
-// scanAttrs lists the attributes of a complete raw start tag ("<a href=…>") with the byte span of each
-// value, following golang.org/x/net/html's readTag step by step (WHATWG HTML §13.2.5.32–§13.2.5.39, the
-// attribute states) so that the i-th entry is the i-th attribute TagAttr returns: empty keys are skipped,
-// and of repeated keys only the first counts. It returns nil for anything that does not end in '>'.
-func scanAttrs(raw string) []rawAttr {
-	n := len(raw)
-	if n < 2 || raw[0] != '<' || raw[n-1] != '>' {
-		return nil
-	}
-	isSpace := func(c byte) bool { return c == ' ' || c == '\n' || c == '\r' || c == '\t' || c == '\f' }
-	skipSpace := func(i int) int {
-		for i < n && isSpace(raw[i]) {
-			i++
-		}
-		return i
-	}
-	// Tag name: its first byte is taken whatever it is; it ends at whitespace (consumed) or '/' or '>'.
-	i := 2
-	for ; i < n; i++ {
-		if c := raw[i]; isSpace(c) {
-			i++
-			break
-		} else if c == '/' || c == '>' {
-			break
-		}
-	}
-	var out []rawAttr
-	i = skipSpace(i)
-	for i < n && raw[i] != '>' {
-		// Attribute name: a leading '=' belongs to it; it ends before whitespace, '/', '>' or '='.
-		ks := i
-		for i < n {
-			c := raw[i]
-			if c == '=' && i == ks {
-				i++
-				continue
-			}
-			if c == '=' || c == '/' || c == '>' || isSpace(c) {
-				break
-			}
-			i++
-		}
-		ke := i
-		vs, ve := i, i
-		// Attribute value.
-		if j := skipSpace(i); j < n {
-			switch raw[j] {
-			case '/':
-				i = j + 1
-			case '=':
-				j = skipSpace(j + 1)
-				if j >= n {
-					return nil
-				}
-				switch q := raw[j]; q {
-				case '>':
-					i = j
-				case '"', '\'':
-					k := strings.IndexByte(raw[j+1:], q)
-					if k < 0 {
-						return nil
-					}
-					vs, ve = j+1, j+1+k
-					i = ve + 1
-				default:
-					k := j + 1
-					for k < n && !isSpace(raw[k]) && raw[k] != '>' {
-						k++
-					}
-					vs, ve = j, k
-					i = k
-					if k < n && isSpace(raw[k]) {
-						i++
-					}
-				}
-			default:
-				i = j
-			}
-		} else {
-			i = j
-		}
-		if key := raw[ks:ke]; key != "" && !seenKey(out, asciiLower(key)) {
-			out = append(out, rawAttr{key: attrKey(key), lower: asciiLower(key), start: vs, end: ve})
-		}
-		i = skipSpace(i)
-	}
-	return out
-}
-
-// seenKey reports whether an attribute with the lower-cased raw key was kept already: the tokenizer keeps
-// the first of repeated attributes, as browsers do.
-func seenKey(kept []rawAttr, lower string) bool {
-	for _, a := range kept {
-		if a.lower == lower {
-			return true
-		}
-	}
-	return false
-}
-
-// attrKey is the key as TagAttr reports it: NUL replaced by U+FFFD, ASCII letters lower-cased.
-func attrKey(key string) string {
-	return asciiLower(strings.ReplaceAll(key, "\x00", "\uFFFD"))
-}
-
-// asciiLower lower-cases ASCII letters only, as the tokenizer does.
-func asciiLower(s string) string {
-	b := []byte(s)
-	for i, c := range b {
-		if 'A' <= c && c <= 'Z' {
-			b[i] = c + 'a' - 'A'
-		}
-	}
-	return string(b)
 }
