@@ -121,7 +121,8 @@ func (s *Service) CreateTemplateVersion(ctx context.Context, orgID, templateID s
 		}
 		htmlSrc, htmlField = rendered, "reactSource"
 	}
-	if _, violations := compileParts(v.Subject, htmlSrc, v.Text); len(violations) > 0 {
+	compiled, violations := compileParts(v.Subject, htmlSrc, v.Text)
+	if len(violations) > 0 {
 		for i := range violations {
 			if violations[i].Path == "html" {
 				violations[i].Path = htmlField
@@ -129,7 +130,7 @@ func (s *Service) CreateTemplateVersion(ctx context.Context, orgID, templateID s
 		}
 		return ports.TemplateVersion{}, ports.ValidationError(violations...)
 	}
-	return s.store.InsertTemplateVersion(ctx, orgID, ports.TemplateVersion{
+	stored, err := s.store.InsertTemplateVersion(ctx, orgID, ports.TemplateVersion{
 		ID:          newID(),
 		TemplateID:  templateID,
 		Subject:     v.Subject,
@@ -138,6 +139,13 @@ func (s *Service) CreateTemplateVersion(ctx context.Context, orgID, templateID s
 		ReactSource: v.ReactSource,
 		CreatedAt:   s.now(),
 	})
+	if err != nil {
+		return ports.TemplateVersion{}, err
+	}
+	// Versions are immutable: the form compiled to validate this one is the one sends will use, so it is
+	// cached now instead of being compiled again by the first send.
+	s.cache.store(stored.ID, compiled)
+	return stored, nil
 }
 
 // validateVersion reports every violation of a new version's fields (SPEC §2 Template): the subject is
