@@ -169,22 +169,14 @@ func apiKeysToProto(keys []ports.APIKey) *credentialv1.APIKeyList {
 	if keys == nil {
 		return nil
 	}
-	l := &credentialv1.APIKeyList{Items: make([]*credentialv1.APIKey, 0, len(keys))}
-	for _, k := range keys {
-		l.Items = append(l.Items, apiKeyToProto(k))
-	}
-	return l
+	return &credentialv1.APIKeyList{Items: mapItems(keys, apiKeyToProto)}
 }
 
 func apiKeysFromProto(l *credentialv1.APIKeyList) []ports.APIKey {
 	if l == nil {
 		return nil
 	}
-	keys := make([]ports.APIKey, 0, len(l.GetItems()))
-	for _, k := range l.GetItems() {
-		keys = append(keys, apiKeyFromProto(k))
-	}
-	return keys
+	return mapItems(l.GetItems(), apiKeyFromProto)
 }
 
 func smtpCredentialToProto(c ports.SMTPCredential) *credentialv1.SMTPCredential {
@@ -213,22 +205,14 @@ func smtpCredentialsToProto(creds []ports.SMTPCredential) *credentialv1.SMTPCred
 	if creds == nil {
 		return nil
 	}
-	l := &credentialv1.SMTPCredentialList{Items: make([]*credentialv1.SMTPCredential, 0, len(creds))}
-	for _, c := range creds {
-		l.Items = append(l.Items, smtpCredentialToProto(c))
-	}
-	return l
+	return &credentialv1.SMTPCredentialList{Items: mapItems(creds, smtpCredentialToProto)}
 }
 
 func smtpCredentialsFromProto(l *credentialv1.SMTPCredentialList) []ports.SMTPCredential {
 	if l == nil {
 		return nil
 	}
-	creds := make([]ports.SMTPCredential, 0, len(l.GetItems()))
-	for _, c := range l.GetItems() {
-		creds = append(creds, smtpCredentialFromProto(c))
-	}
-	return creds
+	return mapItems(l.GetItems(), smtpCredentialFromProto)
 }
 
 func planToProto(p ports.Plan) *organizationv1.Plan {
@@ -265,22 +249,14 @@ func organizationsToProto(orgs []ports.Organization) *organizationv1.Organizatio
 	if orgs == nil {
 		return nil
 	}
-	l := &organizationv1.OrganizationList{Items: make([]*organizationv1.Organization, 0, len(orgs))}
-	for _, o := range orgs {
-		l.Items = append(l.Items, organizationToProto(o))
-	}
-	return l
+	return &organizationv1.OrganizationList{Items: mapItems(orgs, organizationToProto)}
 }
 
 func organizationsFromProto(l *organizationv1.OrganizationList) []ports.Organization {
 	if l == nil {
 		return nil
 	}
-	orgs := make([]ports.Organization, 0, len(l.GetItems()))
-	for _, o := range l.GetItems() {
-		orgs = append(orgs, organizationFromProto(o))
-	}
-	return orgs
+	return mapItems(l.GetItems(), organizationFromProto)
 }
 
 func subscriptionToProto(s ports.Subscription) *organizationv1.Subscription {
@@ -418,22 +394,14 @@ func dnsRecordsToProto(records []ports.DNSRecord) *domainv1.DNSRecordList {
 	if records == nil {
 		return nil
 	}
-	l := &domainv1.DNSRecordList{Items: make([]*domainv1.DNSRecord, 0, len(records))}
-	for _, r := range records {
-		l.Items = append(l.Items, dnsRecordToProto(r))
-	}
-	return l
+	return &domainv1.DNSRecordList{Items: mapItems(records, dnsRecordToProto)}
 }
 
 func dnsRecordsFromProto(l *domainv1.DNSRecordList) []ports.DNSRecord {
 	if l == nil {
 		return nil
 	}
-	records := make([]ports.DNSRecord, 0, len(l.GetItems()))
-	for _, r := range l.GetItems() {
-		records = append(records, dnsRecordFromProto(r))
-	}
-	return records
+	return mapItems(l.GetItems(), dnsRecordFromProto)
 }
 
 // domainToProto leaves DKIMPrivateKey behind: the schema has no field for it.
@@ -497,22 +465,14 @@ func domainsToProto(domains []ports.Domain) *domainv1.DomainList {
 	if domains == nil {
 		return nil
 	}
-	l := &domainv1.DomainList{Items: make([]*domainv1.Domain, 0, len(domains))}
-	for _, d := range domains {
-		l.Items = append(l.Items, domainToProto(d))
-	}
-	return l
+	return &domainv1.DomainList{Items: mapItems(domains, domainToProto)}
 }
 
 func domainsFromProto(l *domainv1.DomainList) []ports.Domain {
 	if l == nil {
 		return nil
 	}
-	domains := make([]ports.Domain, 0, len(l.GetItems()))
-	for _, d := range l.GetItems() {
-		domains = append(domains, domainFromProto(d))
-	}
-	return domains
+	return mapItems(l.GetItems(), domainFromProto)
 }
 
 func templateRefToProto(t *ports.TemplateRef) (*emailv1.TemplateRef, error) {
@@ -703,22 +663,14 @@ func recipientsToProto(recipients []ports.Recipient) *emailv1.RecipientList {
 	if recipients == nil {
 		return nil
 	}
-	l := &emailv1.RecipientList{Items: make([]*emailv1.Recipient, 0, len(recipients))}
-	for _, r := range recipients {
-		l.Items = append(l.Items, recipientToProto(r))
-	}
-	return l
+	return &emailv1.RecipientList{Items: mapItems(recipients, recipientToProto)}
 }
 
 func recipientsFromProto(l *emailv1.RecipientList) []ports.Recipient {
 	if l == nil {
 		return nil
 	}
-	recipients := make([]ports.Recipient, 0, len(l.GetItems()))
-	for _, r := range l.GetItems() {
-		recipients = append(recipients, recipientFromProto(r))
-	}
-	return recipients
+	return mapItems(l.GetItems(), recipientFromProto)
 }
 
 // storedAttachmentsToProto leaves Key behind: the email schema has no field for it.
@@ -792,22 +744,14 @@ func eventsToProto(events []ports.Event) *emailv1.EventList {
 	if events == nil {
 		return nil
 	}
-	l := &emailv1.EventList{Items: make([]*emailv1.Event, 0, len(events))}
-	for _, e := range events {
-		l.Items = append(l.Items, eventToProto(e))
-	}
-	return l
+	return &emailv1.EventList{Items: mapItems(events, eventToProto)}
 }
 
 func eventsFromProto(l *emailv1.EventList) []ports.Event {
 	if l == nil {
 		return nil
 	}
-	events := make([]ports.Event, 0, len(l.GetItems()))
-	for _, e := range l.GetItems() {
-		events = append(events, eventFromProto(e))
-	}
-	return events
+	return mapItems(l.GetItems(), eventFromProto)
 }
 
 func messageToProto(m ports.Message) *emailv1.Message {
@@ -862,22 +806,14 @@ func messagesToProto(messages []ports.Message) *emailv1.MessageList {
 	if messages == nil {
 		return nil
 	}
-	l := &emailv1.MessageList{Items: make([]*emailv1.Message, 0, len(messages))}
-	for _, m := range messages {
-		l.Items = append(l.Items, messageToProto(m))
-	}
-	return l
+	return &emailv1.MessageList{Items: mapItems(messages, messageToProto)}
 }
 
 func messagesFromProto(l *emailv1.MessageList) []ports.Message {
 	if l == nil {
 		return nil
 	}
-	messages := make([]ports.Message, 0, len(l.GetItems()))
-	for _, m := range l.GetItems() {
-		messages = append(messages, messageFromProto(m))
-	}
-	return messages
+	return mapItems(l.GetItems(), messageFromProto)
 }
 
 func deliveryJobToProto(j ports.DeliveryJob) *deliveryv1.DeliveryJob {
@@ -1082,22 +1018,14 @@ func webhookEndpointsToProto(endpoints []ports.WebhookEndpoint) *webhookv1.Webho
 	if endpoints == nil {
 		return nil
 	}
-	l := &webhookv1.WebhookEndpointList{Items: make([]*webhookv1.WebhookEndpoint, 0, len(endpoints))}
-	for _, e := range endpoints {
-		l.Items = append(l.Items, webhookEndpointToProto(e))
-	}
-	return l
+	return &webhookv1.WebhookEndpointList{Items: mapItems(endpoints, webhookEndpointToProto)}
 }
 
 func webhookEndpointsFromProto(l *webhookv1.WebhookEndpointList) []ports.WebhookEndpoint {
 	if l == nil {
 		return nil
 	}
-	endpoints := make([]ports.WebhookEndpoint, 0, len(l.GetItems()))
-	for _, e := range l.GetItems() {
-		endpoints = append(endpoints, webhookEndpointFromProto(e))
-	}
-	return endpoints
+	return mapItems(l.GetItems(), webhookEndpointFromProto)
 }
 
 func createdWebhookEndpointToProto(e ports.CreatedWebhookEndpoint) *webhookv1.CreatedWebhookEndpoint {
@@ -1154,22 +1082,14 @@ func webhookDeliveriesToProto(deliveries []ports.WebhookDelivery) *webhookv1.Web
 	if deliveries == nil {
 		return nil
 	}
-	l := &webhookv1.WebhookDeliveryList{Items: make([]*webhookv1.WebhookDelivery, 0, len(deliveries))}
-	for _, d := range deliveries {
-		l.Items = append(l.Items, webhookDeliveryToProto(d))
-	}
-	return l
+	return &webhookv1.WebhookDeliveryList{Items: mapItems(deliveries, webhookDeliveryToProto)}
 }
 
 func webhookDeliveriesFromProto(l *webhookv1.WebhookDeliveryList) []ports.WebhookDelivery {
 	if l == nil {
 		return nil
 	}
-	deliveries := make([]ports.WebhookDelivery, 0, len(l.GetItems()))
-	for _, d := range l.GetItems() {
-		deliveries = append(deliveries, webhookDeliveryFromProto(d))
-	}
-	return deliveries
+	return mapItems(l.GetItems(), webhookDeliveryFromProto)
 }
 
 // Templates: the same rules hold. CurrentVersion travels as an optional field, so a template never
@@ -1222,22 +1142,14 @@ func templateVersionsToProto(versions []ports.TemplateVersion) *templatev1.Templ
 	if versions == nil {
 		return nil
 	}
-	l := &templatev1.TemplateVersionList{Items: make([]*templatev1.TemplateVersion, 0, len(versions))}
-	for _, v := range versions {
-		l.Items = append(l.Items, templateVersionToProto(v))
-	}
-	return l
+	return &templatev1.TemplateVersionList{Items: mapItems(versions, templateVersionToProto)}
 }
 
 func templateVersionsFromProto(l *templatev1.TemplateVersionList) []ports.TemplateVersion {
 	if l == nil {
 		return nil
 	}
-	versions := make([]ports.TemplateVersion, 0, len(l.GetItems()))
-	for _, v := range l.GetItems() {
-		versions = append(versions, templateVersionFromProto(v))
-	}
-	return versions
+	return mapItems(l.GetItems(), templateVersionFromProto)
 }
 
 func templateToProto(t ports.Template) *templatev1.Template {
@@ -1268,22 +1180,14 @@ func templatesToProto(templates []ports.Template) *templatev1.TemplateList {
 	if templates == nil {
 		return nil
 	}
-	l := &templatev1.TemplateList{Items: make([]*templatev1.Template, 0, len(templates))}
-	for _, t := range templates {
-		l.Items = append(l.Items, templateToProto(t))
-	}
-	return l
+	return &templatev1.TemplateList{Items: mapItems(templates, templateToProto)}
 }
 
 func templatesFromProto(l *templatev1.TemplateList) []ports.Template {
 	if l == nil {
 		return nil
 	}
-	templates := make([]ports.Template, 0, len(l.GetItems()))
-	for _, t := range l.GetItems() {
-		templates = append(templates, templateFromProto(t))
-	}
-	return templates
+	return mapItems(l.GetItems(), templateFromProto)
 }
 
 func newTemplateVersionToProto(v ports.NewTemplateVersion) *templatev1.NewTemplateVersion {
@@ -1331,22 +1235,14 @@ func suppressionsToProto(suppressions []ports.Suppression) *deliverabilityv1.Sup
 	if suppressions == nil {
 		return nil
 	}
-	l := &deliverabilityv1.SuppressionList{Items: make([]*deliverabilityv1.Suppression, 0, len(suppressions))}
-	for _, s := range suppressions {
-		l.Items = append(l.Items, suppressionToProto(s))
-	}
-	return l
+	return &deliverabilityv1.SuppressionList{Items: mapItems(suppressions, suppressionToProto)}
 }
 
 func suppressionsFromProto(l *deliverabilityv1.SuppressionList) []ports.Suppression {
 	if l == nil {
 		return nil
 	}
-	suppressions := make([]ports.Suppression, 0, len(l.GetItems()))
-	for _, s := range l.GetItems() {
-		suppressions = append(suppressions, suppressionFromProto(s))
-	}
-	return suppressions
+	return mapItems(l.GetItems(), suppressionFromProto)
 }
 
 func newSuppressionToProto(s ports.NewSuppression) *deliverabilityv1.NewSuppression {
@@ -1403,22 +1299,14 @@ func bouncesToProto(bounces []ports.Bounce) *deliverabilityv1.BounceList {
 	if bounces == nil {
 		return nil
 	}
-	l := &deliverabilityv1.BounceList{Items: make([]*deliverabilityv1.Bounce, 0, len(bounces))}
-	for _, b := range bounces {
-		l.Items = append(l.Items, bounceToProto(b))
-	}
-	return l
+	return &deliverabilityv1.BounceList{Items: mapItems(bounces, bounceToProto)}
 }
 
 func bouncesFromProto(l *deliverabilityv1.BounceList) []ports.Bounce {
 	if l == nil {
 		return nil
 	}
-	bounces := make([]ports.Bounce, 0, len(l.GetItems()))
-	for _, b := range l.GetItems() {
-		bounces = append(bounces, bounceFromProto(b))
-	}
-	return bounces
+	return mapItems(l.GetItems(), bounceFromProto)
 }
 
 func complaintToProto(c ports.Complaint) *deliverabilityv1.Complaint {
@@ -1457,22 +1345,14 @@ func complaintsToProto(complaints []ports.Complaint) *deliverabilityv1.Complaint
 	if complaints == nil {
 		return nil
 	}
-	l := &deliverabilityv1.ComplaintList{Items: make([]*deliverabilityv1.Complaint, 0, len(complaints))}
-	for _, c := range complaints {
-		l.Items = append(l.Items, complaintToProto(c))
-	}
-	return l
+	return &deliverabilityv1.ComplaintList{Items: mapItems(complaints, complaintToProto)}
 }
 
 func complaintsFromProto(l *deliverabilityv1.ComplaintList) []ports.Complaint {
 	if l == nil {
 		return nil
 	}
-	complaints := make([]ports.Complaint, 0, len(l.GetItems()))
-	for _, c := range l.GetItems() {
-		complaints = append(complaints, complaintFromProto(c))
-	}
-	return complaints
+	return mapItems(l.GetItems(), complaintFromProto)
 }
 
 func dsnRecipientsToProto(recipients []ports.DSNRecipient) *deliverabilityv1.DSNRecipientList {
@@ -1559,4 +1439,14 @@ func complaintReportFromProto(r *deliverabilityv1.ComplaintReport) ports.Complai
 		ArrivalDate:       timePtrFromProto(r.GetArrivalDate()),
 		ArrivedAt:         timeFromProto(r.GetArrivedAt()),
 	}
+}
+
+// mapItems converts each element of a list between its ports and proto forms, in order. The list wrappers
+// around it keep nil apart from empty; an empty in gives an empty (not nil) out.
+func mapItems[T, U any](in []T, convert func(T) U) []U {
+	out := make([]U, 0, len(in))
+	for _, v := range in {
+		out = append(out, convert(v))
+	}
+	return out
 }
