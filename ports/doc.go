@@ -5,4 +5,23 @@
 //
 // Identifiers are canonical UUID strings. Every method that touches tenant data takes the organization id
 // explicitly; implementations must scope every query by it.
+//
+// Where each area lives (its value types, the service a tier calls, and the stores the core needs):
+//
+//	core.go           Core: every driving interface a tier calls, one field per area
+//	infra.go          Clock, Pinger, Queue and Delivery, BlobStore, Scanner, Resolver, EventStream
+//	errors.go         Error, its codes and constraint names (SPEC §7)
+//	scope.go          API key scopes (SPEC §5)
+//	status.go         message status transitions (SPEC §3)
+//	event.go          Event: the rows webhooks and analytics fan out (SPEC §6)
+//	account.go        users, organizations, sessions, API keys, SMTP credentials, rate limits (§4.1, §4.13)
+//	domain.go         sending domains and their DNS records (§4.3)
+//	sending.go        emails, the outbox, delivery jobs and reports (§4.2)
+//	template.go       templates and rendering (§4.4)
+//	deliverability.go suppressions, bounces, complaints and the feedback the inbound tier reports (§4.5)
+//	webhook.go        webhook endpoints, deliveries and the sender (§4.6)
+//	tracking.go       open and click tracking
+//
+// A new area adds one file here with its types, its service interface and its store interface, and one
+// field to Core.
 package ports

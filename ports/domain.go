@@ -2,7 +2,6 @@ package ports
 
 import (
 	"context"
-	"net/netip"
 	"time"
 )
 
@@ -82,55 +81,6 @@ type DomainService interface {
 	// UpdateDomainTracking changes open and click tracking and returns the domain with its records.
 	// Errors: not_found.
 	UpdateDomainTracking(ctx context.Context, orgID, id string, t TrackingSettings) (Domain, error)
-}
-
-// MX is one mail exchanger.
-type MX struct {
-	Host       string // without the trailing dot
-	Preference uint16
-}
-
-// DNSErrorKind distinguishes answers that mean "no such data" from failures worth retrying.
-type DNSErrorKind string
-
-// DNS outcomes other than an answer.
-const (
-	DNSNotFound  DNSErrorKind = "nxdomain"  // the name does not exist
-	DNSNoData    DNSErrorKind = "nodata"    // the name exists, the type does not
-	DNSTemporary DNSErrorKind = "temporary" // SERVFAIL, timeout, refused: try again later
-)
-
-// DNSError is what a Resolver returns instead of an answer.
-type DNSError struct {
-	Kind DNSErrorKind
-	Name string
-	Err  error
-}
-
-// Error implements error.
-func (e *DNSError) Error() string {
-	if e.Err != nil {
-		return "dns " + string(e.Kind) + " for " + e.Name + ": " + e.Err.Error()
-	}
-	return "dns " + string(e.Kind) + " for " + e.Name
-}
-
-// Unwrap exposes the cause.
-func (e *DNSError) Unwrap() error { return e.Err }
-
-// Resolver answers the DNS questions Postmill asks: domain verification, MX routing, webhook hosts. Every
-// lookup goes to POSTMILL_DNS_RESOLVER (or the system's) so tests and private deployments control answers.
-// Failures are *DNSError.
-type Resolver interface {
-	// LookupTXT returns each TXT record with its character-strings joined.
-	LookupTXT(ctx context.Context, name string) ([]string, error)
-	// LookupCNAME returns the CNAME target without the trailing dot.
-	LookupCNAME(ctx context.Context, name string) (string, error)
-	// LookupMX returns the MX records sorted by preference. A null MX (RFC 7505) is returned as one
-	// record with Host "".
-	LookupMX(ctx context.Context, name string) ([]MX, error)
-	// LookupIP returns the A and AAAA addresses of host.
-	LookupIP(ctx context.Context, host string) ([]netip.Addr, error)
 }
 
 // DomainStore persists sending domains and their records; every method is scoped by organization.

@@ -248,31 +248,6 @@ type Outbox interface {
 	EnqueueRetry(ctx context.Context, job DeliveryJob) error
 }
 
-// Delivery is one received job. Exactly one of Ack or Nack is called: Ack after the outcome is recorded,
-// Nack to have it delivered again. A delivery neither acked nor nacked (a crash) is redelivered.
-type Delivery interface {
-	Job() DeliveryJob
-	Ack(ctx context.Context) error
-	Nack(ctx context.Context) error
-}
-
-// LeaseRenewer is implemented by deliveries whose queue hides a received job only for a lease (the
-// PostgreSQL queue). A consumer renews while the work is still under way — a slow receiver may take many
-// minutes under RFC 5321 §4.5.3.2's timeouts — so the job is not handed to another consumer meanwhile.
-// Renew returns failed_precondition once the lease is lost.
-type LeaseRenewer interface {
-	Renew(ctx context.Context) error
-}
-
-// Queue carries delivery jobs from the relay to the MTA tier, at least once. The PostgreSQL adapter leases
-// rows (FOR UPDATE SKIP LOCKED, leases that expire); the Kafka adapter uses a topic keyed by recipient
-// domain and a consumer group, committing offsets only after Ack.
-type Queue interface {
-	Publish(ctx context.Context, jobs []DeliveryJob) error
-	// Receive returns between 1 and max deliveries, blocking until some are available or ctx ends.
-	Receive(ctx context.Context, max int) ([]Delivery, error)
-}
-
 // OutboundMessage is what the MTA needs to build, sign and deliver one job.
 type OutboundMessage struct {
 	Job            DeliveryJob
@@ -369,22 +344,4 @@ type DeliveryApplication struct {
 	// Bounces records SMTP-time refusals (5xx) in the bounce list, beside the event and suppression.
 	Bounces []Bounce
 	Retry   *DeliveryJob
-}
-
-// BlobStore keeps attachment bytes and raw inbound mail under generated keys.
-type BlobStore interface {
-	Put(ctx context.Context, key string, data []byte, contentType string) error
-	Get(ctx context.Context, key string) ([]byte, error) // Errors: not_found
-	Delete(ctx context.Context, key string) error        // deleting a missing key is not an error
-}
-
-// ScanVerdict is a malware scanner's answer.
-type ScanVerdict struct {
-	Clean     bool
-	Signature string // what was found, when not clean
-}
-
-// Scanner inspects content before Postmill accepts it.
-type Scanner interface {
-	Scan(ctx context.Context, filename, contentType string, data []byte) (ScanVerdict, error)
 }

@@ -150,9 +150,3 @@ type WebhookResponse struct {
 type WebhookSender interface {
 	Send(ctx context.Context, req WebhookRequest) (WebhookResponse, error)
 }
-
-// EventStream carries every event to the analytics tier: a Kafka topic keyed by message id, or nothing
-// extra when the events table itself is the stream.
-type EventStream interface {
-	Publish(ctx context.Context, events []Event) error
-}

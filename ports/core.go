@@ -1,0 +1,27 @@
+package ports
+
+// Core bundles the driving interfaces a tier calls. In one process they are the core's use cases; in a
+// split deployment they are adapters/rpc clients, and the tier cannot tell the difference.
+type Core struct {
+	Accounts        AccountService
+	Auth            AuthService
+	APIKeys         APIKeyService
+	SMTPCredentials SMTPCredentialService
+	Organizations   OrganizationService
+	RateLimiter     RateLimiter
+	Domains         DomainService
+	Emails          EmailService
+	// Delivery is what the MTA tier calls.
+	Delivery  DeliveryService
+	Webhooks  WebhookService
+	Templates TemplateService
+	// Renderer renders published templates; in one process it is the template service itself.
+	Renderer       TemplateRenderer
+	Deliverability DeliverabilityService
+	// Feedback is what the inbound tier calls for bounces and complaints.
+	Feedback FeedbackService
+	// Tracking answers the open pixel and click redirects.
+	Tracking TrackingService
+	// Health answers when the core and its database answer.
+	Health Pinger
+}

@@ -1,0 +1,125 @@
+package ports
+
+import (
+	"context"
+	"net/netip"
+	"time"
+)
+
+// Infrastructure ports: what the core and the tiers need from engines outside Postmill (time, the queue,
+// blob storage, the malware scanner, DNS, the analytics event stream, health checks). Adapters implement
+// them; nothing here is a use case.
+
+// Clock tells the time; the core never calls time.Now directly so tests can move it.
+type Clock interface {
+	Now() time.Time
+}
+
+// SystemClock is the wall clock.
+type SystemClock struct{}
+
+// Now implements Clock.
+func (SystemClock) Now() time.Time { return time.Now() }
+
+// Pinger reports whether a backing engine answers (for /readyz).
+type Pinger interface {
+	Ping(ctx context.Context) error
+}
+
+// LeaseRenewer is implemented by deliveries whose queue hides a received job only for a lease (the
+// PostgreSQL queue). A consumer renews while the work is still under way — a slow receiver may take many
+// minutes under RFC 5321 §4.5.3.2's timeouts — so the job is not handed to another consumer meanwhile.
+// Renew returns failed_precondition once the lease is lost.
+type LeaseRenewer interface {
+	Renew(ctx context.Context) error
+}
+
+// Delivery is one received job. Exactly one of Ack or Nack is called: Ack after the outcome is recorded,
+// Nack to have it delivered again. A delivery neither acked nor nacked (a crash) is redelivered.
+type Delivery interface {
+	Job() DeliveryJob
+	Ack(ctx context.Context) error
+	Nack(ctx context.Context) error
+}
+
+// Queue carries delivery jobs from the relay to the MTA tier, at least once. The PostgreSQL adapter leases
+// rows (FOR UPDATE SKIP LOCKED, leases that expire); the Kafka adapter uses a topic keyed by recipient
+// domain and a consumer group, committing offsets only after Ack.
+type Queue interface {
+	Publish(ctx context.Context, jobs []DeliveryJob) error
+	// Receive returns between 1 and max deliveries, blocking until some are available or ctx ends.
+	Receive(ctx context.Context, max int) ([]Delivery, error)
+}
+
+// BlobStore keeps attachment bytes and raw inbound mail under generated keys.
+type BlobStore interface {
+	Put(ctx context.Context, key string, data []byte, contentType string) error
+	Get(ctx context.Context, key string) ([]byte, error) // Errors: not_found
+	Delete(ctx context.Context, key string) error        // deleting a missing key is not an error
+}
+
+// ScanVerdict is a malware scanner's answer.
+type ScanVerdict struct {
+	Clean     bool
+	Signature string // what was found, when not clean
+}
+
+// Scanner inspects content before Postmill accepts it.
+type Scanner interface {
+	Scan(ctx context.Context, filename, contentType string, data []byte) (ScanVerdict, error)
+}
+
+// MX is one mail exchanger.
+type MX struct {
+	Host       string // without the trailing dot
+	Preference uint16
+}
+
+// DNSErrorKind distinguishes answers that mean "no such data" from failures worth retrying.
+type DNSErrorKind string
+
+// DNS outcomes other than an answer.
+const (
+	DNSNotFound  DNSErrorKind = "nxdomain"  // the name does not exist
+	DNSNoData    DNSErrorKind = "nodata"    // the name exists, the type does not
+	DNSTemporary DNSErrorKind = "temporary" // SERVFAIL, timeout, refused: try again later
+)
+
+// DNSError is what a Resolver returns instead of an answer.
+type DNSError struct {
+	Kind DNSErrorKind
+	Name string
+	Err  error
+}
+
+// Error implements error.
+func (e *DNSError) Error() string {
+	if e.Err != nil {
+		return "dns " + string(e.Kind) + " for " + e.Name + ": " + e.Err.Error()
+	}
+	return "dns " + string(e.Kind) + " for " + e.Name
+}
+
+// Unwrap exposes the cause.
+func (e *DNSError) Unwrap() error { return e.Err }
+
+// Resolver answers the DNS questions Postmill asks: domain verification, MX routing, webhook hosts. Every
+// lookup goes to POSTMILL_DNS_RESOLVER (or the system's) so tests and private deployments control answers.
+// Failures are *DNSError.
+type Resolver interface {
+	// LookupTXT returns each TXT record with its character-strings joined.
+	LookupTXT(ctx context.Context, name string) ([]string, error)
+	// LookupCNAME returns the CNAME target without the trailing dot.
+	LookupCNAME(ctx context.Context, name string) (string, error)
+	// LookupMX returns the MX records sorted by preference. A null MX (RFC 7505) is returned as one
+	// record with Host "".
+	LookupMX(ctx context.Context, name string) ([]MX, error)
+	// LookupIP returns the A and AAAA addresses of host.
+	LookupIP(ctx context.Context, host string) ([]netip.Addr, error)
+}
+
+// EventStream carries every event to the analytics tier: a Kafka topic keyed by message id, or nothing
+// extra when the events table itself is the stream.
+type EventStream interface {
+	Publish(ctx context.Context, events []Event) error
+}
