@@ -329,7 +329,7 @@ func (a *App) initCore() (services.Service, error) {
 		core := ports.Core{
 			Accounts: acc, Auth: acc, APIKeys: acc, SMTPCredentials: acc, Organizations: acc,
 			RateLimiter: limiter, Domains: domains, Emails: send, Delivery: send, Webhooks: hooks, Health: st,
-			Deliverability: deliver, Feedback: deliver, Tracking: track, Templates: templates,
+			Deliverability: deliver, Feedback: deliver, Tracking: track, Templates: templates, Renderer: templates,
 		}
 		loops = []func(context.Context) error{acc.Run, limiter.Run, send.RunRelay, send.RunScheduler, send.RunPruner, hooks.RunFanOut, hooks.RunDispatcher}
 		a.mu.Lock()
