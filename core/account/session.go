@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/postmill/postmill/core/id"
 	"github.com/postmill/postmill/ports"
 )
 
@@ -242,7 +243,5 @@ func (s *Service) AuthenticateSession(ctx context.Context, token string) (ports.
 	}, nil
 }
 
-// newID returns a UUIDv7 (RFC 9562 §5.7): time-ordered, so ids index well and sort by creation.
-func newID() string {
-	return uuid.Must(uuid.NewV7()).String()
-}
+// newID is id.New under the name this package's files use.
+var newID = id.New

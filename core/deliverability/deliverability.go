@@ -49,6 +49,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/postmill/postmill/core/id"
 	"github.com/postmill/postmill/core/secret"
 	"github.com/postmill/postmill/core/sending"
 	"github.com/postmill/postmill/ports"
@@ -138,8 +139,8 @@ func New(cfg Config, deps Deps) (*Service, error) {
 // was written equals the same row read back later.
 func (s *Service) now() time.Time { return s.clock.Now().UTC().Truncate(time.Microsecond) }
 
-// newID returns a UUIDv7 (RFC 9562 §5.7): time-ordered, so ids index well and sort by creation.
-func newID() string { return uuid.Must(uuid.NewV7()).String() }
+// newID is id.New under the name this package's files use.
+var newID = id.New
 
 // errNoOrganization guards the tenant methods: an empty organization id means "global" to the store, and a
 // tenant route must never reach global rows, whatever bug upstream produced the empty id.
@@ -156,7 +157,7 @@ type idSeq struct {
 	n    uint32
 }
 
-func newIDSeq() idSeq { return idSeq{base: uuid.Must(uuid.NewV7())} }
+func newIDSeq() idSeq { return idSeq{base: id.NewUUID()} }
 
 func (s *idSeq) next() string {
 	u := s.base

@@ -17,7 +17,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/uuid"
+	"github.com/postmill/postmill/core/id"
 	"github.com/postmill/postmill/core/secret"
 	"github.com/postmill/postmill/ports"
 )
@@ -287,7 +287,5 @@ func domainEvent(orgID, domainID, typ string, at time.Time) ports.Event {
 	}
 }
 
-// newID returns a UUIDv7: time-ordered, so rows inserted together stay close in their indexes.
-func newID() string {
-	return uuid.Must(uuid.NewV7()).String()
-}
+// newID is id.New under the name this package's files use.
+var newID = id.New

@@ -16,8 +16,7 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/google/uuid"
-
+	"github.com/postmill/postmill/core/id"
 	"github.com/postmill/postmill/core/secret"
 	"github.com/postmill/postmill/core/tracking"
 	"github.com/postmill/postmill/ports"
@@ -226,7 +225,5 @@ func New(cfg Config, deps Deps) (*Service, error) {
 // now is the clock's time in UTC, so every timestamp the service writes has one zone.
 func (s *Service) now() time.Time { return s.clock.Now().UTC() }
 
-// newID returns a UUIDv7 (RFC 9562 §5.7): time-ordered, so ids index well and sort by creation.
-func newID() string {
-	return uuid.Must(uuid.NewV7()).String()
-}
+// newID is id.New under the name this package's files use.
+var newID = id.New

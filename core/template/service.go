@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/postmill/postmill/core/id"
 	"github.com/postmill/postmill/ports"
 )
 
@@ -65,8 +66,8 @@ func New(deps Deps) (*Service, error) {
 // was written equals the same row read back later.
 func (s *Service) now() time.Time { return s.clock.Now().UTC().Truncate(time.Microsecond) }
 
-// newID returns a UUIDv7 (RFC 9562 §5.7): time-ordered, so ids index well and sort by creation.
-func newID() string { return uuid.Must(uuid.NewV7()).String() }
+// newID is id.New under the name this package's files use.
+var newID = id.New
 
 // validID reports whether id can name a template: ids are UUIDs, so anything else names none and the store
 // need not be asked.
