@@ -1,0 +1,168 @@
+package rpc
+
+import (
+	"github.com/postmill/postmill/ports"
+
+	deliveryv1 "github.com/postmill/postmill/adapters/rpc/gen/postmill/delivery/v1"
+)
+
+// The delivery schema carries what the domain and email schemas leave behind, Domain.DKIMPrivateKey and
+// StoredAttachment.Key, because the MTA signs and attaches.
+
+func deliveryJobToProto(j ports.DeliveryJob) *deliveryv1.DeliveryJob {
+	return &deliveryv1.DeliveryJob{
+		Id:             j.ID,
+		OrganizationId: j.OrganizationID,
+		MessageId:      j.MessageID,
+		Domain:         j.Domain,
+		RecipientIds:   stringListToProto(j.RecipientIDs),
+		Attempt:        int64(j.Attempt),
+		FirstQueuedAt:  timeToProto(j.FirstQueuedAt),
+		NotBefore:      timeToProto(j.NotBefore),
+	}
+}
+
+func deliveryJobFromProto(j *deliveryv1.DeliveryJob) ports.DeliveryJob {
+	return ports.DeliveryJob{
+		ID:             j.GetId(),
+		OrganizationID: j.GetOrganizationId(),
+		MessageID:      j.GetMessageId(),
+		Domain:         j.GetDomain(),
+		RecipientIDs:   stringListFromProto(j.GetRecipientIds()),
+		Attempt:        int(j.GetAttempt()),
+		FirstQueuedAt:  timeFromProto(j.GetFirstQueuedAt()),
+		NotBefore:      timeFromProto(j.GetNotBefore()),
+	}
+}
+
+// outboundAttachmentsToProto keeps Key: the MTA reads the bytes from the blob store under it.
+func outboundAttachmentsToProto(atts []ports.StoredAttachment) *deliveryv1.OutboundAttachmentList {
+	if atts == nil {
+		return nil
+	}
+	l := &deliveryv1.OutboundAttachmentList{Items: make([]*deliveryv1.OutboundAttachment, 0, len(atts))}
+	for _, a := range atts {
+		l.Items = append(l.Items, &deliveryv1.OutboundAttachment{
+			Id:          a.ID,
+			Filename:    a.Filename,
+			ContentType: a.ContentType,
+			Size:        a.Size,
+			Inline:      a.Inline,
+			ContentId:   a.ContentID,
+			Key:         a.Key,
+		})
+	}
+	return l
+}
+
+func outboundAttachmentsFromProto(l *deliveryv1.OutboundAttachmentList) []ports.StoredAttachment {
+	if l == nil {
+		return nil
+	}
+	atts := make([]ports.StoredAttachment, 0, len(l.GetItems()))
+	for _, a := range l.GetItems() {
+		atts = append(atts, ports.StoredAttachment{
+			ID:          a.GetId(),
+			Filename:    a.GetFilename(),
+			ContentType: a.GetContentType(),
+			Size:        a.GetSize(),
+			Inline:      a.GetInline(),
+			ContentID:   a.GetContentId(),
+			Key:         a.GetKey(),
+		})
+	}
+	return atts
+}
+
+// outboundMessageToProto carries the DKIM private key: see delivery.proto for why this hop may.
+func outboundMessageToProto(m ports.OutboundMessage) *deliveryv1.OutboundMessage {
+	return &deliveryv1.OutboundMessage{
+		Job:             deliveryJobToProto(m.Job),
+		MessageId:       m.MessageID,
+		OrganizationId:  m.OrganizationID,
+		From:            m.From,
+		ReplyTo:         m.ReplyTo,
+		Subject:         m.Subject,
+		Html:            m.HTML,
+		Text:            m.Text,
+		Headers:         stringMapToProto(m.Headers),
+		To:              stringListToProto(m.To),
+		Cc:              stringListToProto(m.Cc),
+		Recipients:      recipientsToProto(m.Recipients),
+		Attachments:     outboundAttachmentsToProto(m.Attachments),
+		CreatedAt:       timeToProto(m.CreatedAt),
+		DkimDomain:      m.DKIMDomain,
+		DkimSelector:    m.DKIMSelector,
+		DkimPrivateKey:  m.DKIMPrivateKey,
+		ReturnPath:      m.ReturnPath,
+		MessageIdHeader: m.MessageIDHeader,
+	}
+}
+
+func outboundMessageFromProto(m *deliveryv1.OutboundMessage) ports.OutboundMessage {
+	return ports.OutboundMessage{
+		Job:             deliveryJobFromProto(m.GetJob()),
+		MessageID:       m.GetMessageId(),
+		OrganizationID:  m.GetOrganizationId(),
+		From:            m.GetFrom(),
+		ReplyTo:         m.GetReplyTo(),
+		Subject:         m.GetSubject(),
+		HTML:            m.GetHtml(),
+		Text:            m.GetText(),
+		Headers:         stringMapFromProto(m.GetHeaders()),
+		To:              stringListFromProto(m.GetTo()),
+		Cc:              stringListFromProto(m.GetCc()),
+		Recipients:      recipientsFromProto(m.GetRecipients()),
+		Attachments:     outboundAttachmentsFromProto(m.GetAttachments()),
+		CreatedAt:       timeFromProto(m.GetCreatedAt()),
+		DKIMDomain:      m.GetDkimDomain(),
+		DKIMSelector:    m.GetDkimSelector(),
+		DKIMPrivateKey:  m.GetDkimPrivateKey(),
+		ReturnPath:      m.GetReturnPath(),
+		MessageIDHeader: m.GetMessageIdHeader(),
+	}
+}
+
+func recipientOutcomesToProto(outcomes []ports.RecipientOutcome) *deliveryv1.RecipientOutcomeList {
+	if outcomes == nil {
+		return nil
+	}
+	l := &deliveryv1.RecipientOutcomeList{Items: make([]*deliveryv1.RecipientOutcome, 0, len(outcomes))}
+	for _, o := range outcomes {
+		l.Items = append(l.Items, &deliveryv1.RecipientOutcome{RecipientId: o.RecipientID, Kind: string(o.Kind), Response: o.Response})
+	}
+	return l
+}
+
+func recipientOutcomesFromProto(l *deliveryv1.RecipientOutcomeList) []ports.RecipientOutcome {
+	if l == nil {
+		return nil
+	}
+	outcomes := make([]ports.RecipientOutcome, 0, len(l.GetItems()))
+	for _, o := range l.GetItems() {
+		outcomes = append(outcomes, ports.RecipientOutcome{
+			RecipientID: o.GetRecipientId(),
+			Kind:        ports.DeliveryOutcomeKind(o.GetKind()),
+			Response:    o.GetResponse(),
+		})
+	}
+	return outcomes
+}
+
+func deliveryReportToProto(r ports.DeliveryReport) *deliveryv1.DeliveryReport {
+	return &deliveryv1.DeliveryReport{
+		Job:        deliveryJobToProto(r.Job),
+		Handed:     r.Handed,
+		Recipients: recipientOutcomesToProto(r.Recipients),
+		At:         timeToProto(r.At),
+	}
+}
+
+func deliveryReportFromProto(r *deliveryv1.DeliveryReport) ports.DeliveryReport {
+	return ports.DeliveryReport{
+		Job:        deliveryJobFromProto(r.GetJob()),
+		Handed:     r.GetHanded(),
+		Recipients: recipientOutcomesFromProto(r.GetRecipients()),
+		At:         timeFromProto(r.GetAt()),
+	}
+}
