@@ -5,23 +5,35 @@
 #   postfix        smtp-sink and smtp-source (the SMTP server and load generator of the MTA benchmark), and
 #                  a private relaying instance that sends real DSNs back to Postmill in the e2e tests
 #   python3-dkim   dkimverify, an independent DKIM verifier for the signatures the MTA makes
+#   swaks          an SMTP client nobody on the team wrote, submitting to Postmill's submission port in the e2e
+#                  tests
+#   libsasl2-modules  the PLAIN and LOGIN mechanisms of Postfix's SMTP client, for the e2e test that relays
+#                  through a private Postfix authenticating to Postmill's submission port
 # As root on a machine with apt-get it installs what is missing (idempotent: nothing is done when all are
 # present); otherwise it prints what is missing and how to install it, and exits 1 if anything is.
 # Nothing is started or enabled: the tests run each engine as a private process of their own.
 set -euo pipefail
 
-# package|a file it provides (checked instead of asking dpkg, so a copy installed another way counts)
+# package|a file it provides (checked instead of asking dpkg, so a copy installed another way counts); the file
+# may be a glob pattern when its directory depends on the architecture
 deps=(
 	"clamav-daemon|/usr/sbin/clamd"
 	"postfix|/usr/sbin/smtp-sink"
 	"python3-dkim|/usr/bin/dkimverify"
+	"swaks|/usr/bin/swaks"
+	"libsasl2-modules|/usr/lib/*/sasl2/libplain.so"
 )
+
+# present reports whether a file matching the pattern exists.
+present() {
+	compgen -G "$1" >/dev/null
+}
 
 missing=()
 for dep in "${deps[@]}"; do
 	pkg=${dep%%|*}
 	file=${dep#*|}
-	if [ -e "$file" ]; then
+	if present "$file"; then
 		echo "ok       $pkg ($file)"
 	else
 		echo "missing  $pkg ($file)"
@@ -53,7 +65,7 @@ apt-get install -y --no-install-recommends "${missing[@]}"
 status=0
 for dep in "${deps[@]}"; do
 	file=${dep#*|}
-	if [ ! -e "$file" ]; then
+	if ! present "$file"; then
 		echo "still missing after install: ${dep%%|*} ($file)" >&2
 		status=1
 	fi
