@@ -21,6 +21,7 @@
 //	deliverability.go suppressions, bounces, complaints and the feedback the inbound tier reports (§4.5)
 //	webhook.go        webhook endpoints, deliveries and the sender (§4.6)
 //	tracking.go       open and click tracking
+//	secret.go         the columns sealed with the master secret, for re-encryption after a key rotation
 //
 // A new area adds one file here with its types, its service interface and its store interface, and one
 // field to Core.

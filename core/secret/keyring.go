@@ -11,6 +11,7 @@ import (
 	"crypto/hkdf"
 	"crypto/rand"
 	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 )
@@ -36,7 +37,7 @@ var ErrOpen = errors.New("secret: cannot open sealed value")
 // Keyring holds the master secrets and the encryption keys derived from them. The first master is the primary:
 // Derive and Seal use it. Later masters only open values sealed before a rotation.
 type Keyring struct {
-	primary []byte
+	masters [][]byte     // primary first
 	sealing sealingKey   // derived from the primary
 	opening []sealingKey // one per master, primary first
 }
@@ -52,11 +53,12 @@ func NewKeyring(masters ...[]byte) (*Keyring, error) {
 	if len(masters) == 0 {
 		return nil, errors.New("secret: at least one master secret is required")
 	}
-	k := &Keyring{primary: bytes.Clone(masters[0])}
+	k := &Keyring{}
 	for i, m := range masters {
 		if len(m) < MinMasterLen {
 			return nil, fmt.Errorf("secret: master secret %d is %d bytes; at least %d are required", i, len(m), MinMasterLen)
 		}
+		k.masters = append(k.masters, bytes.Clone(m))
 		sk, err := newSealingKey(m)
 		if err != nil {
 			return nil, err
@@ -98,9 +100,28 @@ func derive(master []byte, purpose string) []byte {
 
 // Derive returns a 32-byte key for purpose (such as "jwt-access") from the primary master. Distinct purposes
 // give independent keys, so one master secret can serve every signing and MAC need. The key changes when the
-// primary rotates.
+// primary rotates: whatever checks a value made with it should check against DeriveAll instead, so values
+// made before a rotation keep verifying while the old master stays on the keyring.
 func (k *Keyring) Derive(purpose string) []byte {
-	return derive(k.primary, purpose)
+	return derive(k.masters[0], purpose)
+}
+
+// DeriveAll returns the purpose key of every master, the primary's first. Makers use the first; checkers try
+// each, preferably only those whose KeyID the checked value names.
+func (k *Keyring) DeriveAll(purpose string) [][]byte {
+	keys := make([][]byte, len(k.masters))
+	for i, m := range k.masters {
+		keys[i] = derive(m, purpose)
+	}
+	return keys
+}
+
+// KeyID names a derived key in 8 lower-case hex characters (32 bits of a hash of the key under a label of its
+// own), so a signed value can say which key made it without revealing anything about the key. It is a hint
+// for picking the key to verify with, never proof: two keys may share an id, and checkers must still verify.
+func KeyID(key []byte) string {
+	sum := sha256.Sum256(append([]byte("postmill derived key id\x00"), key...))
+	return hex.EncodeToString(sum[:4])
 }
 
 // Seal encrypts plaintext with AES-256-GCM under the primary's at-rest key. aad is authenticated but not
@@ -135,6 +156,33 @@ func (k *Keyring) Open(sealed, aad []byte) ([]byte, error) {
 		return plain, nil
 	}
 	return nil, ErrOpen
+}
+
+// SealedByPrimary reports whether sealed names the primary's key id, that is whether re-sealing it would
+// change nothing. It does not authenticate the value; Open does.
+func (k *Keyring) SealedByPrimary(sealed []byte) bool {
+	return len(sealed) >= headerLen && sealed[0] == sealVersion && bytes.Equal(sealed[1:1+keyIDLen], k.sealing.id[:])
+}
+
+// Reseal opens a value sealed under any master on the keyring and seals it again under the primary with the
+// same aad. A value already sealed by the primary comes back unchanged with changed false, so running it over
+// every stored value twice does no more work the second time. Errors: ErrOpen when the value does not open.
+func (k *Keyring) Reseal(sealed, aad []byte) (out []byte, changed bool, err error) {
+	if k.SealedByPrimary(sealed) {
+		if _, err := k.Open(sealed, aad); err != nil {
+			return nil, false, err
+		}
+		return sealed, false, nil
+	}
+	plain, err := k.Open(sealed, aad)
+	if err != nil {
+		return nil, false, err
+	}
+	out, err = k.Seal(plain, aad)
+	if err != nil {
+		return nil, false, err
+	}
+	return out, true, nil
 }
 
 // additionalData authenticates the header (version and key id) together with the caller's aad, so neither can
