@@ -1,5 +1,23 @@
-// Package archtest enforces STYLE.md §1: imports point inward. It reads `go list -deps` for every module of
-// the workspace, so a forbidden import fails `make test` the moment it is written.
+// Package archtest enforces STYLE.md §1 (imports point inward) and ARCHITECTURE.md's rule that each
+// infrastructure library stays in the package built around it. It reads `go list` for every module of the
+// workspace, so a forbidden import fails `make test` the moment it is written. What it guards, for the
+// non-test code of every module but deploy (the composition root, which may import anything):
+//
+//   - ports depends on the standard library only (directly or through anything it imports);
+//   - core depends on core, ports and third-party libraries outside the table below, never on an adapter,
+//     a tier, database/sql or any library of the table (directly or transitively), and imports neither
+//     net/http nor net/smtp: it holds no transport;
+//   - an adapter depends on ports and on no other adapter, core package or tier (transitively);
+//   - a tier (edge, mta, inbound, analytics) depends on ports and adapters, never on core or another tier
+//     (transitively);
+//   - each library of the table below is imported directly only by the packages it names: the PostgreSQL
+//     driver and migrator by adapters/postgres, Kafka by adapters/kafka, ClickHouse by adapters/clickhouse,
+//     S3 by adapters/s3, DNS by adapters/dns, Connect and protobuf by adapters/rpc, the JavaScript runtime and
+//     compiler by adapters/react, huma by the edge module, the SMTP libraries (go-smtp, go-sasl) by
+//     adapters/smtpd, edge/submission, inbound and mta, and dskit by nothing outside deploy.
+//
+// A tier may still reach a library through an adapter it imports (that is what adapters are for); the
+// table is about who writes code against the library.
 package archtest
 
 import (
@@ -9,17 +27,35 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 )
 
 const modPrefix = "github.com/postmill/postmill/"
 
-// drivers are infrastructure libraries that only adapters (and the composition root) may import.
-var drivers = []string{
-	"github.com/jackc/pgx", "github.com/twmb/franz-go", "github.com/ClickHouse/clickhouse-go",
-	"github.com/minio/minio-go", "github.com/emersion/go-smtp", "github.com/miekg/dns", "connectrpc.com/connect",
-	"github.com/danielgtaylor/huma",
+// libraryRule names infrastructure libraries (import path prefixes) and the Postmill packages (paths
+// relative to modPrefix, each with its subpackages) that may import them directly.
+type libraryRule struct {
+	libraries []string
+	allowed   []string
 }
+
+// libraries is the table of the package comment. Core depends on none of these libraries at all.
+var libraries = []libraryRule{
+	{[]string{"github.com/jackc/pgx", "github.com/pressly/goose"}, []string{"adapters/postgres"}},
+	{[]string{"github.com/twmb/franz-go"}, []string{"adapters/kafka"}},
+	{[]string{"github.com/ClickHouse/clickhouse-go"}, []string{"adapters/clickhouse"}},
+	{[]string{"github.com/minio/minio-go"}, []string{"adapters/s3"}},
+	{[]string{"github.com/miekg/dns"}, []string{"adapters/dns"}},
+	{[]string{"connectrpc.com", "google.golang.org/protobuf"}, []string{"adapters/rpc"}},
+	{[]string{"github.com/dop251/goja", "github.com/evanw/esbuild"}, []string{"adapters/react"}},
+	{[]string{"github.com/danielgtaylor/huma"}, []string{"edge"}},
+	{[]string{"github.com/emersion/go-smtp", "github.com/emersion/go-sasl"}, []string{"adapters/smtpd", "edge/submission", "inbound", "mta"}},
+	{[]string{"github.com/grafana/dskit"}, nil},
+}
+
+// checkedModules are the modules whose packages the rules apply to: all but deploy.
+var checkedModules = []string{"ports", "core", "adapters", "edge", "mta", "inbound", "analytics"}
 
 func repoRoot(tb testing.TB) string {
 	tb.Helper()
@@ -40,15 +76,25 @@ func repoRoot(tb testing.TB) string {
 }
 
 type pkg struct {
-	path     string
-	imports  []string // direct, non-test
-	deps     []string // transitive, non-test
-	standard bool
+	path    string
+	imports []string // direct, non-test
+	deps    []string // transitive, non-test
 }
+
+// listed caches listPackages by module: both tests read every module, and go list is slow on a busy machine.
+var listed = struct {
+	sync.Mutex
+	m map[string][]pkg
+}{m: map[string][]pkg{}}
 
 // listPackages returns every package of a module with its direct imports and transitive dependencies.
 func listPackages(tb testing.TB, root, module string) []pkg {
 	tb.Helper()
+	listed.Lock()
+	defer listed.Unlock()
+	if pkgs, ok := listed.m[module]; ok {
+		return pkgs
+	}
 	cmd := exec.Command("go", "list", "-f", "{{.ImportPath}}|{{join .Imports \",\"}}|{{join .Deps \",\"}}", "./"+module+"/...")
 	cmd.Dir = root
 	var stderr bytes.Buffer
@@ -67,6 +113,10 @@ func listPackages(tb testing.TB, root, module string) []pkg {
 		}
 		pkgs = append(pkgs, pkg{path: parts[0], imports: split(parts[1]), deps: split(parts[2])})
 	}
+	if len(pkgs) == 0 {
+		tb.Fatalf("go list %s found no packages", module)
+	}
+	listed.m[module] = pkgs
 	return pkgs
 }
 
@@ -99,6 +149,26 @@ func hasPrefixAny(path string, prefixes []string) bool {
 	return false
 }
 
+// ruleFor returns the rule of the table that covers library path imp, if any.
+func ruleFor(imp string) (libraryRule, bool) {
+	for _, r := range libraries {
+		if hasPrefixAny(imp, r.libraries) {
+			return r, true
+		}
+	}
+	return libraryRule{}, false
+}
+
+// mayImport reports whether Postmill package p may import imp directly under the library table.
+func mayImport(p, imp string) bool {
+	r, ok := ruleFor(imp)
+	if !ok {
+		return true
+	}
+	rel, ok := strings.CutPrefix(p, modPrefix)
+	return ok && hasPrefixAny(rel, r.allowed)
+}
+
 func TestImportsPointInward(t *testing.T) {
 	t.Parallel()
 	root := repoRoot(t)
@@ -116,7 +186,7 @@ func TestImportsPointInward(t *testing.T) {
 			if m := module(d); m != "" && m != "core" && m != "ports" {
 				t.Errorf("%s depends on %s: core imports only ports", p.path, d)
 			}
-			if hasPrefixAny(d, drivers) || d == "database/sql" {
+			if _, ok := ruleFor(d); ok || d == "database/sql" {
 				t.Errorf("%s depends on %s: core reaches infrastructure only through ports", p.path, d)
 			}
 		}
@@ -149,6 +219,29 @@ func TestImportsPointInward(t *testing.T) {
 	}
 }
 
+// TestLibrariesStayInTheirPackages checks the library table against every direct import.
+func TestLibrariesStayInTheirPackages(t *testing.T) {
+	t.Parallel()
+	root := repoRoot(t)
+	for _, m := range checkedModules {
+		for _, p := range listPackages(t, root, m) {
+			for _, i := range p.imports {
+				if !mayImport(p.path, i) {
+					r, _ := ruleFor(i)
+					t.Errorf("%s imports %s: only %s may (deploy/archtest's library table)", p.path, i, allowedText(r))
+				}
+			}
+		}
+	}
+}
+
+func allowedText(r libraryRule) string {
+	if len(r.allowed) == 0 {
+		return "the deploy module"
+	}
+	return strings.Join(r.allowed, ", ") + " and the deploy module"
+}
+
 // adapterOf names the adapter a package belongs to: adapters/postgres/pgtest belongs to postgres.
 func adapterOf(path string) string {
 	rest := strings.TrimPrefix(path, modPrefix+"adapters/")
@@ -161,13 +254,38 @@ func TestRuleCatchesViolations(t *testing.T) {
 	if module(modPrefix+"core/account") != "core" || module("github.com/jackc/pgx/v5") != "" {
 		t.Fatal("module() misclassifies paths")
 	}
-	if !hasPrefixAny("github.com/jackc/pgx/v5/pgxpool", drivers) || hasPrefixAny("github.com/jackc/pgxx", drivers) {
-		t.Fatal("driver matching is wrong")
+	if _, ok := ruleFor("github.com/jackc/pgx/v5/pgxpool"); !ok {
+		t.Fatal("pgx is not in the library table")
+	}
+	if _, ok := ruleFor("github.com/jackc/pgxx"); ok {
+		t.Fatal("library matching is by prefix of path elements, not of characters")
 	}
 	if adapterOf(modPrefix+"adapters/postgres/pgtest") != "postgres" || adapterOf(modPrefix+"adapters/rpc/gen/x") != "rpc" {
 		t.Fatal("adapterOf misclassifies paths")
 	}
 	if !isStd("net/http") || isStd("github.com/x/y") {
 		t.Fatal("isStd misclassifies paths")
+	}
+	for _, c := range []struct {
+		pkg, imp string
+		want     bool
+	}{
+		{"edge", "github.com/danielgtaylor/huma/v2", true},
+		{"mta", "github.com/danielgtaylor/huma/v2", false},
+		{"core/sending", "github.com/danielgtaylor/huma/v2", false},
+		{"edge/submission", "github.com/emersion/go-smtp", true},
+		{"edge", "github.com/emersion/go-smtp", false},
+		{"adapters/smtpd", "github.com/emersion/go-smtp", true},
+		{"adapters/postgres/internal/db", "github.com/jackc/pgx/v5", true},
+		{"adapters/postgresx", "github.com/jackc/pgx/v5", false},
+		{"inbound", "github.com/jackc/pgx/v5/pgxpool", false},
+		{"edge", "connectrpc.com/connect", false},
+		{"adapters/rpc/gen/postmill/email/v1/emailv1connect", "connectrpc.com/connect", true},
+		{"mta", "github.com/grafana/dskit/services", false},
+		{"mta", "github.com/emersion/go-msgauth/dkim", true},
+	} {
+		if got := mayImport(modPrefix+c.pkg, c.imp); got != c.want {
+			t.Errorf("mayImport(%s, %s) = %v, want %v", c.pkg, c.imp, got, c.want)
+		}
 	}
 }
