@@ -86,8 +86,8 @@ func (c Config) Validate() error {
 // Store and Keyring are required.
 type Deps struct {
 	Store ports.DeliverabilityStore
-	// Keyring provides the VERP key (Keyring.Derive(sending.VERPKeyPurpose)), the same one the delivery
-	// path signs return paths with.
+	// Keyring provides the VERP keys (Keyring.DeriveAll(sending.VERPKeyPurpose)): the primary's is the one
+	// the delivery path signs return paths with, the older masters' check mail sent before a rotation.
 	Keyring *secret.Keyring
 	Clock   ports.Clock
 	Logger  *slog.Logger
@@ -96,11 +96,11 @@ type Deps struct {
 // Service is the deliverability area's one use-case type: the suppression, bounce and complaint API for the
 // edge, and the feedback entry points for the inbound tier.
 type Service struct {
-	cfg     Config
-	store   ports.DeliverabilityStore
-	verpKey []byte
-	clock   ports.Clock
-	logger  *slog.Logger
+	cfg      Config
+	store    ports.DeliverabilityStore
+	verpKeys [][]byte
+	clock    ports.Clock
+	logger   *slog.Logger
 }
 
 var (
@@ -127,11 +127,11 @@ func New(cfg Config, deps Deps) (*Service, error) {
 		deps.Logger = slog.New(slog.DiscardHandler)
 	}
 	return &Service{
-		cfg:     cfg,
-		store:   deps.Store,
-		verpKey: deps.Keyring.Derive(sending.VERPKeyPurpose),
-		clock:   deps.Clock,
-		logger:  deps.Logger,
+		cfg:      cfg,
+		store:    deps.Store,
+		verpKeys: deps.Keyring.DeriveAll(sending.VERPKeyPurpose),
+		clock:    deps.Clock,
+		logger:   deps.Logger,
 	}, nil
 }
 

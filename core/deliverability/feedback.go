@@ -37,7 +37,7 @@ func (s *Service) decodeVERP(addr string) (verp, bool) {
 	if at <= 0 || at == len(addr)-1 {
 		return verp{}, false
 	}
-	kind, id, ok := sending.DecodeVERP(s.verpKey, addr[:at])
+	kind, id, ok := sending.DecodeVERPKeys(s.verpKeys, addr[:at])
 	if !ok {
 		return verp{}, false
 	}

@@ -3,6 +3,8 @@ package sending
 import (
 	"strings"
 	"testing"
+
+	"github.com/postmill/postmill/core/secret"
 )
 
 var (
@@ -34,8 +36,8 @@ func TestVERPRoundTrip(t *testing.T) {
 			if !ok || domain != "bounce.acme.example" {
 				t.Fatalf("address %q: want domain bounce.acme.example", addr)
 			}
-			if !strings.HasPrefix(local, "b-") || len(local) != 38 || local != strings.ToLower(local) {
-				t.Fatalf("local part %q: want b- and 36 lower-case characters", local)
+			if !strings.HasPrefix(local, "b-") || len(local) != 40 || local != strings.ToLower(local) {
+				t.Fatalf("local part %q: want b- and 38 lower-case characters", local)
 			}
 			if strings.ContainsAny(local, "=") {
 				t.Fatalf("local part %q has base32 padding", local)
@@ -108,6 +110,60 @@ func TestVERPRejectsTampering(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestVERPAcrossKeyRotation(t *testing.T) {
+	t.Parallel()
+	oldPrimary := mustVERPKeyring(t, "old master secret, 32 bytes long")
+	rotated := mustVERPKeyring(t, "new master secret, 32 bytes long", "old master secret, 32 bytes long")
+	onlyNew := mustVERPKeyring(t, "new master secret, 32 bytes long")
+
+	sentBefore := EncodeVERP(oldPrimary.Derive(VERPKeyPurpose), VERPRecipient, testRecipientID, "acme.example")
+	sentAfter := EncodeVERP(rotated.Derive(VERPKeyPurpose), VERPMessage, testMessageID, "acme.example")
+	if sentBefore[2+28:2+28+2] == sentAfter[2+28:2+28+2] {
+		t.Fatalf("the two keys' addresses name the same key id: %q %q", sentBefore, sentAfter)
+	}
+	all := rotated.DeriveAll(VERPKeyPurpose)
+	if kind, id, ok := DecodeVERPKeys(all, sentBefore); !ok || kind != VERPRecipient || id != testRecipientID {
+		t.Errorf("mail sent before the rotation: %q, %q, %v", kind, id, ok)
+	}
+	if kind, id, ok := DecodeVERPKeys(all, sentAfter); !ok || kind != VERPMessage || id != testMessageID {
+		t.Errorf("mail sent after the rotation: %q, %q, %v", kind, id, ok)
+	}
+	// Once the old master is gone, its addresses are refused like any forgery.
+	if _, _, ok := DecodeVERPKeys(onlyNew.DeriveAll(VERPKeyPurpose), sentBefore); ok {
+		t.Error("an address under a removed key still decodes")
+	}
+	// The key id picks the key: a correct MAC under a key other than the one named is refused.
+	local, _, _ := strings.Cut(sentBefore, "@")
+	renamed := local[:2+28] + sentAfter[2+28:2+28+2] + local[2+28+2:]
+	if _, _, ok := DecodeVERPKeys(all, renamed); ok {
+		t.Errorf("%q decodes under a key it does not name", renamed)
+	}
+	// Return paths made before addresses named their key (no key id) are checked against every key.
+	legacy := local[:2+28] + local[2+28+2:]
+	if kind, id, ok := DecodeVERPKeys(all, strings.ToUpper(legacy)); !ok || kind != VERPRecipient || id != testRecipientID {
+		t.Errorf("legacy %q: %q, %q, %v", legacy, kind, id, ok)
+	}
+	if _, _, ok := DecodeVERPKeys(onlyNew.DeriveAll(VERPKeyPurpose), legacy); ok {
+		t.Error("a legacy address decodes under a key that did not make it")
+	}
+	if _, _, ok := DecodeVERPKeys(nil, sentAfter); ok {
+		t.Error("decoded with no key at all")
+	}
+}
+
+func mustVERPKeyring(tb testing.TB, masters ...string) *secret.Keyring {
+	tb.Helper()
+	bs := make([][]byte, len(masters))
+	for i, m := range masters {
+		bs[i] = []byte(m)
+	}
+	k, err := secret.NewKeyring(bs...)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return k
 }
 
 func TestEncodeVERPRefusesBadInput(t *testing.T) {
