@@ -9,7 +9,7 @@ import (
 
 // FuzzDecodeVERP reads arbitrary return-path local parts, as a bounce's envelope recipient brings them. A
 // local part that decodes must name a known kind and a canonical UUID, and re-encode to itself (in lower
-// case, without the "@domain" DecodeVERP ignores): a token has exactly one spelling, so a bounce can never
+// case, without the "@domain" DecodeVERP ignores, and without the key id when it is an older, shorter form): a token has exactly one spelling, so a bounce can never
 // be attributed to another delivery than the one whose return path it was sent to. Any id and kind that
 // EncodeVERP accepts decode back to themselves, and not under another key.
 func FuzzDecodeVERP(f *testing.F) {
@@ -19,6 +19,7 @@ func FuzzDecodeVERP(f *testing.F) {
 	for _, seed := range []string{
 		r, m, rLocal, strings.ToUpper(rLocal),
 		strings.Split(EncodeVERP(verpOtherKey, VERPRecipient, testRecipientID, "acme.example"), "@")[0],
+		rLocal[:len(verpPrefix)+verpTokenLen] + rLocal[len(verpPrefix)+verpTokenLen+2:], // without a key id
 		rLocal[:len(rLocal)-1] + "0", rLocal + "@", "@" + rLocal, rLocal + "@bounce.x@y",
 		"", "b-", "alice", "postmaster", "MAILER-DAEMON", "b-" + strings.Repeat("a", 36),
 		"b-" + strings.Repeat("7", 28) + "00000000", "b-" + strings.Repeat("=", 36),
@@ -38,8 +39,12 @@ func FuzzDecodeVERP(f *testing.F) {
 			if at := strings.LastIndexByte(lp, '@'); at >= 0 {
 				lp = lp[:at]
 			}
+			lp = strings.ToLower(lp)
 			again, _, _ := strings.Cut(EncodeVERP(verpTestKey, k, id, "acme.example"), "@")
-			if again != strings.ToLower(lp) {
+			// A return path from before a format change may lack a part today's carries after the token
+			// (the key id); it must still be today's spelling with that part removed.
+			tokenEnd, extra := len(verpPrefix)+verpTokenLen, len(again)-len(lp)
+			if again != lp && !(extra > 0 && again[:tokenEnd]+again[tokenEnd+extra:] == lp) {
 				t.Fatalf("DecodeVERP(%q) = %q, %q, which encodes to %q", local, k, id, again)
 			}
 		}
