@@ -11,10 +11,6 @@ import (
 
 	"github.com/postmill/postmill/ports"
 
-	accountv1 "github.com/postmill/postmill/adapters/rpc/gen/postmill/account/v1"
-	"github.com/postmill/postmill/adapters/rpc/gen/postmill/account/v1/accountv1connect"
-	credentialv1 "github.com/postmill/postmill/adapters/rpc/gen/postmill/credential/v1"
-	"github.com/postmill/postmill/adapters/rpc/gen/postmill/credential/v1/credentialv1connect"
 	deliverabilityv1 "github.com/postmill/postmill/adapters/rpc/gen/postmill/deliverability/v1"
 	"github.com/postmill/postmill/adapters/rpc/gen/postmill/deliverability/v1/deliverabilityv1connect"
 	deliveryv1 "github.com/postmill/postmill/adapters/rpc/gen/postmill/delivery/v1"
@@ -23,12 +19,6 @@ import (
 	"github.com/postmill/postmill/adapters/rpc/gen/postmill/domain/v1/domainv1connect"
 	emailv1 "github.com/postmill/postmill/adapters/rpc/gen/postmill/email/v1"
 	"github.com/postmill/postmill/adapters/rpc/gen/postmill/email/v1/emailv1connect"
-	healthv1 "github.com/postmill/postmill/adapters/rpc/gen/postmill/health/v1"
-	"github.com/postmill/postmill/adapters/rpc/gen/postmill/health/v1/healthv1connect"
-	organizationv1 "github.com/postmill/postmill/adapters/rpc/gen/postmill/organization/v1"
-	"github.com/postmill/postmill/adapters/rpc/gen/postmill/organization/v1/organizationv1connect"
-	ratelimitv1 "github.com/postmill/postmill/adapters/rpc/gen/postmill/ratelimit/v1"
-	"github.com/postmill/postmill/adapters/rpc/gen/postmill/ratelimit/v1/ratelimitv1connect"
 	templatev1 "github.com/postmill/postmill/adapters/rpc/gen/postmill/template/v1"
 	"github.com/postmill/postmill/adapters/rpc/gen/postmill/template/v1/templatev1connect"
 	trackingv1 "github.com/postmill/postmill/adapters/rpc/gen/postmill/tracking/v1"
@@ -37,34 +27,24 @@ import (
 	"github.com/postmill/postmill/adapters/rpc/gen/postmill/webhook/v1/webhookv1connect"
 )
 
-// Client is the core as seen from another tier: it implements every driving interface of ports.Core by
-// calling a NewHandler over Connect, and returns the same values and *ports.Error the in-process core
-// would, so the tier is written once for both deployments.
+// Client is the core as seen from another tier. Its Core holds a client of every service of the table in
+// service.go, each implementing its field's interface by calling a NewHandler over Connect and returning
+// the same values and *ports.Error the in-process core would, so the tier is written once for both
+// deployments.
 type Client struct {
-	accounts      accountv1connect.AccountServiceClient
-	auth          accountv1connect.AuthServiceClient
-	apiKeys       credentialv1connect.APIKeyServiceClient
-	smtp          credentialv1connect.SMTPCredentialServiceClient
-	organizations organizationv1connect.OrganizationServiceClient
-	rateLimit     ratelimitv1connect.RateLimitServiceClient
-	domains       domainv1connect.DomainServiceClient
-	emails        emailv1connect.EmailServiceClient
-	delivery      deliveryv1connect.DeliveryServiceClient
-	webhooks      webhookv1connect.WebhookServiceClient
-	templates     templatev1connect.TemplateServiceClient
-	deliver       deliverabilityv1connect.DeliverabilityServiceClient
-	feedback      deliverabilityv1connect.FeedbackServiceClient
-	tracking      trackingv1connect.TrackingServiceClient
-	health        healthv1connect.HealthServiceClient
+	core ports.Core
+
+	domains   domainv1connect.DomainServiceClient
+	emails    emailv1connect.EmailServiceClient
+	delivery  deliveryv1connect.DeliveryServiceClient
+	webhooks  webhookv1connect.WebhookServiceClient
+	templates templatev1connect.TemplateServiceClient
+	deliver   deliverabilityv1connect.DeliverabilityServiceClient
+	feedback  deliverabilityv1connect.FeedbackServiceClient
+	tracking  trackingv1connect.TrackingServiceClient
 }
 
 var (
-	_ ports.AccountService        = (*Client)(nil)
-	_ ports.AuthService           = (*Client)(nil)
-	_ ports.APIKeyService         = (*Client)(nil)
-	_ ports.SMTPCredentialService = (*Client)(nil)
-	_ ports.OrganizationService   = (*Client)(nil)
-	_ ports.RateLimiter           = (*Client)(nil)
 	_ ports.DomainService         = (*Client)(nil)
 	_ ports.EmailService          = (*Client)(nil)
 	_ ports.DeliveryService       = (*Client)(nil)
@@ -103,245 +83,61 @@ func NewClient(baseURL, token string, httpClient connect.HTTPClient) *Client {
 	if httpClient == nil {
 		httpClient = defaultHTTPClient()
 	}
-	opts := []connect.ClientOption{
-		connect.WithInterceptors(clientInterceptors(token)...),
-		connect.WithReadMaxBytes(MaxMessageBytes),
-		connect.WithSendMaxBytes(MaxMessageBytes),
+	env := clientEnv{
+		httpClient: httpClient,
+		baseURL:    baseURL,
+		opts: []connect.ClientOption{
+			connect.WithInterceptors(clientInterceptors(token)...),
+			connect.WithReadMaxBytes(MaxMessageBytes),
+			connect.WithSendMaxBytes(MaxMessageBytes),
+		},
 	}
-	return &Client{
-		accounts:      accountv1connect.NewAccountServiceClient(httpClient, baseURL, opts...),
-		auth:          accountv1connect.NewAuthServiceClient(httpClient, baseURL, opts...),
-		apiKeys:       credentialv1connect.NewAPIKeyServiceClient(httpClient, baseURL, opts...),
-		smtp:          credentialv1connect.NewSMTPCredentialServiceClient(httpClient, baseURL, opts...),
-		organizations: organizationv1connect.NewOrganizationServiceClient(httpClient, baseURL, opts...),
-		rateLimit:     ratelimitv1connect.NewRateLimitServiceClient(httpClient, baseURL, opts...),
-		domains:       domainv1connect.NewDomainServiceClient(httpClient, baseURL, opts...),
-		emails:        emailv1connect.NewEmailServiceClient(httpClient, baseURL, opts...),
-		delivery:      deliveryv1connect.NewDeliveryServiceClient(httpClient, baseURL, opts...),
-		webhooks:      webhookv1connect.NewWebhookServiceClient(httpClient, baseURL, opts...),
-		templates:     templatev1connect.NewTemplateServiceClient(httpClient, baseURL, opts...),
-		deliver:       deliverabilityv1connect.NewDeliverabilityServiceClient(httpClient, baseURL, opts...),
-		feedback:      deliverabilityv1connect.NewFeedbackServiceClient(httpClient, baseURL, opts...),
-		tracking:      trackingv1connect.NewTrackingServiceClient(httpClient, baseURL, opts...),
-		health:        healthv1connect.NewHealthServiceClient(httpClient, baseURL, opts...),
+	c := &Client{}
+	for _, s := range services {
+		s.fill(&c.core, env)
 	}
+	opts := env.opts
+	c.domains = domainv1connect.NewDomainServiceClient(httpClient, baseURL, opts...)
+	c.emails = emailv1connect.NewEmailServiceClient(httpClient, baseURL, opts...)
+	c.delivery = deliveryv1connect.NewDeliveryServiceClient(httpClient, baseURL, opts...)
+	c.webhooks = webhookv1connect.NewWebhookServiceClient(httpClient, baseURL, opts...)
+	c.templates = templatev1connect.NewTemplateServiceClient(httpClient, baseURL, opts...)
+	c.deliver = deliverabilityv1connect.NewDeliverabilityServiceClient(httpClient, baseURL, opts...)
+	c.feedback = deliverabilityv1connect.NewFeedbackServiceClient(httpClient, baseURL, opts...)
+	c.tracking = trackingv1connect.NewTrackingServiceClient(httpClient, baseURL, opts...)
+	c.core.Domains, c.core.Emails, c.core.Delivery, c.core.Webhooks = c, c, c, c
+	c.core.Templates, c.core.Renderer, c.core.Deliverability, c.core.Feedback, c.core.Tracking = c, c, c, c, c
+	return c
 }
 
-// Core bundles the client as every interface of ports.Core, ready to hand to a tier in place of the
-// in-process core. The client is a ports.TemplateRenderer too, which ports.Core has no field for.
+// Core is every interface of ports.Core served by its client, ready to hand to a tier in place of the
+// in-process core.
 func (c *Client) Core() ports.Core {
-	return ports.Core{
-		Accounts:        c,
-		Auth:            c,
-		APIKeys:         c,
-		SMTPCredentials: c,
-		Organizations:   c,
-		RateLimiter:     c,
-		Domains:         c,
-		Emails:          c,
-		Delivery:        c,
-		Webhooks:        c,
-		Templates:       c,
-		Deliverability:  c,
-		Feedback:        c,
-		Tracking:        c,
-		Health:          c,
-	}
+	return c.core
 }
 
-// Signup implements ports.AccountService.
-func (c *Client) Signup(ctx context.Context, in ports.SignupInput) (ports.SignupResult, error) {
-	res, err := c.accounts.Signup(ctx, connect.NewRequest(&accountv1.SignupRequest{
-		Email:            in.Email,
-		Password:         in.Password,
-		OrganizationName: in.OrganizationName,
-	}))
+// Ping implements ports.Pinger as Core().Health does, so that a process which does not run the core can
+// hold the Client itself as its readiness check.
+func (c *Client) Ping(ctx context.Context) error {
+	return c.core.Health.Ping(ctx)
+}
+
+// call sends msg through send, one method of a generated client, and converts the answer with from. A
+// failure comes back as fromConnectError makes it, beside the zero value, which is what the in-process
+// core's method would have returned.
+func call[Req, Res, T any](ctx context.Context, procedure string, send func(context.Context, *connect.Request[Req]) (*connect.Response[Res], error), msg *Req, from func(*Res) T) (T, error) {
+	res, err := send(ctx, connect.NewRequest(msg))
 	if err != nil {
-		return ports.SignupResult{}, fromConnectError(accountv1connect.AccountServiceSignupProcedure, err)
+		var zero T
+		return zero, fromConnectError(procedure, err)
 	}
-	return ports.SignupResult{
-		UserID:         res.Msg.GetUserId(),
-		OrganizationID: res.Msg.GetOrganizationId(),
-		Tokens:         tokenPairFromProto(res.Msg.GetTokens()),
-	}, nil
+	return from(res.Msg), nil
 }
 
-// Login implements ports.AccountService.
-func (c *Client) Login(ctx context.Context, in ports.LoginInput) (ports.TokenPair, error) {
-	res, err := c.accounts.Login(ctx, connect.NewRequest(&accountv1.LoginRequest{
-		Email:    in.Email,
-		Password: in.Password,
-		Totp:     in.TOTP,
-		OrgId:    in.OrgID,
-	}))
-	if err != nil {
-		return ports.TokenPair{}, fromConnectError(accountv1connect.AccountServiceLoginProcedure, err)
-	}
-	return tokenPairFromProto(res.Msg.GetTokens()), nil
-}
-
-// Refresh implements ports.AccountService.
-func (c *Client) Refresh(ctx context.Context, refreshToken string) (ports.TokenPair, error) {
-	res, err := c.accounts.Refresh(ctx, connect.NewRequest(&accountv1.RefreshRequest{RefreshToken: refreshToken}))
-	if err != nil {
-		return ports.TokenPair{}, fromConnectError(accountv1connect.AccountServiceRefreshProcedure, err)
-	}
-	return tokenPairFromProto(res.Msg.GetTokens()), nil
-}
-
-// EnrollTOTP implements ports.AccountService.
-func (c *Client) EnrollTOTP(ctx context.Context, p ports.Principal) (ports.TOTPEnrollment, error) {
-	res, err := c.accounts.EnrollTOTP(ctx, connect.NewRequest(&accountv1.EnrollTOTPRequest{Principal: principalToProto(p)}))
-	if err != nil {
-		return ports.TOTPEnrollment{}, fromConnectError(accountv1connect.AccountServiceEnrollTOTPProcedure, err)
-	}
-	return ports.TOTPEnrollment{Secret: res.Msg.GetSecret(), OTPAuthURL: res.Msg.GetOtpAuthUrl()}, nil
-}
-
-// VerifyTOTP implements ports.AccountService.
-func (c *Client) VerifyTOTP(ctx context.Context, p ports.Principal, code string) error {
-	_, err := c.accounts.VerifyTOTP(ctx, connect.NewRequest(&accountv1.VerifyTOTPRequest{Principal: principalToProto(p), Code: code}))
-	return fromConnectError(accountv1connect.AccountServiceVerifyTOTPProcedure, err)
-}
-
-// AuthenticateAPIKey implements ports.AuthService.
-func (c *Client) AuthenticateAPIKey(ctx context.Context, token string) (ports.Principal, error) {
-	res, err := c.auth.AuthenticateAPIKey(ctx, connect.NewRequest(&accountv1.AuthenticateAPIKeyRequest{Token: token}))
-	if err != nil {
-		return ports.Principal{}, fromConnectError(accountv1connect.AuthServiceAuthenticateAPIKeyProcedure, err)
-	}
-	return principalFromProto(res.Msg.GetPrincipal()), nil
-}
-
-// AuthenticateSession implements ports.AuthService.
-func (c *Client) AuthenticateSession(ctx context.Context, token string) (ports.Principal, error) {
-	res, err := c.auth.AuthenticateSession(ctx, connect.NewRequest(&accountv1.AuthenticateSessionRequest{Token: token}))
-	if err != nil {
-		return ports.Principal{}, fromConnectError(accountv1connect.AuthServiceAuthenticateSessionProcedure, err)
-	}
-	return principalFromProto(res.Msg.GetPrincipal()), nil
-}
-
-// AuthenticateSMTP implements ports.AuthService.
-func (c *Client) AuthenticateSMTP(ctx context.Context, username, password string) (ports.Principal, error) {
-	res, err := c.auth.AuthenticateSMTP(ctx, connect.NewRequest(&accountv1.AuthenticateSMTPRequest{Username: username, Password: password}))
-	if err != nil {
-		return ports.Principal{}, fromConnectError(accountv1connect.AuthServiceAuthenticateSMTPProcedure, err)
-	}
-	return principalFromProto(res.Msg.GetPrincipal()), nil
-}
-
-// ListAPIKeys implements ports.APIKeyService.
-func (c *Client) ListAPIKeys(ctx context.Context, orgID string) ([]ports.APIKey, error) {
-	res, err := c.apiKeys.ListAPIKeys(ctx, connect.NewRequest(&credentialv1.ListAPIKeysRequest{OrganizationId: orgID}))
-	if err != nil {
-		return nil, fromConnectError(credentialv1connect.APIKeyServiceListAPIKeysProcedure, err)
-	}
-	return apiKeysFromProto(res.Msg.GetApiKeys()), nil
-}
-
-// CreateAPIKey implements ports.APIKeyService.
-func (c *Client) CreateAPIKey(ctx context.Context, orgID, name string, scopes []string) (ports.CreatedAPIKey, error) {
-	res, err := c.apiKeys.CreateAPIKey(ctx, connect.NewRequest(&credentialv1.CreateAPIKeyRequest{
-		OrganizationId: orgID,
-		Name:           name,
-		Scopes:         credentialScopesToProto(scopes),
-	}))
-	if err != nil {
-		return ports.CreatedAPIKey{}, fromConnectError(credentialv1connect.APIKeyServiceCreateAPIKeyProcedure, err)
-	}
-	return ports.CreatedAPIKey{APIKey: apiKeyFromProto(res.Msg.GetApiKey()), Token: res.Msg.GetToken()}, nil
-}
-
-// RevokeAPIKey implements ports.APIKeyService.
-func (c *Client) RevokeAPIKey(ctx context.Context, orgID, id string) error {
-	_, err := c.apiKeys.RevokeAPIKey(ctx, connect.NewRequest(&credentialv1.RevokeAPIKeyRequest{OrganizationId: orgID, Id: id}))
-	return fromConnectError(credentialv1connect.APIKeyServiceRevokeAPIKeyProcedure, err)
-}
-
-// CreateSMTPCredential implements ports.SMTPCredentialService.
-func (c *Client) CreateSMTPCredential(ctx context.Context, orgID string) (ports.CreatedSMTPCredential, error) {
-	res, err := c.smtp.CreateSMTPCredential(ctx, connect.NewRequest(&credentialv1.CreateSMTPCredentialRequest{OrganizationId: orgID}))
-	if err != nil {
-		return ports.CreatedSMTPCredential{}, fromConnectError(credentialv1connect.SMTPCredentialServiceCreateSMTPCredentialProcedure, err)
-	}
-	return ports.CreatedSMTPCredential{
-		SMTPCredential: smtpCredentialFromProto(res.Msg.GetSmtpCredential()),
-		Password:       res.Msg.GetPassword(),
-	}, nil
-}
-
-// ListSMTPCredentials implements ports.SMTPCredentialService.
-func (c *Client) ListSMTPCredentials(ctx context.Context, orgID string) ([]ports.SMTPCredential, error) {
-	res, err := c.smtp.ListSMTPCredentials(ctx, connect.NewRequest(&credentialv1.ListSMTPCredentialsRequest{OrganizationId: orgID}))
-	if err != nil {
-		return nil, fromConnectError(credentialv1connect.SMTPCredentialServiceListSMTPCredentialsProcedure, err)
-	}
-	return smtpCredentialsFromProto(res.Msg.GetSmtpCredentials()), nil
-}
-
-// DeleteSMTPCredential implements ports.SMTPCredentialService.
-func (c *Client) DeleteSMTPCredential(ctx context.Context, orgID, id string) error {
-	_, err := c.smtp.DeleteSMTPCredential(ctx, connect.NewRequest(&credentialv1.DeleteSMTPCredentialRequest{OrganizationId: orgID, Id: id}))
-	return fromConnectError(credentialv1connect.SMTPCredentialServiceDeleteSMTPCredentialProcedure, err)
-}
-
-// GetOrganization implements ports.OrganizationService.
-func (c *Client) GetOrganization(ctx context.Context, orgID string) (ports.Organization, error) {
-	res, err := c.organizations.GetOrganization(ctx, connect.NewRequest(&organizationv1.GetOrganizationRequest{OrganizationId: orgID}))
-	if err != nil {
-		return ports.Organization{}, fromConnectError(organizationv1connect.OrganizationServiceGetOrganizationProcedure, err)
-	}
-	return organizationFromProto(res.Msg.GetOrganization()), nil
-}
-
-// ListOrganizations implements ports.OrganizationService.
-func (c *Client) ListOrganizations(ctx context.Context) ([]ports.Organization, error) {
-	res, err := c.organizations.ListOrganizations(ctx, connect.NewRequest(&organizationv1.ListOrganizationsRequest{}))
-	if err != nil {
-		return nil, fromConnectError(organizationv1connect.OrganizationServiceListOrganizationsProcedure, err)
-	}
-	return organizationsFromProto(res.Msg.GetOrganizations()), nil
-}
-
-// SetPaused implements ports.OrganizationService.
-func (c *Client) SetPaused(ctx context.Context, orgID string, paused bool) (ports.Organization, error) {
-	res, err := c.organizations.SetPaused(ctx, connect.NewRequest(&organizationv1.SetPausedRequest{OrganizationId: orgID, Paused: paused}))
-	if err != nil {
-		return ports.Organization{}, fromConnectError(organizationv1connect.OrganizationServiceSetPausedProcedure, err)
-	}
-	return organizationFromProto(res.Msg.GetOrganization()), nil
-}
-
-// SetPlan implements ports.OrganizationService.
-func (c *Client) SetPlan(ctx context.Context, orgID string, plan ports.Plan) (ports.Organization, error) {
-	res, err := c.organizations.SetPlan(ctx, connect.NewRequest(&organizationv1.SetPlanRequest{OrganizationId: orgID, Plan: planToProto(plan)}))
-	if err != nil {
-		return ports.Organization{}, fromConnectError(organizationv1connect.OrganizationServiceSetPlanProcedure, err)
-	}
-	return organizationFromProto(res.Msg.GetOrganization()), nil
-}
-
-// Subscription implements ports.OrganizationService.
-func (c *Client) Subscription(ctx context.Context, orgID string) (ports.Subscription, error) {
-	res, err := c.organizations.Subscription(ctx, connect.NewRequest(&organizationv1.SubscriptionRequest{OrganizationId: orgID}))
-	if err != nil {
-		return ports.Subscription{}, fromConnectError(organizationv1connect.OrganizationServiceSubscriptionProcedure, err)
-	}
-	return subscriptionFromProto(res.Msg.GetSubscription()), nil
-}
-
-// Allow implements ports.RateLimiter.
-func (c *Client) Allow(ctx context.Context, key string, limit int, window time.Duration) (ports.RateDecision, error) {
-	res, err := c.rateLimit.Allow(ctx, connect.NewRequest(&ratelimitv1.AllowRequest{
-		Key:    key,
-		Limit:  int64(limit),
-		Window: durationToProto(window),
-	}))
-	if err != nil {
-		return ports.RateDecision{}, fromConnectError(ratelimitv1connect.RateLimitServiceAllowProcedure, err)
-	}
-	return rateDecisionFromProto(res.Msg.GetDecision()), nil
+// exec is call for a method whose only result is its error.
+func exec[Req, Res any](ctx context.Context, procedure string, send func(context.Context, *connect.Request[Req]) (*connect.Response[Res], error), msg *Req) error {
+	_, err := send(ctx, connect.NewRequest(msg))
+	return fromConnectError(procedure, err)
 }
 
 // CreateDomain implements ports.DomainService.
@@ -547,12 +343,6 @@ func (c *Client) ListDeliveries(ctx context.Context, orgID string) ([]ports.Webh
 	return webhookDeliveriesFromProto(res.Msg.GetDeliveries()), nil
 }
 
-// Ping implements ports.Pinger: it succeeds when the core and its database answer.
-func (c *Client) Ping(ctx context.Context) error {
-	_, err := c.health.Check(ctx, connect.NewRequest(&healthv1.CheckRequest{}))
-	return fromConnectError(healthv1connect.HealthServiceCheckProcedure, err)
-}
-
 // CreateTemplate implements ports.TemplateService.
 func (c *Client) CreateTemplate(ctx context.Context, orgID, name string) (ports.Template, error) {
 	res, err := c.templates.CreateTemplate(ctx, connect.NewRequest(&templatev1.CreateTemplateRequest{OrganizationId: orgID, Name: name}))
@@ -746,4 +536,9 @@ func (c *Client) Click(ctx context.Context, token string) (string, error) {
 		return "", fromConnectError(trackingv1connect.TrackingServiceClickProcedure, err)
 	}
 	return res.Msg.GetUrl(), nil
+}
+
+// pick is call's usual from: the one field of a response that get reads, converted by from.
+func pick[Res, W, T any](get func(*Res) W, from func(W) T) func(*Res) T {
+	return func(r *Res) T { return from(get(r)) }
 }

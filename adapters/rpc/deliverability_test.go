@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/postmill/postmill/adapters/rpc"
 	"github.com/postmill/postmill/ports"
 )
 
@@ -92,8 +91,8 @@ func deliverabilityRoundTrips() []roundTrip {
 		add(roundTrip{
 			name:   "ListSuppressions/" + name,
 			answer: func(f *fakeCore) { f.suppressions = suppressions },
-			call: func(ctx context.Context, c *rpc.Client) (any, error) {
-				return c.ListSuppressions(ctx, "org1")
+			call: func(ctx context.Context, c ports.Core) (any, error) {
+				return c.Deliverability.ListSuppressions(ctx, "org1")
 			},
 			want:   suppressions,
 			method: "ListSuppressions",
@@ -102,8 +101,8 @@ func deliverabilityRoundTrips() []roundTrip {
 		add(roundTrip{
 			name:   "ListGlobalSuppressions/" + name,
 			answer: func(f *fakeCore) { f.suppressions = suppressions },
-			call: func(ctx context.Context, c *rpc.Client) (any, error) {
-				return c.ListGlobalSuppressions(ctx)
+			call: func(ctx context.Context, c ports.Core) (any, error) {
+				return c.Deliverability.ListGlobalSuppressions(ctx)
 			},
 			want:   suppressions,
 			method: "ListGlobalSuppressions",
@@ -116,8 +115,8 @@ func deliverabilityRoundTrips() []roundTrip {
 			add(roundTrip{
 				name:   "CreateSuppression/" + name + " request, " + answerName + " answer",
 				answer: func(f *fakeCore) { f.suppression = answer },
-				call: func(ctx context.Context, c *rpc.Client) (any, error) {
-					return c.CreateSuppression(ctx, "org1", in)
+				call: func(ctx context.Context, c ports.Core) (any, error) {
+					return c.Deliverability.CreateSuppression(ctx, "org1", in)
 				},
 				want:   answer,
 				method: "CreateSuppression",
@@ -126,8 +125,8 @@ func deliverabilityRoundTrips() []roundTrip {
 			add(roundTrip{
 				name:   "CreateGlobalSuppression/" + name + " request, " + answerName + " answer",
 				answer: func(f *fakeCore) { f.suppression = answer },
-				call: func(ctx context.Context, c *rpc.Client) (any, error) {
-					return c.CreateGlobalSuppression(ctx, in)
+				call: func(ctx context.Context, c ports.Core) (any, error) {
+					return c.Deliverability.CreateGlobalSuppression(ctx, in)
 				},
 				want:   answer,
 				method: "CreateGlobalSuppression",
@@ -139,8 +138,8 @@ func deliverabilityRoundTrips() []roundTrip {
 		add(roundTrip{
 			name:   fmt.Sprintf("DeleteSuppression/%v", deleted),
 			answer: func(f *fakeCore) { f.deleted = deleted },
-			call: func(ctx context.Context, c *rpc.Client) (any, error) {
-				return c.DeleteSuppression(ctx, "org1", "s1")
+			call: func(ctx context.Context, c ports.Core) (any, error) {
+				return c.Deliverability.DeleteSuppression(ctx, "org1", "s1")
 			},
 			want:   deleted,
 			method: "DeleteSuppression",
@@ -149,8 +148,8 @@ func deliverabilityRoundTrips() []roundTrip {
 		add(roundTrip{
 			name:   fmt.Sprintf("DeleteGlobalSuppression/%v", deleted),
 			answer: func(f *fakeCore) { f.deleted = deleted },
-			call: func(ctx context.Context, c *rpc.Client) (any, error) {
-				return c.DeleteGlobalSuppression(ctx, "s2")
+			call: func(ctx context.Context, c ports.Core) (any, error) {
+				return c.Deliverability.DeleteGlobalSuppression(ctx, "s2")
 			},
 			want:   deleted,
 			method: "DeleteGlobalSuppression",
@@ -169,8 +168,8 @@ func deliverabilityRoundTrips() []roundTrip {
 			add(roundTrip{
 				name:   "ListBounces/" + queryName + ", " + name,
 				answer: func(f *fakeCore) { f.bouncePage = page },
-				call: func(ctx context.Context, c *rpc.Client) (any, error) {
-					return c.ListBounces(ctx, "org1", q)
+				call: func(ctx context.Context, c ports.Core) (any, error) {
+					return c.Deliverability.ListBounces(ctx, "org1", q)
 				},
 				want:   page,
 				method: "ListBounces",
@@ -188,8 +187,8 @@ func deliverabilityRoundTrips() []roundTrip {
 			add(roundTrip{
 				name:   "ListComplaints/" + queryName + ", " + name,
 				answer: func(f *fakeCore) { f.complaintPage = page },
-				call: func(ctx context.Context, c *rpc.Client) (any, error) {
-					return c.ListComplaints(ctx, "org1", q)
+				call: func(ctx context.Context, c ports.Core) (any, error) {
+					return c.Deliverability.ListComplaints(ctx, "org1", q)
 				},
 				want:   page,
 				method: "ListComplaints",
@@ -211,8 +210,8 @@ func deliverabilityRoundTrips() []roundTrip {
 		add(roundTrip{
 			name:   fmt.Sprintf("AcceptsRecipient/%q", tc.rcpt),
 			answer: func(f *fakeCore) { f.accepted = tc.accepted },
-			call: func(ctx context.Context, c *rpc.Client) (any, error) {
-				return c.AcceptsRecipient(ctx, tc.rcpt)
+			call: func(ctx context.Context, c ports.Core) (any, error) {
+				return c.Feedback.AcceptsRecipient(ctx, tc.rcpt)
 			},
 			want:   tc.accepted,
 			method: "AcceptsRecipient",
@@ -227,8 +226,8 @@ func deliverabilityRoundTrips() []roundTrip {
 		add(roundTrip{
 			name:   "RecordBounce/" + name,
 			answer: func(*fakeCore) {},
-			call: func(ctx context.Context, c *rpc.Client) (any, error) {
-				return nil, c.RecordBounce(ctx, r)
+			call: func(ctx context.Context, c ports.Core) (any, error) {
+				return nil, c.Feedback.RecordBounce(ctx, r)
 			},
 			want:   nil,
 			method: "RecordBounce",
@@ -244,8 +243,8 @@ func deliverabilityRoundTrips() []roundTrip {
 		add(roundTrip{
 			name:   "RecordComplaint/" + name,
 			answer: func(*fakeCore) {},
-			call: func(ctx context.Context, c *rpc.Client) (any, error) {
-				return nil, c.RecordComplaint(ctx, r)
+			call: func(ctx context.Context, c ports.Core) (any, error) {
+				return nil, c.Feedback.RecordComplaint(ctx, r)
 			},
 			want:   nil,
 			method: "RecordComplaint",
@@ -269,9 +268,9 @@ func TestFeedbackErrors(t *testing.T) {
 			t.Parallel()
 			b := setup(t, &fakeCore{err: fmt.Errorf("feedback: %w", want)})
 			ctx := context.Background()
-			assertSameError(t, b.client.RecordBounce(ctx, fullBounceReport()), want)
-			assertSameError(t, b.client.RecordComplaint(ctx, fullComplaintReport()), want)
-			ok, err := b.client.AcceptsRecipient(ctx, "x@example.org")
+			assertSameError(t, b.client.Core().Feedback.RecordBounce(ctx, fullBounceReport()), want)
+			assertSameError(t, b.client.Core().Feedback.RecordComplaint(ctx, fullComplaintReport()), want)
+			ok, err := b.client.Core().Feedback.AcceptsRecipient(ctx, "x@example.org")
 			assertSameError(t, err, want)
 			if ok {
 				t.Error("AcceptsRecipient with an error answered true")
@@ -290,13 +289,13 @@ func TestFeedbackReportNotUTF8(t *testing.T) {
 	ctx := context.Background()
 	r := fullBounceReport()
 	r.Recipients = []ports.DSNRecipient{{FinalRecipient: "a@example.org", DiagnosticCode: "smtp; 550 utilisateur inconnu \xe9"}}
-	err := b.client.RecordBounce(ctx, r)
+	err := b.client.Core().Feedback.RecordBounce(ctx, r)
 	if ports.ErrorCode(err) != ports.CodeInternal || !strings.Contains(err.Error(), "diagnostic_code") {
 		t.Errorf("RecordBounce: err = %v, want internal naming diagnostic_code", err)
 	}
 	c := fullComplaintReport()
 	c.OriginalRcptTo = []string{"ok@example.net", "\xff@example.net"}
-	err = b.client.RecordComplaint(ctx, c)
+	err = b.client.Core().Feedback.RecordComplaint(ctx, c)
 	if ports.ErrorCode(err) != ports.CodeInternal || !strings.Contains(err.Error(), "values") {
 		t.Errorf("RecordComplaint: err = %v, want internal naming the list", err)
 	}

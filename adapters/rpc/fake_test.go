@@ -76,6 +76,7 @@ func (f *fakeCore) core() ports.Core {
 		Delivery:        f,
 		Webhooks:        f,
 		Templates:       f,
+		Renderer:        f,
 		Deliverability:  f,
 		Feedback:        f,
 		Tracking:        f,

@@ -1,10 +1,108 @@
 package rpc
 
 import (
+	"context"
+	"log/slog"
+
+	"connectrpc.com/connect"
+
 	"github.com/postmill/postmill/ports"
 
 	organizationv1 "github.com/postmill/postmill/adapters/rpc/gen/postmill/organization/v1"
+	"github.com/postmill/postmill/adapters/rpc/gen/postmill/organization/v1/organizationv1connect"
 )
+
+func init() {
+	register(portService(func(c *ports.Core) *ports.OrganizationService { return &c.Organizations },
+		organizationv1connect.NewOrganizationServiceHandler, newOrganizationServer,
+		organizationv1connect.NewOrganizationServiceClient, newOrganizationClient))
+}
+
+// organizationServer serves postmill.organization.v1.OrganizationService from a
+// ports.OrganizationService.
+type organizationServer struct {
+	svc ports.OrganizationService
+	log *slog.Logger
+}
+
+func newOrganizationServer(svc ports.OrganizationService, log *slog.Logger) organizationv1connect.OrganizationServiceHandler {
+	return &organizationServer{svc: svc, log: log}
+}
+
+func (s *organizationServer) GetOrganization(ctx context.Context, req *connect.Request[organizationv1.GetOrganizationRequest]) (*connect.Response[organizationv1.GetOrganizationResponse], error) {
+	o, err := s.svc.GetOrganization(ctx, req.Msg.GetOrganizationId())
+	return respond(ctx, s.log, req, err, func() *organizationv1.GetOrganizationResponse {
+		return &organizationv1.GetOrganizationResponse{Organization: organizationToProto(o)}
+	})
+}
+
+func (s *organizationServer) ListOrganizations(ctx context.Context, req *connect.Request[organizationv1.ListOrganizationsRequest]) (*connect.Response[organizationv1.ListOrganizationsResponse], error) {
+	orgs, err := s.svc.ListOrganizations(ctx)
+	return respond(ctx, s.log, req, err, func() *organizationv1.ListOrganizationsResponse {
+		return &organizationv1.ListOrganizationsResponse{Organizations: organizationsToProto(orgs)}
+	})
+}
+
+func (s *organizationServer) SetPaused(ctx context.Context, req *connect.Request[organizationv1.SetPausedRequest]) (*connect.Response[organizationv1.SetPausedResponse], error) {
+	o, err := s.svc.SetPaused(ctx, req.Msg.GetOrganizationId(), req.Msg.GetPaused())
+	return respond(ctx, s.log, req, err, func() *organizationv1.SetPausedResponse {
+		return &organizationv1.SetPausedResponse{Organization: organizationToProto(o)}
+	})
+}
+
+func (s *organizationServer) SetPlan(ctx context.Context, req *connect.Request[organizationv1.SetPlanRequest]) (*connect.Response[organizationv1.SetPlanResponse], error) {
+	o, err := s.svc.SetPlan(ctx, req.Msg.GetOrganizationId(), planFromProto(req.Msg.GetPlan()))
+	return respond(ctx, s.log, req, err, func() *organizationv1.SetPlanResponse {
+		return &organizationv1.SetPlanResponse{Organization: organizationToProto(o)}
+	})
+}
+
+func (s *organizationServer) Subscription(ctx context.Context, req *connect.Request[organizationv1.SubscriptionRequest]) (*connect.Response[organizationv1.SubscriptionResponse], error) {
+	sub, err := s.svc.Subscription(ctx, req.Msg.GetOrganizationId())
+	return respond(ctx, s.log, req, err, func() *organizationv1.SubscriptionResponse {
+		return &organizationv1.SubscriptionResponse{Subscription: subscriptionToProto(sub)}
+	})
+}
+
+// organizationClient implements ports.OrganizationService over
+// postmill.organization.v1.OrganizationService.
+type organizationClient struct {
+	conn organizationv1connect.OrganizationServiceClient
+}
+
+func newOrganizationClient(conn organizationv1connect.OrganizationServiceClient) ports.OrganizationService {
+	return &organizationClient{conn: conn}
+}
+
+func (c *organizationClient) GetOrganization(ctx context.Context, orgID string) (ports.Organization, error) {
+	return call(ctx, organizationv1connect.OrganizationServiceGetOrganizationProcedure, c.conn.GetOrganization,
+		&organizationv1.GetOrganizationRequest{OrganizationId: orgID},
+		pick((*organizationv1.GetOrganizationResponse).GetOrganization, organizationFromProto))
+}
+
+func (c *organizationClient) ListOrganizations(ctx context.Context) ([]ports.Organization, error) {
+	return call(ctx, organizationv1connect.OrganizationServiceListOrganizationsProcedure, c.conn.ListOrganizations,
+		&organizationv1.ListOrganizationsRequest{},
+		pick((*organizationv1.ListOrganizationsResponse).GetOrganizations, organizationsFromProto))
+}
+
+func (c *organizationClient) SetPaused(ctx context.Context, orgID string, paused bool) (ports.Organization, error) {
+	return call(ctx, organizationv1connect.OrganizationServiceSetPausedProcedure, c.conn.SetPaused,
+		&organizationv1.SetPausedRequest{OrganizationId: orgID, Paused: paused},
+		pick((*organizationv1.SetPausedResponse).GetOrganization, organizationFromProto))
+}
+
+func (c *organizationClient) SetPlan(ctx context.Context, orgID string, plan ports.Plan) (ports.Organization, error) {
+	return call(ctx, organizationv1connect.OrganizationServiceSetPlanProcedure, c.conn.SetPlan,
+		&organizationv1.SetPlanRequest{OrganizationId: orgID, Plan: planToProto(plan)},
+		pick((*organizationv1.SetPlanResponse).GetOrganization, organizationFromProto))
+}
+
+func (c *organizationClient) Subscription(ctx context.Context, orgID string) (ports.Subscription, error) {
+	return call(ctx, organizationv1connect.OrganizationServiceSubscriptionProcedure, c.conn.Subscription,
+		&organizationv1.SubscriptionRequest{OrganizationId: orgID},
+		pick((*organizationv1.SubscriptionResponse).GetSubscription, subscriptionFromProto))
+}
 
 func planToProto(p ports.Plan) *organizationv1.Plan {
 	return &organizationv1.Plan{MonthlyLimit: p.MonthlyLimit, WarmupCap: p.WarmupCap}

@@ -204,8 +204,8 @@ func sendingRoundTrips() []roundTrip {
 	add(roundTrip{
 		name:   "AuthenticateSMTP",
 		answer: func(f *fakeCore) { f.principal = smtpPrincipal },
-		call: func(ctx context.Context, c *rpc.Client) (any, error) {
-			return c.AuthenticateSMTP(ctx, "pm_abc", "pässword with spaces")
+		call: func(ctx context.Context, c ports.Core) (any, error) {
+			return c.Auth.AuthenticateSMTP(ctx, "pm_abc", "pässword with spaces")
 		},
 		want:   smtpPrincipal,
 		method: "AuthenticateSMTP",
@@ -223,8 +223,8 @@ func sendingRoundTrips() []roundTrip {
 		add(roundTrip{
 			name:   "CreateDomain/" + name,
 			answer: func(f *fakeCore) { f.domain = d },
-			call: func(ctx context.Context, c *rpc.Client) (any, error) {
-				return c.CreateDomain(ctx, "org1", " Mail.Example.COM ")
+			call: func(ctx context.Context, c ports.Core) (any, error) {
+				return c.Domains.CreateDomain(ctx, "org1", " Mail.Example.COM ")
 			},
 			want:   withoutPrivateKey(d),
 			method: "CreateDomain",
@@ -233,18 +233,22 @@ func sendingRoundTrips() []roundTrip {
 	}
 	for _, m := range []struct {
 		method string
-		call   func(c *rpc.Client) func(context.Context, string, string) (ports.Domain, error)
+		call   func(c ports.Core) func(context.Context, string, string) (ports.Domain, error)
 	}{
-		{"GetDomain", func(c *rpc.Client) func(context.Context, string, string) (ports.Domain, error) { return c.GetDomain }},
-		{"VerifyDomain", func(c *rpc.Client) func(context.Context, string, string) (ports.Domain, error) { return c.VerifyDomain }},
-		{"SuspendDomain", func(c *rpc.Client) func(context.Context, string, string) (ports.Domain, error) {
-			return c.SuspendDomain
+		{"GetDomain", func(c ports.Core) func(context.Context, string, string) (ports.Domain, error) {
+			return c.Domains.GetDomain
+		}},
+		{"VerifyDomain", func(c ports.Core) func(context.Context, string, string) (ports.Domain, error) {
+			return c.Domains.VerifyDomain
+		}},
+		{"SuspendDomain", func(c ports.Core) func(context.Context, string, string) (ports.Domain, error) {
+			return c.Domains.SuspendDomain
 		}},
 	} {
 		add(roundTrip{
 			name:   m.method,
 			answer: func(f *fakeCore) { f.domain = fullDomain() },
-			call: func(ctx context.Context, c *rpc.Client) (any, error) {
+			call: func(ctx context.Context, c ports.Core) (any, error) {
 				return m.call(c)(ctx, "org1", "d1")
 			},
 			want:   withoutPrivateKey(fullDomain()),
@@ -262,8 +266,8 @@ func sendingRoundTrips() []roundTrip {
 			add(roundTrip{
 				name:   fmt.Sprintf("UpdateDomainTracking/open %s, click %s", boolPtrName(open), boolPtrName(click)),
 				answer: func(f *fakeCore) { f.domain = answer },
-				call: func(ctx context.Context, c *rpc.Client) (any, error) {
-					return c.UpdateDomainTracking(ctx, "org1", "d1", settings)
+				call: func(ctx context.Context, c ports.Core) (any, error) {
+					return c.Domains.UpdateDomainTracking(ctx, "org1", "d1", settings)
 				},
 				want:   withoutPrivateKey(answer),
 				method: "UpdateDomainTracking",
@@ -286,8 +290,8 @@ func sendingRoundTrips() []roundTrip {
 		add(roundTrip{
 			name:   "ListDomains/" + name,
 			answer: func(f *fakeCore) { f.domains = domains },
-			call: func(ctx context.Context, c *rpc.Client) (any, error) {
-				return c.ListDomains(ctx, "org1")
+			call: func(ctx context.Context, c ports.Core) (any, error) {
+				return c.Domains.ListDomains(ctx, "org1")
 			},
 			want:   want,
 			method: "ListDomains",
@@ -307,8 +311,8 @@ func sendingRoundTrips() []roundTrip {
 		add(roundTrip{
 			name:   "Send/" + name,
 			answer: func(f *fakeCore) { f.sendResult = fullSendResult() },
-			call: func(ctx context.Context, c *rpc.Client) (any, error) {
-				return c.Send(ctx, "org1", req)
+			call: func(ctx context.Context, c ports.Core) (any, error) {
+				return c.Emails.Send(ctx, "org1", req)
 			},
 			want:   fullSendResult(),
 			method: "Send",
@@ -318,8 +322,8 @@ func sendingRoundTrips() []roundTrip {
 	add(roundTrip{
 		name:   "Send/zero result",
 		answer: func(*fakeCore) {},
-		call: func(ctx context.Context, c *rpc.Client) (any, error) {
-			return c.Send(ctx, "", ports.SendRequest{})
+		call: func(ctx context.Context, c ports.Core) (any, error) {
+			return c.Emails.Send(ctx, "", ports.SendRequest{})
 		},
 		want:   ports.SendResult{},
 		method: "Send",
@@ -338,8 +342,8 @@ func sendingRoundTrips() []roundTrip {
 			add(roundTrip{
 				name:   "SendBatch/" + name + " requests, " + resultsName + " results",
 				answer: func(f *fakeCore) { f.batch = results },
-				call: func(ctx context.Context, c *rpc.Client) (any, error) {
-					return c.SendBatch(ctx, "org1", reqs)
+				call: func(ctx context.Context, c ports.Core) (any, error) {
+					return c.Emails.SendBatch(ctx, "org1", reqs)
 				},
 				want:   results,
 				method: "SendBatch",
@@ -362,8 +366,8 @@ func sendingRoundTrips() []roundTrip {
 		add(roundTrip{
 			name:   "GetEmail/" + name,
 			answer: func(f *fakeCore) { f.message = m },
-			call: func(ctx context.Context, c *rpc.Client) (any, error) {
-				return c.GetEmail(ctx, "org1", "m1")
+			call: func(ctx context.Context, c ports.Core) (any, error) {
+				return c.Emails.GetEmail(ctx, "org1", "m1")
 			},
 			want:   withoutStorageKeys(m),
 			method: "GetEmail",
@@ -373,8 +377,8 @@ func sendingRoundTrips() []roundTrip {
 	add(roundTrip{
 		name:   "CancelEmail",
 		answer: func(f *fakeCore) { f.message = fullMessage() },
-		call: func(ctx context.Context, c *rpc.Client) (any, error) {
-			return c.CancelEmail(ctx, "org1", "m1")
+		call: func(ctx context.Context, c ports.Core) (any, error) {
+			return c.Emails.CancelEmail(ctx, "org1", "m1")
 		},
 		want:   withoutStorageKeys(fullMessage()),
 		method: "CancelEmail",
@@ -396,8 +400,8 @@ func sendingRoundTrips() []roundTrip {
 		add(roundTrip{
 			name:   "ListEmails/" + name,
 			answer: func(f *fakeCore) { f.page = page },
-			call: func(ctx context.Context, c *rpc.Client) (any, error) {
-				return c.ListEmails(ctx, "org1", query)
+			call: func(ctx context.Context, c ports.Core) (any, error) {
+				return c.Emails.ListEmails(ctx, "org1", query)
 			},
 			want:   want,
 			method: "ListEmails",
@@ -407,8 +411,8 @@ func sendingRoundTrips() []roundTrip {
 	add(roundTrip{
 		name:   "ListEmails/zero query",
 		answer: func(*fakeCore) {},
-		call: func(ctx context.Context, c *rpc.Client) (any, error) {
-			return c.ListEmails(ctx, "org1", ports.ListEmailsQuery{})
+		call: func(ctx context.Context, c ports.Core) (any, error) {
+			return c.Emails.ListEmails(ctx, "org1", ports.ListEmailsQuery{})
 		},
 		want:   ports.EmailPage{},
 		method: "ListEmails",
@@ -432,8 +436,8 @@ func sendingRoundTrips() []roundTrip {
 		add(roundTrip{
 			name:   "LoadOutbound/" + name,
 			answer: func(f *fakeCore) { f.outbound = tc.out },
-			call: func(ctx context.Context, c *rpc.Client) (any, error) {
-				return c.LoadOutbound(ctx, tc.job)
+			call: func(ctx context.Context, c ports.Core) (any, error) {
+				return c.Delivery.LoadOutbound(ctx, tc.job)
 			},
 			want:   tc.out,
 			method: "LoadOutbound",
@@ -448,8 +452,8 @@ func sendingRoundTrips() []roundTrip {
 		add(roundTrip{
 			name:   "ReportDelivery/" + name,
 			answer: func(*fakeCore) {},
-			call: func(ctx context.Context, c *rpc.Client) (any, error) {
-				return nil, c.ReportDelivery(ctx, r)
+			call: func(ctx context.Context, c ports.Core) (any, error) {
+				return nil, c.Delivery.ReportDelivery(ctx, r)
 			},
 			want:   nil,
 			method: "ReportDelivery",
@@ -495,7 +499,7 @@ func TestBatchItemErrors(t *testing.T) {
 		results = append(results, r)
 	}
 	b := setup(t, &fakeCore{batch: results})
-	got, err := b.client.SendBatch(context.Background(), "org1", make([]ports.SendRequest, len(items)))
+	got, err := b.client.Core().Emails.SendBatch(context.Background(), "org1", make([]ports.SendRequest, len(items)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -527,7 +531,7 @@ func TestTemplateVariablesExact(t *testing.T) {
 	req := ports.SendRequest{Template: &ports.TemplateRef{ID: "t", Variables: map[string]any{
 		"big": int64(1<<60 + 1), "ratio": 0.1, "count": 3, "list": []int{1, 2},
 	}}}
-	if _, err := b.client.Send(context.Background(), "org1", req); err != nil {
+	if _, err := b.client.Core().Emails.Send(context.Background(), "org1", req); err != nil {
 		t.Fatal(err)
 	}
 	calls := b.fake.recorded()
@@ -547,11 +551,11 @@ func TestUnencodableVariables(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil)
 	bad := ports.SendRequest{Template: &ports.TemplateRef{ID: "t", Variables: map[string]any{"ch": make(chan int)}}}
-	_, err := b.client.Send(context.Background(), "org1", bad)
+	_, err := b.client.Core().Emails.Send(context.Background(), "org1", bad)
 	if ports.ErrorCode(err) != ports.CodeInternal || !strings.Contains(err.Error(), "template variables") {
 		t.Errorf("Send: err = %v, want internal naming the variables", err)
 	}
-	_, err = b.client.SendBatch(context.Background(), "org1", []ports.SendRequest{{}, bad})
+	_, err = b.client.Core().Emails.SendBatch(context.Background(), "org1", []ports.SendRequest{{}, bad})
 	if ports.ErrorCode(err) != ports.CodeInternal || !strings.Contains(err.Error(), "item 1") {
 		t.Errorf("SendBatch: err = %v, want internal naming the item", err)
 	}
@@ -605,28 +609,28 @@ func TestSecretsStayInCore(t *testing.T) {
 	}
 	srv := mustServe(t, fake.core(), testToken)
 	cap := &capture{next: srv.Client().Transport, bodies: map[string][]byte{}}
-	c := rpc.NewClient(srv.URL, testToken, &http.Client{Transport: cap})
+	c := rpc.NewClient(srv.URL, testToken, &http.Client{Transport: cap}).Core()
 	ctx := context.Background()
 
 	for name, call := range map[string]func() error{
-		"CreateDomain":  func() error { _, err := c.CreateDomain(ctx, "org1", "x"); return err },
-		"ListDomains":   func() error { _, err := c.ListDomains(ctx, "org1"); return err },
-		"GetDomain":     func() error { _, err := c.GetDomain(ctx, "org1", "d1"); return err },
-		"VerifyDomain":  func() error { _, err := c.VerifyDomain(ctx, "org1", "d1"); return err },
-		"SuspendDomain": func() error { _, err := c.SuspendDomain(ctx, "org1", "d1"); return err },
+		"CreateDomain":  func() error { _, err := c.Domains.CreateDomain(ctx, "org1", "x"); return err },
+		"ListDomains":   func() error { _, err := c.Domains.ListDomains(ctx, "org1"); return err },
+		"GetDomain":     func() error { _, err := c.Domains.GetDomain(ctx, "org1", "d1"); return err },
+		"VerifyDomain":  func() error { _, err := c.Domains.VerifyDomain(ctx, "org1", "d1"); return err },
+		"SuspendDomain": func() error { _, err := c.Domains.SuspendDomain(ctx, "org1", "d1"); return err },
 		"UpdateDomainTracking": func() error {
-			_, err := c.UpdateDomainTracking(ctx, "org1", "d1", ports.TrackingSettings{OpenTracking: ptr(true)})
+			_, err := c.Domains.UpdateDomainTracking(ctx, "org1", "d1", ports.TrackingSettings{OpenTracking: ptr(true)})
 			return err
 		},
-		"GetEmail":    func() error { _, err := c.GetEmail(ctx, "org1", "m1"); return err },
-		"CancelEmail": func() error { _, err := c.CancelEmail(ctx, "org1", "m1"); return err },
-		"ListEmails":  func() error { _, err := c.ListEmails(ctx, "org1", ports.ListEmailsQuery{}); return err },
+		"GetEmail":    func() error { _, err := c.Emails.GetEmail(ctx, "org1", "m1"); return err },
+		"CancelEmail": func() error { _, err := c.Emails.CancelEmail(ctx, "org1", "m1"); return err },
+		"ListEmails":  func() error { _, err := c.Emails.ListEmails(ctx, "org1", ports.ListEmailsQuery{}); return err },
 	} {
 		if err := call(); err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
 	}
-	out, err := c.LoadOutbound(ctx, fullJob())
+	out, err := c.Delivery.LoadOutbound(ctx, fullJob())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -711,21 +715,21 @@ func TestUnsendableNeverReachesCore(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil)
 	ctx := context.Background()
-	_, err := b.client.Send(ctx, "org1", ports.SendRequest{Subject: "caf\xe9"})
+	_, err := b.client.Core().Emails.Send(ctx, "org1", ports.SendRequest{Subject: "caf\xe9"})
 	if ports.ErrorCode(err) != ports.CodeInternal || !strings.Contains(err.Error(), "subject") {
 		t.Errorf("Send: err = %v, want internal naming the subject", err)
 	}
-	err = b.client.ReportDelivery(ctx, ports.DeliveryReport{Job: fullJob(), Recipients: []ports.RecipientOutcome{
+	err = b.client.Core().Delivery.ReportDelivery(ctx, ports.DeliveryReport{Job: fullJob(), Recipients: []ports.RecipientOutcome{
 		{RecipientID: "rc1", Kind: ports.OutcomeBounced, Response: "550 5.1.1 unknown \xff"},
 	}})
 	if ports.ErrorCode(err) != ports.CodeInternal || !strings.Contains(err.Error(), "response") {
 		t.Errorf("ReportDelivery: err = %v, want internal naming the response", err)
 	}
-	_, err = b.client.Send(ctx, "org1", ports.SendRequest{Headers: map[string]string{"X-A": "\xff"}})
+	_, err = b.client.Core().Emails.Send(ctx, "org1", ports.SendRequest{Headers: map[string]string{"X-A": "\xff"}})
 	if ports.ErrorCode(err) != ports.CodeInternal || !strings.Contains(err.Error(), "value") {
 		t.Errorf("Send with a header: err = %v, want internal naming the map value", err)
 	}
-	_, err = b.client.Send(ctx, "org1", ports.SendRequest{To: []string{"a@example.org", "\xffb@example.org"}})
+	_, err = b.client.Core().Emails.Send(ctx, "org1", ports.SendRequest{To: []string{"a@example.org", "\xffb@example.org"}})
 	if ports.ErrorCode(err) != ports.CodeInternal || !strings.Contains(err.Error(), "values") {
 		t.Errorf("Send with a recipient: err = %v, want internal naming the list", err)
 	}
@@ -751,7 +755,7 @@ func TestLargeSend(t *testing.T) {
 		content[i] = byte(i*7 + i>>13)
 	}
 	req := ports.SendRequest{From: "a@mail.example.com", Attachments: []ports.Attachment{{Filename: "big.bin", Content: content}}}
-	if _, err := b.client.Send(ctx, "org1", req); err != nil {
+	if _, err := b.client.Core().Emails.Send(ctx, "org1", req); err != nil {
 		t.Fatalf("30 MiB send: %v", err)
 	}
 	calls := b.fake.recorded()
@@ -763,7 +767,7 @@ func TestLargeSend(t *testing.T) {
 	}
 
 	huge := ports.SendRequest{Attachments: []ports.Attachment{{Content: make([]byte, rpc.MaxMessageBytes)}}}
-	_, err := b.client.Send(ctx, "org1", huge)
+	_, err := b.client.Core().Emails.Send(ctx, "org1", huge)
 	if ports.ErrorCode(err) != ports.CodeInternal || connect.CodeOf(err) != connect.CodeResourceExhausted {
 		t.Errorf("client over the limit: err = %v, want internal caused by resource_exhausted", err)
 	}

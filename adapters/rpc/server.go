@@ -11,10 +11,6 @@ import (
 
 	"github.com/postmill/postmill/ports"
 
-	accountv1 "github.com/postmill/postmill/adapters/rpc/gen/postmill/account/v1"
-	"github.com/postmill/postmill/adapters/rpc/gen/postmill/account/v1/accountv1connect"
-	credentialv1 "github.com/postmill/postmill/adapters/rpc/gen/postmill/credential/v1"
-	"github.com/postmill/postmill/adapters/rpc/gen/postmill/credential/v1/credentialv1connect"
 	deliverabilityv1 "github.com/postmill/postmill/adapters/rpc/gen/postmill/deliverability/v1"
 	"github.com/postmill/postmill/adapters/rpc/gen/postmill/deliverability/v1/deliverabilityv1connect"
 	deliveryv1 "github.com/postmill/postmill/adapters/rpc/gen/postmill/delivery/v1"
@@ -23,12 +19,6 @@ import (
 	"github.com/postmill/postmill/adapters/rpc/gen/postmill/domain/v1/domainv1connect"
 	emailv1 "github.com/postmill/postmill/adapters/rpc/gen/postmill/email/v1"
 	"github.com/postmill/postmill/adapters/rpc/gen/postmill/email/v1/emailv1connect"
-	healthv1 "github.com/postmill/postmill/adapters/rpc/gen/postmill/health/v1"
-	"github.com/postmill/postmill/adapters/rpc/gen/postmill/health/v1/healthv1connect"
-	organizationv1 "github.com/postmill/postmill/adapters/rpc/gen/postmill/organization/v1"
-	"github.com/postmill/postmill/adapters/rpc/gen/postmill/organization/v1/organizationv1connect"
-	ratelimitv1 "github.com/postmill/postmill/adapters/rpc/gen/postmill/ratelimit/v1"
-	"github.com/postmill/postmill/adapters/rpc/gen/postmill/ratelimit/v1/ratelimitv1connect"
 	templatev1 "github.com/postmill/postmill/adapters/rpc/gen/postmill/template/v1"
 	"github.com/postmill/postmill/adapters/rpc/gen/postmill/template/v1/templatev1connect"
 	trackingv1 "github.com/postmill/postmill/adapters/rpc/gen/postmill/tracking/v1"
@@ -61,47 +51,60 @@ func (c ServerConfig) Validate() error {
 	return nil
 }
 
-// NewHandler serves core's services on one mux, behind the interceptors of serverInterceptors. A nil
-// field of core leaves its service unmounted, so a process serves only what it has; calls to it fail as
-// Unimplemented, which clients report as internal errors.
-//
-// ports.Core has no field for a ports.TemplateRenderer: the core's template service is both, so
-// RenderTemplate is served when core.Templates also implements ports.TemplateRenderer, and answers
-// Unimplemented otherwise.
+// NewHandler serves core's services on one mux, behind the interceptors of serverInterceptors. It mounts
+// every service of the table in service.go; a nil field of core leaves its service unmounted, so a
+// process serves only what it has, and calls to it fail as Unimplemented, which clients report as
+// internal errors.
 func NewHandler(core ports.Core, cfg ServerConfig) http.Handler {
 	log := cfg.Logger
 	if log == nil {
 		log = slog.Default()
 	}
-	s := &server{core: core, log: log}
+	env := handlerEnv{
+		log: log,
+		opts: []connect.HandlerOption{
+			connect.WithInterceptors(serverInterceptors(cfg, log)...),
+			connect.WithReadMaxBytes(MaxMessageBytes),
+			connect.WithSendMaxBytes(MaxMessageBytes),
+		},
+	}
+	mux := http.NewServeMux()
+	for _, s := range services {
+		if path, h, ok := s.mount(core, env); ok {
+			mux.Handle(path, h)
+		}
+	}
+	legacyMount(mux, core, env)
+	return mux
+}
+
+// fail turns an implementation's error into its wire form, logging what the caller will not see.
+func fail(ctx context.Context, log *slog.Logger, spec connect.Spec, err error) error {
+	if ports.ErrorCode(err) == ports.CodeInternal {
+		log.ErrorContext(ctx, "rpc: internal error", "procedure", spec.Procedure, "err", err)
+	}
+	return toConnectError(err)
+}
+
+// respond finishes a handler method: it answers with the wire form of err when the implementation
+// failed, and otherwise with the message msg builds from the implementation's result.
+func respond[Req, Res any](ctx context.Context, log *slog.Logger, req *connect.Request[Req], err error, msg func() *Res) (*connect.Response[Res], error) {
+	if err != nil {
+		return nil, fail(ctx, log, req.Spec(), err)
+	}
+	return connect.NewResponse(msg()), nil
+}
+
+// empty is respond's msg for a call whose answer carries nothing.
+func empty[Res any]() *Res { return new(Res) }
+
+func legacyMount(mux *http.ServeMux, core ports.Core, env handlerEnv) {
+	s := &server{core: core, log: env.log}
 	if r, ok := core.Templates.(ports.TemplateRenderer); ok {
 		s.renderer = r
 	}
-	opts := []connect.HandlerOption{
-		connect.WithInterceptors(serverInterceptors(cfg, log)...),
-		connect.WithReadMaxBytes(MaxMessageBytes),
-		connect.WithSendMaxBytes(MaxMessageBytes),
-	}
-	mux := http.NewServeMux()
+	opts := env.opts
 	mount := func(path string, h http.Handler) { mux.Handle(path, h) }
-	if core.Accounts != nil {
-		mount(accountv1connect.NewAccountServiceHandler(s, opts...))
-	}
-	if core.Auth != nil {
-		mount(accountv1connect.NewAuthServiceHandler(s, opts...))
-	}
-	if core.APIKeys != nil {
-		mount(credentialv1connect.NewAPIKeyServiceHandler(s, opts...))
-	}
-	if core.SMTPCredentials != nil {
-		mount(credentialv1connect.NewSMTPCredentialServiceHandler(s, opts...))
-	}
-	if core.Organizations != nil {
-		mount(organizationv1connect.NewOrganizationServiceHandler(s, opts...))
-	}
-	if core.RateLimiter != nil {
-		mount(ratelimitv1connect.NewRateLimitServiceHandler(s, opts...))
-	}
 	if core.Domains != nil {
 		mount(domainv1connect.NewDomainServiceHandler(s, opts...))
 	}
@@ -126,14 +129,9 @@ func NewHandler(core ports.Core, cfg ServerConfig) http.Handler {
 	if core.Tracking != nil {
 		mount(trackingv1connect.NewTrackingServiceHandler(s, opts...))
 	}
-	if core.Health != nil {
-		mount(healthv1connect.NewHealthServiceHandler(s, opts...))
-	}
-	return mux
 }
 
-// server implements every generated handler interface by converting the request, calling core and
-// converting the answer; method names do not collide across the services.
+// server implements the generated handler interfaces not yet split by area.
 type server struct {
 	core ports.Core
 	// renderer is core.Templates when it renders too; nil leaves RenderTemplate unimplemented.
@@ -142,12 +140,6 @@ type server struct {
 }
 
 var (
-	_ accountv1connect.AccountServiceHandler               = (*server)(nil)
-	_ accountv1connect.AuthServiceHandler                  = (*server)(nil)
-	_ credentialv1connect.APIKeyServiceHandler             = (*server)(nil)
-	_ credentialv1connect.SMTPCredentialServiceHandler     = (*server)(nil)
-	_ organizationv1connect.OrganizationServiceHandler     = (*server)(nil)
-	_ ratelimitv1connect.RateLimitServiceHandler           = (*server)(nil)
 	_ domainv1connect.DomainServiceHandler                 = (*server)(nil)
 	_ emailv1connect.EmailServiceHandler                   = (*server)(nil)
 	_ deliveryv1connect.DeliveryServiceHandler             = (*server)(nil)
@@ -156,199 +148,10 @@ var (
 	_ deliverabilityv1connect.DeliverabilityServiceHandler = (*server)(nil)
 	_ deliverabilityv1connect.FeedbackServiceHandler       = (*server)(nil)
 	_ trackingv1connect.TrackingServiceHandler             = (*server)(nil)
-	_ healthv1connect.HealthServiceHandler                 = (*server)(nil)
 )
 
-// fail turns an implementation's error into its wire form, logging what the caller will not see.
 func (s *server) fail(ctx context.Context, spec connect.Spec, err error) error {
-	if ports.ErrorCode(err) == ports.CodeInternal {
-		s.log.ErrorContext(ctx, "rpc: internal error", "procedure", spec.Procedure, "err", err)
-	}
-	return toConnectError(err)
-}
-
-func (s *server) Signup(ctx context.Context, req *connect.Request[accountv1.SignupRequest]) (*connect.Response[accountv1.SignupResponse], error) {
-	m := req.Msg
-	res, err := s.core.Accounts.Signup(ctx, ports.SignupInput{
-		Email:            m.GetEmail(),
-		Password:         m.GetPassword(),
-		OrganizationName: m.GetOrganizationName(),
-	})
-	if err != nil {
-		return nil, s.fail(ctx, req.Spec(), err)
-	}
-	return connect.NewResponse(&accountv1.SignupResponse{
-		UserId:         res.UserID,
-		OrganizationId: res.OrganizationID,
-		Tokens:         tokenPairToProto(res.Tokens),
-	}), nil
-}
-
-func (s *server) Login(ctx context.Context, req *connect.Request[accountv1.LoginRequest]) (*connect.Response[accountv1.LoginResponse], error) {
-	m := req.Msg
-	tokens, err := s.core.Accounts.Login(ctx, ports.LoginInput{
-		Email:    m.GetEmail(),
-		Password: m.GetPassword(),
-		TOTP:     m.GetTotp(),
-		OrgID:    m.GetOrgId(),
-	})
-	if err != nil {
-		return nil, s.fail(ctx, req.Spec(), err)
-	}
-	return connect.NewResponse(&accountv1.LoginResponse{Tokens: tokenPairToProto(tokens)}), nil
-}
-
-func (s *server) Refresh(ctx context.Context, req *connect.Request[accountv1.RefreshRequest]) (*connect.Response[accountv1.RefreshResponse], error) {
-	tokens, err := s.core.Accounts.Refresh(ctx, req.Msg.GetRefreshToken())
-	if err != nil {
-		return nil, s.fail(ctx, req.Spec(), err)
-	}
-	return connect.NewResponse(&accountv1.RefreshResponse{Tokens: tokenPairToProto(tokens)}), nil
-}
-
-func (s *server) EnrollTOTP(ctx context.Context, req *connect.Request[accountv1.EnrollTOTPRequest]) (*connect.Response[accountv1.EnrollTOTPResponse], error) {
-	e, err := s.core.Accounts.EnrollTOTP(ctx, principalFromProto(req.Msg.GetPrincipal()))
-	if err != nil {
-		return nil, s.fail(ctx, req.Spec(), err)
-	}
-	return connect.NewResponse(&accountv1.EnrollTOTPResponse{Secret: e.Secret, OtpAuthUrl: e.OTPAuthURL}), nil
-}
-
-func (s *server) VerifyTOTP(ctx context.Context, req *connect.Request[accountv1.VerifyTOTPRequest]) (*connect.Response[accountv1.VerifyTOTPResponse], error) {
-	if err := s.core.Accounts.VerifyTOTP(ctx, principalFromProto(req.Msg.GetPrincipal()), req.Msg.GetCode()); err != nil {
-		return nil, s.fail(ctx, req.Spec(), err)
-	}
-	return connect.NewResponse(&accountv1.VerifyTOTPResponse{}), nil
-}
-
-func (s *server) AuthenticateAPIKey(ctx context.Context, req *connect.Request[accountv1.AuthenticateAPIKeyRequest]) (*connect.Response[accountv1.AuthenticateAPIKeyResponse], error) {
-	p, err := s.core.Auth.AuthenticateAPIKey(ctx, req.Msg.GetToken())
-	if err != nil {
-		return nil, s.fail(ctx, req.Spec(), err)
-	}
-	return connect.NewResponse(&accountv1.AuthenticateAPIKeyResponse{Principal: principalToProto(p)}), nil
-}
-
-func (s *server) AuthenticateSession(ctx context.Context, req *connect.Request[accountv1.AuthenticateSessionRequest]) (*connect.Response[accountv1.AuthenticateSessionResponse], error) {
-	p, err := s.core.Auth.AuthenticateSession(ctx, req.Msg.GetToken())
-	if err != nil {
-		return nil, s.fail(ctx, req.Spec(), err)
-	}
-	return connect.NewResponse(&accountv1.AuthenticateSessionResponse{Principal: principalToProto(p)}), nil
-}
-
-func (s *server) AuthenticateSMTP(ctx context.Context, req *connect.Request[accountv1.AuthenticateSMTPRequest]) (*connect.Response[accountv1.AuthenticateSMTPResponse], error) {
-	p, err := s.core.Auth.AuthenticateSMTP(ctx, req.Msg.GetUsername(), req.Msg.GetPassword())
-	if err != nil {
-		return nil, s.fail(ctx, req.Spec(), err)
-	}
-	return connect.NewResponse(&accountv1.AuthenticateSMTPResponse{Principal: principalToProto(p)}), nil
-}
-
-func (s *server) ListAPIKeys(ctx context.Context, req *connect.Request[credentialv1.ListAPIKeysRequest]) (*connect.Response[credentialv1.ListAPIKeysResponse], error) {
-	keys, err := s.core.APIKeys.ListAPIKeys(ctx, req.Msg.GetOrganizationId())
-	if err != nil {
-		return nil, s.fail(ctx, req.Spec(), err)
-	}
-	return connect.NewResponse(&credentialv1.ListAPIKeysResponse{ApiKeys: apiKeysToProto(keys)}), nil
-}
-
-func (s *server) CreateAPIKey(ctx context.Context, req *connect.Request[credentialv1.CreateAPIKeyRequest]) (*connect.Response[credentialv1.CreateAPIKeyResponse], error) {
-	m := req.Msg
-	k, err := s.core.APIKeys.CreateAPIKey(ctx, m.GetOrganizationId(), m.GetName(), credentialScopesFromProto(m.GetScopes()))
-	if err != nil {
-		return nil, s.fail(ctx, req.Spec(), err)
-	}
-	return connect.NewResponse(&credentialv1.CreateAPIKeyResponse{ApiKey: apiKeyToProto(k.APIKey), Token: k.Token}), nil
-}
-
-func (s *server) RevokeAPIKey(ctx context.Context, req *connect.Request[credentialv1.RevokeAPIKeyRequest]) (*connect.Response[credentialv1.RevokeAPIKeyResponse], error) {
-	if err := s.core.APIKeys.RevokeAPIKey(ctx, req.Msg.GetOrganizationId(), req.Msg.GetId()); err != nil {
-		return nil, s.fail(ctx, req.Spec(), err)
-	}
-	return connect.NewResponse(&credentialv1.RevokeAPIKeyResponse{}), nil
-}
-
-func (s *server) CreateSMTPCredential(ctx context.Context, req *connect.Request[credentialv1.CreateSMTPCredentialRequest]) (*connect.Response[credentialv1.CreateSMTPCredentialResponse], error) {
-	c, err := s.core.SMTPCredentials.CreateSMTPCredential(ctx, req.Msg.GetOrganizationId())
-	if err != nil {
-		return nil, s.fail(ctx, req.Spec(), err)
-	}
-	return connect.NewResponse(&credentialv1.CreateSMTPCredentialResponse{
-		SmtpCredential: smtpCredentialToProto(c.SMTPCredential),
-		Password:       c.Password,
-	}), nil
-}
-
-func (s *server) ListSMTPCredentials(ctx context.Context, req *connect.Request[credentialv1.ListSMTPCredentialsRequest]) (*connect.Response[credentialv1.ListSMTPCredentialsResponse], error) {
-	creds, err := s.core.SMTPCredentials.ListSMTPCredentials(ctx, req.Msg.GetOrganizationId())
-	if err != nil {
-		return nil, s.fail(ctx, req.Spec(), err)
-	}
-	return connect.NewResponse(&credentialv1.ListSMTPCredentialsResponse{SmtpCredentials: smtpCredentialsToProto(creds)}), nil
-}
-
-func (s *server) DeleteSMTPCredential(ctx context.Context, req *connect.Request[credentialv1.DeleteSMTPCredentialRequest]) (*connect.Response[credentialv1.DeleteSMTPCredentialResponse], error) {
-	if err := s.core.SMTPCredentials.DeleteSMTPCredential(ctx, req.Msg.GetOrganizationId(), req.Msg.GetId()); err != nil {
-		return nil, s.fail(ctx, req.Spec(), err)
-	}
-	return connect.NewResponse(&credentialv1.DeleteSMTPCredentialResponse{}), nil
-}
-
-func (s *server) GetOrganization(ctx context.Context, req *connect.Request[organizationv1.GetOrganizationRequest]) (*connect.Response[organizationv1.GetOrganizationResponse], error) {
-	o, err := s.core.Organizations.GetOrganization(ctx, req.Msg.GetOrganizationId())
-	if err != nil {
-		return nil, s.fail(ctx, req.Spec(), err)
-	}
-	return connect.NewResponse(&organizationv1.GetOrganizationResponse{Organization: organizationToProto(o)}), nil
-}
-
-func (s *server) ListOrganizations(ctx context.Context, req *connect.Request[organizationv1.ListOrganizationsRequest]) (*connect.Response[organizationv1.ListOrganizationsResponse], error) {
-	orgs, err := s.core.Organizations.ListOrganizations(ctx)
-	if err != nil {
-		return nil, s.fail(ctx, req.Spec(), err)
-	}
-	return connect.NewResponse(&organizationv1.ListOrganizationsResponse{Organizations: organizationsToProto(orgs)}), nil
-}
-
-func (s *server) SetPaused(ctx context.Context, req *connect.Request[organizationv1.SetPausedRequest]) (*connect.Response[organizationv1.SetPausedResponse], error) {
-	o, err := s.core.Organizations.SetPaused(ctx, req.Msg.GetOrganizationId(), req.Msg.GetPaused())
-	if err != nil {
-		return nil, s.fail(ctx, req.Spec(), err)
-	}
-	return connect.NewResponse(&organizationv1.SetPausedResponse{Organization: organizationToProto(o)}), nil
-}
-
-func (s *server) SetPlan(ctx context.Context, req *connect.Request[organizationv1.SetPlanRequest]) (*connect.Response[organizationv1.SetPlanResponse], error) {
-	o, err := s.core.Organizations.SetPlan(ctx, req.Msg.GetOrganizationId(), planFromProto(req.Msg.GetPlan()))
-	if err != nil {
-		return nil, s.fail(ctx, req.Spec(), err)
-	}
-	return connect.NewResponse(&organizationv1.SetPlanResponse{Organization: organizationToProto(o)}), nil
-}
-
-func (s *server) Subscription(ctx context.Context, req *connect.Request[organizationv1.SubscriptionRequest]) (*connect.Response[organizationv1.SubscriptionResponse], error) {
-	sub, err := s.core.Organizations.Subscription(ctx, req.Msg.GetOrganizationId())
-	if err != nil {
-		return nil, s.fail(ctx, req.Spec(), err)
-	}
-	return connect.NewResponse(&organizationv1.SubscriptionResponse{Subscription: subscriptionToProto(sub)}), nil
-}
-
-func (s *server) Allow(ctx context.Context, req *connect.Request[ratelimitv1.AllowRequest]) (*connect.Response[ratelimitv1.AllowResponse], error) {
-	m := req.Msg
-	d, err := s.core.RateLimiter.Allow(ctx, m.GetKey(), int(m.GetLimit()), durationFromProto(m.GetWindow()))
-	if err != nil {
-		return nil, s.fail(ctx, req.Spec(), err)
-	}
-	return connect.NewResponse(&ratelimitv1.AllowResponse{Decision: rateDecisionToProto(d)}), nil
-}
-
-func (s *server) Check(ctx context.Context, req *connect.Request[healthv1.CheckRequest]) (*connect.Response[healthv1.CheckResponse], error) {
-	if err := s.core.Health.Ping(ctx); err != nil {
-		return nil, s.fail(ctx, req.Spec(), err)
-	}
-	return connect.NewResponse(&healthv1.CheckResponse{}), nil
+	return fail(ctx, s.log, spec, err)
 }
 
 func (s *server) CreateDomain(ctx context.Context, req *connect.Request[domainv1.CreateDomainRequest]) (*connect.Response[domainv1.CreateDomainResponse], error) {

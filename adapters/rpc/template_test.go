@@ -67,8 +67,8 @@ func templateRoundTrips() []roundTrip {
 		add(roundTrip{
 			name:   "CreateTemplate/" + name,
 			answer: func(f *fakeCore) { f.template = tmpl },
-			call: func(ctx context.Context, c *rpc.Client) (any, error) {
-				return c.CreateTemplate(ctx, "org1", " Welcome ")
+			call: func(ctx context.Context, c ports.Core) (any, error) {
+				return c.Templates.CreateTemplate(ctx, "org1", " Welcome ")
 			},
 			want:   tmpl,
 			method: "CreateTemplate",
@@ -77,8 +77,8 @@ func templateRoundTrips() []roundTrip {
 		add(roundTrip{
 			name:   "GetTemplate/" + name,
 			answer: func(f *fakeCore) { f.template = tmpl },
-			call: func(ctx context.Context, c *rpc.Client) (any, error) {
-				return c.GetTemplate(ctx, "org1", "tmpl1")
+			call: func(ctx context.Context, c ports.Core) (any, error) {
+				return c.Templates.GetTemplate(ctx, "org1", "tmpl1")
 			},
 			want:   tmpl,
 			method: "GetTemplate",
@@ -91,8 +91,8 @@ func templateRoundTrips() []roundTrip {
 		add(roundTrip{
 			name:   "CreateTemplateVersion/" + name,
 			answer: func(f *fakeCore) { f.version = fullTemplateVersion(3) },
-			call: func(ctx context.Context, c *rpc.Client) (any, error) {
-				return c.CreateTemplateVersion(ctx, "org1", "tmpl1", v)
+			call: func(ctx context.Context, c ports.Core) (any, error) {
+				return c.Templates.CreateTemplateVersion(ctx, "org1", "tmpl1", v)
 			},
 			want:   fullTemplateVersion(3),
 			method: "CreateTemplateVersion",
@@ -102,8 +102,8 @@ func templateRoundTrips() []roundTrip {
 	add(roundTrip{
 		name:   "CreateTemplateVersion/zero answer",
 		answer: func(*fakeCore) {},
-		call: func(ctx context.Context, c *rpc.Client) (any, error) {
-			return c.CreateTemplateVersion(ctx, "", "", ports.NewTemplateVersion{})
+		call: func(ctx context.Context, c ports.Core) (any, error) {
+			return c.Templates.CreateTemplateVersion(ctx, "", "", ports.NewTemplateVersion{})
 		},
 		want:   ports.TemplateVersion{},
 		method: "CreateTemplateVersion",
@@ -114,8 +114,8 @@ func templateRoundTrips() []roundTrip {
 		add(roundTrip{
 			name:   fmt.Sprintf("PublishTemplate/%d", version),
 			answer: func(f *fakeCore) { f.template = fullTemplate() },
-			call: func(ctx context.Context, c *rpc.Client) (any, error) {
-				return c.PublishTemplate(ctx, "org1", "tmpl1", version)
+			call: func(ctx context.Context, c ports.Core) (any, error) {
+				return c.Templates.PublishTemplate(ctx, "org1", "tmpl1", version)
 			},
 			want:   fullTemplate(),
 			method: "PublishTemplate",
@@ -130,8 +130,8 @@ func templateRoundTrips() []roundTrip {
 		add(roundTrip{
 			name:   "ListTemplates/" + name,
 			answer: func(f *fakeCore) { f.templates = templates },
-			call: func(ctx context.Context, c *rpc.Client) (any, error) {
-				return c.ListTemplates(ctx, "org1")
+			call: func(ctx context.Context, c ports.Core) (any, error) {
+				return c.Templates.ListTemplates(ctx, "org1")
 			},
 			want:   templates,
 			method: "ListTemplates",
@@ -151,8 +151,8 @@ func templateRoundTrips() []roundTrip {
 		add(roundTrip{
 			name:   "RenderTemplate/" + name,
 			answer: func(f *fakeCore) { f.rendered = fullRendered() },
-			call: func(ctx context.Context, c *rpc.Client) (any, error) {
-				return c.RenderTemplate(ctx, "org1", "tmpl1", vars)
+			call: func(ctx context.Context, c ports.Core) (any, error) {
+				return c.Renderer.RenderTemplate(ctx, "org1", "tmpl1", vars)
 			},
 			want:   fullRendered(),
 			method: "RenderTemplate",
@@ -162,8 +162,8 @@ func templateRoundTrips() []roundTrip {
 	add(roundTrip{
 		name:   "RenderTemplate/zero answer",
 		answer: func(*fakeCore) {},
-		call: func(ctx context.Context, c *rpc.Client) (any, error) {
-			return c.RenderTemplate(ctx, "", "", nil)
+		call: func(ctx context.Context, c ports.Core) (any, error) {
+			return c.Renderer.RenderTemplate(ctx, "", "", nil)
 		},
 		want:   ports.RenderedTemplate{},
 		method: "RenderTemplate",
@@ -180,7 +180,7 @@ func TestTemplateCurrentVersion(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			b := setup(t, &fakeCore{template: ports.Template{ID: "tmpl1", CurrentVersion: current}})
-			got, err := b.client.PublishTemplate(context.Background(), "org1", "tmpl1", 2)
+			got, err := b.client.Core().Templates.PublishTemplate(context.Background(), "org1", "tmpl1", 2)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -204,7 +204,7 @@ func TestRenderTemplateVariablesExact(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil)
 	vars := map[string]any{"big": int64(1<<60 + 1), "ratio": 0.1, "count": 3, "list": []int{1, 2}, "s": "ü"}
-	if _, err := b.client.RenderTemplate(context.Background(), "org1", "tmpl1", vars); err != nil {
+	if _, err := b.client.Core().Renderer.RenderTemplate(context.Background(), "org1", "tmpl1", vars); err != nil {
 		t.Fatal(err)
 	}
 	got := b.fake.recorded()[0].args[2]
@@ -222,7 +222,7 @@ func TestRenderTemplateVariablesExact(t *testing.T) {
 func TestRenderTemplateUnencodable(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil)
-	_, err := b.client.RenderTemplate(context.Background(), "org1", "tmpl1", map[string]any{"f": func() {}})
+	_, err := b.client.Core().Renderer.RenderTemplate(context.Background(), "org1", "tmpl1", map[string]any{"f": func() {}})
 	if ports.ErrorCode(err) != ports.CodeInternal || !strings.Contains(err.Error(), "template variables") {
 		t.Errorf("err = %v, want internal naming the variables", err)
 	}
@@ -236,7 +236,7 @@ func TestRenderTemplateUnencodable(t *testing.T) {
 func TestRenderTemplateMissingReference(t *testing.T) {
 	t.Parallel()
 	b := setup(t, &fakeCore{err: fmt.Errorf("render: %w", ports.MissingReference(ports.TemplatesConstraint))})
-	_, err := b.client.RenderTemplate(context.Background(), "org1", "tmpl-gone", map[string]any{"a": "b"})
+	_, err := b.client.Core().Renderer.RenderTemplate(context.Background(), "org1", "tmpl-gone", map[string]any{"a": "b"})
 	assertSameError(t, err, ports.MissingReference(ports.TemplatesConstraint))
 }
 
@@ -253,13 +253,13 @@ func TestRenderTemplateWithoutRenderer(t *testing.T) {
 	t.Parallel()
 	fake := &fakeCore{template: fullTemplate()}
 	srv := mustServe(t, ports.Core{Templates: templateServiceOnly{fake}}, testToken)
-	c := rpc.NewClient(srv.URL, testToken, nil)
+	c := rpc.NewClient(srv.URL, testToken, nil).Core()
 	ctx := context.Background()
-	got, err := c.GetTemplate(ctx, "org1", "tmpl1")
+	got, err := c.Templates.GetTemplate(ctx, "org1", "tmpl1")
 	if err != nil || !reflect.DeepEqual(got, fullTemplate()) {
 		t.Errorf("GetTemplate = %+v, %v; want the template", got, err)
 	}
-	_, err = c.RenderTemplate(ctx, "org1", "tmpl1", nil)
+	_, err = c.Renderer.RenderTemplate(ctx, "org1", "tmpl1", nil)
 	if ports.ErrorCode(err) != ports.CodeInternal || connect.CodeOf(err) != connect.CodeUnimplemented {
 		t.Errorf("RenderTemplate: err = %v, want internal caused by unimplemented", err)
 	}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/postmill/postmill/adapters/rpc"
 	"github.com/postmill/postmill/ports"
 )
 
@@ -22,8 +21,8 @@ func trackingRoundTrips() []roundTrip {
 		add(roundTrip{
 			name:   fmt.Sprintf("Open/%q", token),
 			answer: func(*fakeCore) {},
-			call: func(ctx context.Context, c *rpc.Client) (any, error) {
-				return nil, c.Open(ctx, token)
+			call: func(ctx context.Context, c ports.Core) (any, error) {
+				return nil, c.Tracking.Open(ctx, token)
 			},
 			want:   nil,
 			method: "Open",
@@ -32,8 +31,8 @@ func trackingRoundTrips() []roundTrip {
 		add(roundTrip{
 			name:   fmt.Sprintf("Click/%q", token),
 			answer: func(f *fakeCore) { f.clickURL = "https://example.org/pricing?plan=pro&utm_source=x#top" },
-			call: func(ctx context.Context, c *rpc.Client) (any, error) {
-				return c.Click(ctx, token)
+			call: func(ctx context.Context, c ports.Core) (any, error) {
+				return c.Tracking.Click(ctx, token)
 			},
 			want:   "https://example.org/pricing?plan=pro&utm_source=x#top",
 			method: "Click",
@@ -43,8 +42,8 @@ func trackingRoundTrips() []roundTrip {
 	add(roundTrip{
 		name:   "Click/zero answer",
 		answer: func(*fakeCore) {},
-		call: func(ctx context.Context, c *rpc.Client) (any, error) {
-			return c.Click(ctx, sealedToken)
+		call: func(ctx context.Context, c ports.Core) (any, error) {
+			return c.Tracking.Click(ctx, sealedToken)
 		},
 		want:   "",
 		method: "Click",
@@ -67,8 +66,8 @@ func TestTrackingRefusalCrosses(t *testing.T) {
 			b := setup(t, &fakeCore{err: want, clickURL: "https://example.org"})
 			ctx := context.Background()
 			for _, token := range []string{sealedToken, "\xc3\x28-bad-utf8"} {
-				assertSameError(t, b.client.Open(ctx, token), want)
-				url, err := b.client.Click(ctx, token)
+				assertSameError(t, b.client.Core().Tracking.Open(ctx, token), want)
+				url, err := b.client.Core().Tracking.Click(ctx, token)
 				assertSameError(t, err, want)
 				if url != "" {
 					t.Errorf("Click with an error answered %q, want no URL", url)

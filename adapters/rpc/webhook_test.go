@@ -79,8 +79,8 @@ func webhookRoundTrips() []roundTrip {
 		add(roundTrip{
 			name:   "CreateEndpoint/" + name,
 			answer: func(f *fakeCore) { f.created = fullCreatedEndpoint() },
-			call: func(ctx context.Context, c *rpc.Client) (any, error) {
-				return c.CreateEndpoint(ctx, "org1", "HTTP://Hooks.Example.com:8443/ä?q=1#frag", types)
+			call: func(ctx context.Context, c ports.Core) (any, error) {
+				return c.Webhooks.CreateEndpoint(ctx, "org1", "HTTP://Hooks.Example.com:8443/ä?q=1#frag", types)
 			},
 			want:   wantCreated,
 			method: "CreateEndpoint",
@@ -90,8 +90,8 @@ func webhookRoundTrips() []roundTrip {
 	add(roundTrip{
 		name:   "CreateEndpoint/zero answer",
 		answer: func(*fakeCore) {},
-		call: func(ctx context.Context, c *rpc.Client) (any, error) {
-			return c.CreateEndpoint(ctx, "", "", nil)
+		call: func(ctx context.Context, c ports.Core) (any, error) {
+			return c.Webhooks.CreateEndpoint(ctx, "", "", nil)
 		},
 		want:   ports.CreatedWebhookEndpoint{},
 		method: "CreateEndpoint",
@@ -112,8 +112,8 @@ func webhookRoundTrips() []roundTrip {
 		add(roundTrip{
 			name:   "ListEndpoints/" + name,
 			answer: func(f *fakeCore) { f.endpoints = endpoints },
-			call: func(ctx context.Context, c *rpc.Client) (any, error) {
-				return c.ListEndpoints(ctx, "org1")
+			call: func(ctx context.Context, c ports.Core) (any, error) {
+				return c.Webhooks.ListEndpoints(ctx, "org1")
 			},
 			want:   want,
 			method: "ListEndpoints",
@@ -123,8 +123,8 @@ func webhookRoundTrips() []roundTrip {
 	add(roundTrip{
 		name:   "DeleteEndpoint",
 		answer: func(*fakeCore) {},
-		call: func(ctx context.Context, c *rpc.Client) (any, error) {
-			return nil, c.DeleteEndpoint(ctx, "org1", "we1")
+		call: func(ctx context.Context, c ports.Core) (any, error) {
+			return nil, c.Webhooks.DeleteEndpoint(ctx, "org1", "we1")
 		},
 		want:   nil,
 		method: "DeleteEndpoint",
@@ -139,8 +139,8 @@ func webhookRoundTrips() []roundTrip {
 		add(roundTrip{
 			name:   "TestEndpoint/" + name,
 			answer: func(f *fakeCore) { f.delivery = d },
-			call: func(ctx context.Context, c *rpc.Client) (any, error) {
-				return c.TestEndpoint(ctx, "org1", "we1")
+			call: func(ctx context.Context, c ports.Core) (any, error) {
+				return c.Webhooks.TestEndpoint(ctx, "org1", "we1")
 			},
 			want:   d,
 			method: "TestEndpoint",
@@ -149,8 +149,8 @@ func webhookRoundTrips() []roundTrip {
 		add(roundTrip{
 			name:   "Replay/" + name,
 			answer: func(f *fakeCore) { f.delivery = d },
-			call: func(ctx context.Context, c *rpc.Client) (any, error) {
-				return c.Replay(ctx, "org1", "we1", "wd1")
+			call: func(ctx context.Context, c ports.Core) (any, error) {
+				return c.Webhooks.Replay(ctx, "org1", "we1", "wd1")
 			},
 			want:   d,
 			method: "Replay",
@@ -166,8 +166,8 @@ func webhookRoundTrips() []roundTrip {
 		add(roundTrip{
 			name:   "RotateSecret/" + name,
 			answer: func(f *fakeCore) { f.created = created },
-			call: func(ctx context.Context, c *rpc.Client) (any, error) {
-				return c.RotateSecret(ctx, "org1", "we1")
+			call: func(ctx context.Context, c ports.Core) (any, error) {
+				return c.Webhooks.RotateSecret(ctx, "org1", "we1")
 			},
 			want:   want,
 			method: "RotateSecret",
@@ -182,8 +182,8 @@ func webhookRoundTrips() []roundTrip {
 		add(roundTrip{
 			name:   "ListDeliveries/" + name,
 			answer: func(f *fakeCore) { f.deliveries = deliveries },
-			call: func(ctx context.Context, c *rpc.Client) (any, error) {
-				return c.ListDeliveries(ctx, "org1")
+			call: func(ctx context.Context, c ports.Core) (any, error) {
+				return c.Webhooks.ListDeliveries(ctx, "org1")
 			},
 			want:   deliveries,
 			method: "ListDeliveries",
@@ -201,7 +201,7 @@ func TestWebhookPayloadPresence(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			b := setup(t, &fakeCore{deliveries: []ports.WebhookDelivery{{ID: "wd", Payload: payload}}})
-			got, err := b.client.ListDeliveries(context.Background(), "org1")
+			got, err := b.client.Core().Webhooks.ListDeliveries(context.Background(), "org1")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -222,14 +222,14 @@ func TestWebhookSecretsStayInCore(t *testing.T) {
 	}
 	srv := mustServe(t, fake.core(), testToken)
 	cap := &capture{next: srv.Client().Transport, bodies: map[string][]byte{}}
-	c := rpc.NewClient(srv.URL, testToken, &http.Client{Transport: cap})
+	c := rpc.NewClient(srv.URL, testToken, &http.Client{Transport: cap}).Core()
 	ctx := context.Background()
 
-	created, err := c.CreateEndpoint(ctx, "org1", "https://hooks.example.com", []string{ports.EventEmailSent})
+	created, err := c.Webhooks.CreateEndpoint(ctx, "org1", "https://hooks.example.com", []string{ports.EventEmailSent})
 	if err != nil {
 		t.Fatal(err)
 	}
-	rotated, err := c.RotateSecret(ctx, "org1", "we1")
+	rotated, err := c.Webhooks.RotateSecret(ctx, "org1", "we1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -238,11 +238,11 @@ func TestWebhookSecretsStayInCore(t *testing.T) {
 			created.PlainSecret, rotated.PlainSecret, created.Secret, rotated.Secret)
 	}
 	for name, call := range map[string]func() error{
-		"ListEndpoints":  func() error { _, err := c.ListEndpoints(ctx, "org1"); return err },
-		"DeleteEndpoint": func() error { return c.DeleteEndpoint(ctx, "org1", "we1") },
-		"TestEndpoint":   func() error { _, err := c.TestEndpoint(ctx, "org1", "we1"); return err },
-		"Replay":         func() error { _, err := c.Replay(ctx, "org1", "we1", "wd1"); return err },
-		"ListDeliveries": func() error { _, err := c.ListDeliveries(ctx, "org1"); return err },
+		"ListEndpoints":  func() error { _, err := c.Webhooks.ListEndpoints(ctx, "org1"); return err },
+		"DeleteEndpoint": func() error { return c.Webhooks.DeleteEndpoint(ctx, "org1", "we1") },
+		"TestEndpoint":   func() error { _, err := c.Webhooks.TestEndpoint(ctx, "org1", "we1"); return err },
+		"Replay":         func() error { _, err := c.Webhooks.Replay(ctx, "org1", "we1", "wd1"); return err },
+		"ListDeliveries": func() error { _, err := c.Webhooks.ListDeliveries(ctx, "org1"); return err },
 	} {
 		if err := call(); err != nil {
 			t.Fatalf("%s: %v", name, err)
