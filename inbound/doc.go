@@ -6,6 +6,9 @@
 //
 // Policy:
 //   - No AUTH and no TLS requirement: an MX takes mail from any host (RFC 5321 §2.3.5).
+//   - At most Config.MaxConnections sessions at once and Config.MaxConnectionsPerIP from one client
+//     address (an IPv6 /64), each idle at most Config.ReadTimeout (Defaults: 64, 8, one minute); a client
+//     beyond a limit is greeted with 421 and retries (RFC 5321 §3.8).
 //   - MAIL FROM accepts any reverse path; bounces come from the null path <> (RFC 3464 §2, RFC 5321
 //     §4.5.5). SMTPUTF8 is offered because DSNs about internationalized mail are sent with it (RFC 6533).
 //   - RCPT asks FeedbackService.AcceptsRecipient; everything else is refused at RCPT time, so unknown
@@ -38,6 +41,9 @@
 //	DATA: the core failed for any RCPT         451 4.3.0    the sender retries the whole message;
 //	(internal, resource_exhausted, ...)                     recording a bounce again changes nothing
 //	DATA: larger than MaxMessageBytes          552 5.3.4    go-smtp's size limit (RFC 1870)
+//	connect: MaxConnections reached            421 4.3.2    try again later; the connection is closed
+//	connect: MaxConnectionsPerIP reached       421 4.7.0    likewise, for that client address
+//	no command within ReadTimeout              421 4.4.2    idle timeout; the connection is closed
 //
 // The package imports ports, adapters/smtpd (the listener lifecycle and reply-line helpers it shares with
 // SMTP submission) and go-smtp/go-message, never the core (STYLE.md §1).

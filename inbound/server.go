@@ -15,7 +15,7 @@ import (
 	"github.com/postmill/postmill/ports"
 )
 
-// Defaults of Config.
+// Defaults of Config, where they differ from adapters/smtpd's.
 const (
 	// DefaultAddr is the runtime contract's POSTMILL_SMTP_ADDR default.
 	DefaultAddr = "127.0.0.1:2525"
@@ -24,79 +24,47 @@ const (
 	// (Postfix's bounce_size_limit, Exim's bounce_return_size_limit), feedback loops often do not; the
 	// bound keeps one hostile sender from making the listener hold an unbounded message in memory.
 	DefaultMaxMessageBytes int64 = 10 << 20
-	// DefaultMaxRecipients bounds RCPT commands per transaction (RFC 5321 §4.5.3.1.8 asks for at least 100).
-	DefaultMaxRecipients = 100
 	// DefaultMaxConnections bounds sessions served at once: with DefaultMaxMessageBytes each, 64 sessions
 	// hold at most 640 MiB of message data. Senders beyond it get 421 and retry (RFC 5321 §3.8).
 	DefaultMaxConnections = 64
-	// DefaultReadTimeout is RFC 5321 §4.5.3.2.7's server timeout: five minutes waiting for the next command.
-	DefaultReadTimeout = 5 * time.Minute
+	// DefaultMaxConnectionsPerIP keeps one sending host (or IPv6 /64) from holding more than an eighth of
+	// the slots. Reports arrive a few at a time; a big sender uses many addresses.
+	DefaultMaxConnectionsPerIP = 8
+	// DefaultReadTimeout is shorter than RFC 5321 §4.5.3.2.7's five minutes: MTAs that send reports write
+	// each command at once, and a slot held idle for five minutes is a slot a hostile host takes from them
+	// (Postfix's own smtpd uses 10 seconds under load). It also bounds a whole DATA transfer: 10 MiB in a
+	// minute needs 175 KB/s.
+	DefaultReadTimeout = time.Minute
 	// DefaultWriteTimeout bounds writing one reply to a client that stopped reading.
-	DefaultWriteTimeout = time.Minute
+	DefaultWriteTimeout = 30 * time.Second
 )
+
+// Defaults is the MX listener's defaults, applied by New to every zero field of Config.
+var Defaults = smtpd.Config{
+	Addr:                DefaultAddr,
+	MaxMessageBytes:     DefaultMaxMessageBytes,
+	MaxConnections:      DefaultMaxConnections,
+	MaxConnectionsPerIP: DefaultMaxConnectionsPerIP,
+	ReadTimeout:         DefaultReadTimeout,
+	WriteTimeout:        DefaultWriteTimeout,
+}
 
 // coreTimeout bounds one call into the core so a stalled core cannot hold a sending MTA for the whole
 // read timeout; the sender then gets 451 and retries later.
 const coreTimeout = time.Minute
 
-// Config is what the composition root decides for the MX listener.
+// Config is what the composition root decides for the MX listener: the listener settings every SMTP
+// listener has (adapters/smtpd), with Defaults for the zero fields. TLSConfig, when set, offers STARTTLS.
 type Config struct {
-	// Addr is the TCP address to listen on; ":0" picks a free port (Listen and Addr report it).
-	Addr string
-	// Domain is the host name of the greeting and the EHLO reply; empty means the machine's host name.
-	Domain string
-	// MaxMessageBytes bounds a message (advertised as SIZE, RFC 1870); zero means DefaultMaxMessageBytes.
-	MaxMessageBytes int64
-	// MaxRecipients bounds envelope recipients per message; zero means DefaultMaxRecipients.
-	MaxRecipients int
-	// MaxConnections bounds sessions served at once; zero means DefaultMaxConnections.
-	MaxConnections int
-	// ReadTimeout and WriteTimeout bound each read and write on a connection; zero means the defaults.
-	ReadTimeout  time.Duration
-	WriteTimeout time.Duration
+	smtpd.Config
 }
 
 // Validate rejects configurations that would make the server refuse everything or fail late.
 func (c Config) Validate() error {
-	switch {
-	case c.MaxMessageBytes < 0:
-		return fmt.Errorf("inbound: MaxMessageBytes must not be negative (got %d)", c.MaxMessageBytes)
-	case c.MaxRecipients < 0:
-		return fmt.Errorf("inbound: MaxRecipients must not be negative (got %d)", c.MaxRecipients)
-	case c.MaxConnections < 0:
-		return fmt.Errorf("inbound: MaxConnections must not be negative (got %d)", c.MaxConnections)
-	case c.ReadTimeout < 0 || c.WriteTimeout < 0:
-		return errors.New("inbound: timeouts must not be negative")
+	if err := c.Config.Validate(); err != nil {
+		return fmt.Errorf("inbound: %w", err)
 	}
 	return nil
-}
-
-func (c Config) withDefaults() Config {
-	if c.Addr == "" {
-		c.Addr = DefaultAddr
-	}
-	if c.Domain == "" {
-		c.Domain, _ = os.Hostname()
-		if c.Domain == "" {
-			c.Domain = "localhost"
-		}
-	}
-	if c.MaxMessageBytes == 0 {
-		c.MaxMessageBytes = DefaultMaxMessageBytes
-	}
-	if c.MaxRecipients == 0 {
-		c.MaxRecipients = DefaultMaxRecipients
-	}
-	if c.MaxConnections == 0 {
-		c.MaxConnections = DefaultMaxConnections
-	}
-	if c.ReadTimeout == 0 {
-		c.ReadTimeout = DefaultReadTimeout
-	}
-	if c.WriteTimeout == 0 {
-		c.WriteTimeout = DefaultWriteTimeout
-	}
-	return c
 }
 
 // Server is the MX listener for mail about mail Postmill sent: go-smtp for the protocol, this package's
@@ -121,27 +89,22 @@ func New(cfg Config, feedback ports.FeedbackService, logger *slog.Logger) (*Serv
 	if logger == nil {
 		logger = slog.New(slog.NewJSONHandler(os.Stderr, nil))
 	}
-	cfg = cfg.withDefaults()
+	cfg.Config = cfg.Config.WithDefaults(Defaults)
 	s := &Server{
 		cfg:      cfg,
 		feedback: feedback,
 		logger:   logger.With(slog.String("service", "inbound")),
 	}
-
-	srv := smtp.NewServer(smtp.BackendFunc(s.newSession))
-	srv.Addr = cfg.Addr
-	srv.Domain = cfg.Domain
-	srv.MaxMessageBytes = cfg.MaxMessageBytes
-	srv.MaxRecipients = cfg.MaxRecipients
-	srv.ReadTimeout = cfg.ReadTimeout
-	srv.WriteTimeout = cfg.WriteTimeout
-	// RFC 6533 §3: a DSN about an internationalized message is itself sent with SMTPUTF8; refusing the
-	// extension would turn such bounces into downgraded or lost ones. The addresses Postmill accepts mail
-	// for are ASCII, so nothing else changes.
-	srv.EnableSMTPUTF8 = true
-	srv.ErrorLog = smtpd.ErrorLog{Logger: s.logger}
-	s.smtpd = smtpd.New("inbound", srv)
-	s.smtpd.LimitConnections(cfg.MaxConnections)
+	var err error
+	s.smtpd, err = smtpd.New("inbound", cfg.Config, smtp.BackendFunc(s.newSession), s.logger, func(srv *smtp.Server) {
+		// RFC 6533 §3: a DSN about an internationalized message is itself sent with SMTPUTF8; refusing the
+		// extension would turn such bounces into downgraded or lost ones. The addresses Postmill accepts
+		// mail for are ASCII, so nothing else changes.
+		srv.EnableSMTPUTF8 = true
+	})
+	if err != nil {
+		return nil, err
+	}
 	return s, nil
 }
 

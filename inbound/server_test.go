@@ -1,13 +1,10 @@
 package inbound_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
-	"io"
 	"log/slog"
-	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -18,6 +15,7 @@ import (
 
 	"github.com/emersion/go-smtp"
 
+	"github.com/postmill/postmill/adapters/smtpd"
 	"github.com/postmill/postmill/inbound"
 	"github.com/postmill/postmill/ports"
 )
@@ -124,7 +122,7 @@ func (l *lockedBuffer) String() string {
 // shut down when the test ends.
 func MustStartInbound(tb testing.TB, fake *fakeFeedback, edit func(*inbound.Config)) *testBundle {
 	tb.Helper()
-	cfg := inbound.Config{Addr: "127.0.0.1:0", Domain: "mx.postmill.test"}
+	cfg := inbound.Config{Config: smtpd.Config{Addr: "127.0.0.1:0", Domain: "mx.postmill.test"}}
 	if edit != nil {
 		edit(&cfg)
 	}
@@ -488,174 +486,4 @@ func TestMultipleRecipientsEachGetTheirReport(t *testing.T) {
 	b = MustStartInbound(t, fake, nil)
 	_, err = send(t, b.dial(t), "", []string{first, second}, raw)
 	mustSMTPError(t, err, 451, smtp.EnhancedCode{4, 3, 0}, "")
-}
-
-func TestMessageSizeLimit(t *testing.T) {
-	t.Parallel()
-	const rcpt = "b-ok4rysuwisrgp327vvs5x4n75o5a12d41bc9@bounce.example.com"
-	b := MustStartInbound(t, newFakeFeedback(rcpt), func(c *inbound.Config) { c.MaxMessageBytes = 2048 })
-	c := b.dial(t)
-	if size, ok := c.MaxMessageSize(); !ok || size != 2048 {
-		t.Errorf("SIZE %d %v", size, ok)
-	}
-	raw := MustReadFixture(t, "postfix-hard-511.eml")
-	if len(raw) <= 2048 {
-		t.Fatalf("fixture of %d bytes does not exceed the limit", len(raw))
-	}
-	_, err := send(t, c, "", []string{rcpt}, raw)
-	mustSMTPError(t, err, 552, smtp.EnhancedCode{5, 3, 4}, "")
-	if bounces, _ := b.fake.snapshot(); len(bounces) != 0 {
-		t.Error("an oversized message reached the core")
-	}
-	// The connection survives for a report that fits.
-	small := "From: MAILER-DAEMON@mx.example.org\r\nContent-Type: multipart/report; report-type=delivery-status; boundary=B\r\n\r\n" +
-		"--B\r\nContent-Type: message/delivery-status\r\n\r\nReporting-MTA: dns; mx.example.org\r\n\r\n" +
-		"Final-Recipient: rfc822; nobody@example.org\r\nAction: failed\r\nStatus: 5.1.1\r\n--B--\r\n"
-	if reply, err := send(t, c, "", []string{rcpt}, []byte(small)); err != nil || reply != "2.0.0 Ok: bounce recorded" {
-		t.Errorf("a report within the limit: %q %v", reply, err)
-	}
-}
-
-func TestShutdownDrainsASessionInProgress(t *testing.T) {
-	t.Parallel()
-	const rcpt = "b-ok4rysuwisrgp327vvs5x4n75o5a12d41bc9@bounce.example.com"
-	fake := newFakeFeedback(rcpt)
-	fake.entered, fake.release = make(chan struct{}, 1), make(chan struct{})
-	srv, err := inbound.New(inbound.Config{Addr: "127.0.0.1:0"}, fake, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if srv.Addr() != nil {
-		t.Error("Addr before Listen")
-	}
-	addr, err := srv.Listen()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if srv.Addr() == nil || srv.Addr().String() != addr.String() {
-		t.Errorf("Addr() = %v, Listen said %v", srv.Addr(), addr)
-	}
-	if _, err := srv.Listen(); err == nil {
-		t.Error("a second Listen succeeded")
-	}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve() }()
-
-	c, err := smtp.Dial(addr.String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if err := c.Hello("mta.sender.test"); err != nil {
-		t.Fatal(err)
-	}
-	raw := MustReadFixture(t, "postfix-hard-511.eml")
-	replied := make(chan error, 1)
-	go func() {
-		_, err := send(t, c, "", []string{rcpt}, raw)
-		replied <- err
-	}()
-	<-fake.entered // the core call of DATA is in progress
-
-	stopped := make(chan error, 1)
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		stopped <- srv.Shutdown(ctx)
-	}()
-	// New connections are refused once Shutdown started; poll until the listener is closed.
-	for deadline := time.Now().Add(10 * time.Second); ; {
-		conn, err := net.DialTimeout("tcp", addr.String(), time.Second)
-		if err != nil {
-			break
-		}
-		conn.Close()
-		if time.Now().After(deadline) {
-			t.Fatal("still accepting after Shutdown")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	select {
-	case err := <-stopped:
-		t.Fatalf("Shutdown returned with a transaction in progress: %v", err)
-	default:
-	}
-
-	close(fake.release)
-	if err := <-replied; err != nil {
-		t.Fatalf("the transaction in progress was not completed: %v", err)
-	}
-	if bounces, _ := fake.snapshot(); len(bounces) != 1 {
-		t.Fatalf("%d bounces recorded", len(bounces))
-	}
-	select {
-	case err := <-stopped:
-		t.Fatalf("Shutdown returned while the client was still connected: %v", err)
-	default:
-	}
-	if err := c.Quit(); err != nil {
-		t.Errorf("QUIT: %v", err)
-	}
-	if err := <-stopped; err != nil {
-		t.Errorf("Shutdown: %v", err)
-	}
-	if err := <-served; err != nil {
-		t.Errorf("Serve after Shutdown: %v", err)
-	}
-}
-
-func TestShutdownCutsIdleClientsAtTheDeadline(t *testing.T) {
-	t.Parallel()
-	srv, err := inbound.New(inbound.Config{Addr: "127.0.0.1:0"}, newFakeFeedback(), slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve() }() // Serve listens by itself when Listen was not called
-	var addr net.Addr
-	for deadline := time.Now().Add(10 * time.Second); addr == nil; time.Sleep(5 * time.Millisecond) {
-		if addr = srv.Addr(); addr == nil && time.Now().After(deadline) {
-			t.Fatal("Serve did not listen")
-		}
-	}
-	conn, err := net.Dial("tcp", addr.String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	r := bufio.NewReader(conn)
-	if line, _ := r.ReadString('\n'); !strings.HasPrefix(line, "220 ") {
-		t.Fatalf("greeting %q", line)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
-	defer cancel()
-	if err := srv.Shutdown(ctx); !errors.Is(err, context.DeadlineExceeded) {
-		t.Errorf("Shutdown with an idle client: %v", err)
-	}
-	if err := <-served; err != nil {
-		t.Errorf("Serve after Shutdown: %v", err)
-	}
-	conn.SetReadDeadline(time.Now().Add(5 * time.Second))
-	var ne net.Error
-	if _, err := io.ReadAll(r); errors.As(err, &ne) && ne.Timeout() {
-		t.Error("the idle connection survived the shutdown deadline")
-	}
-	if err := srv.Shutdown(context.Background()); err != nil {
-		t.Errorf("a second Shutdown: %v", err)
-	}
-}
-
-func TestNewRejectsBadWiring(t *testing.T) {
-	t.Parallel()
-	if _, err := inbound.New(inbound.Config{}, nil, nil); err == nil {
-		t.Error("New accepted a nil FeedbackService")
-	}
-	for _, cfg := range []inbound.Config{{MaxMessageBytes: -1}, {MaxRecipients: -1}, {ReadTimeout: -time.Second}} {
-		if _, err := inbound.New(cfg, newFakeFeedback(), nil); err == nil {
-			t.Errorf("New accepted %+v", cfg)
-		}
-	}
-	if err := (inbound.Config{}).Validate(); err != nil {
-		t.Errorf("the zero Config is valid: %v", err)
-	}
 }

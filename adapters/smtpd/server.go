@@ -1,13 +1,17 @@
 // Package smtpd runs the lifecycle of an SMTP listener that a tier has configured with go-smtp: bind (":0"
 // included), serve, and a graceful shutdown that still ends on time. Postmill has two such listeners, SMTP
 // submission in the edge (RFC 6409) and the MX listener in the inbound tier (RFC 5321); they differ in
-// policy — their go-smtp Backend and Session, the replies they map ports codes to, their limits — and in
-// nothing else, so that policy stays in each tier and this package holds the rest:
+// policy — their go-smtp Backend and Session, the replies they map ports codes to, their default limits —
+// and in nothing else, so that policy stays in each tier and this package holds the rest:
 //
-//   - Server: Listen, Addr, Serve and Shutdown around a *smtp.Server. go-smtp's Shutdown only waits: once
-//     it has started, its Close refuses to run, so a client that never leaves would hold the process for
-//     ever. Server remembers every accepted connection and cuts the remaining ones when the shutdown
-//     context ends, and its Context tells calls into the core that the server stopped waiting for them.
+//   - Config: the listener settings both share (address, TLS, sizes, connection limits, timeouts), with
+//     WithDefaults and Validate. Each tier embeds it in its own Config.
+//   - Server: Listen, Addr, Serve and Shutdown around a *smtp.Server built from a Config. go-smtp's
+//     Shutdown only waits: once it has started, its Close refuses to run, so a client that never leaves
+//     would hold the process for ever. Server remembers every accepted connection and cuts the remaining
+//     ones when the shutdown context ends, and its Context tells calls into the core that the server
+//     stopped waiting for them. It also enforces MaxConnections and MaxConnectionsPerIP at accept time.
+//   - ClientKey: the client address the per-address limits count by (an IPv4 address, an IPv6 /64).
 //   - ErrorLog: go-smtp's own complaints (accept failures, broken connections) in the structured log.
 //   - Describe and ReplyText: a ports.Error turned into one safe reply line (RFC 5321 §4.2, §4.5.3.1.5).
 //
@@ -20,15 +24,16 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"sync"
 	"time"
 
 	"github.com/emersion/go-smtp"
 )
 
-// Server owns the listener and the shutdown of one go-smtp server. Build it with New once the smtp.Server
-// is configured; the tier then calls Listen (or not), Serve and Shutdown through it, never the smtp.Server's
-// own Serve, ListenAndServe, Shutdown or Close.
+// Server owns the listener and the shutdown of one go-smtp server. Build it with New; the tier then calls
+// Listen (or not), Serve and Shutdown through it, never the smtp.Server's own Serve, ListenAndServe,
+// Shutdown or Close.
 type Server struct {
 	name string
 	smtp *smtp.Server
@@ -37,33 +42,94 @@ type Server struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	mu       sync.Mutex
-	ln       net.Listener
-	addr     net.Addr
-	closed   bool
-	conns    map[*trackedConn]struct{}
-	maxConns int // 0: no limit
+	mu         sync.Mutex
+	ln         net.Listener
+	addr       net.Addr
+	closed     bool
+	conns      map[*trackedConn]struct{}
+	perClient  map[string]int // open connections by ClientKey
+	maxConns   int            // 0: no limit
+	maxPerIP   int            // 0: no limit
+	refusing   int            // refusals being written right now
+	maxRefusal int
 }
 
-// tooManyConnections is the greeting a client gets beyond the connection limit: RFC 5321 §3.8 lets a server
-// answer 421 instead of 220 and close, and the sender tries again later.
-const tooManyConnections = "421 4.3.2 Too many connections, try again later\r\n"
+// Greetings of a client beyond a connection limit: RFC 5321 §3.8 lets a server answer 421 instead of 220
+// and close, and the sender tries again later.
+const (
+	tooManyConnections     = "421 4.3.2 Too many connections, try again later\r\n"
+	tooManyFromYourAddress = "421 4.7.0 Too many connections from your address, try again later\r\n"
+)
 
-// LimitConnections caps the connections served at once (n <= 0: no cap); call it before Serve. A client
-// beyond the cap is greeted with 421 and disconnected, so slow or many senders cannot hold unbounded memory
-// (each session may buffer a whole message).
-func (s *Server) LimitConnections(n int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.maxConns = n
-}
+// maxConcurrentRefusals bounds the goroutines writing a 421 at once: in a flood of connections, those
+// beyond it are closed without a word rather than each costing a goroutine for up to refusalTimeout.
+const (
+	maxConcurrentRefusals = 64
+	refusalTimeout        = 5 * time.Second
+)
 
-// New wraps srv, whose Addr says where Listen binds. name prefixes the errors Server returns ("submission",
-// "inbound"), so a failed start names the listener that failed.
-func New(name string, srv *smtp.Server) *Server {
-	s := &Server{name: name, smtp: srv, conns: map[*trackedConn]struct{}{}}
+// New builds the go-smtp server of cfg around be and the Server that runs it. cfg must be complete (a
+// tier's Config.WithDefaults) and valid. name prefixes the errors Server returns ("submission",
+// "inbound"), so a failed start names the listener that failed; logger receives go-smtp's own complaints.
+// policy lets the tier set the go-smtp options that are its own decision (AUTH rules, SMTPUTF8) before
+// anything is served.
+func New(name string, cfg Config, be smtp.Backend, logger *slog.Logger, policy ...func(*smtp.Server)) (*Server, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if be == nil {
+		return nil, fmt.Errorf("%s: no SMTP backend", name)
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	srv := smtp.NewServer(be)
+	srv.Addr = cfg.Addr
+	srv.Domain = cfg.Domain
+	srv.TLSConfig = cfg.TLSConfig
+	srv.MaxMessageBytes = cfg.MaxMessageBytes
+	srv.MaxRecipients = cfg.MaxRecipients
+	srv.ReadTimeout = cfg.ReadTimeout
+	srv.WriteTimeout = cfg.WriteTimeout
+	srv.ErrorLog = ErrorLog{Logger: logger}
+	for _, p := range policy {
+		p(srv)
+	}
+	s := &Server{
+		name: name, smtp: srv,
+		conns: map[*trackedConn]struct{}{}, perClient: map[string]int{},
+		maxConns: cfg.MaxConnections, maxPerIP: cfg.MaxConnectionsPerIP, maxRefusal: maxConcurrentRefusals,
+	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
-	return s
+	return s, nil
+}
+
+// ClientKey is the client a connection is counted against for per-address limits: its IP address, IPv4-
+// mapped IPv6 as IPv4, and an IPv6 address by its /64 (one host or site is usually given a whole /64, and
+// could otherwise use a fresh address per connection). An address that is not IP (a pipe in tests) counts
+// by its string form.
+func ClientKey(a net.Addr) string {
+	if a == nil {
+		return ""
+	}
+	var ip netip.Addr
+	switch t := a.(type) {
+	case *net.TCPAddr:
+		ip, _ = netip.AddrFromSlice(t.IP)
+	default:
+		if ap, err := netip.ParseAddrPort(a.String()); err == nil {
+			ip = ap.Addr()
+		}
+	}
+	if !ip.IsValid() {
+		return a.String()
+	}
+	ip = ip.Unmap().WithZone("")
+	if ip.Is6() {
+		p, _ := ip.Prefix(64)
+		return p.String()
+	}
+	return ip.String()
 }
 
 // Context is the parent for the core calls of sessions. It is cancelled when Shutdown returns, so a core
@@ -204,39 +270,70 @@ type trackingListener struct {
 	srv *Server
 }
 
-// Accept implements net.Listener.
+// Accept implements net.Listener: a connection within the limits is tracked and returned; one beyond them
+// is answered 421 and closed here, so go-smtp never starts a session for it.
 func (l *trackingListener) Accept() (net.Conn, error) {
 	for {
 		c, err := l.Listener.Accept()
 		if err != nil {
 			return nil, err
 		}
-		tc := &trackedConn{Conn: c, srv: l.srv}
-		l.srv.mu.Lock()
-		full := l.srv.maxConns > 0 && len(l.srv.conns) >= l.srv.maxConns
-		if !full {
-			l.srv.conns[tc] = struct{}{}
-		}
-		l.srv.mu.Unlock()
-		if !full {
+		if tc, refusal := l.srv.admit(c); tc != nil {
 			return tc, nil
+		} else if l.srv.startRefusal() {
+			go l.srv.refuse(c, refusal)
+		} else {
+			_ = c.Close()
 		}
-		go refuse(c)
 	}
 }
 
-// refuse answers a connection beyond the limit and closes it, bounded in time so a client that does not read
+// admit tracks c when both connection limits leave room, and otherwise says which greeting refuses it.
+func (s *Server) admit(c net.Conn) (*trackedConn, string) {
+	key := ClientKey(c.RemoteAddr())
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.maxConns > 0 && len(s.conns) >= s.maxConns:
+		return nil, tooManyConnections
+	case s.maxPerIP > 0 && s.perClient[key] >= s.maxPerIP:
+		return nil, tooManyFromYourAddress
+	}
+	tc := &trackedConn{Conn: c, srv: s, key: key}
+	s.conns[tc] = struct{}{}
+	s.perClient[key]++
+	return tc, ""
+}
+
+// startRefusal reserves one of the refusal goroutines, or reports that all are busy.
+func (s *Server) startRefusal() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.refusing >= s.maxRefusal {
+		return false
+	}
+	s.refusing++
+	return true
+}
+
+// refuse answers a connection beyond a limit and closes it, bounded in time so a client that does not read
 // cannot hold the goroutine.
-func refuse(c net.Conn) {
-	_ = c.SetWriteDeadline(time.Now().Add(5 * time.Second))
-	_, _ = c.Write([]byte(tooManyConnections))
+func (s *Server) refuse(c net.Conn, greeting string) {
+	defer func() {
+		s.mu.Lock()
+		s.refusing--
+		s.mu.Unlock()
+	}()
+	_ = c.SetWriteDeadline(time.Now().Add(refusalTimeout))
+	_, _ = c.Write([]byte(greeting))
 	_ = c.Close()
 }
 
-// trackedConn forgets itself on Close, so the set holds only the connections still open.
+// trackedConn forgets itself on Close, so the sets hold only the connections still open.
 type trackedConn struct {
 	net.Conn
 	srv  *Server
+	key  string // ClientKey of the peer
 	once sync.Once
 }
 
@@ -245,6 +342,9 @@ func (c *trackedConn) Close() error {
 	c.once.Do(func() {
 		c.srv.mu.Lock()
 		delete(c.srv.conns, c)
+		if c.srv.perClient[c.key]--; c.srv.perClient[c.key] <= 0 {
+			delete(c.srv.perClient, c.key)
+		}
 		c.srv.mu.Unlock()
 	})
 	return c.Conn.Close()

@@ -62,13 +62,22 @@ type testBundle struct {
 // not leave a listener behind.
 func MustNewServer(tb testing.TB, addr string) *testBundle {
 	tb.Helper()
+	return MustNewServerWith(tb, smtpd.Config{Addr: addr})
+}
+
+// MustNewServerWith is MustNewServer for a Config of the test's own (its zero fields take the defaults).
+func MustNewServerWith(tb testing.TB, cfg smtpd.Config) *testBundle {
+	tb.Helper()
 	b := &blockingBackend{entered: make(chan struct{}, 1), release: make(chan struct{}), ended: make(chan error, 1)}
-	s := smtp.NewServer(b)
-	s.Addr = addr
-	s.Domain = "mx.postmill.test"
-	s.AllowInsecureAuth = true
-	s.ErrorLog = smtpd.ErrorLog{Logger: slog.New(slog.DiscardHandler)}
-	b.srv = smtpd.New("test", s)
+	if cfg.Domain == "" {
+		cfg.Domain = "mx.postmill.test"
+	}
+	srv, err := smtpd.New("test", cfg.WithDefaults(smtpd.Config{}), b, slog.New(slog.DiscardHandler),
+		func(s *smtp.Server) { s.AllowInsecureAuth = true })
+	if err != nil {
+		tb.Fatal(err)
+	}
+	b.srv = srv
 	tb.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
@@ -415,30 +424,92 @@ func TestErrorLogWritesWarnings(t *testing.T) {
 // leaves, the next client is served again.
 func TestLimitConnections(t *testing.T) {
 	t.Parallel()
-	b := MustNewServer(t, "127.0.0.1:0")
-	b.srv.LimitConnections(2)
+	b := MustNewServerWith(t, smtpd.Config{Addr: "127.0.0.1:0", MaxConnections: 2})
 	addr, _ := b.MustServe(t)
 	first, _ := MustGreet(t, addr)
 	MustGreet(t, addr)
 
-	extra, err := net.Dial("tcp", addr.String())
+	mustBeRefused(t, addr, nil, "421 4.3.2 ")
+	// The limit is the server's, not an address's: another client address is refused as well.
+	mustBeRefused(t, addr, otherLoopback(t), "421 4.3.2 ")
+
+	first.Close()
+	mustBeServedAgain(t, addr, nil)
+}
+
+// TestLimitConnectionsPerIP: one client address holds at most MaxConnectionsPerIP sessions; the next one
+// from that address is greeted with 421 while another address is still served, and the address gets its
+// slot back when one of its connections ends.
+func TestLimitConnectionsPerIP(t *testing.T) {
+	t.Parallel()
+	b := MustNewServerWith(t, smtpd.Config{Addr: "127.0.0.1:0", MaxConnections: 10, MaxConnectionsPerIP: 3})
+	addr, _ := b.MustServe(t)
+	var held []net.Conn
+	for range 3 {
+		c, _ := MustGreet(t, addr)
+		held = append(held, c)
+	}
+	mustBeRefused(t, addr, nil, "421 4.7.0 Too many connections from your address")
+	other := otherLoopback(t)
+	c, err := (&net.Dialer{LocalAddr: other}).Dial("tcp", addr.String())
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer extra.Close()
-	_ = extra.SetReadDeadline(time.Now().Add(10 * time.Second))
-	r := bufio.NewReader(extra)
+	defer c.Close()
+	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if line, err := bufio.NewReader(c).ReadString('\n'); err != nil || !strings.HasPrefix(line, "220 ") {
+		t.Fatalf("a client from %v while 127.0.0.1 is at its limit: %q %v", other, line, err)
+	}
+	held[0].Close()
+	mustBeServedAgain(t, addr, nil)
+}
+
+// otherLoopback is a second loopback client address (Linux routes all of 127.0.0.0/8 to lo); the test is
+// skipped where it cannot be bound.
+func otherLoopback(t *testing.T) *net.TCPAddr {
+	t.Helper()
+	a := &net.TCPAddr{IP: net.IPv4(127, 0, 0, 2)}
+	ln, err := net.ListenTCP("tcp", a)
+	if err != nil {
+		t.Skipf("127.0.0.2 is not usable here: %v", err)
+	}
+	ln.Close()
+	return a
+}
+
+// mustBeRefused dials addr from local (nil: any) and expects a greeting starting with prefix, then the
+// connection closed by the server.
+func mustBeRefused(t *testing.T, addr net.Addr, local *net.TCPAddr, prefix string) {
+	t.Helper()
+	d := net.Dialer{}
+	if local != nil {
+		d.LocalAddr = local
+	}
+	c, err := d.Dial("tcp", addr.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	r := bufio.NewReader(c)
 	line, err := r.ReadString('\n')
-	if err != nil || !strings.HasPrefix(line, "421 4.3.2 ") {
-		t.Fatalf("third connection greeted %q (%v), want 421", line, err)
+	if err != nil || !strings.HasPrefix(line, prefix) {
+		t.Fatalf("greeted %q (%v), want %q", line, err, prefix)
 	}
 	if _, err := r.ReadString('\n'); err == nil {
 		t.Fatal("the refused connection stayed open")
 	}
+}
 
-	first.Close()
+// mustBeServedAgain polls until a client from local (nil: any) is greeted with 220.
+func mustBeServedAgain(t *testing.T, addr net.Addr, local *net.TCPAddr) {
+	t.Helper()
+	d := net.Dialer{}
+	if local != nil {
+		d.LocalAddr = local
+	}
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		conn, err := net.Dial("tcp", addr.String())
+		conn, err := d.Dial("tcp", addr.String())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -446,10 +517,36 @@ func TestLimitConnections(t *testing.T) {
 		line, _ := bufio.NewReader(conn).ReadString('\n')
 		conn.Close()
 		if strings.HasPrefix(line, "220 ") {
-			break
+			return
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("no room after a client left: %q", line)
 		}
 	}
 }
+
+func TestClientKey(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		addr net.Addr
+		want string
+	}{
+		{&net.TCPAddr{IP: net.ParseIP("192.0.2.7"), Port: 25}, "192.0.2.7"},
+		{&net.TCPAddr{IP: net.ParseIP("::ffff:192.0.2.7"), Port: 25}, "192.0.2.7"},
+		{&net.TCPAddr{IP: net.ParseIP("2001:db8:1:2:aaaa::1"), Port: 25}, "2001:db8:1:2::/64"},
+		{&net.TCPAddr{IP: net.ParseIP("2001:db8:1:2:bbbb::9"), Port: 25}, "2001:db8:1:2::/64"},
+		{&net.TCPAddr{IP: net.ParseIP("2001:db8:1:3::1"), Port: 25, Zone: "eth0"}, "2001:db8:1:3::/64"},
+		{&net.UDPAddr{IP: net.ParseIP("198.51.100.1"), Port: 1}, "198.51.100.1"},
+		{pipeAddr{}, "pipe"},
+		{nil, ""},
+	} {
+		if got := smtpd.ClientKey(c.addr); got != c.want {
+			t.Errorf("ClientKey(%v) = %q, want %q", c.addr, got, c.want)
+		}
+	}
+}
+
+type pipeAddr struct{}
+
+func (pipeAddr) Network() string { return "pipe" }
+func (pipeAddr) String() string  { return "pipe" }

@@ -33,6 +33,12 @@ type Config struct {
 	SubmissionAddr string
 	// SubmissionHost is the host name shown with SMTP credentials; defaults to SubmissionAddr's host.
 	SubmissionHost string
+	// Connection limits of the two SMTP listeners, total and per client address; 0 keeps the listener's
+	// default (see docs/operations.md, "SMTP listener limits").
+	SMTPMaxConnections            int
+	SMTPMaxConnectionsPerIP       int
+	SubmissionMaxConnections      int
+	SubmissionMaxConnectionsPerIP int
 
 	DNSResolver       string
 	MTAPort           int
@@ -180,6 +186,10 @@ func LoadEnv(getenv Getenv) (Config, error) {
 	c.BaseURL = strings.TrimRight(str("POSTMILL_BASE_URL", "http://"+c.HTTPAddr), "/")
 	c.FeedbackAddress = strings.ToLower(str("POSTMILL_FEEDBACK_ADDRESS", "fbl@"+c.ReturnPathHost))
 	c.CoreURL = strings.TrimRight(str("POSTMILL_CORE_URL", "http://"+c.RPCAddr), "/")
+	c.SMTPMaxConnections = int(integer("POSTMILL_SMTP_MAX_CONNECTIONS", 0))
+	c.SMTPMaxConnectionsPerIP = int(integer("POSTMILL_SMTP_MAX_CONNECTIONS_PER_IP", 0))
+	c.SubmissionMaxConnections = int(integer("POSTMILL_SUBMISSION_MAX_CONNECTIONS", 0))
+	c.SubmissionMaxConnectionsPerIP = int(integer("POSTMILL_SUBMISSION_MAX_CONNECTIONS_PER_IP", 0))
 	if err := c.LogLevel.UnmarshalText([]byte(str("POSTMILL_LOG_LEVEL", "info"))); err != nil {
 		errs = append(errs, fmt.Errorf("POSTMILL_LOG_LEVEL: %w", err))
 	}
@@ -257,6 +267,15 @@ func (c *Config) Validate(targets Targets) error {
 	}
 	if (c.SubmissionTLSCert == "") != (c.SubmissionTLSKey == "") {
 		errs = append(errs, errors.New("POSTMILL_SUBMISSION_TLS_CERT and POSTMILL_SUBMISSION_TLS_KEY go together"))
+	}
+	for _, v := range []struct {
+		name string
+		n    int
+	}{{"POSTMILL_SMTP_MAX_CONNECTIONS", c.SMTPMaxConnections}, {"POSTMILL_SMTP_MAX_CONNECTIONS_PER_IP", c.SMTPMaxConnectionsPerIP},
+		{"POSTMILL_SUBMISSION_MAX_CONNECTIONS", c.SubmissionMaxConnections}, {"POSTMILL_SUBMISSION_MAX_CONNECTIONS_PER_IP", c.SubmissionMaxConnectionsPerIP}} {
+		if v.n < 0 {
+			errs = append(errs, fmt.Errorf("%s must be >= 0 (0 keeps the default)", v.name))
+		}
 	}
 	if c.MTAConcurrency < 1 {
 		errs = append(errs, errors.New("POSTMILL_MTA_CONCURRENCY must be at least 1"))

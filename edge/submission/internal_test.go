@@ -124,7 +124,7 @@ func selfSigned(tb testing.TB) tls.Certificate {
 func mustPipeServer(tb testing.TB, tlsConfig *tls.Config) (*pipeListener, authOnlyCore) {
 	tb.Helper()
 	core := authOnlyCore{sent: make(chan ports.SendRequest, 1)}
-	s, err := New(Config{TLSConfig: tlsConfig, Domain: "submit.postmill.test"}, ports.Core{Auth: core, Emails: core}, slog.New(slog.DiscardHandler))
+	s, err := New(Config{Config: smtpd.Config{TLSConfig: tlsConfig, Domain: "submit.postmill.test"}}, ports.Core{Auth: core, Emails: core}, slog.New(slog.DiscardHandler))
 	if err != nil {
 		tb.Fatal(err)
 	}

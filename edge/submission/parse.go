@@ -6,6 +6,7 @@ import (
 	"io"
 	"maps"
 	"mime"
+	netmail "net/mail"
 	"strings"
 	"unicode/utf8"
 
@@ -18,16 +19,26 @@ import (
 // reservedHeaderPrefix marks header names Postmill writes itself; a client cannot set them.
 const reservedHeaderPrefix = "x-postmill-"
 
+// maxBodyBytes bounds one decoded text body. The message size bound already limits it; this one keeps a
+// body read into memory from exceeding what any sensible message has, before the core sees it.
+const maxBodyBytes = 32 << 20
+
+// Refusals of oversized parts, in the send API's words (SPEC §8).
+const (
+	msgAttachmentTooLarge  = "must be at most 10 MiB decoded"
+	msgAttachmentsTooLarge = "must total at most 25 MiB decoded"
+)
+
 // invalid is a schema-style refusal of the submitted message, reported like a send-API validation failure.
 func invalid(path, msg string) error {
 	return ports.ValidationError(ports.FieldViolation{Path: path, Message: msg})
 }
 
 // parseMessage turns a submitted message (RFC 5322, MIME per RFC 2045-2049) and its envelope recipients
-// into a send request. Addresses in To and Cc that are envelope recipients keep their place (and display
-// names); the other envelope recipients become Bcc (RFC 5322 §3.6.3).
-func parseMessage(raw []byte, envelope []string) (ports.SendRequest, error) {
-	mr, err := mail.CreateReader(bytes.NewReader(raw))
+// into a send request, reading r as a stream. Addresses in To and Cc that are envelope recipients keep
+// their place (and display names); the other envelope recipients become Bcc (RFC 5322 §3.6.3).
+func parseMessage(r io.Reader, envelope []string) (ports.SendRequest, error) {
+	mr, err := mail.CreateReader(r)
 	if err != nil && !message.IsUnknownCharset(err) {
 		return ports.SendRequest{}, invalid("message", "not a readable RFC 5322 message: "+err.Error())
 	}
@@ -63,15 +74,35 @@ func parseMessage(raw []byte, envelope []string) (ports.SendRequest, error) {
 	return req, nil
 }
 
+// addressParser reads display names in RFC 2047 encoded words of any charset: UTF-8, US-ASCII and Latin-1
+// natively, Windows-1252 by table, anything else as UTF-8 when it is valid and as Windows-1252 when not.
+// A display name is only shown to the reader, so a rarely used charset makes it look wrong at worst; it
+// never makes normal mail be refused.
+var addressParser = netmail.AddressParser{WordDecoder: &mime.WordDecoder{CharsetReader: func(charset string, input io.Reader) (io.Reader, error) {
+	b, err := io.ReadAll(io.LimitReader(input, 4096))
+	if err != nil {
+		return nil, err
+	}
+	switch strings.ToLower(charset) {
+	case "iso-8859-1", "iso8859-1", "latin1":
+		return strings.NewReader(decodeSingleByte(b, nil)), nil
+	}
+	if utf8.Valid(b) {
+		return bytes.NewReader(b), nil
+	}
+	return strings.NewReader(decodeSingleByte(b, &windows1252)), nil
+}}}
+
 // addressList parses every occurrence of a header field (RFC 5322 §3.6.3 allows groups, which contribute
-// their members; an empty group such as "undisclosed-recipients:;" contributes none).
+// their members; an empty group such as "undisclosed-recipients:;" contributes none). Raw UTF-8 in display
+// names (RFC 6532) is read as it is.
 func addressList(h mail.Header, key string) ([]*mail.Address, error) {
 	var out []*mail.Address
 	for _, v := range h.Values(key) {
 		if strings.TrimSpace(v) == "" {
 			continue
 		}
-		list, err := mail.ParseAddressList(v)
+		list, err := addressParser.ParseList(v)
 		if err != nil {
 			return nil, err
 		}
@@ -155,6 +186,7 @@ func validHeaderName(name string) bool {
 // so it travels as an ordinary attachment (the send API requires contentId for inline parts).
 func readParts(mr *mail.Reader, req *ports.SendRequest) error {
 	var haveText, haveHTML bool
+	var attached int64 // decoded attachment bytes so far
 	for {
 		p, err := mr.NextPart()
 		if err == io.EOF {
@@ -180,12 +212,25 @@ func readParts(mr *mail.Reader, req *ports.SendRequest) error {
 			filename = params["name"]
 		}
 		filename = cleanLine(decodeWords(filename))
-		body, err := io.ReadAll(p.Body)
+		isBody := disp != "attachment" && filename == ""
+		wantBody := isBody && (ctype == "text/plain" && !haveText || ctype == "text/html" && !haveHTML)
+		// A part that will be an attachment is read up to one byte past SPEC §8's bound, so an oversized
+		// one is refused without being held whole.
+		limit := int64(maxBodyBytes)
+		if !wantBody {
+			limit = ports.MaxAttachmentBytes + 1
+		}
+		body, err := io.ReadAll(io.LimitReader(p.Body, limit))
 		if err != nil {
 			return invalid("message", "unreadable MIME part: "+err.Error())
 		}
+		if int64(len(body)) == limit {
+			if wantBody {
+				return invalid("message", "a text body is too large")
+			}
+			return invalid(fmt.Sprintf("attachments.%d.content", len(req.Attachments)), msgAttachmentTooLarge)
+		}
 
-		isBody := disp != "attachment" && filename == ""
 		switch {
 		case isBody && ctype == "text/plain" && !haveText:
 			if req.Text, err = toUTF8(body, params["charset"]); err != nil {
@@ -203,6 +248,9 @@ func readParts(mr *mail.Reader, req *ports.SendRequest) error {
 
 		if len(req.Attachments) == ports.MaxAttachments {
 			return invalid("attachments", fmt.Sprintf("expected at most %d attachments", ports.MaxAttachments))
+		}
+		if attached += int64(len(body)); attached > ports.MaxTotalAttachmentBytes {
+			return invalid("attachments", msgAttachmentsTooLarge)
 		}
 		if filename == "" {
 			filename = fmt.Sprintf("attachment-%d", len(req.Attachments)+1)

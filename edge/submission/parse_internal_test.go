@@ -11,7 +11,7 @@ import (
 
 func TestSplitRecipientsFollowsTheEnvelope(t *testing.T) {
 	t.Parallel()
-	req, err := parseMessage([]byte("From: a@sender.example\r\nTo: undisclosed-recipients:;\r\nSubject: s\r\n\r\nx\r\n"),
+	req, err := parseMessage(strings.NewReader("From: a@sender.example\r\nTo: undisclosed-recipients:;\r\nSubject: s\r\n\r\nx\r\n"),
 		[]string{"one@rcpt.example", "two@rcpt.example", "ONE@rcpt.example"})
 	if err != nil {
 		t.Fatal(err)
@@ -19,7 +19,7 @@ func TestSplitRecipientsFollowsTheEnvelope(t *testing.T) {
 	if len(req.To) != 0 || len(req.Cc) != 0 || !slices.Equal(req.Bcc, []string{"one@rcpt.example", "two@rcpt.example"}) {
 		t.Errorf("to=%q cc=%q bcc=%q", req.To, req.Cc, req.Bcc)
 	}
-	req, err = parseMessage([]byte("From: a@sender.example\r\nTo: x@rcpt.example, Y@rcpt.example\r\nTo: z@rcpt.example\r\nCc: x@rcpt.example\r\nSubject: s\r\n\r\nx\r\n"),
+	req, err = parseMessage(strings.NewReader("From: a@sender.example\r\nTo: x@rcpt.example, Y@rcpt.example\r\nTo: z@rcpt.example\r\nCc: x@rcpt.example\r\nSubject: s\r\n\r\nx\r\n"),
 		[]string{"y@rcpt.example", "z@rcpt.example", "x@rcpt.example"})
 	if err != nil {
 		t.Fatal(err)
@@ -36,7 +36,7 @@ func TestLegacyCharsets(t *testing.T) {
 		if charset == "" {
 			msg = strings.Replace(msg, "; charset=", "", 1)
 		}
-		req, err := parseMessage([]byte(msg), []string{"b@rcpt.example"})
+		req, err := parseMessage(strings.NewReader(msg), []string{"b@rcpt.example"})
 		if err != nil || req.Text != want {
 			t.Errorf("charset %q: %q %v, want %q", charset, req.Text, err, want)
 		}
@@ -51,7 +51,7 @@ func TestTooManyAttachments(t *testing.T) {
 		fmt.Fprintf(&b, "--B\r\nContent-Type: application/octet-stream\r\nContent-Disposition: attachment; filename=f%d\r\n\r\nx\r\n", i)
 	}
 	b.WriteString("--B--\r\n")
-	_, err := parseMessage([]byte(b.String()), []string{"b@rcpt.example"})
+	_, err := parseMessage(strings.NewReader(b.String()), []string{"b@rcpt.example"})
 	if pe, ok := ports.AsError(err); !ok || pe.Code != ports.CodeInvalidArgument || pe.Details[0].Path != "attachments" {
 		t.Errorf("21 attachments: %v", err)
 	}
@@ -59,7 +59,7 @@ func TestTooManyAttachments(t *testing.T) {
 
 func TestSinglePartHTMLAndHeaderFilter(t *testing.T) {
 	t.Parallel()
-	req, err := parseMessage([]byte("From: a@sender.example\r\nTo: b@rcpt.example\r\nSubject: s\r\n"+
+	req, err := parseMessage(strings.NewReader("From: a@sender.example\r\nTo: b@rcpt.example\r\nSubject: s\r\n"+
 		"X-Mailer: client 1.0\r\nx-postmill-tenant: other\r\nX-Long: folded\r\n continued\r\nContent-Type: text/html\r\n\r\n<b>hi</b>"),
 		[]string{"b@rcpt.example"})
 	if err != nil {
@@ -75,7 +75,7 @@ func TestSinglePartHTMLAndHeaderFilter(t *testing.T) {
 
 func TestInlineNeedsAContentID(t *testing.T) {
 	t.Parallel()
-	req, err := parseMessage([]byte("From: a@sender.example\r\nTo: b@rcpt.example\r\nSubject: s\r\nContent-Type: multipart/mixed; boundary=B\r\n\r\n"+
+	req, err := parseMessage(strings.NewReader("From: a@sender.example\r\nTo: b@rcpt.example\r\nSubject: s\r\nContent-Type: multipart/mixed; boundary=B\r\n\r\n"+
 		"--B\r\nContent-Type: text/plain\r\n\r\nbody\r\n"+
 		"--B\r\nContent-Type: image/png\r\nContent-Disposition: inline; filename=a.png\r\n\r\npng\r\n"+
 		"--B\r\nContent-Type: image/png\r\nContent-Disposition: inline; filename=b.png\r\nContent-ID: <b@x>\r\n\r\npng\r\n"+

@@ -7,11 +7,14 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/emersion/go-sasl"
 	"github.com/emersion/go-smtp"
 
+	"github.com/postmill/postmill/adapters/smtpd"
 	"github.com/postmill/postmill/ports"
 )
 
@@ -26,12 +29,27 @@ var (
 	errAuthFailed = &smtp.SMTPError{Code: 535, EnhancedCode: smtp.EnhancedCode{5, 7, 8}, Message: "Authentication credentials invalid"}
 )
 
+// lockedOut answers AUTH while the client's address or the username is locked out after failed attempts:
+// 454 4.7.0, temporary (RFC 4954 §6), with the wait so a well-behaved client knows when to try again.
+func lockedOut(wait time.Duration) *smtp.SMTPError {
+	secs := int((wait + time.Second - 1) / time.Second)
+	return &smtp.SMTPError{Code: 454, EnhancedCode: smtp.EnhancedCode{4, 7, 0},
+		Message: "Too many failed authentication attempts, try again in " + strconv.Itoa(secs) + " seconds"}
+}
+
+// messageTooLarge answers a message that crossed Config.MaxMessageBytes (RFC 1870 §6.3: 552 5.3.4).
+func messageTooLarge(limit int64) *smtp.SMTPError {
+	return &smtp.SMTPError{Code: 552, EnhancedCode: smtp.EnhancedCode{5, 3, 4},
+		Message: "Message too large: at most " + strconv.FormatInt(limit, 10) + " bytes are accepted"}
+}
+
 // session is one client connection's state. go-smtp calls its methods one at a time, and creates a fresh
 // session after STARTTLS, so the TLS state seen at creation holds for the session's life.
 type session struct {
 	srv       *Server
 	remote    net.Addr
-	authOK    bool // AUTH may be used: a TLS connection or a loopback client
+	client    string // smtpd.ClientKey of remote: what per-address lockouts count by
+	authOK    bool   // AUTH may be used: a TLS connection or a loopback client
 	principal *ports.Principal
 	rcpts     []string
 }
@@ -39,7 +57,7 @@ type session struct {
 func (s *Server) newSession(c *smtp.Conn) (smtp.Session, error) {
 	_, isTLS := c.TLSConnectionState()
 	remote := c.Conn().RemoteAddr()
-	return &session{srv: s, remote: remote, authOK: isTLS || isLoopback(remote)}, nil
+	return &session{srv: s, remote: remote, client: smtpd.ClientKey(remote), authOK: isTLS || isLoopback(remote)}, nil
 }
 
 // isLoopback reports whether the client connects from 127.0.0.0/8 or ::1 (IPv4-mapped included).
@@ -68,6 +86,10 @@ func (s *session) Auth(mech string) (sasl.Server, error) {
 	case sasl.Plain:
 		return sasl.NewPlainServer(func(identity, username, password string) error {
 			if identity != "" && identity != username {
+				if wait := s.srv.lockout.lockedFor(s.client, username); wait > 0 {
+					return lockedOut(wait)
+				}
+				s.authFailed(sasl.Plain, username, errAuthFailed)
 				return errAuthFailed
 			}
 			return s.authenticate(sasl.Plain, username, password)
@@ -80,20 +102,45 @@ func (s *session) Auth(mech string) (sasl.Server, error) {
 	return nil, smtp.ErrAuthUnknownMechanism
 }
 
+// authenticate asks the core, unless the client's address or the username is locked out: then the answer
+// is 454 whatever the password, so guessing gains nothing and costs the core nothing.
 func (s *session) authenticate(mech, username, password string) error {
 	ctx, cancel := context.WithTimeout(s.srv.smtpd.Context(), sendTimeout)
 	defer cancel()
+	if wait := s.srv.lockout.lockedFor(s.client, username); wait > 0 {
+		reply := lockedOut(wait)
+		s.srv.logger.LogAttrs(ctx, slog.LevelInfo, "smtp auth refused: locked out", slog.String("mechanism", mech),
+			slog.String("remote", s.remoteString()), slog.Int("reply", reply.Code))
+		return reply
+	}
 	p, err := s.srv.core.Auth.AuthenticateSMTP(ctx, username, password)
 	if err == nil && (p.Kind != ports.PrincipalSMTP || p.OrganizationID == "") {
 		err = ports.Unauthenticated("not an SMTP credential")
 	}
 	if err != nil {
 		reply := replyFor(err, stageAuth)
-		s.log(ctx, slog.LevelInfo, "smtp auth refused", err, slog.String("mechanism", mech), slog.Int("reply", reply.Code))
+		if ports.ErrorCode(err) == ports.CodeUnauthenticated {
+			s.authFailed(mech, username, err)
+		} else {
+			s.log(ctx, slog.LevelWarn, "smtp auth failed", err, slog.String("mechanism", mech), slog.Int("reply", reply.Code))
+		}
 		return reply
 	}
+	s.srv.lockout.succeeded(username)
 	s.principal = &p
 	return nil
+}
+
+// authFailed counts a refused credential towards the lockouts and logs it (never the password).
+func (s *session) authFailed(mech, username string, err error) {
+	locked := s.srv.lockout.failed(s.client, username)
+	attrs := []slog.Attr{slog.String("mechanism", mech), slog.Int("reply", errAuthFailed.Code)}
+	msg := "smtp auth refused"
+	if locked {
+		msg = "smtp auth refused; client address or username locked out"
+		attrs = append(attrs, slog.String("username", smtpd.ReplyText(username)))
+	}
+	s.log(context.Background(), slog.LevelInfo, msg, err, attrs...)
 }
 
 // Mail starts a transaction; the envelope sender is not used (the MTA sets a VERP return path).
@@ -114,21 +161,31 @@ func (s *session) Rcpt(to string, _ *smtp.RcptOptions) error {
 	return nil
 }
 
-// Data parses the message and hands it to the core's send path. The reply carries the message id.
+// Data parses the message as it arrives and hands it to the core's send path; the reply carries the
+// message id. The raw message is never held whole: the parser keeps only what the send request needs
+// (decoded bodies and attachments, bounded by SPEC §8's attachment limits), and a message that crosses
+// Config.MaxMessageBytes is refused with 552 as soon as it does.
 func (s *session) Data(r io.Reader) error {
 	if s.principal == nil {
 		return errAuthRequired
 	}
-	raw, err := io.ReadAll(r)
-	if err != nil {
-		if errors.Is(err, smtp.ErrDataTooLarge) {
-			return smtp.ErrDataTooLarge
-		}
+	in := &meteredReader{r: r}
+	req, err := parseMessage(in, s.rcpts)
+	if err == nil {
+		// What the parser did not need (an epilogue, say) still counts towards the size limit.
+		_, err = io.Copy(io.Discard, in)
+	}
+	if in.tooLarge {
+		s.srv.logger.LogAttrs(context.Background(), slog.LevelInfo, "message refused: too large",
+			slog.String("remote", s.remoteString()), slog.Int64("bytes", in.n))
+		return messageTooLarge(s.srv.cfg.MaxMessageBytes)
+	}
+	if err != nil && !isRefusal(err) {
+		// The connection failed or the client reset the transfer: there is nobody to answer.
 		return err
 	}
 	ctx, cancel := context.WithTimeout(s.srv.smtpd.Context(), sendTimeout)
 	defer cancel()
-	req, err := parseMessage(raw, s.rcpts)
 	if err == nil {
 		var res ports.SendResult
 		res, err = s.srv.core.Emails.Send(ctx, s.principal.OrganizationID, req)
@@ -137,7 +194,7 @@ func (s *session) Data(r io.Reader) error {
 				slog.String("message_id", res.ID),
 				slog.String("organization_id", s.principal.OrganizationID),
 				slog.Int("recipients", len(s.rcpts)),
-				slog.Int("bytes", len(raw)),
+				slog.Int64("bytes", in.n),
 				slog.String("remote", s.remoteString()))
 			return queued(res.ID)
 		}
@@ -149,6 +206,30 @@ func (s *session) Data(r io.Reader) error {
 	}
 	s.log(ctx, level, "message refused", err, slog.Int("reply", reply.Code))
 	return reply
+}
+
+// isRefusal reports whether err is the parser's refusal of the message (a ports error), as opposed to a
+// failure to read it.
+func isRefusal(err error) bool {
+	_, ok := ports.AsError(err)
+	return ok
+}
+
+// meteredReader counts what the DATA reader delivered and remembers when go-smtp stopped it at
+// MaxMessageBytes, whatever the MIME parser above it made of that error.
+type meteredReader struct {
+	r        io.Reader
+	n        int64
+	tooLarge bool
+}
+
+func (m *meteredReader) Read(p []byte) (int, error) {
+	n, err := m.r.Read(p)
+	m.n += int64(n)
+	if errors.Is(err, smtp.ErrDataTooLarge) {
+		m.tooLarge = true
+	}
+	return n, err
 }
 
 // Reset ends the transaction; authentication survives it (RFC 4954 §4).

@@ -22,6 +22,7 @@ import (
 	"github.com/emersion/go-sasl"
 	"github.com/emersion/go-smtp"
 
+	"github.com/postmill/postmill/adapters/smtpd"
 	"github.com/postmill/postmill/edge/submission"
 	"github.com/postmill/postmill/ports"
 )
@@ -110,7 +111,7 @@ type testBundle struct {
 // MustStartSubmission serves a submission server on 127.0.0.1:0; edit mutates the config first.
 func MustStartSubmission(tb testing.TB, fake *fakeCore, edit func(*submission.Config)) *testBundle {
 	tb.Helper()
-	cfg := submission.Config{Addr: "127.0.0.1:0", Domain: "submit.postmill.test"}
+	cfg := submission.Config{Config: smtpd.Config{Addr: "127.0.0.1:0", Domain: "submit.postmill.test"}}
 	if edit != nil {
 		edit(&cfg)
 	}
@@ -465,7 +466,7 @@ func TestMessageSizeLimit(t *testing.T) {
 func TestShutdownCutsIdleClientsAtTheDeadline(t *testing.T) {
 	t.Parallel()
 	fake := &fakeCore{}
-	srv, err := submission.New(submission.Config{Addr: "127.0.0.1:0"}, fake.core(), slog.New(slog.DiscardHandler))
+	srv, err := submission.New(submission.Config{Config: smtpd.Config{Addr: "127.0.0.1:0"}}, fake.core(), slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -514,7 +515,7 @@ func TestNewRejectsBadWiring(t *testing.T) {
 	if _, err := submission.New(submission.Config{}, ports.Core{}, nil); err == nil {
 		t.Error("New accepted a core without Auth and Emails")
 	}
-	if _, err := submission.New(submission.Config{MaxMessageBytes: -1}, (&fakeCore{}).core(), nil); err == nil {
+	if _, err := submission.New(submission.Config{Config: smtpd.Config{MaxMessageBytes: -1}}, (&fakeCore{}).core(), nil); err == nil {
 		t.Error("New accepted a negative size")
 	}
 }
