@@ -13,18 +13,10 @@ import (
 
 	deliverabilityv1 "github.com/postmill/postmill/adapters/rpc/gen/postmill/deliverability/v1"
 	"github.com/postmill/postmill/adapters/rpc/gen/postmill/deliverability/v1/deliverabilityv1connect"
-	deliveryv1 "github.com/postmill/postmill/adapters/rpc/gen/postmill/delivery/v1"
-	"github.com/postmill/postmill/adapters/rpc/gen/postmill/delivery/v1/deliveryv1connect"
-	domainv1 "github.com/postmill/postmill/adapters/rpc/gen/postmill/domain/v1"
-	"github.com/postmill/postmill/adapters/rpc/gen/postmill/domain/v1/domainv1connect"
-	emailv1 "github.com/postmill/postmill/adapters/rpc/gen/postmill/email/v1"
-	"github.com/postmill/postmill/adapters/rpc/gen/postmill/email/v1/emailv1connect"
 	templatev1 "github.com/postmill/postmill/adapters/rpc/gen/postmill/template/v1"
 	"github.com/postmill/postmill/adapters/rpc/gen/postmill/template/v1/templatev1connect"
 	trackingv1 "github.com/postmill/postmill/adapters/rpc/gen/postmill/tracking/v1"
 	"github.com/postmill/postmill/adapters/rpc/gen/postmill/tracking/v1/trackingv1connect"
-	webhookv1 "github.com/postmill/postmill/adapters/rpc/gen/postmill/webhook/v1"
-	"github.com/postmill/postmill/adapters/rpc/gen/postmill/webhook/v1/webhookv1connect"
 )
 
 // Client is the core as seen from another tier. Its Core holds a client of every service of the table in
@@ -34,10 +26,6 @@ import (
 type Client struct {
 	core ports.Core
 
-	domains   domainv1connect.DomainServiceClient
-	emails    emailv1connect.EmailServiceClient
-	delivery  deliveryv1connect.DeliveryServiceClient
-	webhooks  webhookv1connect.WebhookServiceClient
 	templates templatev1connect.TemplateServiceClient
 	deliver   deliverabilityv1connect.DeliverabilityServiceClient
 	feedback  deliverabilityv1connect.FeedbackServiceClient
@@ -45,10 +33,6 @@ type Client struct {
 }
 
 var (
-	_ ports.DomainService         = (*Client)(nil)
-	_ ports.EmailService          = (*Client)(nil)
-	_ ports.DeliveryService       = (*Client)(nil)
-	_ ports.WebhookService        = (*Client)(nil)
 	_ ports.TemplateService       = (*Client)(nil)
 	_ ports.TemplateRenderer      = (*Client)(nil)
 	_ ports.DeliverabilityService = (*Client)(nil)
@@ -97,15 +81,10 @@ func NewClient(baseURL, token string, httpClient connect.HTTPClient) *Client {
 		s.fill(&c.core, env)
 	}
 	opts := env.opts
-	c.domains = domainv1connect.NewDomainServiceClient(httpClient, baseURL, opts...)
-	c.emails = emailv1connect.NewEmailServiceClient(httpClient, baseURL, opts...)
-	c.delivery = deliveryv1connect.NewDeliveryServiceClient(httpClient, baseURL, opts...)
-	c.webhooks = webhookv1connect.NewWebhookServiceClient(httpClient, baseURL, opts...)
 	c.templates = templatev1connect.NewTemplateServiceClient(httpClient, baseURL, opts...)
 	c.deliver = deliverabilityv1connect.NewDeliverabilityServiceClient(httpClient, baseURL, opts...)
 	c.feedback = deliverabilityv1connect.NewFeedbackServiceClient(httpClient, baseURL, opts...)
 	c.tracking = trackingv1connect.NewTrackingServiceClient(httpClient, baseURL, opts...)
-	c.core.Domains, c.core.Emails, c.core.Delivery, c.core.Webhooks = c, c, c, c
 	c.core.Templates, c.core.Renderer, c.core.Deliverability, c.core.Feedback, c.core.Tracking = c, c, c, c, c
 	return c
 }
@@ -138,209 +117,6 @@ func call[Req, Res, T any](ctx context.Context, procedure string, send func(cont
 func exec[Req, Res any](ctx context.Context, procedure string, send func(context.Context, *connect.Request[Req]) (*connect.Response[Res], error), msg *Req) error {
 	_, err := send(ctx, connect.NewRequest(msg))
 	return fromConnectError(procedure, err)
-}
-
-// CreateDomain implements ports.DomainService.
-func (c *Client) CreateDomain(ctx context.Context, orgID, name string) (ports.Domain, error) {
-	res, err := c.domains.CreateDomain(ctx, connect.NewRequest(&domainv1.CreateDomainRequest{OrganizationId: orgID, Name: name}))
-	if err != nil {
-		return ports.Domain{}, fromConnectError(domainv1connect.DomainServiceCreateDomainProcedure, err)
-	}
-	return domainFromProto(res.Msg.GetDomain()), nil
-}
-
-// ListDomains implements ports.DomainService.
-func (c *Client) ListDomains(ctx context.Context, orgID string) ([]ports.Domain, error) {
-	res, err := c.domains.ListDomains(ctx, connect.NewRequest(&domainv1.ListDomainsRequest{OrganizationId: orgID}))
-	if err != nil {
-		return nil, fromConnectError(domainv1connect.DomainServiceListDomainsProcedure, err)
-	}
-	return domainsFromProto(res.Msg.GetDomains()), nil
-}
-
-// GetDomain implements ports.DomainService.
-func (c *Client) GetDomain(ctx context.Context, orgID, id string) (ports.Domain, error) {
-	res, err := c.domains.GetDomain(ctx, connect.NewRequest(&domainv1.GetDomainRequest{OrganizationId: orgID, Id: id}))
-	if err != nil {
-		return ports.Domain{}, fromConnectError(domainv1connect.DomainServiceGetDomainProcedure, err)
-	}
-	return domainFromProto(res.Msg.GetDomain()), nil
-}
-
-// VerifyDomain implements ports.DomainService.
-func (c *Client) VerifyDomain(ctx context.Context, orgID, id string) (ports.Domain, error) {
-	res, err := c.domains.VerifyDomain(ctx, connect.NewRequest(&domainv1.VerifyDomainRequest{OrganizationId: orgID, Id: id}))
-	if err != nil {
-		return ports.Domain{}, fromConnectError(domainv1connect.DomainServiceVerifyDomainProcedure, err)
-	}
-	return domainFromProto(res.Msg.GetDomain()), nil
-}
-
-// SuspendDomain implements ports.DomainService.
-func (c *Client) SuspendDomain(ctx context.Context, orgID, id string) (ports.Domain, error) {
-	res, err := c.domains.SuspendDomain(ctx, connect.NewRequest(&domainv1.SuspendDomainRequest{OrganizationId: orgID, Id: id}))
-	if err != nil {
-		return ports.Domain{}, fromConnectError(domainv1connect.DomainServiceSuspendDomainProcedure, err)
-	}
-	return domainFromProto(res.Msg.GetDomain()), nil
-}
-
-// UpdateDomainTracking implements ports.DomainService. A nil setting travels as unset and stays nil, so
-// the core leaves it as it is.
-func (c *Client) UpdateDomainTracking(ctx context.Context, orgID, id string, t ports.TrackingSettings) (ports.Domain, error) {
-	res, err := c.domains.UpdateDomainTracking(ctx, connect.NewRequest(&domainv1.UpdateDomainTrackingRequest{
-		OrganizationId: orgID,
-		Id:             id,
-		Tracking:       trackingSettingsToProto(t),
-	}))
-	if err != nil {
-		return ports.Domain{}, fromConnectError(domainv1connect.DomainServiceUpdateDomainTrackingProcedure, err)
-	}
-	return domainFromProto(res.Msg.GetDomain()), nil
-}
-
-// Send implements ports.EmailService.
-func (c *Client) Send(ctx context.Context, orgID string, req ports.SendRequest) (ports.SendResult, error) {
-	email, err := sendEmailToProto(req)
-	if err != nil {
-		return ports.SendResult{}, encodeError(emailv1connect.EmailServiceSendProcedure, err)
-	}
-	res, err := c.emails.Send(ctx, connect.NewRequest(&emailv1.SendRequest{OrganizationId: orgID, Email: email}))
-	if err != nil {
-		return ports.SendResult{}, fromConnectError(emailv1connect.EmailServiceSendProcedure, err)
-	}
-	return sendResultFromProto(res.Msg.GetResult()), nil
-}
-
-// SendBatch implements ports.EmailService. Each item's error comes back as the *ports.Error a single
-// Send would have returned.
-func (c *Client) SendBatch(ctx context.Context, orgID string, reqs []ports.SendRequest) ([]ports.BatchItemResult, error) {
-	emails, err := sendEmailsToProto(reqs)
-	if err != nil {
-		return nil, encodeError(emailv1connect.EmailServiceSendBatchProcedure, err)
-	}
-	res, err := c.emails.SendBatch(ctx, connect.NewRequest(&emailv1.SendBatchRequest{OrganizationId: orgID, Emails: emails}))
-	if err != nil {
-		return nil, fromConnectError(emailv1connect.EmailServiceSendBatchProcedure, err)
-	}
-	return batchResultsFromProto(res.Msg.GetResults()), nil
-}
-
-// GetEmail implements ports.EmailService.
-func (c *Client) GetEmail(ctx context.Context, orgID, id string) (ports.Message, error) {
-	res, err := c.emails.GetEmail(ctx, connect.NewRequest(&emailv1.GetEmailRequest{OrganizationId: orgID, Id: id}))
-	if err != nil {
-		return ports.Message{}, fromConnectError(emailv1connect.EmailServiceGetEmailProcedure, err)
-	}
-	return messageFromProto(res.Msg.GetMessage()), nil
-}
-
-// CancelEmail implements ports.EmailService.
-func (c *Client) CancelEmail(ctx context.Context, orgID, id string) (ports.Message, error) {
-	res, err := c.emails.CancelEmail(ctx, connect.NewRequest(&emailv1.CancelEmailRequest{OrganizationId: orgID, Id: id}))
-	if err != nil {
-		return ports.Message{}, fromConnectError(emailv1connect.EmailServiceCancelEmailProcedure, err)
-	}
-	return messageFromProto(res.Msg.GetMessage()), nil
-}
-
-// ListEmails implements ports.EmailService.
-func (c *Client) ListEmails(ctx context.Context, orgID string, q ports.ListEmailsQuery) (ports.EmailPage, error) {
-	res, err := c.emails.ListEmails(ctx, connect.NewRequest(&emailv1.ListEmailsRequest{
-		OrganizationId: orgID,
-		Limit:          int64(q.Limit),
-		Cursor:         q.Cursor,
-		Status:         string(q.Status),
-	}))
-	if err != nil {
-		return ports.EmailPage{}, fromConnectError(emailv1connect.EmailServiceListEmailsProcedure, err)
-	}
-	return ports.EmailPage{Data: messagesFromProto(res.Msg.GetData()), NextCursor: res.Msg.GetNextCursor()}, nil
-}
-
-// LoadOutbound implements ports.DeliveryService. The answer holds the DKIM private key in plaintext, as
-// the in-process core's does.
-func (c *Client) LoadOutbound(ctx context.Context, job ports.DeliveryJob) (ports.OutboundMessage, error) {
-	res, err := c.delivery.LoadOutbound(ctx, connect.NewRequest(&deliveryv1.LoadOutboundRequest{Job: deliveryJobToProto(job)}))
-	if err != nil {
-		return ports.OutboundMessage{}, fromConnectError(deliveryv1connect.DeliveryServiceLoadOutboundProcedure, err)
-	}
-	return outboundMessageFromProto(res.Msg.GetMessage()), nil
-}
-
-// ReportDelivery implements ports.DeliveryService.
-func (c *Client) ReportDelivery(ctx context.Context, r ports.DeliveryReport) error {
-	_, err := c.delivery.ReportDelivery(ctx, connect.NewRequest(&deliveryv1.ReportDeliveryRequest{Report: deliveryReportToProto(r)}))
-	return fromConnectError(deliveryv1connect.DeliveryServiceReportDeliveryProcedure, err)
-}
-
-// CreateEndpoint implements ports.WebhookService. The answer carries the plaintext secret; the sealed one
-// stays in the core, so Secret is nil.
-func (c *Client) CreateEndpoint(ctx context.Context, orgID, url string, eventTypes []string) (ports.CreatedWebhookEndpoint, error) {
-	res, err := c.webhooks.CreateEndpoint(ctx, connect.NewRequest(&webhookv1.CreateEndpointRequest{
-		OrganizationId: orgID,
-		Url:            url,
-		EventTypes:     eventTypesToProto(eventTypes),
-	}))
-	if err != nil {
-		return ports.CreatedWebhookEndpoint{}, fromConnectError(webhookv1connect.WebhookServiceCreateEndpointProcedure, err)
-	}
-	return createdWebhookEndpointFromProto(res.Msg.GetEndpoint()), nil
-}
-
-// ListEndpoints implements ports.WebhookService.
-func (c *Client) ListEndpoints(ctx context.Context, orgID string) ([]ports.WebhookEndpoint, error) {
-	res, err := c.webhooks.ListEndpoints(ctx, connect.NewRequest(&webhookv1.ListEndpointsRequest{OrganizationId: orgID}))
-	if err != nil {
-		return nil, fromConnectError(webhookv1connect.WebhookServiceListEndpointsProcedure, err)
-	}
-	return webhookEndpointsFromProto(res.Msg.GetEndpoints()), nil
-}
-
-// DeleteEndpoint implements ports.WebhookService.
-func (c *Client) DeleteEndpoint(ctx context.Context, orgID, id string) error {
-	_, err := c.webhooks.DeleteEndpoint(ctx, connect.NewRequest(&webhookv1.DeleteEndpointRequest{OrganizationId: orgID, Id: id}))
-	return fromConnectError(webhookv1connect.WebhookServiceDeleteEndpointProcedure, err)
-}
-
-// TestEndpoint implements ports.WebhookService.
-func (c *Client) TestEndpoint(ctx context.Context, orgID, id string) (ports.WebhookDelivery, error) {
-	res, err := c.webhooks.TestEndpoint(ctx, connect.NewRequest(&webhookv1.TestEndpointRequest{OrganizationId: orgID, Id: id}))
-	if err != nil {
-		return ports.WebhookDelivery{}, fromConnectError(webhookv1connect.WebhookServiceTestEndpointProcedure, err)
-	}
-	return webhookDeliveryFromProto(res.Msg.GetDelivery()), nil
-}
-
-// RotateSecret implements ports.WebhookService.
-func (c *Client) RotateSecret(ctx context.Context, orgID, id string) (ports.CreatedWebhookEndpoint, error) {
-	res, err := c.webhooks.RotateSecret(ctx, connect.NewRequest(&webhookv1.RotateSecretRequest{OrganizationId: orgID, Id: id}))
-	if err != nil {
-		return ports.CreatedWebhookEndpoint{}, fromConnectError(webhookv1connect.WebhookServiceRotateSecretProcedure, err)
-	}
-	return createdWebhookEndpointFromProto(res.Msg.GetEndpoint()), nil
-}
-
-// Replay implements ports.WebhookService.
-func (c *Client) Replay(ctx context.Context, orgID, endpointID, deliveryID string) (ports.WebhookDelivery, error) {
-	res, err := c.webhooks.Replay(ctx, connect.NewRequest(&webhookv1.ReplayRequest{
-		OrganizationId: orgID,
-		EndpointId:     endpointID,
-		DeliveryId:     deliveryID,
-	}))
-	if err != nil {
-		return ports.WebhookDelivery{}, fromConnectError(webhookv1connect.WebhookServiceReplayProcedure, err)
-	}
-	return webhookDeliveryFromProto(res.Msg.GetDelivery()), nil
-}
-
-// ListDeliveries implements ports.WebhookService.
-func (c *Client) ListDeliveries(ctx context.Context, orgID string) ([]ports.WebhookDelivery, error) {
-	res, err := c.webhooks.ListDeliveries(ctx, connect.NewRequest(&webhookv1.ListDeliveriesRequest{OrganizationId: orgID}))
-	if err != nil {
-		return nil, fromConnectError(webhookv1connect.WebhookServiceListDeliveriesProcedure, err)
-	}
-	return webhookDeliveriesFromProto(res.Msg.GetDeliveries()), nil
 }
 
 // CreateTemplate implements ports.TemplateService.

@@ -1,10 +1,65 @@
 package rpc
 
 import (
+	"context"
+	"log/slog"
+
+	"connectrpc.com/connect"
+
 	"github.com/postmill/postmill/ports"
 
 	deliveryv1 "github.com/postmill/postmill/adapters/rpc/gen/postmill/delivery/v1"
+	"github.com/postmill/postmill/adapters/rpc/gen/postmill/delivery/v1/deliveryv1connect"
 )
+
+func init() {
+	register(portService(func(c *ports.Core) *ports.DeliveryService { return &c.Delivery },
+		deliveryv1connect.NewDeliveryServiceHandler, newDeliveryServer,
+		deliveryv1connect.NewDeliveryServiceClient, newDeliveryClient))
+}
+
+// deliveryServer serves postmill.delivery.v1.DeliveryService from a ports.DeliveryService.
+type deliveryServer struct {
+	svc ports.DeliveryService
+	log *slog.Logger
+}
+
+func newDeliveryServer(svc ports.DeliveryService, log *slog.Logger) deliveryv1connect.DeliveryServiceHandler {
+	return &deliveryServer{svc: svc, log: log}
+}
+
+func (s *deliveryServer) LoadOutbound(ctx context.Context, req *connect.Request[deliveryv1.LoadOutboundRequest]) (*connect.Response[deliveryv1.LoadOutboundResponse], error) {
+	m, err := s.svc.LoadOutbound(ctx, deliveryJobFromProto(req.Msg.GetJob()))
+	return respond(ctx, s.log, req, err, func() *deliveryv1.LoadOutboundResponse {
+		return &deliveryv1.LoadOutboundResponse{Message: outboundMessageToProto(m)}
+	})
+}
+
+func (s *deliveryServer) ReportDelivery(ctx context.Context, req *connect.Request[deliveryv1.ReportDeliveryRequest]) (*connect.Response[deliveryv1.ReportDeliveryResponse], error) {
+	err := s.svc.ReportDelivery(ctx, deliveryReportFromProto(req.Msg.GetReport()))
+	return respond(ctx, s.log, req, err, empty[deliveryv1.ReportDeliveryResponse])
+}
+
+// deliveryClient implements ports.DeliveryService over postmill.delivery.v1.DeliveryService.
+type deliveryClient struct {
+	conn deliveryv1connect.DeliveryServiceClient
+}
+
+func newDeliveryClient(conn deliveryv1connect.DeliveryServiceClient) ports.DeliveryService {
+	return &deliveryClient{conn: conn}
+}
+
+// LoadOutbound answers with the DKIM private key in plaintext, as the in-process core's does.
+func (c *deliveryClient) LoadOutbound(ctx context.Context, job ports.DeliveryJob) (ports.OutboundMessage, error) {
+	return call(ctx, deliveryv1connect.DeliveryServiceLoadOutboundProcedure, c.conn.LoadOutbound,
+		&deliveryv1.LoadOutboundRequest{Job: deliveryJobToProto(job)},
+		pick((*deliveryv1.LoadOutboundResponse).GetMessage, outboundMessageFromProto))
+}
+
+func (c *deliveryClient) ReportDelivery(ctx context.Context, r ports.DeliveryReport) error {
+	return exec(ctx, deliveryv1connect.DeliveryServiceReportDeliveryProcedure, c.conn.ReportDelivery,
+		&deliveryv1.ReportDeliveryRequest{Report: deliveryReportToProto(r)})
+}
 
 // The delivery schema carries what the domain and email schemas leave behind, Domain.DKIMPrivateKey and
 // StoredAttachment.Key, because the MTA signs and attaches.

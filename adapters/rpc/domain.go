@@ -1,10 +1,123 @@
 package rpc
 
 import (
+	"context"
+	"log/slog"
+
+	"connectrpc.com/connect"
+
 	"github.com/postmill/postmill/ports"
 
 	domainv1 "github.com/postmill/postmill/adapters/rpc/gen/postmill/domain/v1"
+	"github.com/postmill/postmill/adapters/rpc/gen/postmill/domain/v1/domainv1connect"
 )
+
+func init() {
+	register(portService(func(c *ports.Core) *ports.DomainService { return &c.Domains },
+		domainv1connect.NewDomainServiceHandler, newDomainServer,
+		domainv1connect.NewDomainServiceClient, newDomainClient))
+}
+
+// domainServer serves postmill.domain.v1.DomainService from a ports.DomainService.
+type domainServer struct {
+	svc ports.DomainService
+	log *slog.Logger
+}
+
+func newDomainServer(svc ports.DomainService, log *slog.Logger) domainv1connect.DomainServiceHandler {
+	return &domainServer{svc: svc, log: log}
+}
+
+func (s *domainServer) CreateDomain(ctx context.Context, req *connect.Request[domainv1.CreateDomainRequest]) (*connect.Response[domainv1.CreateDomainResponse], error) {
+	d, err := s.svc.CreateDomain(ctx, req.Msg.GetOrganizationId(), req.Msg.GetName())
+	return respond(ctx, s.log, req, err, func() *domainv1.CreateDomainResponse {
+		return &domainv1.CreateDomainResponse{Domain: domainToProto(d)}
+	})
+}
+
+func (s *domainServer) ListDomains(ctx context.Context, req *connect.Request[domainv1.ListDomainsRequest]) (*connect.Response[domainv1.ListDomainsResponse], error) {
+	domains, err := s.svc.ListDomains(ctx, req.Msg.GetOrganizationId())
+	return respond(ctx, s.log, req, err, func() *domainv1.ListDomainsResponse {
+		return &domainv1.ListDomainsResponse{Domains: domainsToProto(domains)}
+	})
+}
+
+func (s *domainServer) GetDomain(ctx context.Context, req *connect.Request[domainv1.GetDomainRequest]) (*connect.Response[domainv1.GetDomainResponse], error) {
+	d, err := s.svc.GetDomain(ctx, req.Msg.GetOrganizationId(), req.Msg.GetId())
+	return respond(ctx, s.log, req, err, func() *domainv1.GetDomainResponse {
+		return &domainv1.GetDomainResponse{Domain: domainToProto(d)}
+	})
+}
+
+func (s *domainServer) VerifyDomain(ctx context.Context, req *connect.Request[domainv1.VerifyDomainRequest]) (*connect.Response[domainv1.VerifyDomainResponse], error) {
+	d, err := s.svc.VerifyDomain(ctx, req.Msg.GetOrganizationId(), req.Msg.GetId())
+	return respond(ctx, s.log, req, err, func() *domainv1.VerifyDomainResponse {
+		return &domainv1.VerifyDomainResponse{Domain: domainToProto(d)}
+	})
+}
+
+func (s *domainServer) SuspendDomain(ctx context.Context, req *connect.Request[domainv1.SuspendDomainRequest]) (*connect.Response[domainv1.SuspendDomainResponse], error) {
+	d, err := s.svc.SuspendDomain(ctx, req.Msg.GetOrganizationId(), req.Msg.GetId())
+	return respond(ctx, s.log, req, err, func() *domainv1.SuspendDomainResponse {
+		return &domainv1.SuspendDomainResponse{Domain: domainToProto(d)}
+	})
+}
+
+func (s *domainServer) UpdateDomainTracking(ctx context.Context, req *connect.Request[domainv1.UpdateDomainTrackingRequest]) (*connect.Response[domainv1.UpdateDomainTrackingResponse], error) {
+	m := req.Msg
+	d, err := s.svc.UpdateDomainTracking(ctx, m.GetOrganizationId(), m.GetId(), trackingSettingsFromProto(m.GetTracking()))
+	return respond(ctx, s.log, req, err, func() *domainv1.UpdateDomainTrackingResponse {
+		return &domainv1.UpdateDomainTrackingResponse{Domain: domainToProto(d)}
+	})
+}
+
+// domainClient implements ports.DomainService over postmill.domain.v1.DomainService.
+type domainClient struct {
+	conn domainv1connect.DomainServiceClient
+}
+
+func newDomainClient(conn domainv1connect.DomainServiceClient) ports.DomainService {
+	return &domainClient{conn: conn}
+}
+
+func (c *domainClient) CreateDomain(ctx context.Context, orgID, name string) (ports.Domain, error) {
+	return call(ctx, domainv1connect.DomainServiceCreateDomainProcedure, c.conn.CreateDomain,
+		&domainv1.CreateDomainRequest{OrganizationId: orgID, Name: name},
+		pick((*domainv1.CreateDomainResponse).GetDomain, domainFromProto))
+}
+
+func (c *domainClient) ListDomains(ctx context.Context, orgID string) ([]ports.Domain, error) {
+	return call(ctx, domainv1connect.DomainServiceListDomainsProcedure, c.conn.ListDomains,
+		&domainv1.ListDomainsRequest{OrganizationId: orgID},
+		pick((*domainv1.ListDomainsResponse).GetDomains, domainsFromProto))
+}
+
+func (c *domainClient) GetDomain(ctx context.Context, orgID, id string) (ports.Domain, error) {
+	return call(ctx, domainv1connect.DomainServiceGetDomainProcedure, c.conn.GetDomain,
+		&domainv1.GetDomainRequest{OrganizationId: orgID, Id: id},
+		pick((*domainv1.GetDomainResponse).GetDomain, domainFromProto))
+}
+
+func (c *domainClient) VerifyDomain(ctx context.Context, orgID, id string) (ports.Domain, error) {
+	return call(ctx, domainv1connect.DomainServiceVerifyDomainProcedure, c.conn.VerifyDomain,
+		&domainv1.VerifyDomainRequest{OrganizationId: orgID, Id: id},
+		pick((*domainv1.VerifyDomainResponse).GetDomain, domainFromProto))
+}
+
+func (c *domainClient) SuspendDomain(ctx context.Context, orgID, id string) (ports.Domain, error) {
+	return call(ctx, domainv1connect.DomainServiceSuspendDomainProcedure, c.conn.SuspendDomain,
+		&domainv1.SuspendDomainRequest{OrganizationId: orgID, Id: id},
+		pick((*domainv1.SuspendDomainResponse).GetDomain, domainFromProto))
+}
+
+// UpdateDomainTracking sends a nil setting as unset, and it stays nil, so the core leaves it as it is.
+func (c *domainClient) UpdateDomainTracking(ctx context.Context, orgID, id string, t ports.TrackingSettings) (ports.Domain, error) {
+	return call(ctx, domainv1connect.DomainServiceUpdateDomainTrackingProcedure, c.conn.UpdateDomainTracking, &domainv1.UpdateDomainTrackingRequest{
+		OrganizationId: orgID,
+		Id:             id,
+		Tracking:       trackingSettingsToProto(t),
+	}, pick((*domainv1.UpdateDomainTrackingResponse).GetDomain, domainFromProto))
+}
 
 // Domain.DKIMPrivateKey has no field in the domain schema and is dropped on the way out; the delivery
 // schema carries it, because the MTA signs.

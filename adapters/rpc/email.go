@@ -1,13 +1,143 @@
 package rpc
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
+
+	"connectrpc.com/connect"
 
 	"github.com/postmill/postmill/ports"
 
 	emailv1 "github.com/postmill/postmill/adapters/rpc/gen/postmill/email/v1"
+	"github.com/postmill/postmill/adapters/rpc/gen/postmill/email/v1/emailv1connect"
 )
+
+func init() {
+	register(portService(func(c *ports.Core) *ports.EmailService { return &c.Emails },
+		emailv1connect.NewEmailServiceHandler, newEmailServer,
+		emailv1connect.NewEmailServiceClient, newEmailClient))
+}
+
+// emailServer serves postmill.email.v1.EmailService from a ports.EmailService.
+type emailServer struct {
+	svc ports.EmailService
+	log *slog.Logger
+}
+
+func newEmailServer(svc ports.EmailService, log *slog.Logger) emailv1connect.EmailServiceHandler {
+	return &emailServer{svc: svc, log: log}
+}
+
+func (s *emailServer) Send(ctx context.Context, req *connect.Request[emailv1.SendRequest]) (*connect.Response[emailv1.SendResponse], error) {
+	in, err := sendEmailFromProto(req.Msg.GetEmail())
+	if err != nil {
+		return nil, fail(ctx, s.log, req.Spec(), err)
+	}
+	res, err := s.svc.Send(ctx, req.Msg.GetOrganizationId(), in)
+	return respond(ctx, s.log, req, err, func() *emailv1.SendResponse {
+		return &emailv1.SendResponse{Result: sendResultToProto(res)}
+	})
+}
+
+func (s *emailServer) SendBatch(ctx context.Context, req *connect.Request[emailv1.SendBatchRequest]) (*connect.Response[emailv1.SendBatchResponse], error) {
+	in, err := sendEmailsFromProto(req.Msg.GetEmails())
+	if err != nil {
+		return nil, fail(ctx, s.log, req.Spec(), err)
+	}
+	results, err := s.svc.SendBatch(ctx, req.Msg.GetOrganizationId(), in)
+	if err != nil {
+		return nil, fail(ctx, s.log, req.Spec(), err)
+	}
+	for _, r := range results {
+		// An item's error reaches the caller only as "internal error" unless it is a *ports.Error; log
+		// what the caller will not see, as fail does for a whole call.
+		if r.Err != nil && ports.ErrorCode(r.Err) == ports.CodeInternal {
+			s.log.ErrorContext(ctx, "rpc: internal error", "procedure", req.Spec().Procedure, "index", r.Index, "err", r.Err)
+		}
+	}
+	return connect.NewResponse(&emailv1.SendBatchResponse{Results: batchResultsToProto(results)}), nil
+}
+
+func (s *emailServer) GetEmail(ctx context.Context, req *connect.Request[emailv1.GetEmailRequest]) (*connect.Response[emailv1.GetEmailResponse], error) {
+	m, err := s.svc.GetEmail(ctx, req.Msg.GetOrganizationId(), req.Msg.GetId())
+	return respond(ctx, s.log, req, err, func() *emailv1.GetEmailResponse {
+		return &emailv1.GetEmailResponse{Message: messageToProto(m)}
+	})
+}
+
+func (s *emailServer) CancelEmail(ctx context.Context, req *connect.Request[emailv1.CancelEmailRequest]) (*connect.Response[emailv1.CancelEmailResponse], error) {
+	m, err := s.svc.CancelEmail(ctx, req.Msg.GetOrganizationId(), req.Msg.GetId())
+	return respond(ctx, s.log, req, err, func() *emailv1.CancelEmailResponse {
+		return &emailv1.CancelEmailResponse{Message: messageToProto(m)}
+	})
+}
+
+func (s *emailServer) ListEmails(ctx context.Context, req *connect.Request[emailv1.ListEmailsRequest]) (*connect.Response[emailv1.ListEmailsResponse], error) {
+	m := req.Msg
+	page, err := s.svc.ListEmails(ctx, m.GetOrganizationId(), ports.ListEmailsQuery{
+		Limit:  int(m.GetLimit()),
+		Cursor: m.GetCursor(),
+		Status: ports.MessageStatus(m.GetStatus()),
+	})
+	return respond(ctx, s.log, req, err, func() *emailv1.ListEmailsResponse {
+		return &emailv1.ListEmailsResponse{Data: messagesToProto(page.Data), NextCursor: page.NextCursor}
+	})
+}
+
+// emailClient implements ports.EmailService over postmill.email.v1.EmailService.
+type emailClient struct {
+	conn emailv1connect.EmailServiceClient
+}
+
+func newEmailClient(conn emailv1connect.EmailServiceClient) ports.EmailService {
+	return &emailClient{conn: conn}
+}
+
+func (c *emailClient) Send(ctx context.Context, orgID string, req ports.SendRequest) (ports.SendResult, error) {
+	email, err := sendEmailToProto(req)
+	if err != nil {
+		return ports.SendResult{}, encodeError(emailv1connect.EmailServiceSendProcedure, err)
+	}
+	return call(ctx, emailv1connect.EmailServiceSendProcedure, c.conn.Send,
+		&emailv1.SendRequest{OrganizationId: orgID, Email: email},
+		pick((*emailv1.SendResponse).GetResult, sendResultFromProto))
+}
+
+// SendBatch returns each item's error as the *ports.Error a single Send would have returned.
+func (c *emailClient) SendBatch(ctx context.Context, orgID string, reqs []ports.SendRequest) ([]ports.BatchItemResult, error) {
+	emails, err := sendEmailsToProto(reqs)
+	if err != nil {
+		return nil, encodeError(emailv1connect.EmailServiceSendBatchProcedure, err)
+	}
+	return call(ctx, emailv1connect.EmailServiceSendBatchProcedure, c.conn.SendBatch,
+		&emailv1.SendBatchRequest{OrganizationId: orgID, Emails: emails},
+		pick((*emailv1.SendBatchResponse).GetResults, batchResultsFromProto))
+}
+
+func (c *emailClient) GetEmail(ctx context.Context, orgID, id string) (ports.Message, error) {
+	return call(ctx, emailv1connect.EmailServiceGetEmailProcedure, c.conn.GetEmail,
+		&emailv1.GetEmailRequest{OrganizationId: orgID, Id: id},
+		pick((*emailv1.GetEmailResponse).GetMessage, messageFromProto))
+}
+
+func (c *emailClient) CancelEmail(ctx context.Context, orgID, id string) (ports.Message, error) {
+	return call(ctx, emailv1connect.EmailServiceCancelEmailProcedure, c.conn.CancelEmail,
+		&emailv1.CancelEmailRequest{OrganizationId: orgID, Id: id},
+		pick((*emailv1.CancelEmailResponse).GetMessage, messageFromProto))
+}
+
+func (c *emailClient) ListEmails(ctx context.Context, orgID string, q ports.ListEmailsQuery) (ports.EmailPage, error) {
+	return call(ctx, emailv1connect.EmailServiceListEmailsProcedure, c.conn.ListEmails, &emailv1.ListEmailsRequest{
+		OrganizationId: orgID,
+		Limit:          int64(q.Limit),
+		Cursor:         q.Cursor,
+		Status:         string(q.Status),
+	}, func(m *emailv1.ListEmailsResponse) ports.EmailPage {
+		return ports.EmailPage{Data: messagesFromProto(m.GetData()), NextCursor: m.GetNextCursor()}
+	})
+}
 
 // StoredAttachment.Key has no field in the email schema and is dropped on the way out; the delivery
 // schema carries it, because the MTA attaches.

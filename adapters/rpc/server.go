@@ -13,18 +13,10 @@ import (
 
 	deliverabilityv1 "github.com/postmill/postmill/adapters/rpc/gen/postmill/deliverability/v1"
 	"github.com/postmill/postmill/adapters/rpc/gen/postmill/deliverability/v1/deliverabilityv1connect"
-	deliveryv1 "github.com/postmill/postmill/adapters/rpc/gen/postmill/delivery/v1"
-	"github.com/postmill/postmill/adapters/rpc/gen/postmill/delivery/v1/deliveryv1connect"
-	domainv1 "github.com/postmill/postmill/adapters/rpc/gen/postmill/domain/v1"
-	"github.com/postmill/postmill/adapters/rpc/gen/postmill/domain/v1/domainv1connect"
-	emailv1 "github.com/postmill/postmill/adapters/rpc/gen/postmill/email/v1"
-	"github.com/postmill/postmill/adapters/rpc/gen/postmill/email/v1/emailv1connect"
 	templatev1 "github.com/postmill/postmill/adapters/rpc/gen/postmill/template/v1"
 	"github.com/postmill/postmill/adapters/rpc/gen/postmill/template/v1/templatev1connect"
 	trackingv1 "github.com/postmill/postmill/adapters/rpc/gen/postmill/tracking/v1"
 	"github.com/postmill/postmill/adapters/rpc/gen/postmill/tracking/v1/trackingv1connect"
-	webhookv1 "github.com/postmill/postmill/adapters/rpc/gen/postmill/webhook/v1"
-	"github.com/postmill/postmill/adapters/rpc/gen/postmill/webhook/v1/webhookv1connect"
 )
 
 // MaxMessageBytes bounds every message either side of the hop reads or sends. A send carries up to
@@ -105,18 +97,6 @@ func legacyMount(mux *http.ServeMux, core ports.Core, env handlerEnv) {
 	}
 	opts := env.opts
 	mount := func(path string, h http.Handler) { mux.Handle(path, h) }
-	if core.Domains != nil {
-		mount(domainv1connect.NewDomainServiceHandler(s, opts...))
-	}
-	if core.Emails != nil {
-		mount(emailv1connect.NewEmailServiceHandler(s, opts...))
-	}
-	if core.Delivery != nil {
-		mount(deliveryv1connect.NewDeliveryServiceHandler(s, opts...))
-	}
-	if core.Webhooks != nil {
-		mount(webhookv1connect.NewWebhookServiceHandler(s, opts...))
-	}
 	if core.Templates != nil {
 		mount(templatev1connect.NewTemplateServiceHandler(s, opts...))
 	}
@@ -140,10 +120,6 @@ type server struct {
 }
 
 var (
-	_ domainv1connect.DomainServiceHandler                 = (*server)(nil)
-	_ emailv1connect.EmailServiceHandler                   = (*server)(nil)
-	_ deliveryv1connect.DeliveryServiceHandler             = (*server)(nil)
-	_ webhookv1connect.WebhookServiceHandler               = (*server)(nil)
 	_ templatev1connect.TemplateServiceHandler             = (*server)(nil)
 	_ deliverabilityv1connect.DeliverabilityServiceHandler = (*server)(nil)
 	_ deliverabilityv1connect.FeedbackServiceHandler       = (*server)(nil)
@@ -152,187 +128,6 @@ var (
 
 func (s *server) fail(ctx context.Context, spec connect.Spec, err error) error {
 	return fail(ctx, s.log, spec, err)
-}
-
-func (s *server) CreateDomain(ctx context.Context, req *connect.Request[domainv1.CreateDomainRequest]) (*connect.Response[domainv1.CreateDomainResponse], error) {
-	d, err := s.core.Domains.CreateDomain(ctx, req.Msg.GetOrganizationId(), req.Msg.GetName())
-	if err != nil {
-		return nil, s.fail(ctx, req.Spec(), err)
-	}
-	return connect.NewResponse(&domainv1.CreateDomainResponse{Domain: domainToProto(d)}), nil
-}
-
-func (s *server) ListDomains(ctx context.Context, req *connect.Request[domainv1.ListDomainsRequest]) (*connect.Response[domainv1.ListDomainsResponse], error) {
-	domains, err := s.core.Domains.ListDomains(ctx, req.Msg.GetOrganizationId())
-	if err != nil {
-		return nil, s.fail(ctx, req.Spec(), err)
-	}
-	return connect.NewResponse(&domainv1.ListDomainsResponse{Domains: domainsToProto(domains)}), nil
-}
-
-func (s *server) GetDomain(ctx context.Context, req *connect.Request[domainv1.GetDomainRequest]) (*connect.Response[domainv1.GetDomainResponse], error) {
-	d, err := s.core.Domains.GetDomain(ctx, req.Msg.GetOrganizationId(), req.Msg.GetId())
-	if err != nil {
-		return nil, s.fail(ctx, req.Spec(), err)
-	}
-	return connect.NewResponse(&domainv1.GetDomainResponse{Domain: domainToProto(d)}), nil
-}
-
-func (s *server) VerifyDomain(ctx context.Context, req *connect.Request[domainv1.VerifyDomainRequest]) (*connect.Response[domainv1.VerifyDomainResponse], error) {
-	d, err := s.core.Domains.VerifyDomain(ctx, req.Msg.GetOrganizationId(), req.Msg.GetId())
-	if err != nil {
-		return nil, s.fail(ctx, req.Spec(), err)
-	}
-	return connect.NewResponse(&domainv1.VerifyDomainResponse{Domain: domainToProto(d)}), nil
-}
-
-func (s *server) SuspendDomain(ctx context.Context, req *connect.Request[domainv1.SuspendDomainRequest]) (*connect.Response[domainv1.SuspendDomainResponse], error) {
-	d, err := s.core.Domains.SuspendDomain(ctx, req.Msg.GetOrganizationId(), req.Msg.GetId())
-	if err != nil {
-		return nil, s.fail(ctx, req.Spec(), err)
-	}
-	return connect.NewResponse(&domainv1.SuspendDomainResponse{Domain: domainToProto(d)}), nil
-}
-
-func (s *server) UpdateDomainTracking(ctx context.Context, req *connect.Request[domainv1.UpdateDomainTrackingRequest]) (*connect.Response[domainv1.UpdateDomainTrackingResponse], error) {
-	m := req.Msg
-	d, err := s.core.Domains.UpdateDomainTracking(ctx, m.GetOrganizationId(), m.GetId(), trackingSettingsFromProto(m.GetTracking()))
-	if err != nil {
-		return nil, s.fail(ctx, req.Spec(), err)
-	}
-	return connect.NewResponse(&domainv1.UpdateDomainTrackingResponse{Domain: domainToProto(d)}), nil
-}
-
-func (s *server) Send(ctx context.Context, req *connect.Request[emailv1.SendRequest]) (*connect.Response[emailv1.SendResponse], error) {
-	in, err := sendEmailFromProto(req.Msg.GetEmail())
-	if err != nil {
-		return nil, s.fail(ctx, req.Spec(), err)
-	}
-	res, err := s.core.Emails.Send(ctx, req.Msg.GetOrganizationId(), in)
-	if err != nil {
-		return nil, s.fail(ctx, req.Spec(), err)
-	}
-	return connect.NewResponse(&emailv1.SendResponse{Result: sendResultToProto(res)}), nil
-}
-
-func (s *server) SendBatch(ctx context.Context, req *connect.Request[emailv1.SendBatchRequest]) (*connect.Response[emailv1.SendBatchResponse], error) {
-	in, err := sendEmailsFromProto(req.Msg.GetEmails())
-	if err != nil {
-		return nil, s.fail(ctx, req.Spec(), err)
-	}
-	results, err := s.core.Emails.SendBatch(ctx, req.Msg.GetOrganizationId(), in)
-	if err != nil {
-		return nil, s.fail(ctx, req.Spec(), err)
-	}
-	for _, r := range results {
-		// An item's error reaches the caller only as "internal error" unless it is a *ports.Error; log
-		// what the caller will not see, as fail does for a whole call.
-		if r.Err != nil && ports.ErrorCode(r.Err) == ports.CodeInternal {
-			s.log.ErrorContext(ctx, "rpc: internal error", "procedure", req.Spec().Procedure, "index", r.Index, "err", r.Err)
-		}
-	}
-	return connect.NewResponse(&emailv1.SendBatchResponse{Results: batchResultsToProto(results)}), nil
-}
-
-func (s *server) GetEmail(ctx context.Context, req *connect.Request[emailv1.GetEmailRequest]) (*connect.Response[emailv1.GetEmailResponse], error) {
-	m, err := s.core.Emails.GetEmail(ctx, req.Msg.GetOrganizationId(), req.Msg.GetId())
-	if err != nil {
-		return nil, s.fail(ctx, req.Spec(), err)
-	}
-	return connect.NewResponse(&emailv1.GetEmailResponse{Message: messageToProto(m)}), nil
-}
-
-func (s *server) CancelEmail(ctx context.Context, req *connect.Request[emailv1.CancelEmailRequest]) (*connect.Response[emailv1.CancelEmailResponse], error) {
-	m, err := s.core.Emails.CancelEmail(ctx, req.Msg.GetOrganizationId(), req.Msg.GetId())
-	if err != nil {
-		return nil, s.fail(ctx, req.Spec(), err)
-	}
-	return connect.NewResponse(&emailv1.CancelEmailResponse{Message: messageToProto(m)}), nil
-}
-
-func (s *server) ListEmails(ctx context.Context, req *connect.Request[emailv1.ListEmailsRequest]) (*connect.Response[emailv1.ListEmailsResponse], error) {
-	m := req.Msg
-	page, err := s.core.Emails.ListEmails(ctx, m.GetOrganizationId(), ports.ListEmailsQuery{
-		Limit:  int(m.GetLimit()),
-		Cursor: m.GetCursor(),
-		Status: ports.MessageStatus(m.GetStatus()),
-	})
-	if err != nil {
-		return nil, s.fail(ctx, req.Spec(), err)
-	}
-	return connect.NewResponse(&emailv1.ListEmailsResponse{Data: messagesToProto(page.Data), NextCursor: page.NextCursor}), nil
-}
-
-func (s *server) LoadOutbound(ctx context.Context, req *connect.Request[deliveryv1.LoadOutboundRequest]) (*connect.Response[deliveryv1.LoadOutboundResponse], error) {
-	m, err := s.core.Delivery.LoadOutbound(ctx, deliveryJobFromProto(req.Msg.GetJob()))
-	if err != nil {
-		return nil, s.fail(ctx, req.Spec(), err)
-	}
-	return connect.NewResponse(&deliveryv1.LoadOutboundResponse{Message: outboundMessageToProto(m)}), nil
-}
-
-func (s *server) ReportDelivery(ctx context.Context, req *connect.Request[deliveryv1.ReportDeliveryRequest]) (*connect.Response[deliveryv1.ReportDeliveryResponse], error) {
-	if err := s.core.Delivery.ReportDelivery(ctx, deliveryReportFromProto(req.Msg.GetReport())); err != nil {
-		return nil, s.fail(ctx, req.Spec(), err)
-	}
-	return connect.NewResponse(&deliveryv1.ReportDeliveryResponse{}), nil
-}
-
-func (s *server) CreateEndpoint(ctx context.Context, req *connect.Request[webhookv1.CreateEndpointRequest]) (*connect.Response[webhookv1.CreateEndpointResponse], error) {
-	m := req.Msg
-	e, err := s.core.Webhooks.CreateEndpoint(ctx, m.GetOrganizationId(), m.GetUrl(), eventTypesFromProto(m.GetEventTypes()))
-	if err != nil {
-		return nil, s.fail(ctx, req.Spec(), err)
-	}
-	return connect.NewResponse(&webhookv1.CreateEndpointResponse{Endpoint: createdWebhookEndpointToProto(e)}), nil
-}
-
-func (s *server) ListEndpoints(ctx context.Context, req *connect.Request[webhookv1.ListEndpointsRequest]) (*connect.Response[webhookv1.ListEndpointsResponse], error) {
-	endpoints, err := s.core.Webhooks.ListEndpoints(ctx, req.Msg.GetOrganizationId())
-	if err != nil {
-		return nil, s.fail(ctx, req.Spec(), err)
-	}
-	return connect.NewResponse(&webhookv1.ListEndpointsResponse{Endpoints: webhookEndpointsToProto(endpoints)}), nil
-}
-
-func (s *server) DeleteEndpoint(ctx context.Context, req *connect.Request[webhookv1.DeleteEndpointRequest]) (*connect.Response[webhookv1.DeleteEndpointResponse], error) {
-	if err := s.core.Webhooks.DeleteEndpoint(ctx, req.Msg.GetOrganizationId(), req.Msg.GetId()); err != nil {
-		return nil, s.fail(ctx, req.Spec(), err)
-	}
-	return connect.NewResponse(&webhookv1.DeleteEndpointResponse{}), nil
-}
-
-func (s *server) TestEndpoint(ctx context.Context, req *connect.Request[webhookv1.TestEndpointRequest]) (*connect.Response[webhookv1.TestEndpointResponse], error) {
-	d, err := s.core.Webhooks.TestEndpoint(ctx, req.Msg.GetOrganizationId(), req.Msg.GetId())
-	if err != nil {
-		return nil, s.fail(ctx, req.Spec(), err)
-	}
-	return connect.NewResponse(&webhookv1.TestEndpointResponse{Delivery: webhookDeliveryToProto(d)}), nil
-}
-
-func (s *server) RotateSecret(ctx context.Context, req *connect.Request[webhookv1.RotateSecretRequest]) (*connect.Response[webhookv1.RotateSecretResponse], error) {
-	e, err := s.core.Webhooks.RotateSecret(ctx, req.Msg.GetOrganizationId(), req.Msg.GetId())
-	if err != nil {
-		return nil, s.fail(ctx, req.Spec(), err)
-	}
-	return connect.NewResponse(&webhookv1.RotateSecretResponse{Endpoint: createdWebhookEndpointToProto(e)}), nil
-}
-
-func (s *server) Replay(ctx context.Context, req *connect.Request[webhookv1.ReplayRequest]) (*connect.Response[webhookv1.ReplayResponse], error) {
-	m := req.Msg
-	d, err := s.core.Webhooks.Replay(ctx, m.GetOrganizationId(), m.GetEndpointId(), m.GetDeliveryId())
-	if err != nil {
-		return nil, s.fail(ctx, req.Spec(), err)
-	}
-	return connect.NewResponse(&webhookv1.ReplayResponse{Delivery: webhookDeliveryToProto(d)}), nil
-}
-
-func (s *server) ListDeliveries(ctx context.Context, req *connect.Request[webhookv1.ListDeliveriesRequest]) (*connect.Response[webhookv1.ListDeliveriesResponse], error) {
-	deliveries, err := s.core.Webhooks.ListDeliveries(ctx, req.Msg.GetOrganizationId())
-	if err != nil {
-		return nil, s.fail(ctx, req.Spec(), err)
-	}
-	return connect.NewResponse(&webhookv1.ListDeliveriesResponse{Deliveries: webhookDeliveriesToProto(deliveries)}), nil
 }
 
 func (s *server) CreateTemplate(ctx context.Context, req *connect.Request[templatev1.CreateTemplateRequest]) (*connect.Response[templatev1.CreateTemplateResponse], error) {

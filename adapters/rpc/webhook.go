@@ -1,10 +1,136 @@
 package rpc
 
 import (
+	"context"
+	"log/slog"
+
+	"connectrpc.com/connect"
+
 	"github.com/postmill/postmill/ports"
 
 	webhookv1 "github.com/postmill/postmill/adapters/rpc/gen/postmill/webhook/v1"
+	"github.com/postmill/postmill/adapters/rpc/gen/postmill/webhook/v1/webhookv1connect"
 )
+
+func init() {
+	register(portService(func(c *ports.Core) *ports.WebhookService { return &c.Webhooks },
+		webhookv1connect.NewWebhookServiceHandler, newWebhookServer,
+		webhookv1connect.NewWebhookServiceClient, newWebhookClient))
+}
+
+// webhookServer serves postmill.webhook.v1.WebhookService from a ports.WebhookService.
+type webhookServer struct {
+	svc ports.WebhookService
+	log *slog.Logger
+}
+
+func newWebhookServer(svc ports.WebhookService, log *slog.Logger) webhookv1connect.WebhookServiceHandler {
+	return &webhookServer{svc: svc, log: log}
+}
+
+func (s *webhookServer) CreateEndpoint(ctx context.Context, req *connect.Request[webhookv1.CreateEndpointRequest]) (*connect.Response[webhookv1.CreateEndpointResponse], error) {
+	m := req.Msg
+	e, err := s.svc.CreateEndpoint(ctx, m.GetOrganizationId(), m.GetUrl(), eventTypesFromProto(m.GetEventTypes()))
+	return respond(ctx, s.log, req, err, func() *webhookv1.CreateEndpointResponse {
+		return &webhookv1.CreateEndpointResponse{Endpoint: createdWebhookEndpointToProto(e)}
+	})
+}
+
+func (s *webhookServer) ListEndpoints(ctx context.Context, req *connect.Request[webhookv1.ListEndpointsRequest]) (*connect.Response[webhookv1.ListEndpointsResponse], error) {
+	endpoints, err := s.svc.ListEndpoints(ctx, req.Msg.GetOrganizationId())
+	return respond(ctx, s.log, req, err, func() *webhookv1.ListEndpointsResponse {
+		return &webhookv1.ListEndpointsResponse{Endpoints: webhookEndpointsToProto(endpoints)}
+	})
+}
+
+func (s *webhookServer) DeleteEndpoint(ctx context.Context, req *connect.Request[webhookv1.DeleteEndpointRequest]) (*connect.Response[webhookv1.DeleteEndpointResponse], error) {
+	err := s.svc.DeleteEndpoint(ctx, req.Msg.GetOrganizationId(), req.Msg.GetId())
+	return respond(ctx, s.log, req, err, empty[webhookv1.DeleteEndpointResponse])
+}
+
+func (s *webhookServer) TestEndpoint(ctx context.Context, req *connect.Request[webhookv1.TestEndpointRequest]) (*connect.Response[webhookv1.TestEndpointResponse], error) {
+	d, err := s.svc.TestEndpoint(ctx, req.Msg.GetOrganizationId(), req.Msg.GetId())
+	return respond(ctx, s.log, req, err, func() *webhookv1.TestEndpointResponse {
+		return &webhookv1.TestEndpointResponse{Delivery: webhookDeliveryToProto(d)}
+	})
+}
+
+func (s *webhookServer) RotateSecret(ctx context.Context, req *connect.Request[webhookv1.RotateSecretRequest]) (*connect.Response[webhookv1.RotateSecretResponse], error) {
+	e, err := s.svc.RotateSecret(ctx, req.Msg.GetOrganizationId(), req.Msg.GetId())
+	return respond(ctx, s.log, req, err, func() *webhookv1.RotateSecretResponse {
+		return &webhookv1.RotateSecretResponse{Endpoint: createdWebhookEndpointToProto(e)}
+	})
+}
+
+func (s *webhookServer) Replay(ctx context.Context, req *connect.Request[webhookv1.ReplayRequest]) (*connect.Response[webhookv1.ReplayResponse], error) {
+	m := req.Msg
+	d, err := s.svc.Replay(ctx, m.GetOrganizationId(), m.GetEndpointId(), m.GetDeliveryId())
+	return respond(ctx, s.log, req, err, func() *webhookv1.ReplayResponse {
+		return &webhookv1.ReplayResponse{Delivery: webhookDeliveryToProto(d)}
+	})
+}
+
+func (s *webhookServer) ListDeliveries(ctx context.Context, req *connect.Request[webhookv1.ListDeliveriesRequest]) (*connect.Response[webhookv1.ListDeliveriesResponse], error) {
+	deliveries, err := s.svc.ListDeliveries(ctx, req.Msg.GetOrganizationId())
+	return respond(ctx, s.log, req, err, func() *webhookv1.ListDeliveriesResponse {
+		return &webhookv1.ListDeliveriesResponse{Deliveries: webhookDeliveriesToProto(deliveries)}
+	})
+}
+
+// webhookClient implements ports.WebhookService over postmill.webhook.v1.WebhookService.
+type webhookClient struct {
+	conn webhookv1connect.WebhookServiceClient
+}
+
+func newWebhookClient(conn webhookv1connect.WebhookServiceClient) ports.WebhookService {
+	return &webhookClient{conn: conn}
+}
+
+// CreateEndpoint answers with the plaintext secret; the sealed one stays in the core, so Secret is nil.
+func (c *webhookClient) CreateEndpoint(ctx context.Context, orgID, url string, eventTypes []string) (ports.CreatedWebhookEndpoint, error) {
+	return call(ctx, webhookv1connect.WebhookServiceCreateEndpointProcedure, c.conn.CreateEndpoint, &webhookv1.CreateEndpointRequest{
+		OrganizationId: orgID,
+		Url:            url,
+		EventTypes:     eventTypesToProto(eventTypes),
+	}, pick((*webhookv1.CreateEndpointResponse).GetEndpoint, createdWebhookEndpointFromProto))
+}
+
+func (c *webhookClient) ListEndpoints(ctx context.Context, orgID string) ([]ports.WebhookEndpoint, error) {
+	return call(ctx, webhookv1connect.WebhookServiceListEndpointsProcedure, c.conn.ListEndpoints,
+		&webhookv1.ListEndpointsRequest{OrganizationId: orgID},
+		pick((*webhookv1.ListEndpointsResponse).GetEndpoints, webhookEndpointsFromProto))
+}
+
+func (c *webhookClient) DeleteEndpoint(ctx context.Context, orgID, id string) error {
+	return exec(ctx, webhookv1connect.WebhookServiceDeleteEndpointProcedure, c.conn.DeleteEndpoint,
+		&webhookv1.DeleteEndpointRequest{OrganizationId: orgID, Id: id})
+}
+
+func (c *webhookClient) TestEndpoint(ctx context.Context, orgID, id string) (ports.WebhookDelivery, error) {
+	return call(ctx, webhookv1connect.WebhookServiceTestEndpointProcedure, c.conn.TestEndpoint,
+		&webhookv1.TestEndpointRequest{OrganizationId: orgID, Id: id},
+		pick((*webhookv1.TestEndpointResponse).GetDelivery, webhookDeliveryFromProto))
+}
+
+func (c *webhookClient) RotateSecret(ctx context.Context, orgID, id string) (ports.CreatedWebhookEndpoint, error) {
+	return call(ctx, webhookv1connect.WebhookServiceRotateSecretProcedure, c.conn.RotateSecret,
+		&webhookv1.RotateSecretRequest{OrganizationId: orgID, Id: id},
+		pick((*webhookv1.RotateSecretResponse).GetEndpoint, createdWebhookEndpointFromProto))
+}
+
+func (c *webhookClient) Replay(ctx context.Context, orgID, endpointID, deliveryID string) (ports.WebhookDelivery, error) {
+	return call(ctx, webhookv1connect.WebhookServiceReplayProcedure, c.conn.Replay, &webhookv1.ReplayRequest{
+		OrganizationId: orgID,
+		EndpointId:     endpointID,
+		DeliveryId:     deliveryID,
+	}, pick((*webhookv1.ReplayResponse).GetDelivery, webhookDeliveryFromProto))
+}
+
+func (c *webhookClient) ListDeliveries(ctx context.Context, orgID string) ([]ports.WebhookDelivery, error) {
+	return call(ctx, webhookv1connect.WebhookServiceListDeliveriesProcedure, c.conn.ListDeliveries,
+		&webhookv1.ListDeliveriesRequest{OrganizationId: orgID},
+		pick((*webhookv1.ListDeliveriesResponse).GetDeliveries, webhookDeliveriesFromProto))
+}
 
 // WebhookEndpoint.Secret, the sealed secret, has no wire field and is dropped on the way out; the plaintext
 // travels only as CreatedWebhookEndpoint.PlainSecret. Payload keeps nil and empty apart through its
