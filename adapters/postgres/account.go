@@ -11,10 +11,16 @@ import (
 	"github.com/postmill/postmill/ports"
 )
 
+var _ ports.AccountStore = (*Accounts)(nil)
+
+// Accounts is the PostgreSQL store of users, memberships and refresh tokens (ports.AccountStore). Safe for
+// concurrent use.
+type Accounts struct{ shared }
+
 // CreateSignup implements ports.AccountStore: the user, the organization and the owner membership are
 // written in one transaction, so a conflict on users_email_key or organizations_slug_key leaves nothing
 // behind.
-func (s *Store) CreateSignup(ctx context.Context, u ports.User, org ports.Organization, m ports.Membership) error {
+func (s *Accounts) CreateSignup(ctx context.Context, u ports.User, org ports.Organization, m ports.Membership) error {
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		q := s.queries.WithTx(tx)
 		if err := q.InsertUser(ctx, db.InsertUserParams{
@@ -50,7 +56,7 @@ func (s *Store) CreateSignup(ctx context.Context, u ports.User, org ports.Organi
 }
 
 // UserByEmail implements ports.AccountStore. The caller normalises the email; the match is exact.
-func (s *Store) UserByEmail(ctx context.Context, email string) (ports.User, error) {
+func (s *Accounts) UserByEmail(ctx context.Context, email string) (ports.User, error) {
 	row, err := s.queries.UserByEmail(ctx, email)
 	if err != nil {
 		return ports.User{}, interpretErrorFor("user", err)
@@ -59,7 +65,7 @@ func (s *Store) UserByEmail(ctx context.Context, email string) (ports.User, erro
 }
 
 // UserByID implements ports.AccountStore.
-func (s *Store) UserByID(ctx context.Context, id string) (ports.User, error) {
+func (s *Accounts) UserByID(ctx context.Context, id string) (ports.User, error) {
 	row, err := s.queries.UserByID(ctx, id)
 	if err != nil {
 		return ports.User{}, interpretErrorFor("user", err)
@@ -69,7 +75,7 @@ func (s *Store) UserByID(ctx context.Context, id string) (ports.User, error) {
 
 // Memberships implements ports.AccountStore: oldest first, because login defaults to the oldest
 // membership when no orgId is given.
-func (s *Store) Memberships(ctx context.Context, userID string) ([]ports.Membership, error) {
+func (s *Accounts) Memberships(ctx context.Context, userID string) ([]ports.Membership, error) {
 	rows, err := s.queries.MembershipsByUser(ctx, userID)
 	if err := listError(err); err != nil {
 		return nil, err
@@ -82,7 +88,7 @@ func (s *Store) Memberships(ctx context.Context, userID string) ([]ports.Members
 }
 
 // SetUserTOTP implements ports.AccountStore; not_found when no user has this id.
-func (s *Store) SetUserTOTP(ctx context.Context, userID string, secret []byte, enabled bool) error {
+func (s *Accounts) SetUserTOTP(ctx context.Context, userID string, secret []byte, enabled bool) error {
 	n, err := s.queries.SetUserTOTP(ctx, db.SetUserTOTPParams{ID: userID, TotpSecret: secret, TotpEnabled: enabled})
 	if err != nil {
 		return interpretErrorFor("user", err)
@@ -94,7 +100,7 @@ func (s *Store) SetUserTOTP(ctx context.Context, userID string, secret []byte, e
 }
 
 // InsertRefreshToken implements ports.AccountStore.
-func (s *Store) InsertRefreshToken(ctx context.Context, t ports.RefreshToken) error {
+func (s *Accounts) InsertRefreshToken(ctx context.Context, t ports.RefreshToken) error {
 	err := s.queries.InsertRefreshToken(ctx, db.InsertRefreshTokenParams{
 		OrganizationID: t.OrganizationID,
 		ID:             t.ID,
@@ -112,7 +118,7 @@ func (s *Store) InsertRefreshToken(ctx context.Context, t ports.RefreshToken) er
 // ConsumeRefreshToken implements ports.AccountStore. The conditional UPDATE is the whole decision: of
 // any number of concurrent requests presenting the same token, exactly one sees a row come back and is
 // fresh; the others find the token already used and the caller revokes the family.
-func (s *Store) ConsumeRefreshToken(ctx context.Context, hash []byte, now time.Time) (ports.RefreshToken, bool, error) {
+func (s *Accounts) ConsumeRefreshToken(ctx context.Context, hash []byte, now time.Time) (ports.RefreshToken, bool, error) {
 	row, err := s.queries.ConsumeRefreshToken(ctx, db.ConsumeRefreshTokenParams{TokenHash: hash, UsedAt: &now})
 	if err == nil {
 		return refreshTokenFromRow(row), true, nil
@@ -128,7 +134,7 @@ func (s *Store) ConsumeRefreshToken(ctx context.Context, hash []byte, now time.T
 }
 
 // RevokeRefreshFamily implements ports.AccountStore. Tokens revoked earlier keep their time.
-func (s *Store) RevokeRefreshFamily(ctx context.Context, familyID string, now time.Time) error {
+func (s *Accounts) RevokeRefreshFamily(ctx context.Context, familyID string, now time.Time) error {
 	err := s.queries.RevokeRefreshFamily(ctx, db.RevokeRefreshFamilyParams{FamilyID: familyID, RevokedAt: &now})
 	// A malformed family id names no tokens: like an unknown one, there is nothing to revoke.
 	return listError(err)
@@ -167,13 +173,4 @@ func refreshTokenFromRow(r db.RefreshToken) ports.RefreshToken {
 		RevokedAt:      utcPtr(r.RevokedAt),
 		CreatedAt:      r.CreatedAt.UTC(),
 	}
-}
-
-// utcPtr copies an optional time into UTC so that callers never share the row's pointer.
-func utcPtr(t *time.Time) *time.Time {
-	if t == nil {
-		return nil
-	}
-	u := t.UTC()
-	return &u
 }

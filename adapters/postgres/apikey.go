@@ -8,8 +8,14 @@ import (
 	"github.com/postmill/postmill/ports"
 )
 
+var _ ports.APIKeyStore = (*APIKeys)(nil)
+
+// APIKeys is the PostgreSQL store of API keys, kept as token hashes (ports.APIKeyStore). Safe for concurrent
+// use.
+type APIKeys struct{ shared }
+
 // InsertAPIKey implements ports.APIKeyStore. A nil scope list is stored as an empty one, never NULL.
-func (s *Store) InsertAPIKey(ctx context.Context, k ports.APIKey) error {
+func (s *APIKeys) InsertAPIKey(ctx context.Context, k ports.APIKey) error {
 	scopes := k.Scopes
 	if scopes == nil {
 		scopes = []string{}
@@ -30,7 +36,7 @@ func (s *Store) InsertAPIKey(ctx context.Context, k ports.APIKey) error {
 }
 
 // ListAPIKeys implements ports.APIKeyStore: newest first (SPEC §4.1), revoked keys included.
-func (s *Store) ListAPIKeys(ctx context.Context, orgID string) ([]ports.APIKey, error) {
+func (s *APIKeys) ListAPIKeys(ctx context.Context, orgID string) ([]ports.APIKey, error) {
 	rows, err := s.queries.ListAPIKeys(ctx, orgID)
 	if err := listError(err); err != nil {
 		return nil, err
@@ -44,7 +50,7 @@ func (s *Store) ListAPIKeys(ctx context.Context, orgID string) ([]ports.APIKey, 
 
 // RevokeAPIKey implements ports.APIKeyStore. Revoking twice keeps the first revokedAt, so the record
 // shows when the key actually stopped working.
-func (s *Store) RevokeAPIKey(ctx context.Context, orgID, id string, now time.Time) error {
+func (s *APIKeys) RevokeAPIKey(ctx context.Context, orgID, id string, now time.Time) error {
 	n, err := s.queries.RevokeAPIKey(ctx, db.RevokeAPIKeyParams{OrganizationID: orgID, ID: id, RevokedAt: &now})
 	if err != nil {
 		return interpretErrorFor("API key", err)
@@ -58,7 +64,7 @@ func (s *Store) RevokeAPIKey(ctx context.Context, orgID, id string, now time.Tim
 // APIKeyByPrefix implements ports.APIKeyStore. It is not scoped by organization because the prefix is
 // how a request's organization is found (SPEC §5 rule 4); revoked keys are returned too and the caller
 // rejects them.
-func (s *Store) APIKeyByPrefix(ctx context.Context, prefix string) (ports.APIKey, error) {
+func (s *APIKeys) APIKeyByPrefix(ctx context.Context, prefix string) (ports.APIKey, error) {
 	row, err := s.queries.APIKeyByPrefix(ctx, prefix)
 	if err != nil {
 		return ports.APIKey{}, interpretErrorFor("API key", err)
@@ -68,7 +74,7 @@ func (s *Store) APIKeyByPrefix(ctx context.Context, prefix string) (ports.APIKey
 
 // TouchAPIKeys implements ports.APIKeyStore in one statement for the whole batch. lastUsedAt only moves
 // forward, so an older batch flushed late cannot undo a newer one; unknown ids are ignored.
-func (s *Store) TouchAPIKeys(ctx context.Context, lastUsed map[string]time.Time) error {
+func (s *APIKeys) TouchAPIKeys(ctx context.Context, lastUsed map[string]time.Time) error {
 	if len(lastUsed) == 0 {
 		return nil
 	}

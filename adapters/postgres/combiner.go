@@ -7,54 +7,67 @@ import "sync"
 // waits for the WAL flush (an fsync), so one call per transaction would cap the calls per second at the
 // disk's flush rate and pay a transaction's fixed statements for every call.
 //
-// There is no goroutine while nothing is queued: the call that finds no writer becomes the writer, writes
-// the group its own call is in and hands what queued meanwhile to a new goroutine, which writes group after
-// group until the queue is empty. The zero value is not usable: set max and write.
+// With key set, calls are queued per key: only calls of one key share a group, and groups of different
+// keys are written concurrently (the sends of one organization and day, say, whose transactions lock the
+// same usage rows while other organizations' do not). Without key every call shares one queue.
+//
+// There is no goroutine while nothing is queued: the call that finds no writer for its key becomes the
+// writer, writes the group its own call is in and hands what queued meanwhile to a new goroutine, which
+// writes group after group until the key's queue is empty. The zero value is not usable: set max and write.
 type combiner[T any] struct {
 	// max bounds the calls of one group, so that one statement's arrays stay small.
 	max int
 	// write writes one group and answers each of its calls; it must not panic.
 	write func(group []T)
+	// key, when set, names the queue of a call; calls of different keys never share a group.
+	key func(T) string
 
-	mu      sync.Mutex
-	queue   []T
-	serving bool // a writer is running and will take what is queued
+	mu sync.Mutex
+	// queues holds the calls waiting per key; a key is present exactly while a writer serves it.
+	queues map[string][]T
 }
 
 // add queues p; the caller then waits for p's answer, which write gives.
 func (c *combiner[T]) add(p T) {
+	var k string
+	if c.key != nil {
+		k = c.key(p)
+	}
 	c.mu.Lock()
-	c.queue = append(c.queue, p)
-	if c.serving {
-		c.mu.Unlock()
+	if c.queues == nil {
+		c.queues = make(map[string][]T)
+	}
+	q, serving := c.queues[k]
+	c.queues[k] = append(q, p)
+	c.mu.Unlock()
+	if serving {
 		return
 	}
-	c.serving = true
-	c.mu.Unlock()
 
-	c.write(c.next())
-	if more := c.next(); more != nil {
+	c.write(c.next(k))
+	if more := c.next(k); more != nil {
 		go func() {
-			for group := more; group != nil; group = c.next() {
+			for group := more; group != nil; group = c.next(k) {
 				c.write(group)
 			}
 		}()
 	}
 }
 
-// next takes up to max queued calls, in arrival order; when none is left the writer stops serving.
-func (c *combiner[T]) next() []T {
+// next takes up to max queued calls of key, in arrival order; when none is left the writer stops serving
+// key.
+func (c *combiner[T]) next(k string) []T {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	q := c.queue
+	q := c.queues[k]
 	if len(q) == 0 {
-		c.serving = false
+		delete(c.queues, k)
 		return nil
 	}
 	if len(q) <= c.max {
-		c.queue = nil
+		c.queues[k] = nil
 		return q
 	}
-	c.queue = append([]T(nil), q[c.max:]...)
+	c.queues[k] = append([]T(nil), q[c.max:]...)
 	return q[:c.max]
 }

@@ -4,18 +4,21 @@ import (
 	"context"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/postmill/postmill/adapters/postgres/internal/db"
 	"github.com/postmill/postmill/ports"
 )
 
-var _ ports.DeliverabilityStore = (*Store)(nil)
+var _ ports.DeliverabilityStore = (*Deliverability)(nil)
+
+// Deliverability is the PostgreSQL store of suppressions, bounces, complaints and the feedback applied to
+// messages (ports.DeliverabilityStore). Safe for concurrent use.
+type Deliverability struct{ shared }
 
 // ListSuppressions implements ports.DeliverabilityStore: the organization's rows newest first, or the
 // platform-wide ones for orgID "".
-func (s *Store) ListSuppressions(ctx context.Context, orgID string) ([]ports.Suppression, error) {
+func (s *Deliverability) ListSuppressions(ctx context.Context, orgID string) ([]ports.Suppression, error) {
 	if orgID != "" && !isUUID(orgID) {
 		return []ports.Suppression{}, nil
 	}
@@ -32,7 +35,7 @@ func (s *Store) ListSuppressions(ctx context.Context, orgID string) ([]ports.Sup
 
 // InsertSuppression implements ports.DeliverabilityStore. A row of the same organization (or none, for
 // global), address and scope is returned unchanged instead of a second one.
-func (s *Store) InsertSuppression(ctx context.Context, sup ports.Suppression) (ports.Suppression, error) {
+func (s *Deliverability) InsertSuppression(ctx context.Context, sup ports.Suppression) (ports.Suppression, error) {
 	p := insertSuppressionsParams([]ports.Suppression{sup})
 	row, err := s.queries.InsertSuppressionReturning(ctx, db.InsertSuppressionReturningParams{
 		ID:             p.Ids[0],
@@ -49,7 +52,7 @@ func (s *Store) InsertSuppression(ctx context.Context, sup ports.Suppression) (p
 }
 
 // DeleteSuppression implements ports.DeliverabilityStore; orgID "" deletes a global row only.
-func (s *Store) DeleteSuppression(ctx context.Context, orgID, id string) (bool, error) {
+func (s *Deliverability) DeleteSuppression(ctx context.Context, orgID, id string) (bool, error) {
 	if !isUUID(id) || (orgID != "" && !isUUID(orgID)) {
 		return false, nil
 	}
@@ -61,7 +64,7 @@ func (s *Store) DeleteSuppression(ctx context.Context, orgID, id string) (bool, 
 }
 
 // ListBounces implements ports.DeliverabilityStore with keyset paging on (created_at, id).
-func (s *Store) ListBounces(ctx context.Context, orgID string, q ports.PageQuery) (ports.BouncePage, error) {
+func (s *Deliverability) ListBounces(ctx context.Context, orgID string, q ports.PageQuery) (ports.BouncePage, error) {
 	limit, beforeAt, beforeID, err := pageBounds(q)
 	if err != nil {
 		return ports.BouncePage{}, err
@@ -88,7 +91,7 @@ func (s *Store) ListBounces(ctx context.Context, orgID string, q ports.PageQuery
 }
 
 // ListComplaints implements ports.DeliverabilityStore with keyset paging on (created_at, id).
-func (s *Store) ListComplaints(ctx context.Context, orgID string, q ports.PageQuery) (ports.ComplaintPage, error) {
+func (s *Deliverability) ListComplaints(ctx context.Context, orgID string, q ports.PageQuery) (ports.ComplaintPage, error) {
 	limit, beforeAt, beforeID, err := pageBounds(q)
 	if err != nil {
 		return ports.ComplaintPage{}, err
@@ -116,7 +119,7 @@ func (s *Store) ListComplaints(ctx context.Context, orgID string, q ports.PageQu
 }
 
 // RecipientByID implements ports.DeliverabilityStore. Errors: not_found.
-func (s *Store) RecipientByID(ctx context.Context, recipientID string) (ports.RecipientRef, error) {
+func (s *Deliverability) RecipientByID(ctx context.Context, recipientID string) (ports.RecipientRef, error) {
 	if !isUUID(recipientID) {
 		return ports.RecipientRef{}, ports.NotFound("recipient not found")
 	}
@@ -128,7 +131,7 @@ func (s *Store) RecipientByID(ctx context.Context, recipientID string) (ports.Re
 }
 
 // MessageOrganization implements ports.DeliverabilityStore. Errors: not_found.
-func (s *Store) MessageOrganization(ctx context.Context, messageID string) (string, error) {
+func (s *Deliverability) MessageOrganization(ctx context.Context, messageID string) (string, error) {
 	if !isUUID(messageID) {
 		return "", ports.NotFound("message not found")
 	}
@@ -143,7 +146,7 @@ func (s *Store) MessageOrganization(ctx context.Context, messageID string) (stri
 // outcomes take, so a DSN and a delivery report of one message never interleave), decide sees the
 // recipients as they are, and its result is written in the same transaction. An empty result writes
 // nothing.
-func (s *Store) ApplyFeedback(ctx context.Context, orgID, messageID string, decide func([]ports.Recipient) ports.FeedbackApplication) error {
+func (s *Deliverability) ApplyFeedback(ctx context.Context, orgID, messageID string, decide func([]ports.Recipient) ports.FeedbackApplication) error {
 	if !isUUID(messageID) || !isUUID(orgID) {
 		return ports.NotFound("message not found")
 	}
@@ -286,36 +289,6 @@ func insertComplaintsParams(complaints []ports.Complaint, orgID, messageID strin
 	}
 	return p
 }
-
-// pageBounds checks a page query's limit and cursor: newest first, the first page starts after every row.
-func pageBounds(q ports.PageQuery) (limit int, beforeAt time.Time, beforeID string, err error) {
-	limit = q.Limit
-	if limit == 0 {
-		limit = defaultListLimit
-	}
-	if limit < 1 || limit > maxListLimit {
-		return 0, time.Time{}, "", ports.ValidationError(ports.FieldViolation{Path: "limit", Message: "must be between 1 and 100"})
-	}
-	beforeAt, beforeID = time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC), "ffffffff-ffff-ffff-ffff-ffffffffffff"
-	if q.Cursor != "" {
-		var ok bool
-		if beforeAt, beforeID, ok = decodeCursor(q.Cursor); !ok {
-			return 0, time.Time{}, "", ports.ValidationError(ports.FieldViolation{Path: "cursor", Message: "invalid cursor"})
-		}
-	}
-	return limit, beforeAt, beforeID, nil
-}
-
 func suppressionFromFields(id, orgID, address, scope, reason string, at time.Time) ports.Suppression {
 	return ports.Suppression{ID: id, OrganizationID: orgID, Address: address, Scope: scope, Reason: reason, CreatedAt: at.UTC()}
-}
-
-// isUUID reports whether s is a UUID in its canonical form; other ids name no row, and asking PostgreSQL
-// would only turn them into a cast error.
-func isUUID(s string) bool {
-	if len(s) != 36 {
-		return false
-	}
-	_, err := uuid.Parse(s)
-	return err == nil
 }

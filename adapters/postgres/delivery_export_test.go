@@ -15,7 +15,7 @@ type ApplyResult struct {
 // WriteApplyGroup writes applications as one group, as ApplyDelivery does for concurrent calls, so that
 // tests can build the groups whose outcomes must not depend on each other instead of hoping concurrency
 // builds them.
-func (s *Store) WriteApplyGroup(ctx context.Context, apps ...ports.DeliveryApplication) []ApplyResult {
+func (s *Delivery) WriteApplyGroup(ctx context.Context, apps ...ports.DeliveryApplication) []ApplyResult {
 	group := make([]*pendingApply, len(apps))
 	for i, a := range apps {
 		group[i] = &pendingApply{ctx: ctx, a: a, done: make(chan applyResult, 1)}
@@ -38,7 +38,7 @@ type ReadResult struct {
 
 // ReadOutboundGroup reads messages ([2]string{organization id, message id}) as one group, as OutboundData
 // does for concurrent calls.
-func (s *Store) ReadOutboundGroup(ctx context.Context, pairs ...[2]string) []ReadResult {
+func (s *Delivery) ReadOutboundGroup(ctx context.Context, pairs ...[2]string) []ReadResult {
 	group := make([]*pendingRead, len(pairs))
 	for i, p := range pairs {
 		group[i] = &pendingRead{ctx: ctx, orgID: p[0], messageID: p[1], done: make(chan readResult, 1)}
@@ -74,7 +74,7 @@ type Report struct {
 }
 
 // WriteReportGroup writes ApplyDeliveryReport calls as one group.
-func (s *Store) WriteReportGroup(ctx context.Context, reports ...Report) []ApplyResult {
+func (s *Delivery) WriteReportGroup(ctx context.Context, reports ...Report) []ApplyResult {
 	group := make([]*pendingApply, len(reports))
 	for i, r := range reports {
 		a := ports.DeliveryApplication{JobID: r.JobID, OrganizationID: r.OrganizationID, MessageID: r.MessageID}

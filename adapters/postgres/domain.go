@@ -11,12 +11,16 @@ import (
 	"github.com/postmill/postmill/ports"
 )
 
-var _ ports.DomainStore = (*Store)(nil)
+var _ ports.DomainStore = (*Domains)(nil)
+
+// Domains is the PostgreSQL store of sending domains and their DNS records (ports.DomainStore). Safe for
+// concurrent use.
+type Domains struct{ shared }
 
 // InsertDomain implements ports.DomainStore: the domain, its records (kept in the given order) and the
 // domain.created event in one transaction (one pipelined batch). Errors: already_exists naming
 // domains_org_name_key when the organization already has the name.
-func (s *Store) InsertDomain(ctx context.Context, d ports.Domain, e ports.Event) error {
+func (s *Domains) InsertDomain(ctx context.Context, d ports.Domain, e ports.Event) error {
 	status := d.Status
 	if status == "" {
 		status = ports.DomainPending
@@ -47,7 +51,7 @@ func (s *Store) InsertDomain(ctx context.Context, d ports.Domain, e ports.Event)
 }
 
 // ListDomains implements ports.DomainStore: the organization's domains without records, newest first.
-func (s *Store) ListDomains(ctx context.Context, orgID string) ([]ports.Domain, error) {
+func (s *Domains) ListDomains(ctx context.Context, orgID string) ([]ports.Domain, error) {
 	rows, err := s.queries.ListDomains(ctx, orgID)
 	if err := listError(err); err != nil {
 		return nil, err
@@ -60,7 +64,7 @@ func (s *Store) ListDomains(ctx context.Context, orgID string) ([]ports.Domain, 
 }
 
 // GetDomain implements ports.DomainStore: the domain and its records in one round trip. Errors: not_found.
-func (s *Store) GetDomain(ctx context.Context, orgID, id string) (ports.Domain, error) {
+func (s *Domains) GetDomain(ctx context.Context, orgID, id string) (ports.Domain, error) {
 	var d ports.Domain
 	err := runPipeline(ctx, s.pool, readDomainSteps(ctx, orgID, id, &d)...)
 	if err != nil {
@@ -71,7 +75,7 @@ func (s *Store) GetDomain(ctx context.Context, orgID, id string) (ports.Domain, 
 
 // DomainByName implements ports.DomainStore for the send path: the domain without its records. The
 // caller lower-cases name. Errors: not_found.
-func (s *Store) DomainByName(ctx context.Context, orgID, name string) (ports.Domain, error) {
+func (s *Domains) DomainByName(ctx context.Context, orgID, name string) (ports.Domain, error) {
 	row, err := s.queries.DomainByName(ctx, db.DomainByNameParams{OrganizationID: orgID, Name: name})
 	if err != nil {
 		return ports.Domain{}, interpretErrorFor("domain", err)
@@ -83,7 +87,7 @@ func (s *Store) DomainByName(ctx context.Context, orgID, name string) (ports.Dom
 // verifiedAt and the events are written in one transaction. verifiedAt is kept once set, whatever d says
 // (SPEC §2: never overwritten by later runs). Records are matched by id within the domain; a record
 // without CheckedAt keeps its previous check time. Errors: not_found, with nothing written.
-func (s *Store) SaveVerification(ctx context.Context, d ports.Domain, events []ports.Event) error {
+func (s *Domains) SaveVerification(ctx context.Context, d ports.Domain, events []ports.Event) error {
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		n, err := s.queries.WithTx(tx).SaveDomainVerification(ctx, db.SaveDomainVerificationParams{
 			Status:         string(d.Status),
@@ -116,7 +120,7 @@ func (s *Store) SaveVerification(ctx context.Context, d ports.Domain, events []p
 
 // SetDomainStatus implements ports.DomainStore and returns the domain as it now is, with its records.
 // Errors: not_found.
-func (s *Store) SetDomainStatus(ctx context.Context, orgID, id string, status ports.DomainStatus) (ports.Domain, error) {
+func (s *Domains) SetDomainStatus(ctx context.Context, orgID, id string, status ports.DomainStatus) (ports.Domain, error) {
 	var d ports.Domain
 	steps := readDomainSteps(ctx, orgID, id, &d)
 	steps[0] = func(q *db.Queries) error {
@@ -132,7 +136,7 @@ func (s *Store) SetDomainStatus(ctx context.Context, orgID, id string, status po
 
 // SetDomainTracking implements ports.DomainStore: settings left nil keep their value. It returns the domain
 // with its records. Errors: not_found.
-func (s *Store) SetDomainTracking(ctx context.Context, orgID, id string, t ports.TrackingSettings) (ports.Domain, error) {
+func (s *Domains) SetDomainTracking(ctx context.Context, orgID, id string, t ports.TrackingSettings) (ports.Domain, error) {
 	var d ports.Domain
 	steps := readDomainSteps(ctx, orgID, id, &d)
 	steps[0] = func(q *db.Queries) error {

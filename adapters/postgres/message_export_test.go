@@ -16,7 +16,7 @@ type SendResult struct {
 
 // WriteSendGroup writes sends as one group, as InsertMessage does for concurrent calls, so that tests can
 // build the groups whose outcomes depend on each other instead of hoping concurrency builds them.
-func (s *Store) WriteSendGroup(ctx context.Context, sends ...ports.NewMessage) ([]SendResult, error) {
+func (s *Messages) WriteSendGroup(ctx context.Context, sends ...ports.NewMessage) ([]SendResult, error) {
 	group := make([]*pendingSend, len(sends))
 	for i, nm := range sends {
 		p, err := newPendingSend(ctx, nm)

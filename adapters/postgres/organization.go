@@ -11,8 +11,14 @@ import (
 	"github.com/postmill/postmill/ports"
 )
 
+var _ ports.OrganizationStore = (*Organizations)(nil)
+
+// Organizations is the PostgreSQL store of organizations, their plans and usage meters
+// (ports.OrganizationStore). Safe for concurrent use.
+type Organizations struct{ shared }
+
 // Organization implements ports.OrganizationStore.
-func (s *Store) Organization(ctx context.Context, orgID string) (ports.Organization, error) {
+func (s *Organizations) Organization(ctx context.Context, orgID string) (ports.Organization, error) {
 	row, err := s.queries.OrganizationByID(ctx, orgID)
 	if err != nil {
 		return ports.Organization{}, interpretErrorFor("organization", err)
@@ -22,7 +28,7 @@ func (s *Store) Organization(ctx context.Context, orgID string) (ports.Organizat
 
 // ListOrganizations implements ports.OrganizationStore: newest first, ties broken by id so that the
 // order is stable across calls.
-func (s *Store) ListOrganizations(ctx context.Context) ([]ports.Organization, error) {
+func (s *Organizations) ListOrganizations(ctx context.Context) ([]ports.Organization, error) {
 	rows, err := s.queries.ListOrganizations(ctx)
 	if err != nil {
 		return nil, interpretError(err)
@@ -35,7 +41,7 @@ func (s *Store) ListOrganizations(ctx context.Context) ([]ports.Organization, er
 }
 
 // SetOrganizationPaused implements ports.OrganizationStore and returns the organization as it now is.
-func (s *Store) SetOrganizationPaused(ctx context.Context, orgID string, paused bool) (ports.Organization, error) {
+func (s *Organizations) SetOrganizationPaused(ctx context.Context, orgID string, paused bool) (ports.Organization, error) {
 	row, err := s.queries.SetOrganizationPaused(ctx, db.SetOrganizationPausedParams{ID: orgID, Paused: paused})
 	if err != nil {
 		return ports.Organization{}, interpretErrorFor("organization", err)
@@ -45,7 +51,7 @@ func (s *Store) SetOrganizationPaused(ctx context.Context, orgID string, paused 
 
 // SetOrganizationPlan implements ports.OrganizationStore and returns the organization as it now is. The
 // caller validates the plan; negative limits violate a check constraint and come back as internal.
-func (s *Store) SetOrganizationPlan(ctx context.Context, orgID string, plan ports.Plan) (ports.Organization, error) {
+func (s *Organizations) SetOrganizationPlan(ctx context.Context, orgID string, plan ports.Plan) (ports.Organization, error) {
 	row, err := s.queries.SetOrganizationPlan(ctx, db.SetOrganizationPlanParams{
 		ID:           orgID,
 		MonthlyLimit: plan.MonthlyLimit,
@@ -60,7 +66,7 @@ func (s *Store) SetOrganizationPlan(ctx context.Context, orgID string, plan port
 // Usage implements ports.OrganizationStore. The period is a calendar date: its year, month and day are
 // taken as written in periodStart's own location, so the caller decides in which zone periods begin.
 // An unmetered period, or an unknown organization, is 0.
-func (s *Store) Usage(ctx context.Context, orgID, metric string, periodStart time.Time) (int64, error) {
+func (s *Organizations) Usage(ctx context.Context, orgID, metric string, periodStart time.Time) (int64, error) {
 	y, m, d := periodStart.Date()
 	v, err := s.queries.Usage(ctx, db.UsageParams{
 		OrganizationID: orgID,

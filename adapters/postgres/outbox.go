@@ -13,14 +13,18 @@ import (
 	"github.com/postmill/postmill/ports"
 )
 
-var _ ports.Outbox = (*Store)(nil)
+var _ ports.Outbox = (*Outbox)(nil)
+
+// Outbox is the PostgreSQL delivery outbox: jobs written with their messages, relayed to the queue
+// (ports.Outbox). Safe for concurrent use.
+type Outbox struct{ shared }
 
 // RelayDue implements ports.Outbox. In one transaction it deletes up to limit jobs whose not_before has
 // passed (oldest first, FOR UPDATE SKIP LOCKED, so concurrent relays take disjoint rows), hands them to
 // publish and commits only if publish succeeded; otherwise the rows stay for the next run. A crash between
 // publish and commit publishes the jobs again later: delivery is at least once, and the outcome of a job
 // id is applied once (ApplyDelivery).
-func (s *Store) RelayDue(ctx context.Context, now time.Time, limit int, publish func(context.Context, []ports.DeliveryJob) error) (int, error) {
+func (s *Outbox) RelayDue(ctx context.Context, now time.Time, limit int, publish func(context.Context, []ports.DeliveryJob) error) (int, error) {
 	if limit <= 0 {
 		return 0, nil
 	}
@@ -57,7 +61,7 @@ func (s *Store) RelayDue(ctx context.Context, now time.Time, limit int, publish 
 }
 
 // EnqueueRetry implements ports.Outbox: the job waits in the outbox until its NotBefore.
-func (s *Store) EnqueueRetry(ctx context.Context, job ports.DeliveryJob) error {
+func (s *Outbox) EnqueueRetry(ctx context.Context, job ports.DeliveryJob) error {
 	return interpretError(s.queries.InsertOutboxJobs(ctx, insertOutboxParams([]ports.DeliveryJob{job})))
 }
 

@@ -7,9 +7,15 @@ import (
 	"github.com/postmill/postmill/ports"
 )
 
+var _ ports.SMTPCredentialStore = (*SMTPCredentials)(nil)
+
+// SMTPCredentials is the PostgreSQL store of SMTP submission credentials (ports.SMTPCredentialStore). Safe
+// for concurrent use.
+type SMTPCredentials struct{ shared }
+
 // InsertSMTPCredential implements ports.SMTPCredentialStore. Usernames are unique across organizations
 // (smtp_credentials_username_key) because SMTP AUTH presents nothing else.
-func (s *Store) InsertSMTPCredential(ctx context.Context, c ports.SMTPCredential) error {
+func (s *SMTPCredentials) InsertSMTPCredential(ctx context.Context, c ports.SMTPCredential) error {
 	err := s.queries.InsertSMTPCredential(ctx, db.InsertSMTPCredentialParams{
 		OrganizationID: c.OrganizationID,
 		ID:             c.ID,
@@ -23,7 +29,7 @@ func (s *Store) InsertSMTPCredential(ctx context.Context, c ports.SMTPCredential
 }
 
 // ListSMTPCredentials implements ports.SMTPCredentialStore: newest first.
-func (s *Store) ListSMTPCredentials(ctx context.Context, orgID string) ([]ports.SMTPCredential, error) {
+func (s *SMTPCredentials) ListSMTPCredentials(ctx context.Context, orgID string) ([]ports.SMTPCredential, error) {
 	rows, err := s.queries.ListSMTPCredentials(ctx, orgID)
 	if err := listError(err); err != nil {
 		return nil, err
@@ -37,7 +43,7 @@ func (s *Store) ListSMTPCredentials(ctx context.Context, orgID string) ([]ports.
 
 // DeleteSMTPCredential implements ports.SMTPCredentialStore; another organization's credential is
 // not_found, exactly like a missing one, so ids of other tenants cannot be probed.
-func (s *Store) DeleteSMTPCredential(ctx context.Context, orgID, id string) error {
+func (s *SMTPCredentials) DeleteSMTPCredential(ctx context.Context, orgID, id string) error {
 	n, err := s.queries.DeleteSMTPCredential(ctx, db.DeleteSMTPCredentialParams{OrganizationID: orgID, ID: id})
 	if err != nil {
 		return interpretErrorFor("SMTP credential", err)
@@ -50,7 +56,7 @@ func (s *Store) DeleteSMTPCredential(ctx context.Context, orgID, id string) erro
 
 // SMTPCredentialByUsername implements ports.SMTPCredentialStore. It is not scoped by organization: the
 // credential found is what tells the submission server the organization.
-func (s *Store) SMTPCredentialByUsername(ctx context.Context, username string) (ports.SMTPCredential, error) {
+func (s *SMTPCredentials) SMTPCredentialByUsername(ctx context.Context, username string) (ports.SMTPCredential, error) {
 	row, err := s.queries.SMTPCredentialByUsername(ctx, username)
 	if err != nil {
 		return ports.SMTPCredential{}, interpretErrorFor("SMTP credential", err)

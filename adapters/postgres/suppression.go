@@ -15,7 +15,7 @@ import (
 // (no organization). Other organizations' rows never count. Only suppressed addresses are in the map,
 // keyed as given. It runs on every send, so it is sent with PreferGenericPlans in one round trip: its plan
 // (index probes on suppressions_address_idx) is then made once per connection rather than on every call.
-func (s *Store) SuppressedAmong(ctx context.Context, orgID string, addresses []string) (map[string]bool, error) {
+func (s *Messages) SuppressedAmong(ctx context.Context, orgID string, addresses []string) (map[string]bool, error) {
 	out := make(map[string]bool)
 	if len(addresses) == 0 {
 		return out, nil
@@ -40,7 +40,7 @@ func (s *Store) SuppressedAmong(ctx context.Context, orgID string, addresses []s
 // AddSuppression implements ports.MessageStore. The address is lower-cased; an existing suppression of
 // the same organization (or none, for global), address and scope is kept unchanged, so repeated bounces
 // of one address add one row. A missing id or creation time is filled in.
-func (s *Store) AddSuppression(ctx context.Context, sup ports.Suppression) error {
+func (s *Messages) AddSuppression(ctx context.Context, sup ports.Suppression) error {
 	return interpretError(s.queries.InsertSuppressions(ctx, insertSuppressionsParams([]ports.Suppression{sup})))
 }
 

@@ -11,10 +11,14 @@ import (
 	"github.com/postmill/postmill/ports"
 )
 
-var _ ports.TemplateStore = (*Store)(nil)
+var _ ports.TemplateStore = (*Templates)(nil)
+
+// Templates is the PostgreSQL store of templates and their numbered versions (ports.TemplateStore). Safe for
+// concurrent use.
+type Templates struct{ shared }
 
 // InsertTemplate implements ports.TemplateStore.
-func (s *Store) InsertTemplate(ctx context.Context, t ports.Template) error {
+func (s *Templates) InsertTemplate(ctx context.Context, t ports.Template) error {
 	at := t.CreatedAt
 	if at.IsZero() {
 		at = time.Now()
@@ -27,7 +31,7 @@ func (s *Store) InsertTemplate(ctx context.Context, t ports.Template) error {
 // InsertTemplateVersion implements ports.TemplateStore. The template row is locked first, so concurrent
 // creations on one template take turns and each computes max+1 after the previous one committed: numbers
 // are distinct and gapless without retries. Errors: not_found when the template is not the organization's.
-func (s *Store) InsertTemplateVersion(ctx context.Context, orgID string, v ports.TemplateVersion) (ports.TemplateVersion, error) {
+func (s *Templates) InsertTemplateVersion(ctx context.Context, orgID string, v ports.TemplateVersion) (ports.TemplateVersion, error) {
 	if !isUUID(orgID) || !isUUID(v.TemplateID) {
 		return ports.TemplateVersion{}, ports.NotFound("template not found")
 	}
@@ -59,7 +63,7 @@ func (s *Store) InsertTemplateVersion(ctx context.Context, orgID string, v ports
 
 // PublishTemplateVersion implements ports.TemplateStore. Errors: not_found (no such template in the
 // organization, or no such version of it).
-func (s *Store) PublishTemplateVersion(ctx context.Context, orgID, templateID string, version int, now time.Time) (ports.Template, error) {
+func (s *Templates) PublishTemplateVersion(ctx context.Context, orgID, templateID string, version int, now time.Time) (ports.Template, error) {
 	if !isUUID(orgID) || !isUUID(templateID) {
 		return ports.Template{}, ports.NotFound("template not found")
 	}
@@ -80,7 +84,7 @@ func (s *Store) PublishTemplateVersion(ctx context.Context, orgID, templateID st
 }
 
 // ListTemplates implements ports.TemplateStore: newest first, without versions.
-func (s *Store) ListTemplates(ctx context.Context, orgID string) ([]ports.Template, error) {
+func (s *Templates) ListTemplates(ctx context.Context, orgID string) ([]ports.Template, error) {
 	if !isUUID(orgID) {
 		return []ports.Template{}, nil
 	}
@@ -97,7 +101,7 @@ func (s *Store) ListTemplates(ctx context.Context, orgID string) ([]ports.Templa
 
 // GetTemplate implements ports.TemplateStore: the template and its versions, oldest first, in one round
 // trip. Errors: not_found.
-func (s *Store) GetTemplate(ctx context.Context, orgID, id string) (ports.Template, error) {
+func (s *Templates) GetTemplate(ctx context.Context, orgID, id string) (ports.Template, error) {
 	if !isUUID(orgID) || !isUUID(id) {
 		return ports.Template{}, ports.NotFound("template not found")
 	}
@@ -125,7 +129,7 @@ func (s *Store) GetTemplate(ctx context.Context, orgID, id string) (ports.Templa
 
 // PublishedTemplateVersion implements ports.TemplateStore. Errors: not_found (no such template, or none
 // published).
-func (s *Store) PublishedTemplateVersion(ctx context.Context, orgID, templateID string) (ports.TemplateVersion, error) {
+func (s *Templates) PublishedTemplateVersion(ctx context.Context, orgID, templateID string) (ports.TemplateVersion, error) {
 	if !isUUID(orgID) || !isUUID(templateID) {
 		return ports.TemplateVersion{}, ports.NotFound("template not found")
 	}
@@ -137,7 +141,7 @@ func (s *Store) PublishedTemplateVersion(ctx context.Context, orgID, templateID 
 }
 
 // PublishedTemplateVersionID implements ports.TemplateStore. Errors: not_found.
-func (s *Store) PublishedTemplateVersionID(ctx context.Context, orgID, templateID string) (string, error) {
+func (s *Templates) PublishedTemplateVersionID(ctx context.Context, orgID, templateID string) (string, error) {
 	if !isUUID(orgID) || !isUUID(templateID) {
 		return "", ports.NotFound("template not found")
 	}

@@ -10,10 +10,14 @@ import (
 	"github.com/postmill/postmill/ports"
 )
 
-var _ ports.TrackingStore = (*Store)(nil)
+var _ ports.TrackingStore = (*Tracking)(nil)
+
+// Tracking is the PostgreSQL store of open and click engagement (ports.TrackingStore). Safe for concurrent
+// use.
+type Tracking struct{ shared }
 
 // MessageHTML implements ports.TrackingStore. Errors: not_found.
-func (s *Store) MessageHTML(ctx context.Context, orgID, messageID string) (string, error) {
+func (s *Tracking) MessageHTML(ctx context.Context, orgID, messageID string) (string, error) {
 	if !isUUID(orgID) || !isUUID(messageID) {
 		return "", ports.NotFound("message not found")
 	}
@@ -28,7 +32,7 @@ func (s *Store) MessageHTML(ctx context.Context, orgID, messageID string) (strin
 // feedback take) it checks "once" against earlier events of the type, moves the recipient forward when
 // ports.EngagementAdvances allows, derives the message status again and writes the event, in one
 // transaction. Two opens racing for the first place are serialised by the lock: exactly one is recorded.
-func (s *Store) RecordEngagement(ctx context.Context, ev ports.Event, once bool) (bool, error) {
+func (s *Tracking) RecordEngagement(ctx context.Context, ev ports.Event, once bool) (bool, error) {
 	if !isUUID(ev.OrganizationID) || !isUUID(ev.MessageID) {
 		return false, ports.NotFound("message not found")
 	}

@@ -13,7 +13,11 @@ import (
 	"github.com/postmill/postmill/ports"
 )
 
-var _ ports.WebhookStore = (*Store)(nil)
+var _ ports.WebhookStore = (*Webhooks)(nil)
+
+// Webhooks is the PostgreSQL store of webhook endpoints and their deliveries (ports.WebhookStore). Safe for
+// concurrent use.
+type Webhooks struct{ shared }
 
 // endpointFKey is the constraint a delivery violates when its endpoint is gone (or belongs to another
 // organization); InsertDelivery reports it as not_found, which is what a replay of a deleted endpoint's
@@ -23,7 +27,7 @@ const endpointFKey = "webhook_deliveries_endpoint_id_fkey"
 // InsertEndpoint implements ports.WebhookStore: the endpoint is stored as given, Enabled included, with its
 // secret still sealed. Errors: already_exists (webhook_endpoints_pkey) for a taken id, invalid_argument
 // (webhook_endpoints_organization_id_fkey) for an unknown organization.
-func (s *Store) InsertEndpoint(ctx context.Context, e ports.WebhookEndpoint) error {
+func (s *Webhooks) InsertEndpoint(ctx context.Context, e ports.WebhookEndpoint) error {
 	types := e.EventTypes
 	if types == nil {
 		types = []string{}
@@ -41,7 +45,7 @@ func (s *Store) InsertEndpoint(ctx context.Context, e ports.WebhookEndpoint) err
 
 // ListEndpoints implements ports.WebhookStore: newest first by (createdAt, id). Secrets come back sealed;
 // the caller decides what to show.
-func (s *Store) ListEndpoints(ctx context.Context, orgID string) ([]ports.WebhookEndpoint, error) {
+func (s *Webhooks) ListEndpoints(ctx context.Context, orgID string) ([]ports.WebhookEndpoint, error) {
 	rows, err := s.queries.ListWebhookEndpoints(ctx, orgID)
 	if err := listError(err); err != nil {
 		return nil, err
@@ -54,7 +58,7 @@ func (s *Store) ListEndpoints(ctx context.Context, orgID string) ([]ports.Webhoo
 }
 
 // GetEndpoint implements ports.WebhookStore. Errors: not_found, also for another organization's endpoint.
-func (s *Store) GetEndpoint(ctx context.Context, orgID, id string) (ports.WebhookEndpoint, error) {
+func (s *Webhooks) GetEndpoint(ctx context.Context, orgID, id string) (ports.WebhookEndpoint, error) {
 	row, err := s.queries.WebhookEndpointByID(ctx, db.WebhookEndpointByIDParams{OrganizationID: orgID, ID: id})
 	if err != nil {
 		return ports.WebhookEndpoint{}, interpretErrorFor("webhook endpoint", err)
@@ -65,7 +69,7 @@ func (s *Store) GetEndpoint(ctx context.Context, orgID, id string) (ports.Webhoo
 // DeleteEndpoint implements ports.WebhookStore: the endpoint's deliveries are deleted with it in the same
 // statement (ON DELETE CASCADE), so a dispatcher holding one of them finds its result ignored. Errors:
 // not_found.
-func (s *Store) DeleteEndpoint(ctx context.Context, orgID, id string) error {
+func (s *Webhooks) DeleteEndpoint(ctx context.Context, orgID, id string) error {
 	n, err := s.queries.DeleteWebhookEndpoint(ctx, db.DeleteWebhookEndpointParams{OrganizationID: orgID, ID: id})
 	if err != nil {
 		return interpretErrorFor("webhook endpoint", err)
@@ -79,7 +83,7 @@ func (s *Store) DeleteEndpoint(ctx context.Context, orgID, id string) error {
 // SetEndpointSecret implements ports.WebhookStore and returns the endpoint as it now is. Deliveries already
 // leased keep the secret they were claimed with; every later claim signs with the new one. Errors:
 // not_found.
-func (s *Store) SetEndpointSecret(ctx context.Context, orgID, id string, sealed []byte) (ports.WebhookEndpoint, error) {
+func (s *Webhooks) SetEndpointSecret(ctx context.Context, orgID, id string, sealed []byte) (ports.WebhookEndpoint, error) {
 	row, err := s.queries.SetWebhookEndpointSecret(ctx, db.SetWebhookEndpointSecretParams{Secret: sealed, OrganizationID: orgID, ID: id})
 	if err != nil {
 		return ports.WebhookEndpoint{}, interpretErrorFor("webhook endpoint", err)
@@ -92,7 +96,7 @@ func (s *Store) SetEndpointSecret(ctx context.Context, orgID, id string, sealed 
 // failed delivery with NextRetryAt set is due for ClaimDue from then on; one without NextRetryAt is never
 // claimed. Errors: not_found when the endpoint does not exist in the delivery's organization (deleted
 // meanwhile), already_exists for a taken id.
-func (s *Store) InsertDelivery(ctx context.Context, d ports.WebhookDelivery) error {
+func (s *Webhooks) InsertDelivery(ctx context.Context, d ports.WebhookDelivery) error {
 	status := d.Status
 	if status == "" {
 		status = ports.WebhookPending
@@ -120,7 +124,7 @@ func (s *Store) InsertDelivery(ctx context.Context, d ports.WebhookDelivery) err
 
 // GetDelivery implements ports.WebhookStore, payload included. Errors: not_found, also for another
 // organization's delivery.
-func (s *Store) GetDelivery(ctx context.Context, orgID, id string) (ports.WebhookDelivery, error) {
+func (s *Webhooks) GetDelivery(ctx context.Context, orgID, id string) (ports.WebhookDelivery, error) {
 	row, err := s.queries.WebhookDeliveryByID(ctx, db.WebhookDeliveryByIDParams{OrganizationID: orgID, ID: id})
 	if err != nil {
 		return ports.WebhookDelivery{}, interpretErrorFor("webhook delivery", err)
@@ -130,7 +134,7 @@ func (s *Store) GetDelivery(ctx context.Context, orgID, id string) (ports.Webhoo
 
 // ListRecentDeliveries implements ports.WebhookStore: newest first by (createdAt, id) across the
 // organization's endpoints. A limit below 1 lists nothing.
-func (s *Store) ListRecentDeliveries(ctx context.Context, orgID string, limit int) ([]ports.WebhookDelivery, error) {
+func (s *Webhooks) ListRecentDeliveries(ctx context.Context, orgID string, limit int) ([]ports.WebhookDelivery, error) {
 	if limit < 1 {
 		return []ports.WebhookDelivery{}, nil
 	}
@@ -158,7 +162,7 @@ func (s *Store) ListRecentDeliveries(ctx context.Context, orgID string, limit in
 // marked all the same: a body that cannot be built now cannot be built on the next run either. When
 // payloads fails, the transaction rolls back, nothing is marked, and its error is returned unchanged; the
 // events are taken again by the next run (publishing is at least once).
-func (s *Store) FanOut(ctx context.Context, now time.Time, limit int, payloads func(context.Context, []ports.Event) (map[string][]byte, error)) (int, error) {
+func (s *Webhooks) FanOut(ctx context.Context, now time.Time, limit int, payloads func(context.Context, []ports.Event) (map[string][]byte, error)) (int, error) {
 	if limit <= 0 {
 		return 0, nil
 	}
@@ -234,7 +238,7 @@ func (s *Store) FanOut(ctx context.Context, now time.Time, limit int, payloads f
 // earliest due first. A delivery whose lease has passed by now is due again, so the deliveries of a
 // dispatcher that died are retried by another. Leases are compared with the callers' clocks (now), which
 // must therefore roughly agree across processes.
-func (s *Store) ClaimDue(ctx context.Context, now, leaseUntil time.Time, limit int) ([]ports.DueDelivery, error) {
+func (s *Webhooks) ClaimDue(ctx context.Context, now, leaseUntil time.Time, limit int) ([]ports.DueDelivery, error) {
 	if limit <= 0 {
 		return nil, nil
 	}
@@ -293,7 +297,7 @@ func (s *Store) ClaimDue(ctx context.Context, now, leaseUntil time.Time, limit i
 // kept only for pending and failed results, and one of those without a NextRetryAt is due again at its
 // previous due time, so that a dispatcher can hand back a delivery it did not attempt. Results naming no
 // delivery (deleted with its endpoint, or a malformed id) are ignored.
-func (s *Store) RecordAttempts(ctx context.Context, results []ports.WebhookAttempt) error {
+func (s *Webhooks) RecordAttempts(ctx context.Context, results []ports.WebhookAttempt) error {
 	n := len(results)
 	if n == 0 {
 		return nil

@@ -2,6 +2,7 @@ package deliverability
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"time"
 
@@ -10,12 +11,13 @@ import (
 	"github.com/postmill/postmill/ports"
 )
 
-// Limits of the bounce and complaint lists (the same paging as GET /v1/emails).
+// Limits of the bounce and complaint lists: the paging of every list (ports.DefaultListLimit and
+// ports.MaxListLimit), under the names this package has always exported.
 const (
 	// DefaultPageLimit is the page size when the caller gives none.
-	DefaultPageLimit = 25
+	DefaultPageLimit = ports.DefaultListLimit
 	// MaxPageLimit bounds one page.
-	MaxPageLimit = 100
+	MaxPageLimit = ports.MaxListLimit
 )
 
 // msgGlobalByAdmins is the permission_denied message of a tenant asking for a global suppression.
@@ -25,8 +27,10 @@ const msgGlobalByAdmins = "global suppressions are managed by platform admins"
 const (
 	msgScope  = "must be one of global, tenant, domain, recipient"
 	msgReason = "must be one of bounce, complaint, invalid, manual"
-	msgLimit  = "must be between 1 and 100"
 )
+
+// msgLimit is the violation message of a page limit out of range.
+var msgLimit = fmt.Sprintf("must be between 1 and %d", ports.MaxListLimit)
 
 // ListSuppressions implements ports.DeliverabilityService: the organization's own rows, never global ones.
 func (s *Service) ListSuppressions(ctx context.Context, orgID string) ([]ports.Suppression, error) {
@@ -115,9 +119,9 @@ func (s *Service) ListComplaints(ctx context.Context, orgID string, q ports.Page
 // pageQuery applies the default limit and checks its range; the cursor is the store's to judge.
 func pageQuery(q ports.PageQuery) (ports.PageQuery, error) {
 	if q.Limit == 0 {
-		q.Limit = DefaultPageLimit
+		q.Limit = ports.DefaultListLimit
 	}
-	if q.Limit < 1 || q.Limit > MaxPageLimit {
+	if q.Limit < 1 || q.Limit > ports.MaxListLimit {
 		return q, ports.ValidationError(ports.FieldViolation{Path: "limit", Message: msgLimit})
 	}
 	return q, nil

@@ -25,12 +25,6 @@ const (
 // obliges a server to accept 100 RCPT commands in one transaction.
 const maxRecipientsPerJob = 100
 
-// Listing bounds of SPEC §8.
-const (
-	defaultListLimit = 25
-	maxListLimit     = 100
-)
-
 // Send accepts one email (SPEC §4.2): validation, idempotency replay, from-domain, organization, suppression,
 // template and attachment checks, then one store transaction that writes the message, its recipients,
 // attachments' metadata, events and outbox jobs and meters the usage. Attachment bytes are written to the
@@ -175,10 +169,10 @@ func (s *Service) ListEmails(ctx context.Context, orgID string, q ports.ListEmai
 func normaliseListQuery(q ports.ListEmailsQuery) (ports.ListEmailsQuery, []ports.FieldViolation) {
 	var v violations
 	if q.Limit == 0 {
-		q.Limit = defaultListLimit
+		q.Limit = ports.DefaultListLimit
 	}
-	if q.Limit < 1 || q.Limit > maxListLimit {
-		v.add("limit", fmt.Sprintf("must be between 1 and %d", maxListLimit))
+	if q.Limit < 1 || q.Limit > ports.MaxListLimit {
+		v.add("limit", fmt.Sprintf("must be between 1 and %d", ports.MaxListLimit))
 	}
 	if q.Status != "" && !knownStatus(q.Status) {
 		v.add("status", "must be a message status")
