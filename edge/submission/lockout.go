@@ -157,19 +157,21 @@ func (l *lockout) succeeded(user string) {
 	}
 }
 
-// makeRoom keeps a table below maxLockoutEntries: forgotten keys go first, then keys that are not locked
-// out, then any.
+// makeRoom keeps a table below maxLockoutEntries. When it is full it frees a tenth of it at once, so the
+// sweep runs once per many new keys rather than for each: forgotten keys go first, then keys that are not
+// locked out, then any.
 func (l *lockout) makeRoom(table map[string]*failures, now time.Time) {
 	if len(table) < maxLockoutEntries {
 		return
 	}
+	target := maxLockoutEntries * 9 / 10
 	for k, f := range table {
 		if now.Sub(f.last) > l.cfg.Memory {
 			delete(table, k)
 		}
 	}
 	for k, f := range table {
-		if len(table) < maxLockoutEntries {
+		if len(table) <= target {
 			return
 		}
 		if !now.Before(f.lockedUntil) {
@@ -177,7 +179,7 @@ func (l *lockout) makeRoom(table map[string]*failures, now time.Time) {
 		}
 	}
 	for k := range table {
-		if len(table) < maxLockoutEntries {
+		if len(table) <= target {
 			return
 		}
 		delete(table, k)

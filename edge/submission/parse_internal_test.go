@@ -2,6 +2,7 @@ package submission
 
 import (
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"testing"
@@ -86,5 +87,50 @@ func TestInlineNeedsAContentID(t *testing.T) {
 	}
 	if len(req.Attachments) != 3 || req.Attachments[0].Inline || !req.Attachments[1].Inline || req.Attachments[1].ContentID != "b@x" || req.Attachments[2].Inline {
 		t.Errorf("attachments %+v", req.Attachments)
+	}
+}
+
+// endlessBase64 is a base64 body that never ends.
+type endlessBase64 struct{ n int64 }
+
+func (e *endlessBase64) Read(p []byte) (int, error) {
+	const line = "QUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFB\r\n"
+	n := 0
+	for n+len(line) <= len(p) {
+		n += copy(p[n:], line)
+	}
+	e.n += int64(n)
+	return n, nil
+}
+
+// TestOversizedAttachmentIsRefusedWhileStreaming: the parser reads a message as a stream and refuses an
+// attachment once it crosses SPEC §8's bound, never holding more than that bound of it.
+func TestOversizedAttachmentIsRefusedWhileStreaming(t *testing.T) {
+	t.Parallel()
+	body := &endlessBase64{}
+	head := "From: a@sender.example\r\nTo: b@rcpt.example\r\nSubject: s\r\nContent-Type: multipart/mixed; boundary=B\r\n\r\n" +
+		"--B\r\nContent-Type: text/plain\r\n\r\nbody\r\n" +
+		"--B\r\nContent-Type: application/octet-stream\r\nContent-Disposition: attachment; filename=big.bin\r\nContent-Transfer-Encoding: base64\r\n\r\n"
+	_, err := parseMessage(io.MultiReader(strings.NewReader(head), body), []string{"b@rcpt.example"})
+	pe, ok := ports.AsError(err)
+	if !ok || len(pe.Details) != 1 || pe.Details[0].Path != "attachments.0.content" || pe.Details[0].Message != msgAttachmentTooLarge {
+		t.Fatalf("parseMessage: %v", err)
+	}
+	// base64 is 4 bytes for 3; allow for the parser's buffers on top.
+	if limit := int64(ports.MaxAttachmentBytes)*4/3 + 2<<20; body.n > limit {
+		t.Errorf("read %d bytes of the attachment, more than %d", body.n, limit)
+	}
+
+	// The attachments together are bounded as well.
+	var b strings.Builder
+	b.WriteString("From: a@sender.example\r\nTo: b@rcpt.example\r\nSubject: s\r\nContent-Type: multipart/mixed; boundary=B\r\n\r\n")
+	chunk := strings.Repeat("x", 9<<20)
+	for i := range 3 {
+		fmt.Fprintf(&b, "--B\r\nContent-Type: application/octet-stream\r\nContent-Disposition: attachment; filename=%d.bin\r\n\r\n%s\r\n", i, chunk)
+	}
+	b.WriteString("--B--\r\n")
+	_, err = parseMessage(strings.NewReader(b.String()), []string{"b@rcpt.example"})
+	if pe, ok := ports.AsError(err); !ok || len(pe.Details) != 1 || pe.Details[0].Path != "attachments" {
+		t.Errorf("27 MiB of attachments: %v", err)
 	}
 }

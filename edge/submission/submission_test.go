@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -41,11 +42,13 @@ type fakeCore struct {
 	orgs    []string
 	sendErr error
 	authErr error
+	auths   atomic.Int32 // AuthenticateSMTP calls
 }
 
 func (f *fakeCore) core() ports.Core { return ports.Core{Auth: f, Emails: f} }
 
 func (f *fakeCore) AuthenticateSMTP(_ context.Context, username, password string) (ports.Principal, error) {
+	f.auths.Add(1)
 	if f.authErr != nil {
 		return ports.Principal{}, f.authErr
 	}
@@ -457,7 +460,7 @@ func TestMessageSizeLimit(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := send(t, c, []string{"bob@rcpt.example"}, simple+strings.Repeat(strings.Repeat("x", 70)+"\r\n", 64))
-	mustSMTPError(t, err, 552, smtp.EnhancedCode{5, 3, 4}, "")
+	mustSMTPError(t, err, 552, smtp.EnhancedCode{5, 3, 4}, "Message too large: at most 2048 bytes are accepted")
 	if sends, _ := b.fake.snapshot(); len(sends) != 0 {
 		t.Error("an oversized message reached the core")
 	}
