@@ -27,33 +27,33 @@ const (
 type signupRequest struct {
 	_                struct{} `json:"-" additionalProperties:"true"`
 	Email            string   `json:"email" format:"email" doc:"Login email; trimmed and lower-cased"`
-	Password         string   `json:"password" minLength:"8" maxLength:"1024"`
+	Password         string   `json:"password" minLength:"8" maxLength:"1024" doc:"At least 8 characters"`
 	OrganizationName string   `json:"organizationName,omitempty" minLength:"1" maxLength:"120" doc:"Derived from the email's local part when omitted"`
 }
 
 type signupResponse struct {
-	UserID         string `json:"userId" format:"uuid"`
-	OrganizationID string `json:"organizationId" format:"uuid"`
-	AccessToken    string `json:"accessToken"`
-	RefreshToken   string `json:"refreshToken"`
+	UserID         string `json:"userId" format:"uuid" doc:"The new user"`
+	OrganizationID string `json:"organizationId" format:"uuid" doc:"The new organization, named from organizationName or the email's local part"`
+	AccessToken    string `json:"accessToken" doc:"Session access token (JWT) for the dashboard routes"`
+	RefreshToken   string `json:"refreshToken" doc:"Single-use token for POST /v1/auth/refresh"`
 }
 
 type loginRequest struct {
 	_        struct{} `json:"-" additionalProperties:"true"`
-	Email    string   `json:"email" format:"email"`
-	Password string   `json:"password" minLength:"8"`
+	Email    string   `json:"email" format:"email" doc:"The account's email"`
+	Password string   `json:"password" minLength:"8" doc:"The account's password (at least 8 characters)"`
 	TOTP     string   `json:"totp,omitempty" pattern:"^[0-9]{6}$" patternDescription:"six digits" doc:"Current RFC 6238 code, when two-factor is enabled"`
 	OrgID    string   `json:"orgId,omitempty" format:"uuid" doc:"Organization the token is scoped to, for members of several"`
 }
 
 type tokenPair struct {
-	AccessToken  string `json:"accessToken"`
-	RefreshToken string `json:"refreshToken"`
+	AccessToken  string `json:"accessToken" doc:"Session access token (JWT): send it as Authorization: Bearer on the dashboard routes"`
+	RefreshToken string `json:"refreshToken" doc:"Single-use: exchange it at POST /v1/auth/refresh for a fresh pair"`
 }
 
 type refreshRequest struct {
 	_            struct{} `json:"-" additionalProperties:"true"`
-	RefreshToken string   `json:"refreshToken" minLength:"1"`
+	RefreshToken string   `json:"refreshToken" minLength:"1" doc:"The refreshToken of the latest pair; each one works once"`
 }
 
 type enrollmentResponse struct {
@@ -63,11 +63,11 @@ type enrollmentResponse struct {
 
 type verifyTOTPRequest struct {
 	_    struct{} `json:"-" additionalProperties:"true"`
-	Code string   `json:"code" pattern:"^[0-9]{6}$" patternDescription:"six digits"`
+	Code string   `json:"code" pattern:"^[0-9]{6}$" patternDescription:"six digits" doc:"The current six-digit code from the authenticator app"`
 }
 
 type enabledResponse struct {
-	Enabled bool `json:"enabled"`
+	Enabled bool `json:"enabled" doc:"true once two-factor authentication is on"`
 }
 
 // body wraps a request or response body the way huma expects.

@@ -11,33 +11,33 @@ import (
 )
 
 type apiKeyResponse struct {
-	ID             string     `json:"id" format:"uuid"`
-	Name           string     `json:"name"`
+	ID             string     `json:"id" format:"uuid" doc:"API key id; what DELETE takes"`
+	Name           string     `json:"name" doc:"Label given at creation"`
 	Prefix         string     `json:"prefix" doc:"16 hex characters, the public part of the token"`
-	Scopes         []string   `json:"scopes" nullable:"false"`
-	ScopesEnforced bool       `json:"scopesEnforced"`
-	LastUsedAt     *time.Time `json:"lastUsedAt"`
-	RevokedAt      *time.Time `json:"revokedAt"`
-	CreatedAt      time.Time  `json:"createdAt"`
+	Scopes         []string   `json:"scopes" nullable:"false" doc:"Scopes the key holds; * grants every route"`
+	ScopesEnforced bool       `json:"scopesEnforced" doc:"Whether routes check the key's scopes; every key created now is enforced"`
+	LastUsedAt     *time.Time `json:"lastUsedAt" doc:"Last successful authentication; null if never used"`
+	RevokedAt      *time.Time `json:"revokedAt" doc:"When the key was revoked; null while it works"`
+	CreatedAt      time.Time  `json:"createdAt" doc:"When the key was created"`
 }
 
 // createdAPIKeyResponse repeats apiKeyResponse's fields rather than embedding it: huma documents only
 // exported embedded types, and the create answer must be documented in full.
 type createdAPIKeyResponse struct {
-	ID             string     `json:"id" format:"uuid"`
-	Name           string     `json:"name"`
+	ID             string     `json:"id" format:"uuid" doc:"API key id; what DELETE takes"`
+	Name           string     `json:"name" doc:"Label given at creation"`
 	Prefix         string     `json:"prefix" doc:"16 hex characters, the public part of the token"`
-	Scopes         []string   `json:"scopes" nullable:"false"`
-	ScopesEnforced bool       `json:"scopesEnforced"`
-	LastUsedAt     *time.Time `json:"lastUsedAt"`
-	RevokedAt      *time.Time `json:"revokedAt"`
-	CreatedAt      time.Time  `json:"createdAt"`
+	Scopes         []string   `json:"scopes" nullable:"false" doc:"Scopes the key holds; * grants every route"`
+	ScopesEnforced bool       `json:"scopesEnforced" doc:"Whether routes check the key's scopes; every key created now is enforced"`
+	LastUsedAt     *time.Time `json:"lastUsedAt" doc:"null: the key has not been used yet"`
+	RevokedAt      *time.Time `json:"revokedAt" doc:"null: the key is active"`
+	CreatedAt      time.Time  `json:"createdAt" doc:"When the key was created"`
 	Token          string     `json:"token" doc:"The plaintext key; shown only in this response"`
 }
 
 type createAPIKeyRequest struct {
 	_    struct{} `json:"-" additionalProperties:"true"`
-	Name string   `json:"name" minLength:"1" maxLength:"100"`
+	Name string   `json:"name" minLength:"1" maxLength:"100" doc:"Label, 1-100 characters"`
 	// Scopes stays nil when absent so the core applies ports.DefaultScopes.
 	Scopes []string `json:"scopes,omitempty" doc:"Scopes from the vocabulary of SPEC §5, or *; default [emails:send]"`
 }
@@ -47,24 +47,24 @@ type idPath struct {
 }
 
 type revokedResponse struct {
-	Revoked bool `json:"revoked"`
+	Revoked bool `json:"revoked" doc:"true: the key no longer authenticates"`
 }
 
 type smtpCredentialResponse struct {
-	ID        string    `json:"id" format:"uuid"`
-	Username  string    `json:"username"`
+	ID        string    `json:"id" format:"uuid" doc:"Credential id; what DELETE takes"`
+	Username  string    `json:"username" doc:"Generated SMTP username (pm_ and 20 hex characters)"`
 	Host      string    `json:"host" doc:"SMTP submission host"`
 	Port      int       `json:"port" doc:"SMTP submission port"`
-	CreatedAt time.Time `json:"createdAt"`
+	CreatedAt time.Time `json:"createdAt" doc:"When the credential was created"`
 }
 
 type createdSMTPCredentialResponse struct {
-	ID        string    `json:"id" format:"uuid"`
-	Username  string    `json:"username"`
+	ID        string    `json:"id" format:"uuid" doc:"Credential id; what DELETE takes"`
+	Username  string    `json:"username" doc:"Generated SMTP username (pm_ and 20 hex characters)"`
 	Password  string    `json:"password" doc:"Shown only in this response"`
-	Host      string    `json:"host"`
-	Port      int       `json:"port"`
-	CreatedAt time.Time `json:"createdAt"`
+	Host      string    `json:"host" doc:"SMTP submission host"`
+	Port      int       `json:"port" doc:"SMTP submission port"`
+	CreatedAt time.Time `json:"createdAt" doc:"When the credential was created"`
 }
 
 type createSMTPCredentialRequest struct {
@@ -73,7 +73,7 @@ type createSMTPCredentialRequest struct {
 }
 
 type deletedResponse struct {
-	Deleted bool `json:"deleted"`
+	Deleted bool `json:"deleted" doc:"true when the resource was deleted"`
 }
 
 func (s *Server) registerCredentialRoutes() {

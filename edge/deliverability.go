@@ -23,8 +23,8 @@ type suppressionResponse struct {
 	ID        string    `json:"id" format:"uuid" doc:"What DELETE takes"`
 	Address   string    `json:"address" doc:"Lower-cased address, or a bare domain that suppresses every address at it"`
 	Scope     string    `json:"scope" enum:"global,tenant,domain,recipient" doc:"global: every organization (platform admins only); tenant: every send of the organization; domain: a whole recipient domain; recipient: one address"`
-	Reason    string    `json:"reason" enum:"bounce,complaint,invalid,manual"`
-	CreatedAt time.Time `json:"createdAt"`
+	Reason    string    `json:"reason" enum:"bounce,complaint,invalid,manual" doc:"Why the address is suppressed"`
+	CreatedAt time.Time `json:"createdAt" doc:"When the suppression was added"`
 }
 
 // createSuppressionRequest bounds address at 320 characters, the bound of a contact's email (SPEC §2) and
@@ -33,7 +33,7 @@ type createSuppressionRequest struct {
 	_       struct{} `json:"-" additionalProperties:"true"`
 	Address string   `json:"address" minLength:"1" maxLength:"320" doc:"An address, or a bare domain (no @); trimmed and lower-cased. Scope domain needs a bare domain, scope recipient an address"`
 	Scope   string   `json:"scope,omitempty" enum:"global,tenant,domain,recipient" default:"tenant" doc:"global is refused with 403: platform admins manage it under /v1/admin/suppressions"`
-	Reason  string   `json:"reason,omitempty" enum:"bounce,complaint,invalid,manual" default:"manual"`
+	Reason  string   `json:"reason,omitempty" enum:"bounce,complaint,invalid,manual" default:"manual" doc:"Why the address is suppressed"`
 }
 
 // createGlobalSuppressionRequest is the admin body: the route only makes global suppressions, so scope may
@@ -42,7 +42,7 @@ type createGlobalSuppressionRequest struct {
 	_       struct{} `json:"-" additionalProperties:"true"`
 	Address string   `json:"address" minLength:"1" maxLength:"320" doc:"An address, or a bare domain (no @); trimmed and lower-cased"`
 	Scope   string   `json:"scope,omitempty" enum:"global" default:"global" doc:"Always global on this route; any other value is a 400"`
-	Reason  string   `json:"reason,omitempty" enum:"bounce,complaint,invalid,manual" default:"manual"`
+	Reason  string   `json:"reason,omitempty" enum:"bounce,complaint,invalid,manual" default:"manual" doc:"Why the address is suppressed"`
 }
 
 // suppressionIDPath takes any string: SPEC §4.5 answers {deleted: false} for an id that names nothing,
@@ -57,9 +57,9 @@ type pageInput struct {
 }
 
 type bounceResponse struct {
-	ID             string    `json:"id" format:"uuid"`
-	MessageID      string    `json:"messageId" format:"uuid"`
-	RecipientID    string    `json:"recipientId" format:"uuid"`
+	ID             string    `json:"id" format:"uuid" doc:"Bounce id"`
+	MessageID      string    `json:"messageId" format:"uuid" doc:"The message that bounced"`
+	RecipientID    string    `json:"recipientId" format:"uuid" doc:"The recipient of the message that bounced"`
 	Address        string    `json:"address" doc:"The recipient address that bounced"`
 	Type           string    `json:"type" enum:"hard,soft" doc:"RFC 3463 §3.1 class: hard (5.X.X, permanent; the address is suppressed) or soft (4.X.X, retried)"`
 	Status         *string   `json:"status" doc:"RFC 3463 enhanced status code such as 5.1.1; null when none was given or derivable"`
@@ -67,7 +67,7 @@ type bounceResponse struct {
 	DiagnosticCode *string   `json:"diagnosticCode" doc:"The remote server's words, e.g. smtp; 550 5.1.1 user unknown; null when none"`
 	RemoteMTA      *string   `json:"remoteMta" doc:"The server that refused; null when unknown"`
 	ReportingMTA   *string   `json:"reportingMta" doc:"The server that reported the bounce; null when unknown"`
-	CreatedAt      time.Time `json:"createdAt"`
+	CreatedAt      time.Time `json:"createdAt" doc:"When the bounce was recorded"`
 }
 
 type bouncePageResponse struct {
@@ -76,8 +76,8 @@ type bouncePageResponse struct {
 }
 
 type complaintResponse struct {
-	ID             string     `json:"id" format:"uuid"`
-	MessageID      string     `json:"messageId" format:"uuid"`
+	ID             string     `json:"id" format:"uuid" doc:"Complaint id"`
+	MessageID      string     `json:"messageId" format:"uuid" doc:"The message complained about"`
 	RecipientID    *string    `json:"recipientId" format:"uuid" doc:"The recipient who complained; null when the report did not identify one"`
 	Address        string     `json:"address" doc:"The complaining recipient's address"`
 	FeedbackType   *string    `json:"feedbackType" doc:"RFC 5965 §7.3 feedback type: abuse, fraud, virus or other; null when none"`
@@ -85,7 +85,7 @@ type complaintResponse struct {
 	ReportedDomain *string    `json:"reportedDomain" doc:"null when not given"`
 	SourceIP       *string    `json:"sourceIp" doc:"The address the reporter received the message from; null when not given"`
 	ArrivalDate    *time.Time `json:"arrivalDate" doc:"When the reporter received the message; null when not given"`
-	CreatedAt      time.Time  `json:"createdAt"`
+	CreatedAt      time.Time  `json:"createdAt" doc:"When the complaint was recorded"`
 }
 
 type complaintPageResponse struct {

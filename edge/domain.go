@@ -17,8 +17,8 @@ const tagDomains = "Domains"
 // have no field for it, so no code path can leak it by accident.
 
 type dnsRecordResponse struct {
-	ID        string     `json:"id" format:"uuid"`
-	Type      string     `json:"type" enum:"SPF,DKIM,DMARC,RETURN_PATH,TRACKING"`
+	ID        string     `json:"id" format:"uuid" doc:"Record id"`
+	Type      string     `json:"type" enum:"SPF,DKIM,DMARC,RETURN_PATH,TRACKING" doc:"Which of the five records: SPF, DKIM, DMARC, RETURN_PATH or TRACKING"`
 	Host      string     `json:"host" doc:"Name to publish the record at"`
 	Value     string     `json:"value" doc:"TXT text or CNAME target, exactly as to publish it"`
 	TTL       int        `json:"ttl" doc:"Seconds"`
@@ -29,27 +29,27 @@ type dnsRecordResponse struct {
 
 // domainResponse is the list variant (no records).
 type domainResponse struct {
-	ID            string     `json:"id" format:"uuid"`
+	ID            string     `json:"id" format:"uuid" doc:"Domain id"`
 	Domain        string     `json:"domain" doc:"Trimmed and lower-cased"`
-	Status        string     `json:"status" enum:"pending,failed,verified,suspended"`
-	Region        string     `json:"region"`
+	Status        string     `json:"status" enum:"pending,failed,verified,suspended" doc:"pending until the required records verify; failed after a check that did not pass; suspended by an admin"`
+	Region        string     `json:"region" doc:"Region the domain sends from"`
 	VerifiedAt    *time.Time `json:"verifiedAt" doc:"Set the first time the domain verifies; never overwritten"`
 	OpenTracking  bool       `json:"openTracking" doc:"Whether HTML sends from the domain carry an open-tracking pixel; off by default"`
 	ClickTracking bool       `json:"clickTracking" doc:"Whether links in HTML sends from the domain are rewritten to record clicks; off by default"`
-	CreatedAt     time.Time  `json:"createdAt"`
+	CreatedAt     time.Time  `json:"createdAt" doc:"When the domain was added"`
 }
 
 // domainWithRecordsResponse repeats domainResponse's fields rather than embedding it, for the same reason
 // as createdAPIKeyResponse: huma documents only exported embedded types.
 type domainWithRecordsResponse struct {
-	ID            string              `json:"id" format:"uuid"`
+	ID            string              `json:"id" format:"uuid" doc:"Domain id"`
 	Domain        string              `json:"domain" doc:"Trimmed and lower-cased"`
-	Status        string              `json:"status" enum:"pending,failed,verified,suspended"`
-	Region        string              `json:"region"`
+	Status        string              `json:"status" enum:"pending,failed,verified,suspended" doc:"pending until the required records verify; failed after a check that did not pass; suspended by an admin"`
+	Region        string              `json:"region" doc:"Region the domain sends from"`
 	VerifiedAt    *time.Time          `json:"verifiedAt" doc:"Set the first time the domain verifies; never overwritten"`
 	OpenTracking  bool                `json:"openTracking" doc:"Whether HTML sends from the domain carry an open-tracking pixel; off by default"`
 	ClickTracking bool                `json:"clickTracking" doc:"Whether links in HTML sends from the domain are rewritten to record clicks; off by default"`
-	CreatedAt     time.Time           `json:"createdAt"`
+	CreatedAt     time.Time           `json:"createdAt" doc:"When the domain was added"`
 	Records       []dnsRecordResponse `json:"records" nullable:"false" doc:"The five records to publish, with the latest check results"`
 }
 

@@ -23,7 +23,7 @@ type sendEmailInput struct {
 }
 
 type sendResponse struct {
-	ID      string `json:"id" format:"uuid"`
+	ID      string `json:"id" format:"uuid" doc:"Message id, for GET /v1/emails/{id}"`
 	Status  string `json:"status" enum:"queued,scheduled,sent,delivered,delivery_delayed,bounced,complained,opened,clicked,failed,cancelled" doc:"queued, scheduled, or on a replay the original message's current state"`
 	Deduped bool   `json:"deduped,omitempty" doc:"Present, and true, only when an Idempotency-Key replay returned an existing message"`
 }
@@ -49,9 +49,9 @@ type batchItemResponse struct {
 
 type batchItemAccepted struct {
 	Index   int    `json:"index" doc:"Position of the item in the request"`
-	ID      string `json:"id" format:"uuid"`
-	Status  string `json:"status" enum:"queued,scheduled,sent,delivered,delivery_delayed,bounced,complained,opened,clicked,failed,cancelled"`
-	Deduped bool   `json:"deduped,omitempty"`
+	ID      string `json:"id" format:"uuid" doc:"Message id"`
+	Status  string `json:"status" enum:"queued,scheduled,sent,delivered,delivery_delayed,bounced,complained,opened,clicked,failed,cancelled" doc:"queued or scheduled, or an existing message's current state"`
+	Deduped bool   `json:"deduped,omitempty" doc:"Present, and true, only when an existing message was returned instead of a new one"`
 }
 
 type batchItemFailed struct {
@@ -72,38 +72,38 @@ type batchResponse struct {
 }
 
 type recipientResponse struct {
-	Type    string `json:"type" enum:"to,cc,bcc"`
-	Address string `json:"address"`
-	Status  string `json:"status" enum:"queued,scheduled,sent,delivered,delivery_delayed,bounced,complained,opened,clicked,failed,cancelled"`
+	Type    string `json:"type" enum:"to,cc,bcc" doc:"to, cc or bcc"`
+	Address string `json:"address" doc:"Recipient address"`
+	Status  string `json:"status" enum:"queued,scheduled,sent,delivered,delivery_delayed,bounced,complained,opened,clicked,failed,cancelled" doc:"This recipient's delivery state"`
 }
 
 type timelineEventResponse struct {
 	Type             string    `json:"type" enum:"queued,scheduled,sent,delivered,delivery_delayed,bounced,complained,opened,clicked,failed,cancelled" doc:"The event type without the email. prefix"`
-	OccurredAt       time.Time `json:"occurredAt"`
+	OccurredAt       time.Time `json:"occurredAt" doc:"When it happened"`
 	ProviderResponse *string   `json:"providerResponse" doc:"What the receiving server (or the sandbox) said; null when nothing"`
 }
 
 type messageResponse struct {
-	ID          string                  `json:"id" format:"uuid"`
-	Status      string                  `json:"status" enum:"queued,scheduled,sent,delivered,delivery_delayed,bounced,complained,opened,clicked,failed,cancelled"`
-	From        string                  `json:"from"`
-	Subject     string                  `json:"subject"`
-	Sandbox     bool                    `json:"sandbox"`
-	CreatedAt   time.Time               `json:"createdAt"`
+	ID          string                  `json:"id" format:"uuid" doc:"Message id"`
+	Status      string                  `json:"status" enum:"queued,scheduled,sent,delivered,delivery_delayed,bounced,complained,opened,clicked,failed,cancelled" doc:"The message's state (SPEC §3)"`
+	From        string                  `json:"from" doc:"Sender address as sent"`
+	Subject     string                  `json:"subject" doc:"Subject as sent (the published template's when a template was used)"`
+	Sandbox     bool                    `json:"sandbox" doc:"true when sent in sandbox mode (never handed to delivery)"`
+	CreatedAt   time.Time               `json:"createdAt" doc:"When the send was accepted"`
 	ScheduledAt *time.Time              `json:"scheduledAt,omitempty" doc:"Present for messages sent with scheduledAt"`
-	To          []string                `json:"to" nullable:"false"`
-	Cc          []string                `json:"cc,omitempty"`
-	Bcc         []string                `json:"bcc,omitempty"`
-	ReplyTo     string                  `json:"replyTo,omitempty"`
-	Recipients  []recipientResponse     `json:"recipients" nullable:"false"`
+	To          []string                `json:"to" nullable:"false" doc:"To addresses"`
+	Cc          []string                `json:"cc,omitempty" doc:"Cc addresses; absent when none"`
+	Bcc         []string                `json:"bcc,omitempty" doc:"Bcc addresses; absent when none"`
+	ReplyTo     string                  `json:"replyTo,omitempty" doc:"Reply-To address; absent when none"`
+	Recipients  []recipientResponse     `json:"recipients" nullable:"false" doc:"Each recipient with its own delivery state"`
 	Events      []timelineEventResponse `json:"events" nullable:"false" doc:"Timeline, oldest first"`
-	Tags        map[string]string       `json:"tags" nullable:"false"`
+	Tags        map[string]string       `json:"tags" nullable:"false" doc:"As sent; {} when none"`
 	Metadata    jsonObject              `json:"metadata" doc:"As sent; {} when none"`
 }
 
 type cancelResponse struct {
-	ID     string `json:"id" format:"uuid"`
-	Status string `json:"status" enum:"cancelled"`
+	ID     string `json:"id" format:"uuid" doc:"Message id"`
+	Status string `json:"status" enum:"cancelled" doc:"Always cancelled"`
 }
 
 type listEmailsInput struct {
@@ -113,14 +113,14 @@ type listEmailsInput struct {
 }
 
 type emailListItem struct {
-	ID          string     `json:"id" format:"uuid"`
-	Status      string     `json:"status" enum:"queued,scheduled,sent,delivered,delivery_delayed,bounced,complained,opened,clicked,failed,cancelled"`
-	From        string     `json:"from"`
-	Subject     string     `json:"subject"`
+	ID          string     `json:"id" format:"uuid" doc:"Message id"`
+	Status      string     `json:"status" enum:"queued,scheduled,sent,delivered,delivery_delayed,bounced,complained,opened,clicked,failed,cancelled" doc:"The message's state (SPEC §3)"`
+	From        string     `json:"from" doc:"Sender address as sent"`
+	Subject     string     `json:"subject" doc:"Subject as sent"`
 	To          []string   `json:"to" nullable:"false" doc:"The To addresses"`
-	CreatedAt   time.Time  `json:"createdAt"`
+	CreatedAt   time.Time  `json:"createdAt" doc:"When the send was accepted"`
 	ScheduledAt *time.Time `json:"scheduledAt" doc:"null unless the message was scheduled"`
-	Sandbox     bool       `json:"sandbox"`
+	Sandbox     bool       `json:"sandbox" doc:"true when sent in sandbox mode"`
 }
 
 type emailPageResponse struct {

@@ -35,14 +35,14 @@ type sendEmailRequest struct {
 	_       struct{}      `json:"-" additionalProperties:"true"`
 	From    string        `json:"from" format:"email" doc:"Sender address, optionally with a display name; its domain must be a verified domain of the organization"`
 	To      recipientList `json:"to" doc:"One address, or a non-empty array of addresses"`
-	Cc      []string      `json:"cc,omitempty" format:"email"`
-	Bcc     []string      `json:"bcc,omitempty" format:"email"`
+	Cc      []string      `json:"cc,omitempty" format:"email" doc:"Cc addresses"`
+	Bcc     []string      `json:"bcc,omitempty" format:"email" doc:"Bcc addresses; delivered to but never shown in the headers"`
 	Subject string        `json:"subject,omitempty" minLength:"1" pattern:"^[^\\r\\n]*$" patternDescription:"a single line (no CR or LF)" doc:"Required unless template is supplied; with a template, validated but the published subject is used"`
-	HTML    string        `json:"html,omitempty"`
-	Text    string        `json:"text,omitempty"`
+	HTML    string        `json:"html,omitempty" doc:"HTML body"`
+	Text    string        `json:"text,omitempty" doc:"Plain-text body"`
 	ReplyTo string        `json:"replyTo,omitempty" format:"email" doc:"Sets Reply-To"`
 	// Template is validated for shape; rendering belongs to the templates issue.
-	Template    *templateRequest    `json:"template,omitempty"`
+	Template    *templateRequest    `json:"template,omitempty" doc:"Send the published version of a template, with its variables interpolated; an unknown or unpublished template fails the send before anything is written"`
 	Attachments []attachmentRequest `json:"attachments,omitempty" maxItems:"20" doc:"At most 20; each at most 10 MiB and all together at most 25 MiB decoded, checked from the base64 length before decoding"`
 	Headers     headerMap           `json:"headers,omitempty"`
 	Tags        map[string]string   `json:"tags,omitempty" doc:"String values only; stored and echoed on the message"`
@@ -53,14 +53,14 @@ type sendEmailRequest struct {
 
 type templateRequest struct {
 	_         struct{}       `json:"-" additionalProperties:"true"`
-	ID        string         `json:"id" format:"uuid"`
+	ID        string         `json:"id" format:"uuid" doc:"Template id; the template must have a published version"`
 	Variables map[string]any `json:"variables,omitempty" doc:"Default {}"`
 }
 
 type attachmentRequest struct {
 	_           struct{} `json:"-" additionalProperties:"true"`
 	Filename    string   `json:"filename" minLength:"1" pattern:"^[^\\r\\n]*$" patternDescription:"a single line (no CR or LF)" doc:"Metadata only; storage keys are generated"`
-	ContentType string   `json:"contentType" minLength:"1" pattern:"^[^\\r\\n]*$" patternDescription:"a single line (no CR or LF)"`
+	ContentType string   `json:"contentType" minLength:"1" pattern:"^[^\\r\\n]*$" patternDescription:"a single line (no CR or LF)" doc:"MIME type, such as application/pdf"`
 	Content     string   `json:"content" doc:"Base64 (standard or URL-safe alphabet, padding optional), at most 10 MiB decoded"`
 	Inline      bool     `json:"inline,omitempty" doc:"Show in the body (Content-Disposition: inline) rather than as a download"`
 	ContentID   string   `json:"contentId,omitempty" pattern:"^[^\\r\\n<>]*$" patternDescription:"a single line without angle brackets" doc:"Content-ID for cid: references from the HTML, without angle brackets"`

@@ -23,7 +23,7 @@ type errorBody struct {
 	_                 struct{}      `json:"-" additionalProperties:"true"`
 	StatusCode        int           `json:"statusCode" example:"400" doc:"HTTP status code"`
 	Name              string        `json:"error" example:"Bad Request" doc:"Machine word (insufficient_scope, plan_limit_exceeded, org_suspended, warmup_cap_reached) or the HTTP status text"`
-	Message           string        `json:"message" example:"Validation failed"`
+	Message           string        `json:"message" example:"Validation failed" doc:"Human-readable explanation; SPEC §7 fixes the wording of the common ones (Validation failed, Resource already exists, ...)"`
 	Details           []errorDetail `json:"details,omitempty" doc:"Schema violations, on 400 Validation failed"`
 	Constraint        string        `json:"constraint,omitempty" doc:"Uniqueness or reference constraint name on conflicts and missing references"`
 	RetryAfterSeconds int           `json:"retryAfterSeconds,omitempty" doc:"Seconds to wait, on a request-rate 429"`
@@ -33,8 +33,8 @@ type errorBody struct {
 
 // errorDetail is one schema violation; Path is dot-joined (attachments.0.content).
 type errorDetail struct {
-	Path    string `json:"path"`
-	Message string `json:"message"`
+	Path    string `json:"path" doc:"Dot-joined path of the field, such as attachments.0.content; cross-field rules name the object"`
+	Message string `json:"message" doc:"What is wrong with it"`
 }
 
 // Error implements error.

@@ -17,12 +17,12 @@ type planResponse struct {
 }
 
 type organizationResponse struct {
-	ID        string       `json:"id" format:"uuid"`
-	Name      string       `json:"name"`
-	Slug      string       `json:"slug"`
-	CreatedAt time.Time    `json:"createdAt"`
+	ID        string       `json:"id" format:"uuid" doc:"Organization id"`
+	Name      string       `json:"name" doc:"Display name"`
+	Slug      string       `json:"slug" doc:"URL-safe name, unique across the platform"`
+	CreatedAt time.Time    `json:"createdAt" doc:"When the organization was created"`
 	Paused    bool         `json:"paused" doc:"A paused organization may not send (403 org_suspended)"`
-	Plan      planResponse `json:"plan"`
+	Plan      planResponse `json:"plan" doc:"Sending limits"`
 }
 
 type setLimitsRequest struct {
@@ -37,14 +37,14 @@ type setLimitsInput struct {
 }
 
 type usageResponse struct {
-	EmailsSent int64 `json:"emailsSent"`
+	EmailsSent int64 `json:"emailsSent" doc:"Emails counted against the monthly allowance in this period"`
 }
 
 type subscriptionResponse struct {
-	Plan        planResponse  `json:"plan"`
-	PeriodStart time.Time     `json:"periodStart"`
-	PeriodEnd   time.Time     `json:"periodEnd"`
-	Usage       usageResponse `json:"usage"`
+	Plan        planResponse  `json:"plan" doc:"Sending limits"`
+	PeriodStart time.Time     `json:"periodStart" doc:"Start of the current period: the first of this month, 00:00 UTC"`
+	PeriodEnd   time.Time     `json:"periodEnd" doc:"End of the period (exclusive): the first of next month, 00:00 UTC"`
+	Usage       usageResponse `json:"usage" doc:"Usage in the period"`
 }
 
 func (s *Server) registerOrganizationRoutes() {

@@ -18,31 +18,31 @@ const tagTemplates = "Templates"
 // optional bodies are null when absent rather than missing, so every version has the same keys.
 
 type templateResponse struct {
-	ID             string    `json:"id" format:"uuid"`
-	Name           string    `json:"name"`
+	ID             string    `json:"id" format:"uuid" doc:"Template id"`
+	Name           string    `json:"name" doc:"1-120 characters"`
 	CurrentVersion *int      `json:"currentVersion" doc:"The published version number; null until the first publish"`
-	CreatedAt      time.Time `json:"createdAt"`
+	CreatedAt      time.Time `json:"createdAt" doc:"When the template was created"`
 	UpdatedAt      time.Time `json:"updatedAt" doc:"When the template last changed, for example by a publish"`
 }
 
 type templateVersionResponse struct {
-	ID          string    `json:"id" format:"uuid"`
-	TemplateID  string    `json:"templateId" format:"uuid"`
+	ID          string    `json:"id" format:"uuid" doc:"Version id"`
+	TemplateID  string    `json:"templateId" format:"uuid" doc:"The template it belongs to"`
 	Version     int       `json:"version" doc:"1 for the first version, then the template's maximum plus one"`
-	Subject     string    `json:"subject"`
+	Subject     string    `json:"subject" doc:"Subject line; {{ placeholders }} are interpolated at send time"`
 	HTML        *string   `json:"html" doc:"null when the version has no HTML body; for a reactSource version, the HTML it rendered to at creation"`
 	Text        *string   `json:"text" doc:"null when the version has no text body"`
 	ReactSource *string   `json:"reactSource" doc:"The React Email source as given; null when the version was not written in React"`
-	CreatedAt   time.Time `json:"createdAt"`
+	CreatedAt   time.Time `json:"createdAt" doc:"When the version was created"`
 }
 
 // templateWithVersionsResponse repeats templateResponse's fields rather than embedding it, for the same
 // reason as createdAPIKeyResponse: huma documents only exported embedded types.
 type templateWithVersionsResponse struct {
-	ID             string                    `json:"id" format:"uuid"`
-	Name           string                    `json:"name"`
+	ID             string                    `json:"id" format:"uuid" doc:"Template id"`
+	Name           string                    `json:"name" doc:"1-120 characters"`
 	CurrentVersion *int                      `json:"currentVersion" doc:"The published version number; null until the first publish"`
-	CreatedAt      time.Time                 `json:"createdAt"`
+	CreatedAt      time.Time                 `json:"createdAt" doc:"When the template was created"`
 	UpdatedAt      time.Time                 `json:"updatedAt" doc:"When the template last changed, for example by a publish"`
 	Versions       []templateVersionResponse `json:"versions" nullable:"false" doc:"Every version, oldest first"`
 }

@@ -36,23 +36,23 @@ func (webhookEventType) Schema(huma.Registry) *huma.Schema {
 // string the edge fills in (masked or the one-time plaintext), so the sealed secret cannot leak.
 
 type webhookEndpointResponse struct {
-	ID         string    `json:"id" format:"uuid"`
-	URL        string    `json:"url" format:"uri"`
+	ID         string    `json:"id" format:"uuid" doc:"Endpoint id"`
+	URL        string    `json:"url" format:"uri" doc:"Where events are POSTed"`
 	Enabled    bool      `json:"enabled" doc:"true on creation; no route toggles it"`
 	EventTypes []string  `json:"eventTypes" nullable:"false" doc:"Event types of SPEC §6 the endpoint receives"`
 	Secret     string    `json:"secret" enum:"whsec_***" doc:"Always masked in listings"`
-	CreatedAt  time.Time `json:"createdAt"`
+	CreatedAt  time.Time `json:"createdAt" doc:"When the endpoint was created"`
 }
 
 // createdWebhookEndpointResponse repeats webhookEndpointResponse's fields rather than embedding it, for
 // the same reason as createdAPIKeyResponse: huma documents only exported embedded types.
 type createdWebhookEndpointResponse struct {
-	ID         string    `json:"id" format:"uuid"`
-	URL        string    `json:"url" format:"uri"`
+	ID         string    `json:"id" format:"uuid" doc:"Endpoint id"`
+	URL        string    `json:"url" format:"uri" doc:"Where events are POSTed"`
 	Enabled    bool      `json:"enabled" doc:"true on creation; no route toggles it"`
 	EventTypes []string  `json:"eventTypes" nullable:"false" doc:"Event types of SPEC §6 the endpoint receives"`
 	Secret     string    `json:"secret" pattern:"^whsec_[0-9a-f]{64}$" doc:"whsec_ and 64 hex characters, the HMAC-SHA256 key of x-service-signature; shown only in this response"`
-	CreatedAt  time.Time `json:"createdAt"`
+	CreatedAt  time.Time `json:"createdAt" doc:"When the endpoint was created"`
 }
 
 type createWebhookRequest struct {
@@ -62,16 +62,16 @@ type createWebhookRequest struct {
 }
 
 type webhookDeliveryResponse struct {
-	ID           string     `json:"id" format:"uuid"`
-	EndpointID   string     `json:"endpointId" format:"uuid"`
+	ID           string     `json:"id" format:"uuid" doc:"Delivery id; what replay takes"`
+	EndpointID   string     `json:"endpointId" format:"uuid" doc:"The endpoint it was sent to"`
 	EventID      string     `json:"eventId" doc:"The event's id, or evt_test_<uuid> / evt_replay_<uuid>; the x-service-event-id header and body id of the request"`
-	EventType    string     `json:"eventType"`
-	Status       string     `json:"status" enum:"pending,delivered,failed,dead,blocked"`
+	EventType    string     `json:"eventType" doc:"Event type, such as email.delivered"`
+	Status       string     `json:"status" enum:"pending,delivered,failed,dead,blocked" doc:"pending (not yet tried), delivered, failed (will be retried), dead (attempts used up) or blocked (address refused, never retried)"`
 	Attempts     int        `json:"attempts" doc:"Attempts so far, at most 5"`
 	ResponseCode int        `json:"responseCode" doc:"HTTP status of the last attempt; 0 when none arrived (network error, timeout, blocked)"`
 	NextRetryAt  *time.Time `json:"nextRetryAt" doc:"When the next attempt is due; null unless failed with attempts left"`
 	DeliveredAt  *time.Time `json:"deliveredAt" doc:"When a 2xx answered; null until then"`
-	CreatedAt    time.Time  `json:"createdAt"`
+	CreatedAt    time.Time  `json:"createdAt" doc:"When the delivery was created"`
 }
 
 type replayPath struct {
