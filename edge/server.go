@@ -7,7 +7,9 @@ import (
 	"log/slog"
 	"net/http"
 	"net/netip"
+	"net/url"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/danielgtaylor/huma/v2"
@@ -63,12 +65,21 @@ type Config struct {
 	// routes take SendMaxBodyBytes and BatchMaxBodyBytes, and template versions TemplateMaxBodyBytes,
 	// instead, unless MaxBodyBytes is larger.
 	MaxBodyBytes int64
+	// BaseURL is the public address clients reach the edge at (POSTMILL_BASE_URL); the OpenAPI document
+	// names it in servers. Empty leaves servers out, which readers take as the document's own origin.
+	BaseURL string
 }
 
 // Validate rejects configurations that would silently lose metrics or bodies.
 func (c Config) Validate() error {
 	if c.MaxBodyBytes < 0 {
 		return fmt.Errorf("edge: MaxBodyBytes must not be negative (got %d)", c.MaxBodyBytes)
+	}
+	if c.BaseURL != "" {
+		u, err := url.Parse(c.BaseURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+			return fmt.Errorf("edge: BaseURL must be an absolute http or https URL without query or fragment (got %q)", c.BaseURL)
+		}
 	}
 	for _, p := range c.TrustedProxies {
 		if !p.IsValid() {
@@ -137,8 +148,13 @@ func New(cfg Config, core ports.Core) (*Server, error) {
 		return nil, fmt.Errorf("edge: registering metrics: %w", err)
 	}
 
+	docs, err := newDocsSite()
+	if err != nil {
+		return nil, fmt.Errorf("edge: loading the embedded API reference: %w", err)
+	}
+
 	s.mux = http.NewServeMux()
-	s.api = humago.New(s.mux, apiConfig())
+	s.api = humago.New(s.mux, apiConfig(cfg))
 	s.api.UseMiddleware(s.guard)
 	s.registerAccountRoutes()
 	s.registerCredentialRoutes()
@@ -150,13 +166,19 @@ func New(cfg Config, core ports.Core) (*Server, error) {
 	s.registerDeliverabilityRoutes()
 	s.registerTrackingRoutes()
 	documentValidationAs400(s.api.OpenAPI())
+	if err := documentExamples(s.api.OpenAPI()); err != nil {
+		return nil, err
+	}
+
+	s.mux.HandleFunc("GET /docs", docs.servePage)
+	s.mux.HandleFunc("GET /docs/assets/{file...}", docs.serveAsset)
 
 	s.mux.HandleFunc("GET /healthz", s.healthz)
 	s.mux.HandleFunc("GET /readyz", s.readyz)
 	s.mux.Handle("GET /metrics", promhttp.HandlerFor(gat, promhttp.HandlerOpts{}))
 	s.mux.HandleFunc("/", notFound)
 
-	s.handler = s.observe(s.mux)
+	s.handler = s.observe(securityHeaders(s.mux))
 	return s, nil
 }
 
@@ -164,13 +186,17 @@ func New(cfg Config, core ports.Core) (*Server, error) {
 func (s *Server) Handler() http.Handler { return s.handler }
 
 // apiConfig is huma's default configuration without the $schema links it would add to every response
-// body (the SPEC shapes are exact) and without the /schemas route.
-func apiConfig() huma.Config {
+// body (the SPEC shapes are exact), without the /schemas route, and without huma's /docs page, which loads
+// its viewer from a CDN: the edge serves its own from embedded files (docs.go).
+func apiConfig(cfg Config) huma.Config {
 	c := huma.DefaultConfig("Postmill API", "1.0.0")
 	c.CreateHooks = nil
 	c.SchemasPath = ""
 	c.OpenAPIPath = "/v1/openapi"
-	c.DocsPath = "/docs"
+	c.DocsPath = ""
+	if cfg.BaseURL != "" {
+		c.Servers = []*huma.Server{{URL: strings.TrimRight(cfg.BaseURL, "/"), Description: "This installation"}}
+	}
 	c.Info.Description = "Multi-tenant email delivery. Errors use one body: {statusCode, error, message} " +
 		"plus details, constraint, retryAfterSeconds or requiredScopes where they apply."
 	c.Components.SecuritySchemes = map[string]*huma.SecurityScheme{
