@@ -1,10 +1,46 @@
 // Package rpc carries the ports driving interfaces between Postmill's tiers over Connect. NewHandler
 // serves a ports.Core; NewClient implements the same interfaces by calling that handler, and maps every
 // error back to the *ports.Error the core returned, so a tier cannot tell the in-process core from a
-// remote one.
+// remote one. Client.Core is the bundle a tier uses; the Client itself is also a ports.Pinger, for a
+// process that does not run the core and asks it for readiness.
 //
-// The schema lives in proto/ and the generated code in gen/ (run `buf generate` from the repository
-// root). Messages mirror the ports types field for field, except what must stay in the core: token and
+// # Layout
+//
+// The code is split by area, one file per proto package: account.go, credential.go, organization.go,
+// ratelimit.go, domain.go, email.go, delivery.go, webhook.go, template.go, deliverability.go,
+// tracking.go and health.go. Each holds, for every service of its package, a server type that wraps
+// exactly one ports interface in the generated handler interface, a client type that implements that
+// ports interface over the generated client, and the area's conversions between ports values and wire
+// messages. The shared pieces sit in files of their own: service.go (the table of services),
+// server.go (NewHandler and the respond helper every handler method ends with), client.go (NewClient
+// and the call, exec and pick helpers every client method is made of), convert.go (time, JSON and list
+// conversions), errors.go (the error mapping) and interceptors.go (authentication, recovery, tracing).
+//
+// NewHandler and NewClient know no service by name. Both walk one table, filled by each area file's
+// init function through register: a row says how to mount the service's handler from a ports.Core (or
+// that the core lacks it, which leaves it unmounted) and how to fill the fields of a ports.Core with
+// its client. portService builds the row of a service that carries one field of ports.Core;
+// template.go writes its row by hand, because postmill.template.v1.TemplateService carries two fields,
+// Templates and Renderer, and serves RenderTemplate exactly when Renderer is set.
+//
+// # Adding a service
+//
+// Write its proto under proto/ and run `make generate`; add the field to ports.Core; then add one file
+// here with the server type, the client type, the conversions and an init function that registers
+// the service, usually
+//
+//	func init() {
+//		register(portService(func(c *ports.Core) *ports.ThingService { return &c.Things },
+//			thingv1connect.NewThingServiceHandler, newThingServer,
+//			thingv1connect.NewThingServiceClient, newThingClient))
+//	}
+//
+// No shared file changes. TestRoundTripsCoverEveryMethod then asks for a round trip of every new method.
+//
+// # Wire
+//
+// The schema lives in proto/ and the generated code in gen/ (`make generate` from the repository root
+// runs buf). Messages mirror the ports types field for field, except what must stay in the core: token and
 // password hashes never cross the wire, and neither do a sending domain's DKIM private key nor an
 // attachment's storage key on their way to the edge (postmill.domain.v1, postmill.email.v1). The one
 // exception is postmill.delivery.v1: the MTA tier signs and attaches, so LoadOutbound carries both, on

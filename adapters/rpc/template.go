@@ -1,10 +1,173 @@
 package rpc
 
 import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+
+	"connectrpc.com/connect"
+
 	"github.com/postmill/postmill/ports"
 
 	templatev1 "github.com/postmill/postmill/adapters/rpc/gen/postmill/template/v1"
+	"github.com/postmill/postmill/adapters/rpc/gen/postmill/template/v1/templatev1connect"
 )
+
+// postmill.template.v1.TemplateService carries two fields of ports.Core: Templates, the template API, and
+// Renderer, RenderTemplate alone. The service is mounted when either is set; the methods of a field that
+// is nil answer Unimplemented, which clients report as internal errors.
+func init() {
+	register(service{mount: mountTemplates, fill: fillTemplates})
+}
+
+func mountTemplates(core ports.Core, env handlerEnv) (string, http.Handler, bool) {
+	if core.Templates == nil && core.Renderer == nil {
+		return "", nil, false
+	}
+	var h templatev1connect.TemplateServiceHandler = templatev1connect.UnimplementedTemplateServiceHandler{}
+	if core.Templates != nil {
+		h = &templateServer{svc: core.Templates, log: env.log}
+	}
+	if core.Renderer != nil {
+		h = &rendererServer{TemplateServiceHandler: h, svc: core.Renderer, log: env.log}
+	}
+	path, handler := templatev1connect.NewTemplateServiceHandler(h, env.opts...)
+	return path, handler, true
+}
+
+func fillTemplates(core *ports.Core, env clientEnv) {
+	conn := templatev1connect.NewTemplateServiceClient(env.httpClient, env.baseURL, env.opts...)
+	core.Templates = &templateClient{conn: conn}
+	core.Renderer = &rendererClient{conn: conn}
+}
+
+// templateServer serves the template API of postmill.template.v1.TemplateService from a
+// ports.TemplateService; its RenderTemplate is the generated Unimplemented one.
+type templateServer struct {
+	templatev1connect.UnimplementedTemplateServiceHandler
+	svc ports.TemplateService
+	log *slog.Logger
+}
+
+func (s *templateServer) CreateTemplate(ctx context.Context, req *connect.Request[templatev1.CreateTemplateRequest]) (*connect.Response[templatev1.CreateTemplateResponse], error) {
+	t, err := s.svc.CreateTemplate(ctx, req.Msg.GetOrganizationId(), req.Msg.GetName())
+	return respond(ctx, s.log, req, err, func() *templatev1.CreateTemplateResponse {
+		return &templatev1.CreateTemplateResponse{Template: templateToProto(t)}
+	})
+}
+
+func (s *templateServer) CreateTemplateVersion(ctx context.Context, req *connect.Request[templatev1.CreateTemplateVersionRequest]) (*connect.Response[templatev1.CreateTemplateVersionResponse], error) {
+	m := req.Msg
+	v, err := s.svc.CreateTemplateVersion(ctx, m.GetOrganizationId(), m.GetTemplateId(), newTemplateVersionFromProto(m.GetVersion()))
+	return respond(ctx, s.log, req, err, func() *templatev1.CreateTemplateVersionResponse {
+		return &templatev1.CreateTemplateVersionResponse{Version: templateVersionToProto(v)}
+	})
+}
+
+func (s *templateServer) PublishTemplate(ctx context.Context, req *connect.Request[templatev1.PublishTemplateRequest]) (*connect.Response[templatev1.PublishTemplateResponse], error) {
+	m := req.Msg
+	t, err := s.svc.PublishTemplate(ctx, m.GetOrganizationId(), m.GetTemplateId(), int(m.GetVersion()))
+	return respond(ctx, s.log, req, err, func() *templatev1.PublishTemplateResponse {
+		return &templatev1.PublishTemplateResponse{Template: templateToProto(t)}
+	})
+}
+
+func (s *templateServer) ListTemplates(ctx context.Context, req *connect.Request[templatev1.ListTemplatesRequest]) (*connect.Response[templatev1.ListTemplatesResponse], error) {
+	templates, err := s.svc.ListTemplates(ctx, req.Msg.GetOrganizationId())
+	return respond(ctx, s.log, req, err, func() *templatev1.ListTemplatesResponse {
+		return &templatev1.ListTemplatesResponse{Templates: templatesToProto(templates)}
+	})
+}
+
+func (s *templateServer) GetTemplate(ctx context.Context, req *connect.Request[templatev1.GetTemplateRequest]) (*connect.Response[templatev1.GetTemplateResponse], error) {
+	t, err := s.svc.GetTemplate(ctx, req.Msg.GetOrganizationId(), req.Msg.GetId())
+	return respond(ctx, s.log, req, err, func() *templatev1.GetTemplateResponse {
+		return &templatev1.GetTemplateResponse{Template: templateToProto(t)}
+	})
+}
+
+// rendererServer serves RenderTemplate from a ports.TemplateRenderer and the rest of
+// postmill.template.v1.TemplateService from the handler it wraps.
+type rendererServer struct {
+	templatev1connect.TemplateServiceHandler
+	svc ports.TemplateRenderer
+	log *slog.Logger
+}
+
+func (s *rendererServer) RenderTemplate(ctx context.Context, req *connect.Request[templatev1.RenderTemplateRequest]) (*connect.Response[templatev1.RenderTemplateResponse], error) {
+	m := req.Msg
+	vars, err := jsonObjectFromProto(m.GetVariablesJson())
+	if err != nil {
+		return nil, fail(ctx, s.log, req.Spec(), fmt.Errorf("template variables: %w", err))
+	}
+	r, err := s.svc.RenderTemplate(ctx, m.GetOrganizationId(), m.GetTemplateId(), vars)
+	return respond(ctx, s.log, req, err, func() *templatev1.RenderTemplateResponse {
+		return &templatev1.RenderTemplateResponse{Rendered: renderedTemplateToProto(r)}
+	})
+}
+
+// templateClient implements ports.TemplateService over postmill.template.v1.TemplateService.
+type templateClient struct {
+	conn templatev1connect.TemplateServiceClient
+}
+
+var _ ports.TemplateService = (*templateClient)(nil)
+
+func (c *templateClient) CreateTemplate(ctx context.Context, orgID, name string) (ports.Template, error) {
+	return call(ctx, templatev1connect.TemplateServiceCreateTemplateProcedure, c.conn.CreateTemplate,
+		&templatev1.CreateTemplateRequest{OrganizationId: orgID, Name: name},
+		pick((*templatev1.CreateTemplateResponse).GetTemplate, templateFromProto))
+}
+
+func (c *templateClient) CreateTemplateVersion(ctx context.Context, orgID, templateID string, v ports.NewTemplateVersion) (ports.TemplateVersion, error) {
+	return call(ctx, templatev1connect.TemplateServiceCreateTemplateVersionProcedure, c.conn.CreateTemplateVersion, &templatev1.CreateTemplateVersionRequest{
+		OrganizationId: orgID,
+		TemplateId:     templateID,
+		Version:        newTemplateVersionToProto(v),
+	}, pick((*templatev1.CreateTemplateVersionResponse).GetVersion, templateVersionFromProto))
+}
+
+func (c *templateClient) PublishTemplate(ctx context.Context, orgID, templateID string, version int) (ports.Template, error) {
+	return call(ctx, templatev1connect.TemplateServicePublishTemplateProcedure, c.conn.PublishTemplate, &templatev1.PublishTemplateRequest{
+		OrganizationId: orgID,
+		TemplateId:     templateID,
+		Version:        int64(version),
+	}, pick((*templatev1.PublishTemplateResponse).GetTemplate, templateFromProto))
+}
+
+func (c *templateClient) ListTemplates(ctx context.Context, orgID string) ([]ports.Template, error) {
+	return call(ctx, templatev1connect.TemplateServiceListTemplatesProcedure, c.conn.ListTemplates,
+		&templatev1.ListTemplatesRequest{OrganizationId: orgID},
+		pick((*templatev1.ListTemplatesResponse).GetTemplates, templatesFromProto))
+}
+
+func (c *templateClient) GetTemplate(ctx context.Context, orgID, id string) (ports.Template, error) {
+	return call(ctx, templatev1connect.TemplateServiceGetTemplateProcedure, c.conn.GetTemplate,
+		&templatev1.GetTemplateRequest{OrganizationId: orgID, Id: id},
+		pick((*templatev1.GetTemplateResponse).GetTemplate, templateFromProto))
+}
+
+// rendererClient implements ports.TemplateRenderer over postmill.template.v1.TemplateService.
+type rendererClient struct {
+	conn templatev1connect.TemplateServiceClient
+}
+
+var _ ports.TemplateRenderer = (*rendererClient)(nil)
+
+// RenderTemplate sends the variables as JSON, so the core receives every number as a json.Number,
+// exactly as a send's template variables arrive; variables that are not JSON never leave the process.
+func (c *rendererClient) RenderTemplate(ctx context.Context, orgID, templateID string, vars map[string]any) (ports.RenderedTemplate, error) {
+	b, err := jsonObjectToProto(vars)
+	if err != nil {
+		return ports.RenderedTemplate{}, encodeError(templatev1connect.TemplateServiceRenderTemplateProcedure, fmt.Errorf("template variables: %w", err))
+	}
+	return call(ctx, templatev1connect.TemplateServiceRenderTemplateProcedure, c.conn.RenderTemplate, &templatev1.RenderTemplateRequest{
+		OrganizationId: orgID,
+		TemplateId:     templateID,
+		VariablesJson:  b,
+	}, pick((*templatev1.RenderTemplateResponse).GetRendered, renderedTemplateFromProto))
+}
 
 // CurrentVersion travels as an optional field, so a template never published (nil) and one whose
 // pointer is set come back as they left; Versions, filled only by GetTemplate, travels as an unset list

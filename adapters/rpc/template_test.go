@@ -267,3 +267,45 @@ func TestRenderTemplateWithoutRenderer(t *testing.T) {
 		t.Errorf("implementation calls = %+v, want only GetTemplate", calls)
 	}
 }
+
+// TestRenderTemplateServedFromRenderer checks that RenderTemplate is served from ports.Core.Renderer and
+// from nothing else: a template service that happens to render too is never asked, and a core with a
+// renderer but no template service serves RenderTemplate alone.
+func TestRenderTemplateServedFromRenderer(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	unimplemented := func(t *testing.T, name string, err error) {
+		t.Helper()
+		if ports.ErrorCode(err) != ports.CodeInternal || connect.CodeOf(err) != connect.CodeUnimplemented {
+			t.Errorf("%s: err = %v, want internal caused by unimplemented", name, err)
+		}
+	}
+
+	t.Run("template service that renders, no renderer", func(t *testing.T) {
+		t.Parallel()
+		fake := &fakeCore{template: fullTemplate(), rendered: fullRendered()}
+		c := rpc.NewClient(mustServe(t, ports.Core{Templates: fake}, testToken).URL, testToken, nil).Core()
+		_, err := c.Renderer.RenderTemplate(ctx, "org1", "tmpl1", nil)
+		unimplemented(t, "RenderTemplate", err)
+		if got, err := c.Templates.GetTemplate(ctx, "org1", "tmpl1"); err != nil || !reflect.DeepEqual(got, fullTemplate()) {
+			t.Errorf("GetTemplate = %+v, %v; want the template", got, err)
+		}
+		if calls := fake.recorded(); len(calls) != 1 || calls[0].method != "GetTemplate" {
+			t.Errorf("implementation calls = %+v, want only GetTemplate", calls)
+		}
+	})
+
+	t.Run("renderer only", func(t *testing.T) {
+		t.Parallel()
+		fake := &fakeCore{template: fullTemplate(), rendered: fullRendered()}
+		c := rpc.NewClient(mustServe(t, ports.Core{Renderer: fake}, testToken).URL, testToken, nil).Core()
+		if got, err := c.Renderer.RenderTemplate(ctx, "org1", "tmpl1", nil); err != nil || !reflect.DeepEqual(got, fullRendered()) {
+			t.Errorf("RenderTemplate = %+v, %v; want the rendered template", got, err)
+		}
+		_, err := c.Templates.GetTemplate(ctx, "org1", "tmpl1")
+		unimplemented(t, "GetTemplate", err)
+		if calls := fake.recorded(); len(calls) != 1 || calls[0].method != "RenderTemplate" {
+			t.Errorf("implementation calls = %+v, want only RenderTemplate", calls)
+		}
+	})
+}
