@@ -9,6 +9,8 @@
 #                  tests
 #   libsasl2-modules  the PLAIN and LOGIN mechanisms of Postfix's SMTP client, for the e2e test that relays
 #                  through a private Postfix authenticating to Postmill's submission port
+#   chromium       headless browser of the edge's TestDocsRenderOffline, which loads /docs with the network cut
+#                  to loopback
 # As root on a machine with apt-get it installs what is missing (idempotent: nothing is done when all are
 # present); otherwise it prints what is missing and how to install it, and exits 1 if anything is.
 # Nothing is started or enabled: the tests run each engine as a private process of their own.
@@ -22,6 +24,7 @@ deps=(
 	"python3-dkim|/usr/bin/dkimverify"
 	"swaks|/usr/bin/swaks"
 	"libsasl2-modules|/usr/lib/*/sasl2/libplain.so"
+	"chromium|/usr/bin/chromium"
 )
 
 # present reports whether a file matching the pattern exists.
