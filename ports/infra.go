@@ -34,12 +34,25 @@ type LeaseRenewer interface {
 	Renew(ctx context.Context) error
 }
 
-// Delivery is one received job. Exactly one of Ack or Nack is called: Ack after the outcome is recorded,
-// Nack to have it delivered again. A delivery neither acked nor nacked (a crash) is redelivered.
+// Delivery is one received job. Exactly one of Ack, Nack, NackAfter or DeadLetter is called: Ack after the
+// outcome is recorded, Nack or NackAfter to have it delivered again, DeadLetter to take it out of
+// circulation. A delivery neither acked nor nacked (a crash) is redelivered.
 type Delivery interface {
 	Job() DeliveryJob
+	// Deliveries counts the times the job was handed out, this one included: 1 the first time. Every Nack
+	// and NackAfter counts; a redelivery after a crash or an expired lease counts where the queue can tell
+	// (PostgreSQL does; Kafka does not). Consumers cap their retries with it.
+	Deliveries() int
 	Ack(ctx context.Context) error
+	// Nack hands the job out again at once.
 	Nack(ctx context.Context) error
+	// NackAfter hands the job out again once delay has passed, not before, so that a failure that recurs is
+	// retried with backoff rather than at full speed.
+	NackAfter(ctx context.Context, delay time.Duration) error
+	// DeadLetter takes the job out of circulation for good and keeps it, with reason, where an operator
+	// can see it and put it back (PostgreSQL: the row stays with dead_at and dead_reason; Kafka: the
+	// dead-letter topic). It is for a job whose outcome cannot be recorded at all.
+	DeadLetter(ctx context.Context, reason string) error
 }
 
 // Queue carries delivery jobs from the relay to the MTA tier, at least once. The PostgreSQL adapter leases

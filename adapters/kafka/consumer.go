@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -22,17 +23,26 @@ import (
 // Rebalances are held off between PollRecords and the registration of the polled records
 // (BlockRebalanceOnPoll, released by AllowRebalance at the end of receive): a record is therefore always
 // registered with the tracker of the assignment it was fetched in, and no record escapes tracking.
+//
+// A record published by NackAfter with a not-before time still ahead is held back (held, sorted by time)
+// and handed out by a later receive once due; its partition's commits wait for it meanwhile.
 type consumer struct {
-	cl       *kgo.Client
-	producer *kgo.Client
-	topic    string
-	log      *slog.Logger
+	cl        *kgo.Client
+	producer  *kgo.Client
+	admin     *kadm.Client
+	topic     string
+	deadTopic string
+	log       *slog.Logger
 
 	recv   chan struct{} // one receive at a time: poll, register and AllowRebalance belong together
 	commit chan struct{} // one commit at a time, so a later commit never carries an older offset
 
 	mu    sync.Mutex
 	parts map[int32]*tracker
+	held  []held // ascending due
+
+	deadMu    sync.Mutex
+	deadReady bool // the dead-letter topic exists
 }
 
 // revokeCommitTimeout bounds the commit made while giving partitions up.
@@ -40,12 +50,14 @@ const revokeCommitTimeout = 30 * time.Second
 
 func newConsumer(cfg Config, producer *kgo.Client) (*consumer, error) {
 	c := &consumer{
-		producer: producer,
-		topic:    cfg.Topic,
-		log:      cfg.Logger,
-		recv:     make(chan struct{}, 1),
-		commit:   make(chan struct{}, 1),
-		parts:    map[int32]*tracker{},
+		producer:  producer,
+		admin:     kadm.NewClient(producer),
+		topic:     cfg.Topic,
+		deadTopic: cfg.DeadLetterTopic,
+		log:       cfg.Logger,
+		recv:      make(chan struct{}, 1),
+		commit:    make(chan struct{}, 1),
+		parts:     map[int32]*tracker{},
 	}
 	opts := append([]kgo.Opt{
 		kgo.SeedBrokers(cfg.Brokers...),
@@ -76,9 +88,27 @@ func (c *consumer) receive(ctx context.Context, max int) ([]ports.Delivery, erro
 	}
 	defer func() { <-c.recv }()
 	for {
-		fetches := c.cl.PollRecords(ctx, max)
+		if ds := c.takeDue(max, time.Now()); len(ds) > 0 {
+			return ds, nil
+		}
+		// Wait for records no longer than until the first held one is due; holding as many as allowed,
+		// only wait for that.
+		pctx, cancel := ctx, context.CancelFunc(func() {})
+		if due, ok, full := c.nextDue(); ok {
+			pctx, cancel = context.WithDeadline(ctx, due)
+			if full {
+				<-pctx.Done()
+				cancel()
+				if err := ctx.Err(); err != nil {
+					return nil, err
+				}
+				continue
+			}
+		}
+		fetches := c.cl.PollRecords(pctx, max)
 		ds := c.register(fetches.Records())
 		c.cl.AllowRebalance()
+		cancel()
 		if len(ds) > 0 {
 			return ds, nil
 		}
@@ -97,15 +127,17 @@ func (c *consumer) receive(ctx context.Context, max int) ([]ports.Delivery, erro
 		if ferr != nil {
 			return nil, ferr
 		}
-		// Only undecodable records (logged and skipped) or an empty poll: wait for more.
+		// Only undecodable or held records, or an empty poll: wait for more.
 	}
 }
 
-// register turns polled records into deliveries tracked by their partition's tracker.
+// register turns polled records into deliveries tracked by their partition's tracker, holding back those
+// whose not-before time is still ahead.
 func (c *consumer) register(recs []*kgo.Record) []ports.Delivery {
 	if len(recs) == 0 {
 		return nil
 	}
+	now := time.Now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	ds := make([]ports.Delivery, 0, len(recs))
@@ -128,7 +160,13 @@ func (c *consumer) register(recs []*kgo.Record) []ports.Delivery {
 			}
 			continue
 		}
-		ds = append(ds, &delivery{c: c, p: p, e: e, job: job, key: r.Key})
+		before, due := redeliveryState(r, now)
+		d := &delivery{c: c, p: p, e: e, job: job, key: r.Key, before: before}
+		if due.After(now) {
+			c.hold(d, due)
+			continue
+		}
+		ds = append(ds, d)
 	}
 	return ds
 }
@@ -242,6 +280,7 @@ func (c *consumer) forget(ids []int32) {
 			delete(c.parts, id)
 		}
 	}
+	c.dropHeld()
 }
 
 func (c *consumer) close() {
@@ -256,6 +295,8 @@ type delivery struct {
 	e   *entry // nil for a record delivered twice in one assignment: its first delivery settles it
 	job ports.DeliveryJob
 	key []byte
+	// before is how many times the job was handed out before this record (its headerDeliveries).
+	before int
 
 	mu      sync.Mutex
 	settled settlement
@@ -284,30 +325,6 @@ func (d *delivery) Ack(ctx context.Context) error {
 		d.c.markAcked(d.p, d.e)
 	}
 	d.mu.Unlock()
-	return d.c.flush(ctx)
-}
-
-// Nack publishes the job again as a new record (same key, so it stays with its domain's partition, behind
-// the records already there) and then acks this one. If publishing fails nothing is acked and Nack may be
-// called again. Errors: failed_precondition (already acked).
-func (d *delivery) Nack(ctx context.Context) error {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	switch d.settled {
-	case acked:
-		return ports.Errorf(ports.CodeFailedPrecondition, "job %s was already acked", d.job.ID)
-	case unsettled:
-		r, err := record(d.job)
-		if err != nil {
-			return err
-		}
-		r.Topic = d.c.topic
-		if err := d.c.producer.ProduceSync(ctx, r).FirstErr(); err != nil {
-			return fmt.Errorf("kafka: nack %s: publish again: %w", d.job.ID, err)
-		}
-		d.settled = nacked
-		d.c.markAcked(d.p, d.e)
-	}
 	return d.c.flush(ctx)
 }
 

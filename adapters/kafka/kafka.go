@@ -11,7 +11,9 @@
 // owner of the partition. The price is at-least-once delivery: records acked after an earlier unfinished
 // one of the same partition are delivered again after such a hand-over (the core applies a job's report
 // once per job id, so that is harmless). Nack publishes the job again as a new record at the end of its
-// partition and then counts as an ack, because a consumer group cannot re-read one record in place.
+// partition and then counts as an ack, because a consumer group cannot re-read one record in place; the new
+// record's headers count the deliveries and, after NackAfter, name the time before which consumers hold it
+// back. DeadLetter moves the job to the dead-letter topic (Config.DeadLetterTopic) with the reason.
 package kafka
 
 import (
@@ -43,6 +45,9 @@ type Config struct {
 	Brokers []string // seed brokers, host:port
 	Topic   string   // default DefaultTopic
 	Group   string   // consumer group of the MTA tier; default DefaultGroup
+	// DeadLetterTopic receives jobs the MTA gives up on (Delivery.DeadLetter); default Topic + ".dead".
+	// It is created, with one partition, the first time a job is dead-lettered.
+	DeadLetterTopic string
 	// Partitions is used only when New creates the topic: the most MTA processes that can consume at once.
 	// Default DefaultPartitions.
 	Partitions int
@@ -75,6 +80,9 @@ func (c *Config) defaults() {
 	}
 	if c.Group == "" {
 		c.Group = DefaultGroup
+	}
+	if c.DeadLetterTopic == "" {
+		c.DeadLetterTopic = c.Topic + ".dead"
 	}
 	if c.Partitions == 0 {
 		c.Partitions = DefaultPartitions

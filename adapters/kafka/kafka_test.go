@@ -331,3 +331,63 @@ func TestConfigValidate(t *testing.T) {
 		t.Errorf("Validate with a broker: %v", err)
 	}
 }
+
+// TestDeadLetterTopic reads the dead-letter topic without the adapter: the dead job is there as the same
+// JSON value, keyed by its domain, with the reason (control bytes escaped) and its delivery count in
+// headers; the delivery topic does not hand it out again.
+func TestDeadLetterTopic(t *testing.T) {
+	t.Parallel()
+	cfg := config(t, newCluster(t), 1)
+	q := mustNew(t, cfg)
+	dead := job("dead.example")
+	publish(t, q, dead)
+	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
+	defer cancel()
+	first := receiveN(t, q, 1)[0]
+	if err := first.NackAfter(ctx, 0); err != nil {
+		t.Fatal(err)
+	}
+	second := receiveN(t, q, 1)[0]
+	if second.Job().ID != dead.ID || second.Deliveries() != 2 {
+		t.Fatalf("received %s counting %d, want %s counting 2", second.Job().ID, second.Deliveries(), dead.ID)
+	}
+	if err := second.DeadLetter(ctx, "report failed: 250 ok\x00\r\nX-Injected: 1"); err != nil {
+		t.Fatalf("DeadLetter: %v", err)
+	}
+
+	cl, err := kgo.NewClient(kgo.SeedBrokers(cfg.Brokers...), kgo.ConsumeTopics(cfg.Topic+".dead"),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	var recs []*kgo.Record
+	for len(recs) == 0 {
+		fs := cl.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			t.Fatalf("no record on the dead-letter topic: %v", err)
+		}
+		recs = fs.Records()
+	}
+	r := recs[0]
+	var v map[string]any
+	if err := json.Unmarshal(r.Value, &v); err != nil || v["id"] != dead.ID || string(r.Key) != dead.Domain {
+		t.Fatalf("dead record key %q value %s (%v)", r.Key, r.Value, err)
+	}
+	headers := map[string]string{}
+	for _, h := range r.Headers {
+		headers[h.Key] = string(h.Value)
+	}
+	if got := headers["postmill-dead-reason"]; got != `report failed: 250 ok\x00\x0d\x0aX-Injected: 1` {
+		t.Errorf("reason header %q", got)
+	}
+	if headers["postmill-deliveries"] != "2" || headers["postmill-dead-at"] == "" {
+		t.Errorf("headers %v", headers)
+	}
+
+	sctx, scancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer scancel()
+	if ds, err := q.Receive(sctx, 10); err == nil {
+		t.Fatalf("the delivery topic handed out %d more deliveries after the dead letter", len(ds))
+	}
+}

@@ -2,7 +2,9 @@ package postgres
 
 import (
 	"context"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -84,7 +86,7 @@ func (q *Queue) Receive(ctx context.Context, max int) ([]ports.Delivery, error) 
 		max = 1
 	}
 	for {
-		ds, err := q.lease(ctx, q.queries, max)
+		ds, err := q.lease(ctx, q.pool, max)
 		if err != nil || len(ds) > 0 {
 			return ds, err
 		}
@@ -112,11 +114,10 @@ func (q *Queue) waitRound(ctx context.Context, max int) ([]ports.Delivery, error
 		}
 		conn.Release()
 	}()
-	cq := db.New(conn)
-	if err := cq.ListenQueue(ctx); err != nil {
+	if err := db.New(conn).ListenQueue(ctx); err != nil {
 		return nil, q.receiveError(ctx, err)
 	}
-	ds, err := q.lease(ctx, cq, max)
+	ds, err := q.lease(ctx, conn, max)
 	if err != nil || len(ds) > 0 {
 		return ds, err
 	}
@@ -133,21 +134,53 @@ func (q *Queue) waitRound(ctx context.Context, max int) ([]ports.Delivery, error
 	return nil, nil
 }
 
-func (q *Queue) lease(ctx context.Context, queries *db.Queries, max int) ([]ports.Delivery, error) {
-	rows, err := queries.LeaseJobs(ctx, db.LeaseJobsParams{LeaseSeconds: q.cfg.Lease.Seconds(), RowLimit: clampInt32(max)})
+// leaseSQL is LeaseJobs (queries/queue.sql) returning the delivery count as well, which consumers cap their
+// retries with. It is written here rather than in queries/ while the sqlc queries are being reorganised;
+// it belongs beside LeaseJobs there. Dead-lettered rows have visible_at 'infinity' and are never picked.
+const leaseSQL = `
+WITH picked AS (
+    SELECT q.id FROM delivery_queue q
+    WHERE q.visible_at <= now()
+    ORDER BY q.visible_at, q.id
+    LIMIT $1
+    FOR UPDATE SKIP LOCKED
+)
+UPDATE delivery_queue AS q
+SET lease_token = gen_random_uuid(),
+    lease_until = now() + make_interval(secs => $2::float8),
+    visible_at  = now() + make_interval(secs => $2::float8),
+    deliveries  = q.deliveries + 1
+FROM picked
+WHERE q.id = picked.id
+RETURNING q.id::text, q.organization_id::text, q.message_id::text, q.domain, q.recipient_ids::text[], q.attempt,
+    q.first_queued_at, q.not_before, q.lease_token::text, q.deliveries`
+
+func (q *Queue) lease(ctx context.Context, conn db.DBTX, max int) ([]ports.Delivery, error) {
+	rows, err := conn.Query(ctx, leaseSQL, clampInt32(max), q.cfg.Lease.Seconds())
 	if err != nil {
 		return nil, q.receiveError(ctx, err)
 	}
-	if len(rows) == 0 {
-		return nil, nil
-	}
-	out := make([]ports.Delivery, len(rows))
-	for i, r := range rows {
-		out[i] = &queueDelivery{
-			queue: q,
-			job:   jobFromFields(r.ID, r.OrganizationID, r.MessageID, r.Domain, r.RecipientIds, r.Attempt, r.FirstQueuedAt, r.NotBefore),
-			token: r.LeaseToken,
+	defer rows.Close()
+	var out []ports.Delivery
+	for rows.Next() {
+		var (
+			r          db.LeaseJobsRow
+			deliveries int32
+		)
+		if err := rows.Scan(&r.ID, &r.OrganizationID, &r.MessageID, &r.Domain, &r.RecipientIds, &r.Attempt,
+			&r.FirstQueuedAt, &r.NotBefore, &r.LeaseToken, &deliveries); err != nil {
+			return nil, q.receiveError(ctx, err)
 		}
+		out = append(out, &queueDelivery{
+			queue:      q,
+			job:        jobFromFields(r.ID, r.OrganizationID, r.MessageID, r.Domain, r.RecipientIds, r.Attempt, r.FirstQueuedAt, r.NotBefore),
+			token:      r.LeaseToken,
+			deliveries: int(deliveries),
+		})
+	}
+	if err := rows.Err(); err != nil {
+		// The leases of rows already scanned expire and the jobs come back: nothing is lost.
+		return nil, q.receiveError(ctx, err)
 	}
 	return out, nil
 }
@@ -168,13 +201,18 @@ func errLeaseLost() error {
 
 // queueDelivery is one leased job; its token proves the lease.
 type queueDelivery struct {
-	queue *Queue
-	job   ports.DeliveryJob
-	token string
+	queue      *Queue
+	job        ports.DeliveryJob
+	token      string
+	deliveries int
 }
 
 // Job implements ports.Delivery.
 func (d *queueDelivery) Job() ports.DeliveryJob { return d.job }
+
+// Deliveries implements ports.Delivery: the row's lease count, so a redelivery after a crash or an
+// expired lease counts too.
+func (d *queueDelivery) Deliveries() int { return d.deliveries }
 
 // Ack implements ports.Delivery: the job is deleted, if this delivery still holds its lease. After the
 // lease expired the job is left for whoever receives it next and Ack returns failed_precondition; the
@@ -279,4 +317,60 @@ func (d *queueDelivery) Nack(ctx context.Context) error {
 		return errLeaseLost()
 	}
 	return nil
+}
+
+// nackAfterSQL and deadLetterSQL belong beside NackJob in queries/queue.sql (see leaseSQL).
+const (
+	nackAfterSQL = `
+UPDATE delivery_queue SET visible_at = now() + make_interval(secs => $3::float8), lease_until = NULL, lease_token = NULL
+WHERE id = $1 AND lease_token = $2::uuid`
+	deadLetterSQL = `
+UPDATE delivery_queue
+SET dead_at = now(), dead_reason = $3, visible_at = 'infinity', lease_until = NULL, lease_token = NULL
+WHERE id = $1 AND lease_token = $2::uuid`
+)
+
+// NackAfter implements ports.Delivery: the lease is dropped and the job stays invisible until delay has
+// passed (by the database's clock, like leases). A delay of zero or less is Nack. After the lease expired
+// NackAfter returns failed_precondition and the job is visible again at once.
+func (d *queueDelivery) NackAfter(ctx context.Context, delay time.Duration) error {
+	if delay <= 0 {
+		return d.Nack(ctx)
+	}
+	return d.update(ctx, nackAfterSQL, delay.Seconds())
+}
+
+// maxDeadReason bounds the stored reason of a dead-lettered job.
+const maxDeadReason = 2000
+
+// DeadLetter implements ports.Delivery: the row stays in delivery_queue with dead_at and dead_reason set and
+// visible_at 'infinity', so no consumer leases it again until an operator puts it back (docs/operations.md).
+// The reason is stored as valid UTF-8 without NUL bytes (PostgreSQL refuses both in text), bounded.
+func (d *queueDelivery) DeadLetter(ctx context.Context, reason string) error {
+	return d.update(ctx, deadLetterSQL, storableText(reason, maxDeadReason))
+}
+
+// update runs one statement on the leased row and reports a lost lease.
+func (d *queueDelivery) update(ctx context.Context, sql string, arg any) error {
+	tag, err := d.queue.pool.Exec(ctx, sql, d.job.ID, d.token, arg)
+	if err != nil {
+		return interpretError(err)
+	}
+	if tag.RowsAffected() == 0 {
+		return errLeaseLost()
+	}
+	return nil
+}
+
+// storableText makes s valid UTF-8 without NUL (written \x00), cut to at most max bytes on a rune boundary.
+func storableText(s string, max int) string {
+	s = strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", `\x00`)
+	if len(s) <= max {
+		return s
+	}
+	cut := max
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut]
 }

@@ -3,9 +3,11 @@ package postgres_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/postmill/postmill/adapters/postgres"
 	"github.com/postmill/postmill/adapters/postgres/pgtest"
@@ -116,6 +118,89 @@ func TestQueue_NackRedelivers(t *testing.T) {
 	requireCode(t, first.Ack(ctx), ports.CodeFailedPrecondition)
 	if err := again.Ack(ctx); err != nil {
 		t.Fatalf("Ack: %v", err)
+	}
+}
+
+// TestQueue_NackAfterHidesTheJobAndCounts: a job nacked with a delay stays invisible until the delay has
+// passed, and every lease — after a nack or an expired lease — counts one more delivery.
+func TestQueue_NackAfterHidesTheJobAndCounts(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := pgtest.Store(t)
+	q := postgres.NewQueue(s.Pool(), postgres.QueueConfig{Lease: 300 * time.Millisecond, PollInterval: 20 * time.Millisecond})
+	if err := q.Publish(ctx, newJobs(1)); err != nil {
+		t.Fatal(err)
+	}
+	first := mustReceive(t, q, 1, 5*time.Second)[0]
+	if n := first.Deliveries(); n != 1 {
+		t.Fatalf("first delivery counts %d, want 1", n)
+	}
+	const delay = 800 * time.Millisecond
+	nacked := time.Now()
+	if err := first.NackAfter(ctx, delay); err != nil {
+		t.Fatalf("NackAfter: %v", err)
+	}
+	requireNothing(t, q, delay/2)
+	second := mustReceive(t, q, 1, 5*time.Second)[0]
+	if waited := time.Since(nacked); waited < delay {
+		t.Fatalf("received again after %v, before the %v delay", waited, delay)
+	}
+	if second.Job().ID != first.Job().ID || second.Deliveries() != 2 {
+		t.Fatalf("second delivery %s counts %d, want %s and 2", second.Job().ID, second.Deliveries(), first.Job().ID)
+	}
+	// The holder crashes: the lease runs out and the next lease counts as well.
+	third := mustReceive(t, q, 1, 5*time.Second)[0]
+	if third.Deliveries() != 3 {
+		t.Fatalf("delivery after an expired lease counts %d, want 3", third.Deliveries())
+	}
+	requireCode(t, second.NackAfter(ctx, time.Second), ports.CodeFailedPrecondition)
+	if err := third.Ack(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestQueue_DeadLetterKeepsTheRowOutOfCirculation: a dead-lettered job is never leased again but stays in
+// delivery_queue with when and why (the reason made storable: no NUL, valid UTF-8, bounded); the operator's
+// statement of docs/operations.md puts it back.
+func TestQueue_DeadLetterKeepsTheRowOutOfCirculation(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := pgtest.Store(t)
+	q := postgres.NewQueue(s.Pool(), postgres.QueueConfig{Lease: 300 * time.Millisecond, PollInterval: 20 * time.Millisecond})
+	if err := q.Publish(ctx, newJobs(1)); err != nil {
+		t.Fatal(err)
+	}
+	d := mustReceive(t, q, 1, 5*time.Second)[0]
+	reason := "report failed: 250 ok\x00\xff" + strings.Repeat("é", 3000)
+	if err := d.DeadLetter(ctx, reason); err != nil {
+		t.Fatalf("DeadLetter: %v", err)
+	}
+	requireNothing(t, q, time.Second) // three leases' time: nothing comes back
+	var (
+		deadAt     *time.Time
+		deadReason string
+	)
+	if err := s.Pool().QueryRow(ctx, `SELECT dead_at, dead_reason FROM delivery_queue WHERE id = $1`, d.Job().ID).
+		Scan(&deadAt, &deadReason); err != nil {
+		t.Fatalf("the dead-lettered row is gone: %v", err)
+	}
+	if deadAt == nil || !strings.HasPrefix(deadReason, `report failed: 250 ok\x00`+"\uFFFD") || len(deadReason) > 2000 ||
+		!utf8.ValidString(deadReason) {
+		t.Fatalf("dead_at %v, dead_reason %q (%d bytes)", deadAt, deadReason[:min(len(deadReason), 40)], len(deadReason))
+	}
+	requireCode(t, d.Ack(ctx), ports.CodeFailedPrecondition) // the lease ended with the dead letter
+
+	// Put back by an operator (docs/operations.md): received again, counting from one.
+	if _, err := s.Pool().Exec(ctx, `UPDATE delivery_queue SET dead_at = NULL, dead_reason = NULL, deliveries = 0,
+		visible_at = now() WHERE dead_at IS NOT NULL`); err != nil {
+		t.Fatal(err)
+	}
+	back := mustReceive(t, q, 1, 5*time.Second)[0]
+	if back.Job().ID != d.Job().ID || back.Deliveries() != 1 {
+		t.Fatalf("put back %s counting %d, want %s counting 1", back.Job().ID, back.Deliveries(), d.Job().ID)
+	}
+	if err := back.Ack(ctx); err != nil {
+		t.Fatal(err)
 	}
 }
 

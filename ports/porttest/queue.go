@@ -42,7 +42,8 @@ type OpenConsumer func(t *testing.T) (consumer ports.Queue, stop func())
 const queueOp = 30 * time.Second
 
 // ExerciseQueue runs the ports.Queue contract: every published job is received at least once with every
-// field intact; an acked job is not handed out again; a nacked job is; a job held by a consumer that goes
+// field intact; an acked job is not handed out again; a nacked job is, and one nacked with a delay not
+// before the delay, each delivery counting one more; a dead-lettered job is not handed out again; a job held by a consumer that goes
 // away is handed to another; two consumers together lose none of 200 jobs; Receive returns between 1 and
 // max deliveries, blocks while the queue is empty, wakes up when a job arrives, and returns an error with no
 // deliveries once its context ends; and, when the harness says the adapter promises it, jobs of one domain
@@ -115,6 +116,60 @@ func ExerciseQueue(t *testing.T, h QueueHarness) {
 		if d := diffJob(again[want.ID], want); d != "" {
 			t.Fatalf("the redelivered job changed: %s", d)
 		}
+	})
+
+	t.Run("NackAfterWaitsAndCounts", func(t *testing.T) {
+		t.Parallel()
+		q, open := h.New(t)
+		c, _ := open(t)
+		want := job("backoff.example", 1)
+		mustPublish(t, q, want)
+		first := receiveOne(t, c, want.ID, h.Redelivery)
+		if n := first.Deliveries(); n != 1 {
+			t.Fatalf("first delivery counts %d deliveries, want 1", n)
+		}
+		const delay = 1500 * time.Millisecond
+		nackedAt := time.Now()
+		opCtx, cancel := context.WithTimeout(context.Background(), queueOp)
+		defer cancel()
+		if err := first.NackAfter(opCtx, delay); err != nil {
+			t.Fatalf("NackAfter: %v", err)
+		}
+		second := receiveOne(t, c, want.ID, h.Redelivery+delay)
+		if waited := time.Since(nackedAt); waited < delay {
+			t.Fatalf("handed out again after %s, before the %s delay", waited, delay)
+		}
+		if n := second.Deliveries(); n != 2 {
+			t.Fatalf("second delivery counts %d deliveries, want 2", n)
+		}
+		if d := diffJob(second.Job(), want); d != "" {
+			t.Fatalf("the redelivered job changed: %s", d)
+		}
+		if err := second.Nack(opCtx); err != nil {
+			t.Fatalf("Nack: %v", err)
+		}
+		third := receiveOne(t, c, want.ID, h.Redelivery)
+		if n := third.Deliveries(); n != 3 {
+			t.Fatalf("third delivery counts %d deliveries, want 3", n)
+		}
+		mustAck(t, third)
+	})
+
+	t.Run("DeadLetteredIsNotRedelivered", func(t *testing.T) {
+		t.Parallel()
+		q, open := h.New(t)
+		c, _ := open(t)
+		dead := job("dead.example", 1)
+		mustPublish(t, q, dead)
+		d := receiveOne(t, c, dead.ID, h.Redelivery)
+		opCtx, cancel := context.WithTimeout(context.Background(), queueOp)
+		defer cancel()
+		if err := d.DeadLetter(opCtx, "report failed 10 times: internal"); err != nil {
+			t.Fatalf("DeadLetter: %v", err)
+		}
+		sentinel := job("dead.example", 1)
+		mustPublish(t, q, sentinel)
+		watchUntil(t, c, sentinel.ID, h.Redelivery, h.Settle, ids([]ports.DeliveryJob{dead}))
 	})
 
 	t.Run("AbandonedIsRedeliveredToAnother", func(t *testing.T) {
@@ -385,6 +440,28 @@ func receiveAll(tb testing.TB, c ports.Queue, want map[string]bool, within time.
 		}
 	}
 	return got
+}
+
+// receiveOne receives from c until the job id arrives and returns that delivery, acking any other.
+func receiveOne(tb testing.TB, c ports.Queue, id string, within time.Duration) ports.Delivery {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), within)
+	defer cancel()
+	var found ports.Delivery
+	for found == nil {
+		ds, err := c.Receive(ctx, 10)
+		if err != nil {
+			tb.Fatalf("job %s did not arrive within %s: %v", id, within, err)
+		}
+		for _, d := range ds {
+			if d.Job().ID == id && found == nil {
+				found = d
+				continue
+			}
+			mustAck(tb, d)
+		}
+	}
+	return found
 }
 
 // expectNone watches c for the given duration and fails if any job of ids comes out.
