@@ -18,30 +18,43 @@ import (
 	"github.com/emersion/go-smtp"
 )
 
-// dialError is a failure to open a usable session to one address; tlsFailed marks a failed TLS handshake,
-// after which an opportunistic sender retries in plaintext.
+// dialError is a failure to open a usable session to one address (or to find one to open). tlsFailed
+// marks a failed TLS handshake, after which an opportunistic sender retries in plaintext, and tlsNote says
+// what failed, for the outcome of what is then sent in plaintext; forbidden marks a host whose every
+// address is forbidden (ports/netguard).
 type dialError struct {
 	response  string
 	tlsFailed bool
+	tlsNote   string
+	forbidden bool
 }
 
 func (e *dialError) Error() string { return e.response }
 
 // dial opens a session to d, trying each of its addresses in turn (RFC 5321 §5.1: "the SMTP client
 // SHOULD try at least two addresses" of a multihomed host before the next MX).
+//
+// A failed TLS handshake is retried in plaintext when the destination does not require TLS (opportunistic
+// TLS, RFC 3207 §4 leaves the choice to the client): the session then carries the downgrade, which every
+// outcome decided over it records, and the downgrade is logged and counted. A destination that requires
+// TLS gets no plaintext session.
 func (m *MTA) dial(ctx context.Context, d destination) (*session, error) {
 	addrs, err := m.addresses(ctx, d)
 	if err != nil {
-		return nil, &dialError{response: err.Error()}
+		return nil, err
 	}
 	var last error
 	for _, addr := range addrs {
 		start := time.Now()
 		s, err := m.open(ctx, d, addr, true)
 		var de *dialError
-		if errors.As(err, &de) && de.tlsFailed && !m.cfg.RequireTLS {
+		if errors.As(err, &de) && de.tlsFailed && !d.requireTLS {
 			m.log.Warn("STARTTLS handshake failed; retrying without TLS", "host", d.host, "addr", addr.String(), "error", de.response)
 			s, err = m.open(ctx, d, addr, false)
+			if err == nil {
+				s.downgrade = de.tlsNote
+				m.metrics.tlsDowngrades.WithLabelValues("handshake").Inc()
+			}
 		}
 		if err == nil {
 			m.metrics.smtp.WithLabelValues("connect").Observe(time.Since(start).Seconds())
@@ -76,11 +89,19 @@ func (m *MTA) open(ctx context.Context, d destination, addr netip.Addr, useTLS b
 		tc, err := m.startTLS(ctx, raw, d.host)
 		var se *smtp.SMTPError
 		switch {
-		case errors.As(err, &se) && se.Code != 421 && !m.cfg.RequireTLS:
-			// STARTTLS refused (454 and the like): the session goes on in plaintext (RFC 3207 §4).
+		case errors.As(err, &se) && se.Code != 421 && !d.requireTLS:
+			// STARTTLS refused (454 and the like): the session goes on in plaintext (RFC 3207 §4), and
+			// what it carries says so.
+			s.downgrade = fmt.Sprintf("STARTTLS refused by %s: %s", remote, tlsFailure(se))
+			m.log.Warn("STARTTLS refused; continuing without TLS", "host", d.host, "addr", addr.String(), "reply", smtpReply(se))
+			m.metrics.tlsDowngrades.WithLabelValues("refused").Inc()
 		case err != nil:
 			_ = raw.Close()
-			return nil, &dialError{response: fmt.Sprintf("4.7.0 STARTTLS with %s failed: %v", remote, describe(err)), tlsFailed: true}
+			return nil, &dialError{
+				response:  fmt.Sprintf("4.7.0 STARTTLS with %s failed: %v", remote, describe(err)),
+				tlsFailed: true,
+				tlsNote:   fmt.Sprintf("STARTTLS handshake with %s failed: %v", remote, tlsFailure(err)),
+			}
 		default:
 			// After the handshake the session starts over with EHLO (RFC 3207 §4.2) on a new client; the
 			// greeting it expects was given before STARTTLS, so it is replayed locally.
@@ -92,7 +113,7 @@ func (m *MTA) open(ctx context.Context, d destination, addr netip.Addr, useTLS b
 			s = &session{client: c, conn: tc, remote: remote, tls: true}
 		}
 	}
-	if !s.tls && m.cfg.RequireTLS {
+	if !s.tls && d.requireTLS {
 		m.quit(s)
 		return nil, fail("4.7.10 %s offers no usable STARTTLS and TLS is required", remote)
 	}
@@ -236,12 +257,40 @@ func oneLine(s string) string {
 	return strings.Join(strings.Fields(s), " ")
 }
 
+// truncate bounds a reply early; settle bounds (and cleans) every outcome again.
 func truncate(s string) string {
-	const maxResponse = 1000
 	if len(s) > maxResponse {
 		return s[:maxResponse]
 	}
 	return s
+}
+
+// tlsFailure names what went wrong in a STARTTLS exchange without an enhanced status code, so a note
+// about it never reads as the status of the reply it follows.
+func tlsFailure(err error) string {
+	var se *smtp.SMTPError
+	if errors.As(err, &se) {
+		msg := oneLine(se.Message)
+		if code, rest, ok := strings.Cut(msg, " "); ok && isEnhancedCode(code) {
+			msg = rest
+		}
+		return fmt.Sprintf("%d %s", se.Code, msg)
+	}
+	return unwrapOpError(err).Error()
+}
+
+// isEnhancedCode recognizes an RFC 3463 status code such as 4.7.0.
+func isEnhancedCode(s string) bool {
+	parts := strings.Split(s, ".")
+	if len(parts) != 3 || (parts[0] != "2" && parts[0] != "4" && parts[0] != "5") {
+		return false
+	}
+	for _, p := range parts[1:] {
+		if len(p) < 1 || len(p) > 3 || strings.Trim(p, "0123456789") != "" {
+			return false
+		}
+	}
+	return true
 }
 
 // unwrapOpError drops the "dial tcp a:b:" prefix of net errors: the remote is named by the caller.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"strconv"
 	"strings"
@@ -53,10 +54,31 @@ type Config struct {
 	// InsecureSkipVerify turns certificate verification off. It exists for tests against self-signed
 	// servers and must never be set in production.
 	InsecureSkipVerify bool
-	// RequireTLS refuses to deliver over a session without STARTTLS (or whose TLS handshake failed). When
-	// false, TLS is opportunistic: used when offered, and a failed handshake falls back to plaintext.
-	// (This is the sender's policy, not the RFC 8689 REQUIRETLS extension.)
+	// RequireTLS refuses to deliver over a session without STARTTLS (or whose TLS handshake failed), to
+	// every destination. When false, TLS is opportunistic — used when offered, and a refused STARTTLS or a
+	// failed handshake falls back to plaintext, recorded in the outcome and counted — except for recipient
+	// domains whose Deps.TLSPolicy requires it. (This is the sender's policy, not the RFC 8689 REQUIRETLS
+	// extension.)
 	RequireTLS bool
+	// AllowNets are prefixes exempt from the forbidden-address rule (ports/netguard) for the addresses of
+	// MX hosts and implicit MX (POSTMILL_MTA_ALLOW_NETS): private deployments whose receivers sit on an
+	// internal network, and tests delivering to loopback. The relay is trusted by configuration and never
+	// checked.
+	AllowNets []netip.Prefix
+	// JournalDir holds the handed-over journal (POSTMILL_DATA_DIR/mta): which jobs a receiving server
+	// accepted with their outcomes, written durably before the outcome is reported, so a job whose report
+	// failed is reported again on redelivery instead of being sent again. "" keeps the journal in memory:
+	// a redelivery to the same process is still not sent twice, but a restart forgets.
+	JournalDir string
+	// MaxDeliveries caps how often one job is handed to the MTA without its outcome being recorded (a
+	// failing core, a report it refuses, a crash while handling it). The delivery that reaches the cap
+	// dead-letters the job: its recipients are reported failed with the reason, or, when even that report
+	// fails, the queue keeps the job among its dead letters (docs/operations.md).
+	MaxDeliveries int
+	// RedeliveryBackoff is how long a job that could not be settled stays hidden before its next delivery;
+	// it doubles with every delivery (with jitter) up to MaxRedeliveryBackoff.
+	RedeliveryBackoff    time.Duration
+	MaxRedeliveryBackoff time.Duration
 }
 
 // Defaults of Config.
@@ -70,6 +92,11 @@ const (
 	DefaultIdleConnTimeout = 30 * time.Second
 	// DefaultLeaseRenewInterval renews a fifth of the PostgreSQL queue's default lease.
 	DefaultLeaseRenewInterval = time.Minute
+	// DefaultMaxDeliveries with the default backoff gives a job about two hours (5 s doubling to 15 min)
+	// before it is dead-lettered: a core outage of that length is survived without an operator.
+	DefaultMaxDeliveries        = 16
+	DefaultRedeliveryBackoff    = 5 * time.Second
+	DefaultMaxRedeliveryBackoff = 15 * time.Minute
 )
 
 // DefaultConfig returns the configuration used for every zero field of a Config.
@@ -88,6 +115,10 @@ func DefaultConfig() Config {
 		CommandTimeout:     DefaultCommandTimeout,
 		IdleConnTimeout:    DefaultIdleConnTimeout,
 		LeaseRenewInterval: DefaultLeaseRenewInterval,
+
+		MaxDeliveries:        DefaultMaxDeliveries,
+		RedeliveryBackoff:    DefaultRedeliveryBackoff,
+		MaxRedeliveryBackoff: DefaultMaxRedeliveryBackoff,
 	}
 }
 
@@ -121,6 +152,15 @@ func (c Config) withDefaults() Config {
 	if c.IdleConnTimeout == 0 {
 		c.IdleConnTimeout = d.IdleConnTimeout
 	}
+	if c.MaxDeliveries == 0 {
+		c.MaxDeliveries = d.MaxDeliveries
+	}
+	if c.RedeliveryBackoff == 0 {
+		c.RedeliveryBackoff = d.RedeliveryBackoff
+	}
+	if c.MaxRedeliveryBackoff == 0 {
+		c.MaxRedeliveryBackoff = max(d.MaxRedeliveryBackoff, c.RedeliveryBackoff)
+	}
 	return c
 }
 
@@ -150,7 +190,7 @@ func (c Config) Validate() error {
 	for _, f := range []struct {
 		name string
 		v    int
-	}{{"concurrency", c.Concurrency}, {"workers", c.Workers}, {"receive batch", c.ReceiveBatch}} {
+	}{{"concurrency", c.Concurrency}, {"workers", c.Workers}, {"receive batch", c.ReceiveBatch}, {"max deliveries", c.MaxDeliveries}} {
 		if f.v < 0 {
 			errs = append(errs, fmt.Errorf("mta: %s must not be negative", f.name))
 		}
@@ -158,9 +198,18 @@ func (c Config) Validate() error {
 	for _, f := range []struct {
 		name string
 		v    time.Duration
-	}{{"connect timeout", c.ConnectTimeout}, {"command timeout", c.CommandTimeout}, {"idle connection timeout", c.IdleConnTimeout}, {"lease renew interval", c.LeaseRenewInterval}} {
+	}{{"connect timeout", c.ConnectTimeout}, {"command timeout", c.CommandTimeout}, {"idle connection timeout", c.IdleConnTimeout},
+		{"lease renew interval", c.LeaseRenewInterval}, {"redelivery backoff", c.RedeliveryBackoff}, {"max redelivery backoff", c.MaxRedeliveryBackoff}} {
 		if f.v < 0 {
 			errs = append(errs, fmt.Errorf("mta: %s must not be negative", f.name))
+		}
+	}
+	if c.RedeliveryBackoff > 0 && c.MaxRedeliveryBackoff > 0 && c.MaxRedeliveryBackoff < c.RedeliveryBackoff {
+		errs = append(errs, errors.New("mta: max redelivery backoff is below the redelivery backoff"))
+	}
+	for _, p := range c.AllowNets {
+		if !p.IsValid() {
+			errs = append(errs, fmt.Errorf("mta: invalid allow prefix %v", p))
 		}
 	}
 	if c.TLSConfig != nil && c.TLSConfig.InsecureSkipVerify {

@@ -18,18 +18,29 @@ import (
 	"github.com/postmill/postmill/ports"
 )
 
-// memQueue is an in-memory ports.Queue: the tier's input, not a store under test.
+// memQueue is an in-memory ports.Queue: the tier's input, not a store under test. A nacked job comes back
+// (after its delay) counting one more delivery, as from the real queues.
 type memQueue struct {
 	mu       sync.Mutex
-	jobs     []ports.DeliveryJob
+	jobs     []queuedJob
 	ready    chan struct{}
 	settled  chan settlement
 	renewals atomic.Int64 // lease renewals of every delivery so far
 }
 
+type queuedJob struct {
+	job    ports.DeliveryJob
+	before int // deliveries before this one
+}
+
+// settlement is how the MTA settled one delivery: Ack, or a nack after Delay, or a dead letter with its
+// reason.
 type settlement struct {
-	JobID string
-	Ack   bool
+	JobID      string
+	Ack        bool
+	Delay      time.Duration
+	Dead       string
+	Deliveries int
 }
 
 func newMemQueue() *memQueue {
@@ -38,13 +49,26 @@ func newMemQueue() *memQueue {
 
 func (q *memQueue) Publish(_ context.Context, jobs []ports.DeliveryJob) error {
 	q.mu.Lock()
-	q.jobs = append(q.jobs, jobs...)
+	for _, j := range jobs {
+		q.jobs = append(q.jobs, queuedJob{job: j})
+	}
 	q.mu.Unlock()
+	q.wake()
+	return nil
+}
+
+func (q *memQueue) requeue(j queuedJob) {
+	q.mu.Lock()
+	q.jobs = append(q.jobs, j)
+	q.mu.Unlock()
+	q.wake()
+}
+
+func (q *memQueue) wake() {
 	select {
 	case q.ready <- struct{}{}:
 	default:
 	}
-	return nil
 }
 
 func (q *memQueue) Receive(ctx context.Context, max int) ([]ports.Delivery, error) {
@@ -53,7 +77,7 @@ func (q *memQueue) Receive(ctx context.Context, max int) ([]ports.Delivery, erro
 		if n := min(max, len(q.jobs)); n > 0 {
 			ds := make([]ports.Delivery, n)
 			for i, j := range q.jobs[:n] {
-				ds[i] = &memDelivery{q: q, job: j}
+				ds[i] = &memDelivery{q: q, job: j.job, deliveries: j.before + 1}
 			}
 			q.jobs = q.jobs[n:]
 			q.mu.Unlock()
@@ -69,13 +93,15 @@ func (q *memQueue) Receive(ctx context.Context, max int) ([]ports.Delivery, erro
 }
 
 type memDelivery struct {
-	q   *memQueue
-	job ports.DeliveryJob
+	q          *memQueue
+	job        ports.DeliveryJob
+	deliveries int
 }
 
 func (d *memDelivery) Job() ports.DeliveryJob { return d.job }
+func (d *memDelivery) Deliveries() int        { return d.deliveries }
 func (d *memDelivery) Ack(context.Context) error {
-	d.q.settled <- settlement{d.job.ID, true}
+	d.q.settled <- settlement{JobID: d.job.ID, Ack: true, Deliveries: d.deliveries}
 	return nil
 }
 
@@ -84,18 +110,29 @@ func (d *memDelivery) Renew(context.Context) error {
 	d.q.renewals.Add(1)
 	return nil
 }
-func (d *memDelivery) Nack(context.Context) error {
-	d.q.settled <- settlement{d.job.ID, false}
+func (d *memDelivery) Nack(ctx context.Context) error { return d.NackAfter(ctx, 0) }
+
+func (d *memDelivery) NackAfter(_ context.Context, delay time.Duration) error {
+	d.q.settled <- settlement{JobID: d.job.ID, Delay: delay, Deliveries: d.deliveries}
+	again := queuedJob{job: d.job, before: d.deliveries}
+	time.AfterFunc(delay, func() { d.q.requeue(again) })
+	return nil
+}
+
+func (d *memDelivery) DeadLetter(_ context.Context, reason string) error {
+	d.q.settled <- settlement{JobID: d.job.ID, Dead: reason, Deliveries: d.deliveries}
 	return nil
 }
 
 // memDeliveryService is an in-memory ports.DeliveryService: it hands out prepared messages and records
-// reports.
+// reports. refuse, when set, decides per report whether recording it fails (a store refusing its text);
+// reportErr fails every report.
 type memDeliveryService struct {
 	mu        sync.Mutex
 	messages  map[string]ports.OutboundMessage // by job id
 	loadErr   error
 	reportErr error
+	refuse    func(ports.DeliveryReport) error
 	reports   chan ports.DeliveryReport
 }
 
@@ -115,6 +152,9 @@ func (s *memDeliveryService) LoadOutbound(_ context.Context, job ports.DeliveryJ
 func (s *memDeliveryService) ReportDelivery(_ context.Context, r ports.DeliveryReport) error {
 	s.mu.Lock()
 	err := s.reportErr
+	if err == nil && s.refuse != nil {
+		err = s.refuse(r)
+	}
 	s.mu.Unlock()
 	s.reports <- r
 	return err
@@ -271,7 +311,8 @@ type harness struct {
 	done     chan error
 }
 
-// baseConfig is a test configuration delivering to port.
+// baseConfig is a test configuration delivering to port. The test servers listen on loopback, which the
+// forbidden-address rule refuses unless allow-listed: 127.0.0.0/8 is, here (hardening_test.go narrows it).
 func baseConfig(port int) mta.Config {
 	return mta.Config{
 		Port:           port,
@@ -280,6 +321,7 @@ func baseConfig(port int) mta.Config {
 		CommandTimeout: 5 * time.Second,
 		Concurrency:    4,
 		Workers:        8,
+		AllowNets:      []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")},
 	}
 }
 

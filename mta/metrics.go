@@ -9,12 +9,15 @@ import (
 // metrics are the tier's Prometheus series. They exist (unregistered) without a Registerer so the code
 // never checks for nil.
 type metrics struct {
-	deliveries *prometheus.CounterVec   // per recipient, by outcome
-	jobs       *prometheus.CounterVec   // per job, by result: acked, nacked, dropped
-	smtp       *prometheus.HistogramVec // seconds, by phase: connect (TCP+greeting+TLS+AUTH), transaction
+	deliveries    *prometheus.CounterVec   // per recipient, by outcome
+	jobs          *prometheus.CounterVec   // per job, by result: acked, nacked, dropped, dead_lettered, parked
+	smtp          *prometheus.HistogramVec // seconds, by phase: connect (TCP+greeting+TLS+AUTH), transaction
+	tlsDowngrades *prometheus.CounterVec   // sessions in plaintext although STARTTLS was offered, by reason
+	forbidden     prometheus.Counter       // MX addresses refused by the forbidden-address rule
+	replays       prometheus.Counter       // outcomes reported again from the journal instead of resending
 }
 
-func newMetrics(reg prometheus.Registerer, p *pool) (*metrics, error) {
+func newMetrics(reg prometheus.Registerer, p *pool, j *journal) (*metrics, error) {
 	m := &metrics{
 		deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "postmill_mta_deliveries_total",
@@ -22,17 +25,34 @@ func newMetrics(reg prometheus.Registerer, p *pool) (*metrics, error) {
 		}, []string{"outcome"}),
 		jobs: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "postmill_mta_jobs_total",
-			Help: "Delivery jobs processed, by result: acked, nacked (redelivered), dropped (message gone).",
+			Help: "Delivery jobs processed, by result: acked, nacked (redelivered after a backoff), dropped (message gone), " +
+				"dead_lettered (given up and reported failed), parked (given up and kept among the queue's dead letters, the report path failing too).",
 		}, []string{"result"}),
 		smtp: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "postmill_mta_smtp_duration_seconds",
 			Help:    "SMTP latency: connect covers TCP, greeting, EHLO, STARTTLS and AUTH; transaction covers MAIL to the reply after DATA.",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2.5, 14),
 		}, []string{"phase"}),
+		tlsDowngrades: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "postmill_mta_tls_downgrades_total",
+			Help: "SMTP sessions that went on in plaintext although the server offered STARTTLS, by reason: refused (a 4xx/5xx reply to STARTTLS) or handshake (the TLS handshake failed).",
+		}, []string{"reason"}),
+		forbidden: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "postmill_mta_forbidden_addresses_total",
+			Help: "MX and implicit-MX addresses refused because they are loopback, private, link-local or otherwise forbidden (POSTMILL_MTA_ALLOW_NETS exempts).",
+		}),
+		replays: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "postmill_mta_journal_replays_total",
+			Help: "Redelivered jobs already handed over to a receiving server whose outcome was reported again from the journal instead of being sent again.",
+		}),
 	}
 	if reg == nil {
 		return m, nil
 	}
+	pending := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "postmill_mta_journal_entries",
+		Help: "Jobs handed over to a receiving server whose outcome is not recorded yet.",
+	}, func() float64 { return float64(j.count()) })
 	open := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "postmill_mta_pool_connections",
 		Help: "Open SMTP connections, busy or idle, across all destinations.",
@@ -42,7 +62,7 @@ func newMetrics(reg prometheus.Registerer, p *pool) (*metrics, error) {
 		Help: "Idle SMTP connections kept for reuse.",
 	}, func() float64 { _, n := p.stats(); return float64(n) })
 	var errs []error
-	for _, c := range []prometheus.Collector{m.deliveries, m.jobs, m.smtp, open, idle} {
+	for _, c := range []prometheus.Collector{m.deliveries, m.jobs, m.smtp, m.tlsDowngrades, m.forbidden, m.replays, open, idle, pending} {
 		errs = append(errs, reg.Register(c))
 	}
 	return m, errors.Join(errs...)

@@ -31,6 +31,19 @@ type Deps struct {
 	Logger *slog.Logger
 	// Registerer, when set, receives the tier's metrics.
 	Registerer prometheus.Registerer
+	// TLSPolicy, when set, names the recipient domains whose mail must travel under TLS (an MTA-STS
+	// policy in enforce mode, RFC 8461 §5, or DANE, RFC 7672). nil: opportunistic TLS everywhere unless
+	// Config.RequireTLS.
+	TLSPolicy TLSPolicy
+}
+
+// TLSPolicy decides per recipient domain whether delivery must use TLS. For a domain that requires it,
+// the MTA never falls back to plaintext: a refused STARTTLS or a failed handshake defers the delivery
+// (RFC 8461 §5: a policy failure is a temporary failure).
+type TLSPolicy interface {
+	// RequireTLS reports whether mail for domain (lower-case, no trailing dot) must be sent under TLS. It
+	// is called once per job and should answer from a cache.
+	RequireTLS(ctx context.Context, domain string) bool
 }
 
 // MTA turns delivery jobs into SMTP transactions: it builds and DKIM-signs each message, delivers it to
@@ -45,6 +58,7 @@ type MTA struct {
 	keys    keyCache
 	signed  signedCache
 	routes  routeCache
+	journal *journal
 	metrics *metrics
 	started atomic.Bool
 	now     func() time.Time
@@ -86,7 +100,12 @@ func New(cfg Config, deps Deps) (*MTA, error) {
 	m.log = m.log.With("component", "mta")
 	m.pool = newPool(cfg.Concurrency, cfg.IdleConnTimeout, m.quit)
 	m.signed.now = time.Now
-	met, err := newMetrics(deps.Registerer, m.pool)
+	j, err := openJournal(cfg.JournalDir, time.Now())
+	if err != nil {
+		return nil, fmt.Errorf("mta: %w", err)
+	}
+	m.journal = j
+	met, err := newMetrics(deps.Registerer, m.pool, j)
 	if err != nil {
 		return nil, fmt.Errorf("mta: metrics: %w", err)
 	}
@@ -96,7 +115,8 @@ func New(cfg Config, deps Deps) (*MTA, error) {
 
 // Run receives jobs and processes up to Config.Workers at once until ctx ends; then it stops receiving,
 // lets the jobs in flight finish (their SMTP sessions, reports and acks are not cut short by ctx) and
-// closes the pooled connections. It returns nil after a clean shutdown. Run may be called once.
+// closes the pooled connections and the journal. It returns nil after a clean shutdown. Run may be
+// called once.
 func (m *MTA) Run(ctx context.Context) error {
 	if !m.started.CompareAndSwap(false, true) {
 		return errors.New("mta: Run called twice")
@@ -159,18 +179,25 @@ func (m *MTA) Run(ctx context.Context) error {
 	stopReap()
 	reaper.Wait()
 	m.pool.close()
+	if err := m.journal.close(); err != nil {
+		return fmt.Errorf("mta: closing the journal: %w", err)
+	}
 	return nil
 }
 
-// handle processes one delivery: load, build and sign, deliver, report, then Ack. A job whose message is
-// gone is acked and dropped; a failure to load or to report is nacked so the job comes back.
+// handle processes one delivery: load, build and sign, deliver, journal, report, then Ack. A job whose
+// message is gone is acked and dropped. A job the journal says was handed over already is not sent again:
+// its recorded outcome is reported again. A failure to load or to report is retried after a backoff
+// (retryLater) and, at Config.MaxDeliveries, dead-lettered; so is a job that keeps coming back without
+// settling (a crash while handling it).
 func (m *MTA) handle(ctx context.Context, d ports.Delivery) {
 	job := d.Job()
-	log := m.log.With("job", job.ID, "message", job.MessageID, "domain", job.Domain, "attempt", job.Attempt)
+	log := m.log.With("job", job.ID, "message", job.MessageID, "domain", job.Domain, "attempt", job.Attempt,
+		"deliveries", d.Deliveries())
 	defer func() {
 		if p := recover(); p != nil {
 			log.Error("delivery panicked", "panic", p)
-			m.settle(ctx, d, log, false, "nacked")
+			m.retryLater(ctx, d, log, fmt.Sprintf("handling the job panicked: %v", p))
 		}
 	}()
 
@@ -179,15 +206,25 @@ func (m *MTA) handle(ctx context.Context, d ports.Delivery) {
 		defer stop()
 	}
 
+	if e, ok := m.journal.get(job.ID); ok {
+		log.Info("job already handed over; reporting its outcome again instead of sending it again")
+		m.metrics.replays.Inc()
+		m.report(ctx, d, log, e.report(job))
+		return
+	}
+	if n := d.Deliveries(); n > m.cfg.MaxDeliveries {
+		m.deadLetter(ctx, d, log, fmt.Sprintf("the job was handed out %d times without settling", n-1))
+		return
+	}
+
 	out, err := m.deps.Delivery.LoadOutbound(ctx, job)
 	if ports.ErrorCode(err) == ports.CodeNotFound {
 		log.Info("message gone; job dropped")
-		m.settle(ctx, d, log, true, "dropped")
+		m.ack(ctx, d, log, "dropped")
 		return
 	}
 	if err != nil {
-		log.Warn("load failed", "error", err)
-		m.settle(ctx, d, log, false, "nacked")
+		m.retryLater(ctx, d, log, "loading the message failed: "+err.Error())
 		return
 	}
 	out.Job = job
@@ -197,12 +234,28 @@ func (m *MTA) handle(ctx context.Context, d ports.Delivery) {
 		m.metrics.deliveries.WithLabelValues(string(o.Kind)).Inc()
 		log.Debug("recipient outcome", "recipient", o.RecipientID, "outcome", o.Kind, "response", o.Response)
 	}
-	if err := m.deps.Delivery.ReportDelivery(ctx, report); err != nil {
-		log.Warn("report failed", "error", err)
-		m.settle(ctx, d, log, false, "nacked")
-		return
+	if handedOver(report) {
+		evicted, err := m.journal.record(report)
+		if err != nil {
+			// The report goes ahead: only a failure of both could send the message twice.
+			log.Error("journal write failed; a redelivery of this job would send it again", "error", err)
+		}
+		if evicted != "" {
+			log.Warn("journal full; forgot the oldest handed-over job", "evicted_job", evicted)
+		}
 	}
-	m.settle(ctx, d, log, true, "acked")
+	m.report(ctx, d, log, report)
+}
+
+// handedOver reports whether a receiving server accepted the message for some recipient: sending the job
+// again would deliver it twice.
+func handedOver(r ports.DeliveryReport) bool {
+	for _, o := range r.Recipients {
+		if o.Kind == ports.OutcomeDelivered {
+			return true
+		}
+	}
+	return false
 }
 
 // keepLease renews r every LeaseRenewInterval until the returned stop is called, so a job that takes long
@@ -234,19 +287,6 @@ func (m *MTA) keepLease(r ports.LeaseRenewer, log *slog.Logger) (stop func()) {
 		}
 	}()
 	return func() { close(done); wg.Wait() }
-}
-
-func (m *MTA) settle(ctx context.Context, d ports.Delivery, log *slog.Logger, ack bool, result string) {
-	var err error
-	if ack {
-		err = d.Ack(ctx)
-	} else {
-		err = d.Nack(ctx)
-	}
-	if err != nil {
-		log.Warn("settling the delivery failed", "ack", ack, "error", err)
-	}
-	m.metrics.jobs.WithLabelValues(result).Inc()
 }
 
 // deliver makes one delivery attempt for the job of out and returns its report.

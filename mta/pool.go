@@ -17,9 +17,12 @@ type session struct {
 	key    string   // pool key
 	remote string   // host[ip]:port, for replies and logs
 	tls    bool
-	uses   int  // transactions started on it
-	clean  bool // the last transaction ended with 250 after DATA: the next MAIL needs no RSET first
-	idle   time.Time
+	// downgrade says why a session that should have been under TLS is not (a refused STARTTLS or a failed
+	// handshake followed by plaintext); "" otherwise.
+	downgrade string
+	uses      int  // transactions started on it
+	clean     bool // the last transaction ended with 250 after DATA: the next MAIL needs no RSET first
+	idle      time.Time
 }
 
 // pool keeps SMTP connections per destination host:port: at most limit open at once (busy, idle or

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/postmill/postmill/ports"
+	"github.com/postmill/postmill/ports/netguard"
 )
 
 // nullMXReply is the outcome for a domain that publishes a null MX: RFC 7505 §4.2 says such mail is
@@ -24,12 +25,48 @@ const nullMXReply = "556 5.1.10 Recipient address has null MX"
 type destination struct {
 	host  string       // the name presented to TLS (SNI, certificate check) and logged
 	port  int          //
-	addrs []netip.Addr // known addresses; nil = look host up when dialing
+	addrs []netip.Addr // known addresses, already checked; nil = look host up (and check) when dialing
 	relay bool
+	// requireTLS refuses a session without TLS: no plaintext fallback after a failed STARTTLS.
+	requireTLS bool
 }
 
-// key names the destination's connection pool.
-func (d destination) key() string { return net.JoinHostPort(d.host, strconv.Itoa(d.port)) }
+// key names the destination's connection pool. Sessions that must be under TLS have a pool of their own,
+// so a session that fell back to plaintext for one recipient domain is never reused for a domain that
+// requires TLS.
+func (d destination) key() string {
+	k := net.JoinHostPort(d.host, strconv.Itoa(d.port))
+	if d.requireTLS {
+		k += " tls"
+	}
+	return k
+}
+
+// forbiddenRouteCode is the enhanced status (RFC 3463 X.4.4, unable to route) of a recipient domain whose
+// MX hosts have only forbidden addresses: a permanent failure, since no retry changes where they point
+// without the domain's owner changing its DNS.
+const forbiddenRouteCode = "5.4.4"
+
+// permitted returns the addresses of host that the forbidden-address rule (ports/netguard, exempting
+// Config.AllowNets) lets the MTA connect to, and the first refused one with why, for the outcome when none
+// is left. A tenant chooses its recipient domains, and with them the MX records the MTA follows: without
+// this a domain whose MX points at 10.0.0.5 or 169.254.169.254 would have the MTA speak SMTP inside
+// Postmill's own network.
+func (m *MTA) permitted(host string, addrs []netip.Addr) (ok []netip.Addr, refused string) {
+	ok = make([]netip.Addr, 0, len(addrs))
+	for _, a := range addrs {
+		if why, bad := netguard.Forbidden(a, m.cfg.AllowNets); bad {
+			if refused == "" {
+				refused = fmt.Sprintf("%s is %s", a, why)
+			}
+			m.metrics.forbidden.Inc()
+			m.log.Warn("refusing a forbidden MX address", "host", host, "addr", a.String(), "reason", why)
+			continue
+		}
+		ok = append(ok, a.Unmap().WithZone(""))
+	}
+	return ok, refused
+}
 
 // routeError is a routing decision that ends the attempt before any connection.
 type routeError struct {
@@ -42,17 +79,22 @@ func (e *routeError) Error() string { return e.response }
 // route returns where mail for domain goes, in the order to try. With a relay, always the relay.
 // Otherwise RFC 5321 §5.1: the MX records sorted by preference, equal preferences in random order; no MX
 // records (the name has no MX data, or does not exist) → the domain itself as an implicit MX of
-// preference 0, which must have an A or AAAA record; a null MX (RFC 7505) → bounced; a DNS failure that
-// may pass → deferred. Successful answers are reused for routeCacheTTL.
+// preference 0, which must have an A or AAAA record outside the forbidden ranges (failed when every one is
+// forbidden); a null MX (RFC 7505) → bounced; a DNS failure that may pass → deferred. Successful answers
+// are reused for routeCacheTTL. Every destination requires TLS when Config.RequireTLS or Deps.TLSPolicy
+// says so for domain.
 func (m *MTA) route(ctx context.Context, domain string) ([]destination, *routeError) {
-	if m.relay != nil {
-		return []destination{*m.relay}, nil
-	}
 	domain = strings.TrimSuffix(strings.ToLower(domain), ".")
+	requireTLS := m.cfg.RequireTLS || (m.deps.TLSPolicy != nil && m.deps.TLSPolicy.RequireTLS(ctx, domain))
+	if m.relay != nil {
+		d := *m.relay
+		d.requireTLS = requireTLS
+		return []destination{d}, nil
+	}
 	now := m.now()
 	mxs, addrs, cached := m.routes.get(domain, now)
 	if cached && len(mxs) == 0 {
-		return []destination{{host: domain, port: m.cfg.Port, addrs: addrs}}, nil
+		return []destination{{host: domain, port: m.cfg.Port, addrs: addrs, requireTLS: requireTLS}}, nil
 	}
 	var err error
 	if !cached {
@@ -67,8 +109,13 @@ func (m *MTA) route(ctx context.Context, domain string) ([]destination, *routeEr
 		addrs, err := m.deps.Resolver.LookupIP(ctx, domain)
 		switch kind := dnsKind(err); {
 		case err == nil && len(addrs) > 0:
-			m.routes.put(domain, routeAnswer{addrs: addrs}, now)
-			return []destination{{host: domain, port: m.cfg.Port, addrs: addrs}}, nil
+			ok, refused := m.permitted(domain, addrs)
+			if len(ok) == 0 {
+				return nil, &routeError{ports.OutcomeFailed, fmt.Sprintf("%s recipient domain %s has no MX and only forbidden addresses (%s)",
+					forbiddenRouteCode, domain, refused)}
+			}
+			m.routes.put(domain, routeAnswer{addrs: ok}, now)
+			return []destination{{host: domain, port: m.cfg.Port, addrs: ok, requireTLS: requireTLS}}, nil
 		case err == nil || kind == ports.DNSNoData || kind == ports.DNSNotFound:
 			return nil, &routeError{ports.OutcomeFailed, fmt.Sprintf("5.1.2 recipient domain %s has no MX and no address records", domain)}
 		default:
@@ -90,7 +137,7 @@ func (m *MTA) route(ctx context.Context, domain string) ([]destination, *routeEr
 		if host == "" { // a null MX among real ones is meaningless (RFC 7505 §3): skip it
 			continue
 		}
-		dests = append(dests, destination{host: host, port: m.cfg.Port})
+		dests = append(dests, destination{host: host, port: m.cfg.Port, requireTLS: requireTLS})
 	}
 	if len(dests) == 0 {
 		return nil, &routeError{ports.OutcomeBounced, nullMXReply}
@@ -162,19 +209,28 @@ func relayDestination(relay string) (*destination, error) {
 	return d, nil
 }
 
-// addresses returns the addresses to connect to for d.
+// addresses returns the addresses to connect to for d: its known ones, or the answer to a lookup of its
+// host without the forbidden addresses (the relay's are trusted). The caller dials exactly these, so
+// nothing is resolved twice between the check and the connection.
 func (m *MTA) addresses(ctx context.Context, d destination) ([]netip.Addr, error) {
 	if d.addrs != nil {
 		return d.addrs, nil
 	}
 	addrs, err := m.deps.Resolver.LookupIP(ctx, d.host)
 	if err != nil {
-		return nil, fmt.Errorf("4.4.3 address lookup of %s failed: %w", d.host, err)
+		return nil, &dialError{response: fmt.Sprintf("4.4.3 address lookup of %s failed: %v", d.host, err)}
 	}
 	if len(addrs) == 0 {
-		return nil, fmt.Errorf("4.4.3 %s has no address", d.host)
+		return nil, &dialError{response: fmt.Sprintf("4.4.3 %s has no address", d.host)}
 	}
-	return addrs, nil
+	if d.relay {
+		return addrs, nil
+	}
+	ok, refused := m.permitted(d.host, addrs)
+	if len(ok) == 0 {
+		return nil, &dialError{response: fmt.Sprintf("%s MX host %s has only forbidden addresses (%s)", forbiddenRouteCode, d.host, refused), forbidden: true}
+	}
+	return ok, nil
 }
 
 func dnsKind(err error) ports.DNSErrorKind {

@@ -1,10 +1,10 @@
 package mta
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"net"
-	"strings"
 	"time"
 
 	"github.com/emersion/go-smtp"
@@ -17,6 +17,9 @@ type result struct {
 	rcpts    []ports.Recipient
 	outcomes []ports.RecipientOutcome // Kind "" = not decided yet
 	handed   bool
+	// note is appended to every response decided while it is set: why the session in use is not under
+	// TLS although the server offered it.
+	note string
 }
 
 func newResult(rcpts []ports.Recipient) *result {
@@ -27,10 +30,12 @@ func newResult(rcpts []ports.Recipient) *result {
 	return r
 }
 
-// settle records a recipient's outcome. The response is made valid UTF-8 because a server's reply may carry
-// any bytes, while the timeline (and the Connect hop to the core) hold text.
+// settle records a recipient's outcome. The response is cleaned (cleanText) and bounded here, the one
+// place every outcome passes: a server's reply (or a DNS answer quoted in an error) may carry any bytes,
+// while the timeline, the journal and the Connect hop to the core hold text — and a NUL the store refuses
+// would have the report fail and the job retried.
 func (r *result) settle(i int, kind ports.DeliveryOutcomeKind, response string) {
-	r.outcomes[i].Kind, r.outcomes[i].Response = kind, strings.ToValidUTF8(response, "\uFFFD")
+	r.outcomes[i].Kind, r.outcomes[i].Response = kind, cleanTextWithNote(response, r.note, maxResponse)
 }
 
 // settleRest decides every recipient not decided yet.
@@ -51,15 +56,26 @@ func (r *result) settleRest(kind ports.DeliveryOutcomeKind, response string) {
 // state (RFC 5321 §4.1.1.4), so its MAIL is the probe: when MAIL on a reused session meets a closed
 // connection or 421, nothing has been handed over, and the message goes over another session as after a
 // failed RSET. This saves a round trip per message on busy connections.
+//
+// When every destination failed because its host has only forbidden addresses (ports/netguard), the
+// recipients fail for good: retrying cannot make those addresses reachable.
 func (m *MTA) send(ctx context.Context, dests []destination, from string, data []byte, r *result) {
 	last := "4.4.1 no destination reachable"
+	forbidden, allForbidden := "", true
 	for _, d := range dests {
 		for tries := 0; tries <= m.cfg.Concurrency; tries++ {
 			s, err := m.pool.get(ctx, d.key(), func(ctx context.Context) (*session, error) { return m.dial(ctx, d) })
 			if err != nil {
 				last = describeDialError(err)
+				var de *dialError
+				if errors.As(err, &de) && de.forbidden {
+					forbidden = cmp.Or(forbidden, de.response)
+				} else {
+					allForbidden = false
+				}
 				break
 			}
+			allForbidden = false
 			probe := s.uses > 0 && s.clean
 			if s.uses > 0 && !s.clean {
 				if err := m.rset(s); err != nil {
@@ -70,7 +86,11 @@ func (m *MTA) send(ctx context.Context, dests []destination, from string, data [
 			}
 			s.uses++
 			start := time.Now()
+			if s.downgrade != "" {
+				r.note = " (sent without TLS: " + cleanText(s.downgrade, maxNote) + ")"
+			}
 			keep, stale := m.transact(s, from, data, r, probe)
+			r.note = ""
 			if stale {
 				m.pool.discard(s)
 				last = "4.4.2 reused connection to " + s.remote + " was closed"
@@ -85,8 +105,15 @@ func (m *MTA) send(ctx context.Context, dests []destination, from string, data [
 			return
 		}
 	}
+	if allForbidden && forbidden != "" {
+		r.settleRest(ports.OutcomeFailed, forbidden)
+		return
+	}
 	r.settleRest(ports.OutcomeDeferred, last)
 }
+
+// maxNote bounds the downgrade note of an outcome, leaving most of maxResponse to the server's reply.
+const maxNote = 300
 
 // transact delivers to every recipient of r over s and reports whether the session can be reused. All
 // recipients go in one transaction; when the server refuses some with "too many recipients" (RFC 5321
