@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # make test: every module's tests against a real PostgreSQL — POSTMILL_TEST_DATABASE_URL when set, otherwise
-# the private cluster of pg.sh (database postmill_test; each test makes its own schema in it).
+# the private cluster of pg.sh (database postmill_test; each test makes its own schema in it) — then a short
+# run of every fuzz target (fuzz.sh).
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$ROOT"
@@ -19,3 +20,5 @@ pkgs=()
 for m in "${modules[@]}"; do pkgs+=("./$m/..."); done
 go vet "${pkgs[@]}"
 go test -count=1 -timeout 15m "${pkgs[@]}" "$@"
+# A short run of every fuzz target, POSTMILL_FUZZ_TIME each (docs/testing.md).
+deploy/scripts/fuzz.sh
