@@ -49,6 +49,7 @@ type Config struct {
 	MTAConcurrency    int
 	MTAMaxAge         time.Duration
 	MTARetryBase      time.Duration
+	MTAAllowNets      []netip.Prefix
 	SubmissionTLSCert string
 	SubmissionTLSKey  string
 	S3Endpoint        string
@@ -155,6 +156,7 @@ func LoadEnv(getenv Getenv) (Config, error) {
 		MTAConcurrency:    int(integer("POSTMILL_MTA_CONCURRENCY", 10)),
 		MTAMaxAge:         duration("POSTMILL_MTA_MAX_AGE", 72*time.Hour),
 		MTARetryBase:      duration("POSTMILL_MTA_RETRY_BASE", time.Minute),
+		MTAAllowNets:      prefixes("POSTMILL_MTA_ALLOW_NETS"),
 		SubmissionTLSCert: str("POSTMILL_SUBMISSION_TLS_CERT", ""),
 		SubmissionTLSKey:  str("POSTMILL_SUBMISSION_TLS_KEY", ""),
 		S3Endpoint:        str("POSTMILL_S3_ENDPOINT", ""),
