@@ -7,7 +7,6 @@ import (
 	"embed"
 	"encoding/hex"
 	"io/fs"
-	"mime"
 	"net/http"
 	"path"
 	"strings"
@@ -70,15 +69,19 @@ func loadDocsAsset(name string) (*docsAsset, error) {
 		return nil, err
 	}
 	sum := sha256.Sum256(body)
-	ct := mime.TypeByExtension(path.Ext(name))
-	switch {
-	case ct == "":
-		// LICENSE, NOTICE, VERSION: plain text.
-		ct = "text/plain; charset=utf-8"
-	case strings.HasPrefix(ct, "text/") && !strings.Contains(ct, "charset"):
-		ct += "; charset=utf-8"
+	ct, ok := docsContentTypes[path.Ext(name)]
+	if !ok {
+		ct = "text/plain; charset=utf-8" // LICENSE, NOTICE, VERSION, the third-party licence list
 	}
 	return &docsAsset{name: name, contentType: ct, body: body, etag: `"` + hex.EncodeToString(sum[:12]) + `"`}, nil
+}
+
+// docsContentTypes is fixed here rather than read from the system's mime.types, which differ between
+// machines (application/javascript or text/javascript) while nosniff makes the type matter.
+var docsContentTypes = map[string]string{
+	".html": "text/html; charset=utf-8",
+	".js":   "text/javascript; charset=utf-8",
+	".css":  "text/css; charset=utf-8",
 }
 
 // servePage answers GET /docs.
