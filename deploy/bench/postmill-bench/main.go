@@ -479,7 +479,9 @@ func runMTA(args []string) error {
 	}
 	z.mx["rcpt.example"] = "mx.rcpt.example"
 	z.a["mx.rcpt.example"] = net.ParseIP(host)
-	env := []string{"POSTMILL_MTA_PORT=" + port, fmt.Sprintf("POSTMILL_MTA_CONCURRENCY=%d", *concurrency)}
+	// The sink is on loopback, which the MTA refuses for MX hosts unless allow-listed.
+	env := []string{"POSTMILL_MTA_PORT=" + port, fmt.Sprintf("POSTMILL_MTA_CONCURRENCY=%d", *concurrency),
+		"POSTMILL_MTA_ALLOW_NETS=" + host}
 
 	// Phase 1: accept the messages with edge and core only (nothing delivers yet).
 	core, err := startPlatform(platformOpts{bin: *bin, db: *db, targets: "edge,core", zone: z, env: env})
