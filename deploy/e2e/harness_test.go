@@ -44,6 +44,8 @@ func testConfig(tb testing.TB, databaseURL string) app.Config {
 	cfg.SecretKeys = [][]byte{[]byte(randomHex(tb, 32))}
 	cfg.AdminEmails = []string{"root@admin.example"}
 	cfg.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}
+	// The MX sinks listen on 127.0.0.1, the one loopback address the MTA may deliver to here.
+	cfg.MTAAllowNets = []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}
 	cfg.ShutdownGraceSecs = 5
 	return cfg
 }
