@@ -6,7 +6,11 @@
 //
 // Routing follows RFC 5321 §5.1: the recipient domain's MX hosts in preference order, the domain's own
 // A/AAAA records when it has no MX (implicit MX), and an immediate bounce for a null MX (RFC 7505); or,
-// when a relay is configured, the relay with AUTH PLAIN. STARTTLS (RFC 3207) is used whenever offered.
+// when a relay is configured, the relay with AUTH PLAIN. Every MX and implicit-MX address passes the
+// forbidden-address rule of ports/netguard first (Config.AllowNets exempts; the relay is trusted): a
+// domain whose hosts have only forbidden addresses fails without any connection. STARTTLS (RFC 3207) is
+// used whenever offered; a refusal or a failed handshake falls back to plaintext, noted in the outcome and
+// counted, unless Config.RequireTLS or Deps.TLSPolicy requires TLS for the domain.
 // Connections are pooled per destination host:port, capped by Config.Concurrency, and carry one
 // transaction after another (RFC 5321 §3.3, RSET in between) until idle for Config.IdleConnTimeout. A
 // server that refuses recipients beyond its limit (RFC 5321 §4.5.3.1.8 and §4.5.3.1.10: 452) gets the
@@ -15,5 +19,9 @@
 //
 // Every recipient's outcome goes back to the core in one DeliveryReport: delivered (250 after DATA, with
 // the server's reply), deferred (4xx, 421, unreachable, DNS trouble), bounced (5xx, null MX) or failed (a
-// domain without any route, a message that cannot be built). The tier imports ports and libraries only.
+// domain without any route, a message that cannot be built). Every response is cleaned of control bytes
+// and bounded before it is stored. A job accepted by a server is journaled (fsynced) before it is
+// reported, so a redelivery after a failed report reports again instead of sending again; a job that
+// cannot be settled comes back after an exponential backoff and is dead-lettered at Config.MaxDeliveries.
+// The tier imports ports and libraries only.
 package mta
