@@ -31,7 +31,10 @@ type User struct {
 	// TOTPSecret is the RFC 6238 seed, encrypted at rest; empty until enrolment starts.
 	TOTPSecret  []byte
 	TOTPEnabled bool
-	CreatedAt   time.Time
+	// TOTPLastStep is the RFC 6238 time step of the last accepted code (0 before any): a code of this step
+	// or an earlier one is refused, so each code works once (RFC 6238 §5.2).
+	TOTPLastStep int64
+	CreatedAt    time.Time
 }
 
 // Membership ties a user to an organization.
@@ -110,6 +113,7 @@ type Principal struct {
 	OrganizationID string
 	UserID         string   // session principals
 	IsAdmin        bool     // session principals: platform admin
+	TwoFactor      bool     // session principals: the user has two-factor authentication enabled
 	APIKeyID       string   // API key principals
 	Scopes         []string // API key principals
 	ScopesEnforced bool     // API key principals; keys are always created enforced
@@ -202,9 +206,13 @@ type AccountService interface {
 	// Refresh spends a refresh token for a fresh pair; reusing a spent token revokes its family.
 	// Errors: unauthenticated.
 	Refresh(ctx context.Context, refreshToken string) (TokenPair, error)
-	// EnrollTOTP starts (or restarts) enrolment with a fresh seed. Errors: failed_precondition when 2FA is
-	// already enabled, not_found.
-	EnrollTOTP(ctx context.Context, p Principal) (TOTPEnrollment, error)
+	// Logout revokes the refresh token's whole family (every token of the login it came from), so no
+	// refresh works after it. Errors: unauthenticated when no such refresh token exists.
+	Logout(ctx context.Context, refreshToken string) error
+	// EnrollTOTP starts (or restarts) enrolment with a fresh seed once password proves the caller is the
+	// user, not only a holder of their access token. Errors: invalid_argument (password missing),
+	// unauthenticated (wrong password), failed_precondition when 2FA is already enabled, not_found.
+	EnrollTOTP(ctx context.Context, p Principal, password string) (TOTPEnrollment, error)
 	// VerifyTOTP enables 2FA when code matches the pending seed. Errors: invalid_argument (wrong code),
 	// failed_precondition (no enrolment started).
 	VerifyTOTP(ctx context.Context, p Principal, code string) error
@@ -265,8 +273,13 @@ type RateLimiter interface {
 // AccountStore persists users, organizations, memberships and refresh tokens. Unique violations come back
 // as already_exists naming the constraint; missing rows as not_found.
 type AccountStore interface {
-	// CreateSignup writes the user, the organization and the membership in one transaction.
+	// CreateSignup writes the user, the organization and the membership in one transaction. u.IsAdmin asks
+	// for the admin bootstrap: the user becomes an admin only if no user is an admin yet, decided
+	// atomically with the insert so two concurrent sign-ups cannot both get it.
 	CreateSignup(ctx context.Context, u User, org Organization, m Membership) error
+	// SetUserAdmin grants or withdraws platform admin on the user with this normalised email (the
+	// operator's `postmill admin` command). Errors: not_found.
+	SetUserAdmin(ctx context.Context, email string, admin bool) error
 	// UserByEmail looks up a user by normalised email.
 	UserByEmail(ctx context.Context, email string) (User, error)
 	// UserByID looks up a user.
@@ -275,14 +288,25 @@ type AccountStore interface {
 	Memberships(ctx context.Context, userID string) ([]Membership, error)
 	// SetUserTOTP stores the (encrypted) seed and whether 2FA is enabled.
 	SetUserTOTP(ctx context.Context, userID string, secret []byte, enabled bool) error
+	// ClaimTOTPStep records step as the user's last accepted TOTP step when it is later than the one
+	// stored, in one conditional update, and reports whether it was: of two logins presenting the same
+	// code, exactly one claims its step. Errors: not_found.
+	ClaimTOTPStep(ctx context.Context, userID string, step int64) (bool, error)
 	// InsertRefreshToken stores a new refresh token.
 	InsertRefreshToken(ctx context.Context, t RefreshToken) error
-	// ConsumeRefreshToken atomically marks the token with this hash used at now. fresh is false when the
-	// token had already been used or revoked (the caller then revokes the family); not_found when no token
-	// has this hash.
-	ConsumeRefreshToken(ctx context.Context, hash []byte, now time.Time) (t RefreshToken, fresh bool, err error)
+	// RotateRefreshToken spends the token with this hash, when it is unused, unrevoked and unexpired at now,
+	// and stores next as its successor (next's UserID, OrganizationID and FamilyID are taken from the spent
+	// token), all in one transaction that holds the spent token's row lock: of concurrent rotations of one
+	// token exactly one is fresh, and a family revoked after a rotation committed includes its successor.
+	// fresh is false, with the stored token, when it was used, revoked or expired (nothing is stored then);
+	// not_found when no token has this hash.
+	RotateRefreshToken(ctx context.Context, hash []byte, now time.Time, next RefreshToken) (t RefreshToken, fresh bool, err error)
 	// RevokeRefreshFamily revokes every unrevoked token of a family.
 	RevokeRefreshFamily(ctx context.Context, familyID string, now time.Time) error
+	// RevokeRefreshTokenFamily revokes every unrevoked token of the family of the token with this hash,
+	// after waiting for any rotation of that token in progress, so its successor is revoked too.
+	// Errors: not_found when no token has this hash.
+	RevokeRefreshTokenFamily(ctx context.Context, hash []byte, now time.Time) error
 }
 
 // OrganizationStore persists organizations and their usage meters.

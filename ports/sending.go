@@ -92,11 +92,14 @@ type BatchItemResult struct {
 	Err    error
 }
 
-// Recipient is one address of a message with its own delivery state.
+// Recipient is one address of a message with its own delivery state. Address is the bare address (what is
+// suppressed, grouped by domain and metered); Name is the display name the sender gave with it (decoded,
+// "" when none), which only the To and Cc header fields show.
 type Recipient struct {
 	ID      string
 	Type    string // RecipientTo, RecipientCc, RecipientBcc
 	Address string
+	Name    string
 	Status  MessageStatus
 }
 

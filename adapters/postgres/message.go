@@ -280,7 +280,7 @@ func messageFromRow(r db.Message) ports.Message {
 func recipientsFromRows(rows []db.Recipient) []ports.Recipient {
 	out := make([]ports.Recipient, len(rows))
 	for i, r := range rows {
-		out[i] = ports.Recipient{ID: r.ID, Type: r.Type, Address: r.Address, Status: ports.MessageStatus(r.Status)}
+		out[i] = ports.Recipient{ID: r.ID, Type: r.Type, Address: r.Address, Name: r.Name, Status: ports.MessageStatus(r.Status)}
 	}
 	return out
 }
@@ -290,7 +290,7 @@ func groupRecipients(rows []db.Recipient) map[string][]ports.Recipient {
 	out := make(map[string][]ports.Recipient)
 	for _, r := range rows {
 		out[r.MessageID] = append(out[r.MessageID], ports.Recipient{
-			ID: r.ID, Type: r.Type, Address: r.Address, Status: ports.MessageStatus(r.Status),
+			ID: r.ID, Type: r.Type, Address: r.Address, Name: r.Name, Status: ports.MessageStatus(r.Status),
 		})
 	}
 	return out

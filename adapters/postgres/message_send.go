@@ -249,6 +249,7 @@ func (s *Messages) insertSendGroup(ctx context.Context, group []*pendingSend) (m
 			recipients.Positions = append(recipients.Positions, int32(pos))
 			recipients.Types = append(recipients.Types, r.Type)
 			recipients.Addresses = append(recipients.Addresses, r.Address)
+			recipients.Names = append(recipients.Names, r.Name)
 			recipients.Domains = append(recipients.Domains, addressDomain(r.Address))
 			recipients.Statuses = append(recipients.Statuses, string(status))
 		}

@@ -49,13 +49,18 @@ func (s *Service) Signup(ctx context.Context, in ports.SignupInput) (ports.Signu
 		return ports.SignupResult{}, ports.ValidationError(violations...)
 	}
 
+	hash, err := s.hash(ctx, in.Password)
+	if err != nil {
+		return ports.SignupResult{}, err
+	}
 	now := s.now()
 	user := ports.User{
 		ID:           newID(),
 		Email:        email,
-		PasswordHash: hashPassword(in.Password, s.cfg.PasswordParams),
-		IsAdmin:      s.admins[email],
-		CreatedAt:    now,
+		PasswordHash: hash,
+		// A listed email asks for the admin bootstrap; the store grants it only while no admin exists.
+		IsAdmin:   s.admins[email],
+		CreatedAt: now,
 	}
 	org := ports.Organization{ID: newID(), Name: name, Slug: slug, CreatedAt: now, Plan: s.cfg.DefaultPlan}
 	membership := ports.Membership{UserID: user.ID, OrganizationID: org.ID, Role: roleOwner, CreatedAt: now}
@@ -71,6 +76,8 @@ func (s *Service) Signup(ctx context.Context, in ports.SignupInput) (ports.Signu
 
 // Login checks the password and, when 2FA is enabled, the TOTP code, then issues a token pair for the chosen
 // organization (the oldest membership unless OrgID names another). Every login starts a new refresh family.
+// Each attempt counts against the email's per-account window before any work, and costs one argon2id hash
+// in the bounded pool whether or not the account exists.
 func (s *Service) Login(ctx context.Context, in ports.LoginInput) (ports.TokenPair, error) {
 	var violations []ports.FieldViolation
 	email, ok := normaliseEmail(in.Email)
@@ -95,51 +102,76 @@ func (s *Service) Login(ctx context.Context, in ports.LoginInput) (ports.TokenPa
 		return ports.TokenPair{}, ports.ValidationError(violations...)
 	}
 
+	if err := s.throttleAccount(ctx, email); err != nil {
+		return ports.TokenPair{}, err
+	}
 	user, err := s.accounts.UserByEmail(ctx, email)
 	if ports.ErrorCode(err) == ports.CodeNotFound {
 		// Spend the same work as for a real account (no timing oracle on who has signed up).
-		_, _ = verifyPassword(in.Password, s.dummyHash)
+		if _, err := s.verify(ctx, in.Password, s.dummyHash); ports.ErrorCode(err) == ports.CodeResourceExhausted {
+			return ports.TokenPair{}, err
+		}
 		return ports.TokenPair{}, ports.Unauthenticated(msgInvalidLogin)
 	}
 	if err != nil {
 		return ports.TokenPair{}, fmt.Errorf("account: load user: %w", err)
 	}
-	match, err := verifyPassword(in.Password, user.PasswordHash)
-	if err != nil {
-		return ports.TokenPair{}, fmt.Errorf("account: password hash of user %s: %w", user.ID, err)
-	}
-	if !match {
-		return ports.TokenPair{}, ports.Unauthenticated(msgInvalidLogin)
+	if err := s.checkPassword(ctx, user, in.Password, msgInvalidLogin); err != nil {
+		return ports.TokenPair{}, err
 	}
 
-	var totpAccepted *totpState
+	var totpStep uint64
 	if user.TOTPEnabled {
 		if in.TOTP == "" {
 			return ports.TokenPair{}, ports.Unauthenticated(msgTOTPRequired)
 		}
-		state, err := s.openTOTP(user)
-		if err != nil {
+		if totpStep, err = s.matchUserTOTP(user, in.TOTP); err != nil {
 			return ports.TokenPair{}, err
 		}
-		step, ok := matchTOTP(state.Secret, in.TOTP, s.clock.Now(), state.LastStep)
-		if !ok {
-			return ports.TokenPair{}, ports.Unauthenticated(msgInvalidTOTP)
-		}
-		state.LastStep = step
-		totpAccepted = &state
 	}
 
 	orgID, err = s.loginOrganization(ctx, user.ID, orgID)
 	if err != nil {
 		return ports.TokenPair{}, err
 	}
-	if totpAccepted != nil {
-		// Spend the code only once the login is certain to succeed.
-		if err := s.storeTOTP(ctx, user.ID, *totpAccepted, true); err != nil {
+	if user.TOTPEnabled {
+		// Spend the code only once the login is certain to succeed. The claim is a conditional update, so
+		// of two logins racing with one code exactly one gets through.
+		if err := s.claimTOTPStep(ctx, user.ID, totpStep, msgInvalidTOTP); err != nil {
 			return ports.TokenPair{}, err
 		}
 	}
 	return s.issueTokens(ctx, user.ID, orgID, newID(), s.now())
+}
+
+// throttleAccount counts one password attempt against the email's per-account window (beside the edge's
+// per-IP one), before the store or the hash is touched. The key is the normalised email whether or not an
+// account has it, so being throttled reveals nothing about who has signed up.
+func (s *Service) throttleAccount(ctx context.Context, email string) error {
+	d, err := s.limiter.Allow(ctx, "login-account:"+email, s.cfg.LoginAccountLimit, s.cfg.LoginAccountWindow)
+	if err != nil {
+		return fmt.Errorf("account: login throttle: %w", err)
+	}
+	if !d.Allowed {
+		return ports.RateLimited(int((d.RetryAfter + time.Second - 1) / time.Second))
+	}
+	return nil
+}
+
+// checkPassword verifies password against the user's hash in the pool; a mismatch is unauthenticated with
+// message.
+func (s *Service) checkPassword(ctx context.Context, user ports.User, password, message string) error {
+	match, err := s.verify(ctx, password, user.PasswordHash)
+	if ports.ErrorCode(err) == ports.CodeResourceExhausted {
+		return err
+	}
+	if err != nil {
+		return fmt.Errorf("account: password hash of user %s: %w", user.ID, err)
+	}
+	if !match {
+		return ports.Unauthenticated("%s", message)
+	}
+	return nil
 }
 
 // loginOrganization returns requested when the user is a member of it, or the oldest membership when nothing
@@ -172,36 +204,68 @@ func (s *Service) loginOrganization(ctx context.Context, userID, requested strin
 
 // Refresh spends a refresh token for a fresh pair in the same family. Refresh tokens rotate on every use; a
 // second use of a spent token means it was copied, so the whole family is revoked and the legitimate holder
-// must log in again (the reuse detection of RFC 9700 §4.14.2).
+// must log in again (the reuse detection of RFC 9700 §4.14.2). The store spends the token and stores its
+// successor in one transaction under the token's row lock, so of two refreshes racing with one token exactly
+// one gets a pair, and the other's revocation of the family also catches the successor the first one got.
 func (s *Service) Refresh(ctx context.Context, refreshToken string) (ports.TokenPair, error) {
 	if !validRefreshToken(refreshToken) {
 		return ports.TokenPair{}, ports.Unauthenticated(msgInvalidRefresh)
 	}
 	now := s.now()
-	stored, fresh, err := s.accounts.ConsumeRefreshToken(ctx, tokenHash(refreshToken), now)
+	refresh := newRefreshToken()
+	next := ports.RefreshToken{
+		ID:        newID(),
+		TokenHash: tokenHash(refresh),
+		ExpiresAt: now.Add(s.cfg.RefreshTTL),
+		CreatedAt: now,
+	}
+	stored, fresh, err := s.accounts.RotateRefreshToken(ctx, tokenHash(refreshToken), now, next)
 	if ports.ErrorCode(err) == ports.CodeNotFound {
 		return ports.TokenPair{}, ports.Unauthenticated(msgInvalidRefresh)
 	}
 	if err != nil {
-		return ports.TokenPair{}, fmt.Errorf("account: consume refresh token: %w", err)
+		return ports.TokenPair{}, fmt.Errorf("account: rotate refresh token: %w", err)
 	}
 	if !fresh {
-		s.logger.WarnContext(ctx, "refresh token reused; revoking its family",
-			"user_id", stored.UserID, "family_id", stored.FamilyID)
+		if stored.UsedAt == nil && stored.RevokedAt == nil {
+			return ports.TokenPair{}, ports.Unauthenticated(msgInvalidRefresh) // expired, never used
+		}
+		if stored.UsedAt != nil {
+			s.logger.WarnContext(ctx, "refresh token reused; revoking its family",
+				"user_id", stored.UserID, "family_id", stored.FamilyID)
+		}
 		if err := s.accounts.RevokeRefreshFamily(ctx, stored.FamilyID, now); err != nil {
 			return ports.TokenPair{}, fmt.Errorf("account: revoke refresh family: %w", err)
 		}
 		return ports.TokenPair{}, ports.Unauthenticated(msgInvalidRefresh)
 	}
-	if !now.Before(stored.ExpiresAt) {
-		return ports.TokenPair{}, ports.Unauthenticated(msgInvalidRefresh)
+	access, err := signAccessToken(s.accessKeys[0], stored.UserID, stored.OrganizationID, now, s.cfg.AccessTTL)
+	if err != nil {
+		return ports.TokenPair{}, fmt.Errorf("account: sign access token: %w", err)
 	}
-	return s.issueTokens(ctx, stored.UserID, stored.OrganizationID, stored.FamilyID, now)
+	return ports.TokenPair{AccessToken: access, RefreshToken: refresh}, nil
+}
+
+// Logout revokes the family of a refresh token: the token, every token refreshed from it and the one the
+// current session would refresh with next. The access token in hand stays valid until it expires (at most
+// Config.AccessTTL): access tokens are not revocable, which is why they are short-lived.
+func (s *Service) Logout(ctx context.Context, refreshToken string) error {
+	if !validRefreshToken(refreshToken) {
+		return ports.Unauthenticated(msgInvalidRefresh)
+	}
+	err := s.accounts.RevokeRefreshTokenFamily(ctx, tokenHash(refreshToken), s.now())
+	if ports.ErrorCode(err) == ports.CodeNotFound {
+		return ports.Unauthenticated(msgInvalidRefresh)
+	}
+	if err != nil {
+		return fmt.Errorf("account: revoke refresh family: %w", err)
+	}
+	return nil
 }
 
 // issueTokens signs an access token and stores the hash of a new refresh token in family.
 func (s *Service) issueTokens(ctx context.Context, userID, orgID, family string, now time.Time) (ports.TokenPair, error) {
-	access, err := signAccessToken(s.accessKey, userID, orgID, now, s.cfg.AccessTTL)
+	access, err := signAccessToken(s.accessKeys[0], userID, orgID, now, s.cfg.AccessTTL)
 	if err != nil {
 		return ports.TokenPair{}, fmt.Errorf("account: sign access token: %w", err)
 	}
@@ -224,7 +288,7 @@ func (s *Service) issueTokens(ctx context.Context, userID, orgID, family string,
 // AuthenticateSession verifies an access JWT and loads its user. IsAdmin comes from the user row, never from
 // the token, so granting or withdrawing admin needs no token change and a token cannot claim it.
 func (s *Service) AuthenticateSession(ctx context.Context, token string) (ports.Principal, error) {
-	userID, orgID, err := parseAccessToken(s.accessKey, token, s.clock.Now())
+	userID, orgID, err := parseAccessToken(s.accessKeys, token, s.clock.Now())
 	if err != nil {
 		return ports.Principal{}, ports.Unauthenticated(msgInvalidSession)
 	}
@@ -240,6 +304,7 @@ func (s *Service) AuthenticateSession(ctx context.Context, token string) (ports.
 		OrganizationID: orgID,
 		UserID:         user.ID,
 		IsAdmin:        user.IsAdmin,
+		TwoFactor:      user.TOTPEnabled,
 	}, nil
 }
 

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/postmill/postmill/core/secret"
 )
 
 // Credential formats. The API key format is SPEC §5 rule 2; the others are Postmill's own and are recognisable
@@ -77,7 +79,9 @@ type accessClaims struct {
 
 var errInvalidAccessToken = errors.New("invalid access token")
 
-// signAccessToken issues an HS256 access token. One algorithm, one key per purpose (RFC 8725 §3.1, §3.9).
+// signAccessToken issues an HS256 access token. One algorithm, one key per purpose (RFC 8725 §3.1, §3.9). The
+// kid header (RFC 7515 §4.1.4) is secret.KeyID of the key, so that after POSTMILL_SECRET_KEY rotates, tokens
+// signed under the previous master are checked against its key rather than failing.
 func signAccessToken(key []byte, userID, orgID string, now time.Time, ttl time.Duration) (string, error) {
 	claims := accessClaims{
 		Org: orgID,
@@ -88,14 +92,18 @@ func signAccessToken(key []byte, userID, orgID string, now time.Time, ttl time.D
 			ExpiresAt: jwt.NewNumericDate(now.Add(ttl)),
 		},
 	}
-	return jwt.NewWithClaims(jwt.SigningMethodHS256, claims).SignedString(key)
+	token := jwt.NewWithClaims(jwt.SigningMethodHS256, claims)
+	token.Header["kid"] = secret.KeyID(key)
+	return token.SignedString(key)
 }
 
 // parseAccessToken verifies an access token at now and returns its subject and organization. It pins the
 // algorithm to HS256 instead of trusting the header (RFC 8725 §2.1, §3.1: "none" and algorithm substitution),
 // requires exp (RFC 7519 §4.1.4) and rejects any typ but access, so a token minted for another purpose with
-// the same format cannot stand in for a session (RFC 8725 §3.11).
-func parseAccessToken(key []byte, token string, now time.Time) (userID, orgID string, err error) {
+// the same format cannot stand in for a session (RFC 8725 §3.11). keys are every master's access key, the
+// primary's first: the token's kid picks those it is checked against, and a token without a kid (signed
+// before tokens named their key) is checked against each.
+func parseAccessToken(keys [][]byte, token string, now time.Time) (userID, orgID string, err error) {
 	var claims accessClaims
 	parser := jwt.NewParser(
 		jwt.WithValidMethods([]string{accessTokenAlgorithm}),
@@ -106,7 +114,17 @@ func parseAccessToken(key []byte, token string, now time.Time) (userID, orgID st
 		if t.Method != jwt.SigningMethodHS256 {
 			return nil, errInvalidAccessToken
 		}
-		return key, nil
+		kid, _ := t.Header["kid"].(string)
+		var set jwt.VerificationKeySet
+		for _, k := range keys {
+			if kid == "" || secret.KeyID(k) == kid {
+				set.Keys = append(set.Keys, k)
+			}
+		}
+		if len(set.Keys) == 0 {
+			return nil, errInvalidAccessToken
+		}
+		return set, nil
 	})
 	if err != nil {
 		return "", "", errInvalidAccessToken

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/postmill/postmill/core/secret"
 )
 
 func TestNewAPIKeyToken(t *testing.T) {
@@ -136,6 +138,14 @@ func relabel(tb testing.TB, token, alg string) string {
 	return header + "." + payload + "." + base64.RawURLEncoding.EncodeToString(mac.Sum(nil))
 }
 
+// flipFirst changes the first character of a base64url string to another one.
+func flipFirst(s string) string {
+	if s[0] == 'A' {
+		return "B" + s[1:]
+	}
+	return "A" + s[1:]
+}
+
 func TestAccessTokenClaims(t *testing.T) {
 	t.Parallel()
 	token, err := signAccessToken(testAccessKey, "user-1", "org-1", testNow, 15*time.Minute)
@@ -155,6 +165,9 @@ func TestAccessTokenClaims(t *testing.T) {
 	}
 	if header["alg"] != "HS256" {
 		t.Fatalf("alg = %v", header["alg"])
+	}
+	if header["kid"] != secret.KeyID(testAccessKey) {
+		t.Fatalf("kid = %v, want the key's id", header["kid"])
 	}
 	want := map[string]any{
 		"sub": "user-1", "org": "org-1", "typ": "access",
@@ -194,7 +207,7 @@ func TestParseAccessToken(t *testing.T) {
 		{name: "RS256-labelled HMAC", token: relabel(t, valid, "RS256"), at: testNow, wantErr: true},
 		{name: "HS256 relabel is still valid", token: relabel(t, valid, "HS256"), at: testNow},
 		{name: "tampered payload", token: parts[0] + "." + tamperedPayload + "." + parts[2], at: testNow, wantErr: true},
-		{name: "tampered signature", token: parts[0] + "." + parts[1] + "." + strings.ToUpper(parts[2][:4]) + parts[2][4:], at: testNow, wantErr: true},
+		{name: "tampered signature", token: parts[0] + "." + parts[1] + "." + flipFirst(parts[2]), at: testNow, wantErr: true},
 		{name: "typ refresh", token: signWith(t, jwt.SigningMethodHS256, validClaims("refresh", testNow, time.Hour), testAccessKey), at: testNow, wantErr: true},
 		{name: "typ missing", token: signWith(t, jwt.SigningMethodHS256, validClaims("", testNow, time.Hour), testAccessKey), at: testNow, wantErr: true},
 		{name: "wrong key", token: signWith(t, jwt.SigningMethodHS256, validClaims("access", testNow, time.Hour), []byte("another key, also 32 bytes long!")), at: testNow, wantErr: true},
@@ -207,7 +220,7 @@ func TestParseAccessToken(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			sub, org, err := parseAccessToken(testAccessKey, tt.token, tt.at)
+			sub, org, err := parseAccessToken([][]byte{testAccessKey}, tt.token, tt.at)
 			if tt.wantErr {
 				if err == nil {
 					t.Fatalf("parseAccessToken accepted %q", tt.token)

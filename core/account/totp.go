@@ -28,10 +28,11 @@ const (
 
 var errMalformedTOTPState = errors.New("malformed TOTP state")
 
-// totpState is what the user row's encrypted TOTP column holds: the base32 seed and the last time step whose
-// code was accepted. Keeping the step next to the seed lets the core refuse a replayed code (RFC 6238 §5.2:
-// "the verifier MUST NOT accept the second attempt of the OTP after the successful validation") without a
-// column of its own.
+// totpState is what the user row's encrypted TOTP column holds: the base32 seed and, in seeds sealed before
+// the user row had a column of its own for it, the last accepted time step. The step that counts now is
+// User.TOTPLastStep, claimed with a conditional update (RFC 6238 §5.2: "the verifier MUST NOT accept the
+// second attempt of the OTP after the successful validation"); a rewrite of the sealed value could not
+// stop two logins racing with one code.
 type totpState struct {
 	Secret   string
 	LastStep uint64
@@ -81,12 +82,27 @@ func matchTOTP(secret, code string, now time.Time, lastStep uint64) (uint64, boo
 	return matched, found
 }
 
-// EnrollTOTP starts (or restarts) two-factor enrolment with a fresh RFC 6238 seed. The seed is sealed with the
-// user id as associated data, so a ciphertext copied to another user's row does not open. 2FA stays off until
-// VerifyTOTP proves the user's app produces the same codes.
-func (s *Service) EnrollTOTP(ctx context.Context, p ports.Principal) (ports.TOTPEnrollment, error) {
+// msgInvalidPassword answers a wrong password where a session is already established (2FA enrolment).
+const msgInvalidPassword = "invalid password"
+
+// EnrollTOTP starts (or restarts) two-factor enrolment with a fresh RFC 6238 seed, once the password proves
+// that the caller is the user and not only someone holding a copy of their access token (who could
+// otherwise bind the account to their own authenticator). The check counts against the same per-account
+// window as logins. The seed is sealed with the user id as associated data, so a ciphertext copied to
+// another user's row does not open. 2FA stays off until VerifyTOTP proves the user's app produces the same
+// codes.
+func (s *Service) EnrollTOTP(ctx context.Context, p ports.Principal, password string) (ports.TOTPEnrollment, error) {
+	if password == "" {
+		return ports.TOTPEnrollment{}, ports.ValidationError(ports.FieldViolation{Path: "password", Message: "is required to start two-factor enrolment"})
+	}
 	user, err := s.sessionUser(ctx, p)
 	if err != nil {
+		return ports.TOTPEnrollment{}, err
+	}
+	if err := s.throttleAccount(ctx, user.Email); err != nil {
+		return ports.TOTPEnrollment{}, err
+	}
+	if err := s.checkPassword(ctx, user, password, msgInvalidPassword); err != nil {
 		return ports.TOTPEnrollment{}, err
 	}
 	if user.TOTPEnabled {
@@ -121,16 +137,51 @@ func (s *Service) VerifyTOTP(ctx context.Context, p ports.Principal, code string
 	if len(user.TOTPSecret) == 0 {
 		return ports.Errorf(ports.CodeFailedPrecondition, "two-factor enrolment has not been started")
 	}
-	state, err := s.openTOTP(user)
+	step, err := s.matchUserTOTP(user, code)
+	if ports.ErrorCode(err) == ports.CodeUnauthenticated {
+		return ports.Errorf(ports.CodeInvalidArgument, msgInvalidTOTP)
+	}
 	if err != nil {
 		return err
 	}
-	step, ok := matchTOTP(state.Secret, code, s.clock.Now(), state.LastStep)
-	if !ok {
-		return ports.Errorf(ports.CodeInvalidArgument, "invalid two-factor code")
+	if err := s.claimTOTPStep(ctx, user.ID, step, msgInvalidTOTP); err != nil {
+		if ports.ErrorCode(err) == ports.CodeUnauthenticated {
+			return ports.Errorf(ports.CodeInvalidArgument, msgInvalidTOTP)
+		}
+		return err
 	}
-	state.LastStep = step
-	return s.storeTOTP(ctx, user.ID, state, true)
+	return s.accounts.SetUserTOTP(ctx, user.ID, user.TOTPSecret, true)
+}
+
+// matchUserTOTP checks code against the user's seed and returns the step it matched, skipping every step up
+// to the last one accepted. A mismatch is unauthenticated.
+func (s *Service) matchUserTOTP(user ports.User, code string) (uint64, error) {
+	state, err := s.openTOTP(user)
+	if err != nil {
+		return 0, err
+	}
+	last := state.LastStep
+	if user.TOTPLastStep > 0 {
+		last = max(last, uint64(user.TOTPLastStep))
+	}
+	step, ok := matchTOTP(state.Secret, code, s.clock.Now(), last)
+	if !ok {
+		return 0, ports.Unauthenticated(msgInvalidTOTP)
+	}
+	return step, nil
+}
+
+// claimTOTPStep spends step for the user; a step another request claimed first is unauthenticated with
+// message, like a wrong code.
+func (s *Service) claimTOTPStep(ctx context.Context, userID string, step uint64, message string) error {
+	claimed, err := s.accounts.ClaimTOTPStep(ctx, userID, int64(step))
+	if err != nil {
+		return fmt.Errorf("account: claim TOTP step: %w", err)
+	}
+	if !claimed {
+		return ports.Unauthenticated("%s", message)
+	}
+	return nil
 }
 
 // sessionUser loads the user behind a session principal; 2FA is a property of a person, not of an API key.

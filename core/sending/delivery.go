@@ -122,7 +122,8 @@ func dateOf(msg ports.Message) time.Time {
 }
 
 // buildOutbound assembles what the MTA needs for one job. The To and Cc headers list every to and cc
-// recipient of the message, so each copy shows the same headers (RFC 5322 §3.6.3), while Bcc recipients
+// recipient of the message with the display name it was sent with, so each copy shows the same headers
+// (RFC 5322 §3.6.3), while Bcc recipients
 // appear only in their own envelope. The return path is a VERP address naming the recipient when the job has
 // exactly one, the message otherwise (the bounce's Final-Recipient then names the recipient, RFC 3464 §2.3.2).
 func buildOutbound(job ports.DeliveryJob, msg ports.Message, domain ports.Domain, recipients []ports.Recipient, dkimKey, verpKey []byte) ports.OutboundMessage {
@@ -130,9 +131,9 @@ func buildOutbound(job ports.DeliveryJob, msg ports.Message, domain ports.Domain
 	for _, r := range msg.Recipients {
 		switch r.Type {
 		case ports.RecipientTo:
-			to = append(to, r.Address)
+			to = append(to, headerMailbox(r))
 		case ports.RecipientCc:
-			cc = append(cc, r.Address)
+			cc = append(cc, headerMailbox(r))
 		}
 	}
 	fromDomain := addressDomain(senderAddress(msg.From))

@@ -334,12 +334,13 @@ func dedupeRecipients(to, cc, bcc []string) []ports.Recipient {
 		addrs []string
 	}{{ports.RecipientTo, to}, {ports.RecipientCc, cc}, {ports.RecipientBcc, bcc}} {
 		for _, a := range list.addrs {
-			k := strings.ToLower(a)
+			r := recipientOf(list.typ, a) // the bare address, and the display name for the header
+			k := strings.ToLower(r.Address)
 			if seen[k] {
 				continue
 			}
 			seen[k] = true
-			out = append(out, ports.Recipient{Type: list.typ, Address: a})
+			out = append(out, r)
 		}
 	}
 	return out

@@ -71,19 +71,18 @@ var ownedHeaders = map[string]struct{ name, hint string }{
 }
 
 // validateSend checks a send request against SPEC §4.2 and returns it normalised: addresses trimmed, From
-// and Reply-To reduced to the bare address when they carry no display name, a JSON null metadata dropped,
-// content ids stripped of angle brackets, scheduledAt in UTC. Every violation is reported (not only the
-// first), with the dot-joined paths of SPEC §7; cross-field rules report against their object ("" for the
-// body, attachments.N for an attachment).
+// and Reply-To reduced to the bare address when they carry no display name, recipients in the canonical
+// form of normaliseMailbox (see mailbox.go), a JSON null metadata dropped, content ids stripped of angle
+// brackets, scheduledAt in UTC. Every violation is reported (not only the first), with the dot-joined paths
+// of SPEC §7; cross-field rules report against their object ("" for the body, attachments.N for an
+// attachment).
 func validateSend(req ports.SendRequest) (ports.SendRequest, []ports.FieldViolation) {
 	var v violations
 
-	if from, ok := normaliseSender(req.From); ok {
+	if from, msg := normaliseSender(req.From); msg == "" {
 		req.From = from
-	} else if utf8.RuneCountInString(req.From) > maxHeaderLineLen {
-		v.add("from", msgFromLen)
 	} else {
-		v.add("from", msgEmail)
+		v.add("from", msg)
 	}
 
 	// At least one recipient. The REST schema requires `to` itself (SPEC §4.2); a message submitted over
@@ -96,10 +95,10 @@ func validateSend(req ports.SendRequest) (ports.SendRequest, []ports.FieldViolat
 	req.Bcc = normaliseRecipients(&v, "bcc", req.Bcc)
 
 	if req.ReplyTo != "" {
-		if replyTo, ok := normaliseSender(req.ReplyTo); ok {
+		if replyTo, msg := normaliseSender(req.ReplyTo); msg == "" {
 			req.ReplyTo = replyTo
 		} else {
-			v.add("replyTo", msgEmail)
+			v.add("replyTo", msg)
 		}
 	}
 
@@ -159,25 +158,33 @@ func (v *violations) add(path, message string) {
 	v.list = append(v.list, ports.FieldViolation{Path: path, Message: message})
 }
 
-// normaliseRecipients trims each address and reports the invalid ones as path.N.
+// normaliseRecipients accepts each address as a mailbox (a bare address, or one with a display name),
+// returns each in normaliseMailbox's canonical form and reports the invalid ones as path.N.
 func normaliseRecipients(v *violations, path string, addrs []string) []string {
 	if len(addrs) == 0 {
 		return nil
 	}
 	out := make([]string, len(addrs))
 	for i, a := range addrs {
-		a = strings.TrimSpace(a)
-		if !validAddrSpec(a) {
+		name, addr, ok, nameOK := parseMailbox(a)
+		switch {
+		case !ok:
 			v.add(path+"."+strconv.Itoa(i), msgEmail)
+			out[i] = strings.TrimSpace(a)
+		case !nameOK:
+			v.add(path+"."+strconv.Itoa(i), msgDisplayName)
+			out[i] = addr
+		default:
+			out[i] = normaliseMailbox(name, addr)
 		}
-		out[i] = a
 	}
 	return out
 }
 
 // validAddrSpec accepts a bare addr-spec (RFC 5322 §3.4.1) that net/mail parses to itself, with no display
 // name, angle brackets, comments or quoted local part, at most 320 characters, and a dotted host name
-// domain (validDomain). Recipients must be bare: they are matched against suppressions and grouped by domain.
+// domain (validDomain). It is the rule for the address part of every mailbox: that part is what is matched
+// against suppressions, grouped by domain and stored as a recipient's address.
 func validAddrSpec(s string) bool {
 	if s == "" || !utf8.ValidString(s) || utf8.RuneCountInString(s) > maxAddressLen || strings.ContainsAny(s, "\r\n\x00") {
 		return false
@@ -213,22 +220,23 @@ func validDomain(d string) bool {
 }
 
 // normaliseSender accepts a from or replyTo value: a bare address, or a mailbox with a display name
-// ("Acme <news@acme.com>", RFC 5322 §3.4 name-addr), since senders usually carry one. The address inside
-// follows validAddrSpec. A value without a display name is returned as the bare address (angle brackets
-// dropped); one with a display name is returned trimmed, as given, for the MTA to parse and encode.
-func normaliseSender(raw string) (string, bool) {
-	s := strings.TrimSpace(raw)
-	if s == "" || !utf8.ValidString(s) || utf8.RuneCountInString(s) > maxHeaderLineLen || strings.ContainsAny(s, "\r\n\x00") {
-		return "", false
+// ("Acme <news@acme.com>", RFC 5322 §3.4 name-addr, RFC 2047 encoded words included), since senders
+// usually carry one. The address inside follows validAddrSpec. A value without a display name is returned
+// as the bare address (angle brackets dropped); one with a display name is returned trimmed, as given, for
+// the MTA to parse and encode. msg is the violation, "" when the value is valid.
+func normaliseSender(raw string) (string, string) {
+	name, addr, ok, nameOK := parseMailbox(raw)
+	switch {
+	case !ok && utf8.RuneCountInString(raw) > maxHeaderLineLen:
+		return "", msgFromLen
+	case !ok:
+		return "", msgEmail
+	case !nameOK:
+		return "", msgDisplayName
+	case name == "":
+		return addr, ""
 	}
-	addr, err := mail.ParseAddress(s)
-	if err != nil || !validAddrSpec(addr.Address) {
-		return "", false
-	}
-	if addr.Name == "" {
-		return addr.Address, true
-	}
-	return s, true
+	return strings.TrimSpace(raw), ""
 }
 
 // senderAddress returns the bare address of a normalised from or replyTo value.

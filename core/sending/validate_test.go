@@ -67,8 +67,29 @@ func TestValidateSend(t *testing.T) {
 		{"to empty array", func(r *ports.SendRequest) { r.To = []string{} }, []string{"to"}},
 		{"to third invalid", func(r *ports.SendRequest) { r.To = []string{"a@example.com", "b@example.com", "nope"} }, []string{"to.2"}},
 		{"to empty string", func(r *ports.SendRequest) { r.To = []string{""} }, []string{"to.0"}},
-		{"to with display name", func(r *ports.SendRequest) { r.To = []string{"Alice <alice@example.com>"} }, []string{"to.0"}},
-		{"to in angle brackets", func(r *ports.SendRequest) { r.To = []string{"<alice@example.com>"} }, []string{"to.0"}},
+		{"to with display name", func(r *ports.SendRequest) { r.To = []string{"Alice <alice@example.com>"} }, nil},
+		{"to with quoted display name", func(r *ports.SendRequest) { r.To = []string{`"Lovelace, Ada" <ada@example.com>`} }, nil},
+		{"to with encoded-word display name", func(r *ports.SendRequest) { r.To = []string{"=?utf-8?q?Ad=C3=A1?= <ada@example.com>"} }, nil},
+		{"to with UTF-8 display name", func(r *ports.SendRequest) { r.To = []string{"Adá Lovelace <ada@example.com>"} }, nil},
+		{"to in angle brackets", func(r *ports.SendRequest) { r.To = []string{"<alice@example.com>"} }, nil},
+		{"to with two addresses in one", func(r *ports.SendRequest) { r.To = []string{"a@example.com, b@example.com"} }, []string{"to.0"}},
+		{"to as a group", func(r *ports.SendRequest) { r.To = []string{"Friends: a@example.com;"} }, []string{"to.0"}},
+		{"to display name without address", func(r *ports.SendRequest) { r.To = []string{"Alice"} }, []string{"to.0"}},
+		{"to display name with bad address", func(r *ports.SendRequest) { r.To = []string{"Alice <alice@localhost>"} }, []string{"to.0"}},
+		{"to display name with CRLF", func(r *ports.SendRequest) { r.To = []string{"Alice\r\nBcc: x@y.com <alice@example.com>"} }, []string{"to.0"}},
+		{"to encoded display name decoding to CRLF", func(r *ports.SendRequest) {
+			r.To = []string{"=?utf-8?q?Alice=0D=0ABcc:_x@y.com?= <alice@example.com>"}
+		}, []string{"to.0"}},
+		{"cc and bcc with display names", func(r *ports.SendRequest) {
+			r.Cc = []string{"Carol <c@example.com>"}
+			r.Bcc = []string{"Dave <d@example.com>", "Eve <eve@localhost>"}
+		}, []string{"bcc.1"}},
+		{"to display name over a header line", func(r *ports.SendRequest) {
+			r.To = []string{strings.Repeat("n", 990) + " <alice@example.com>"}
+		}, []string{"to.0"}},
+		{"replyTo encoded display name decoding to a control character", func(r *ports.SendRequest) {
+			r.ReplyTo = "=?utf-8?q?Support=07?= <support@acme.example>"
+		}, []string{"replyTo"}},
 		{"to with LF", func(r *ports.SendRequest) { r.To = []string{"alice@exam\nple.com"} }, []string{"to.0"}},
 		{"to with CR", func(r *ports.SendRequest) { r.To = []string{"ali\rce@example.com"} }, []string{"to.0"}},
 		{"to 320 characters", func(r *ports.SendRequest) { r.To = []string{longAddr} }, nil},
@@ -256,7 +277,8 @@ func TestValidateSendNormalises(t *testing.T) {
 	at := time.Date(2026, 5, 1, 12, 0, 0, 0, time.FixedZone("CEST", 2*3600))
 	req := validRequest()
 	req.From = "  <News@Acme.example> "
-	req.To = []string{" alice@example.com\t"}
+	req.To = []string{" alice@example.com\t", "Ada Lovelace <ada@example.org>", "<bob@example.net>", "=?utf-8?q?Ad=C3=A1?= <x@example.org>",
+		"ada@example.org (Ada)"}
 	req.Cc = []string{"c@example.com "}
 	req.ReplyTo = " Support <support@acme.example>  "
 	req.Metadata = json.RawMessage(" null ")
@@ -270,8 +292,10 @@ func TestValidateSendNormalises(t *testing.T) {
 	if got.From != "News@Acme.example" {
 		t.Errorf("From = %q, want the bare address", got.From)
 	}
-	if got.To[0] != "alice@example.com" || got.Cc[0] != "c@example.com" {
-		t.Errorf("To, Cc = %q, %q, want trimmed", got.To, got.Cc)
+	wantTo := []string{"alice@example.com", `"Ada Lovelace" <ada@example.org>`, "bob@example.net", "=?utf-8?q?Ad=C3=A1?= <x@example.org>",
+		`"Ada" <ada@example.org>`}
+	if !slices.Equal(got.To, wantTo) || got.Cc[0] != "c@example.com" {
+		t.Errorf("To, Cc = %q, %q, want %q and trimmed", got.To, got.Cc, wantTo)
 	}
 	if got.ReplyTo != "Support <support@acme.example>" {
 		t.Errorf("ReplyTo = %q, want the trimmed mailbox", got.ReplyTo)

@@ -43,14 +43,15 @@ FROM accept_messages(@organization_id::uuid, @month::date, @day::date, @ids::uui
 
 -- name: InsertMessageRecipients :exec
 -- Only for messages that exist at this point of the transaction: refused and deduplicated sends get none.
-INSERT INTO recipients (id, message_id, organization_id, position, type, address, domain, status)
-SELECT r.id, r.message_id, @organization_id, r.position, r.type, r.address, r.domain, r.status
+INSERT INTO recipients (id, message_id, organization_id, position, type, address, name, domain, status)
+SELECT r.id, r.message_id, @organization_id, r.position, r.type, r.address, r.name, r.domain, r.status
 FROM (SELECT
         unnest(@ids::uuid[]) AS id,
         unnest(@message_ids::uuid[]) AS message_id,
         unnest(@positions::int[]) AS position,
         unnest(@types::text[]) AS type,
         unnest(@addresses::text[]) AS address,
+        unnest(@names::text[]) AS name,
         unnest(@domains::text[]) AS domain,
         unnest(@statuses::text[]) AS status) AS r
 WHERE EXISTS (SELECT 1 FROM messages m WHERE m.id = r.message_id);

@@ -299,7 +299,7 @@ func (q *Queries) OutboundMessages(ctx context.Context, arg OutboundMessagesPara
 }
 
 const outboundRecipients = `-- name: OutboundRecipients :many
-SELECT r.id, r.message_id, r.organization_id, r.position, r.type, r.address, r.domain, r.status
+SELECT r.id, r.message_id, r.organization_id, r.position, r.type, r.address, r.domain, r.status, r.name
 FROM recipients r
 WHERE r.message_id = ANY($1::uuid[]) AND r.organization_id = ANY($2::uuid[])
 ORDER BY r.message_id, r.position
@@ -335,6 +335,7 @@ func (q *Queries) OutboundRecipients(ctx context.Context, arg OutboundRecipients
 			&i.Recipient.Address,
 			&i.Recipient.Domain,
 			&i.Recipient.Status,
+			&i.Recipient.Name,
 		); err != nil {
 			return nil, err
 		}

@@ -306,16 +306,17 @@ func (q *Queries) InsertMessageAttachments(ctx context.Context, arg InsertMessag
 }
 
 const insertMessageRecipients = `-- name: InsertMessageRecipients :exec
-INSERT INTO recipients (id, message_id, organization_id, position, type, address, domain, status)
-SELECT r.id, r.message_id, $1, r.position, r.type, r.address, r.domain, r.status
+INSERT INTO recipients (id, message_id, organization_id, position, type, address, name, domain, status)
+SELECT r.id, r.message_id, $1, r.position, r.type, r.address, r.name, r.domain, r.status
 FROM (SELECT
         unnest($2::uuid[]) AS id,
         unnest($3::uuid[]) AS message_id,
         unnest($4::int[]) AS position,
         unnest($5::text[]) AS type,
         unnest($6::text[]) AS address,
-        unnest($7::text[]) AS domain,
-        unnest($8::text[]) AS status) AS r
+        unnest($7::text[]) AS name,
+        unnest($8::text[]) AS domain,
+        unnest($9::text[]) AS status) AS r
 WHERE EXISTS (SELECT 1 FROM messages m WHERE m.id = r.message_id)
 `
 
@@ -326,6 +327,7 @@ type InsertMessageRecipientsParams struct {
 	Positions      []int32
 	Types          []string
 	Addresses      []string
+	Names          []string
 	Domains        []string
 	Statuses       []string
 }
@@ -339,6 +341,7 @@ func (q *Queries) InsertMessageRecipients(ctx context.Context, arg InsertMessage
 		arg.Positions,
 		arg.Types,
 		arg.Addresses,
+		arg.Names,
 		arg.Domains,
 		arg.Statuses,
 	)
@@ -579,7 +582,7 @@ func (q *Queries) PreferGenericPlans(ctx context.Context) error {
 }
 
 const recipientsByMessage = `-- name: RecipientsByMessage :many
-SELECT id, message_id, organization_id, position, type, address, domain, status FROM recipients
+SELECT id, message_id, organization_id, position, type, address, domain, status, name FROM recipients
 WHERE organization_id = $1 AND message_id = $2
 ORDER BY position
 `
@@ -607,6 +610,7 @@ func (q *Queries) RecipientsByMessage(ctx context.Context, arg RecipientsByMessa
 			&i.Address,
 			&i.Domain,
 			&i.Status,
+			&i.Name,
 		); err != nil {
 			return nil, err
 		}
@@ -619,7 +623,7 @@ func (q *Queries) RecipientsByMessage(ctx context.Context, arg RecipientsByMessa
 }
 
 const recipientsOfMessages = `-- name: RecipientsOfMessages :many
-SELECT id, message_id, organization_id, position, type, address, domain, status FROM recipients
+SELECT id, message_id, organization_id, position, type, address, domain, status, name FROM recipients
 WHERE organization_id = $1 AND message_id = ANY($2::uuid[])
 ORDER BY message_id, position
 `
@@ -647,6 +651,7 @@ func (q *Queries) RecipientsOfMessages(ctx context.Context, arg RecipientsOfMess
 			&i.Address,
 			&i.Domain,
 			&i.Status,
+			&i.Name,
 		); err != nil {
 			return nil, err
 		}
@@ -659,7 +664,7 @@ func (q *Queries) RecipientsOfMessages(ctx context.Context, arg RecipientsOfMess
 }
 
 const recipientsOfMessagesAnyOrg = `-- name: RecipientsOfMessagesAnyOrg :many
-SELECT id, message_id, organization_id, position, type, address, domain, status FROM recipients
+SELECT id, message_id, organization_id, position, type, address, domain, status, name FROM recipients
 WHERE message_id = ANY($1::uuid[])
 ORDER BY message_id, position
 `
@@ -683,6 +688,7 @@ func (q *Queries) RecipientsOfMessagesAnyOrg(ctx context.Context, messageIds []s
 			&i.Address,
 			&i.Domain,
 			&i.Status,
+			&i.Name,
 		); err != nil {
 			return nil, err
 		}

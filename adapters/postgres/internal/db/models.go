@@ -95,6 +95,8 @@ type DeliveryQueue struct {
 	LeaseToken     pgtype.UUID
 	Deliveries     int32
 	CreatedAt      time.Time
+	DeadAt         *time.Time
+	DeadReason     pgtype.Text
 }
 
 type DnsRecord struct {
@@ -192,6 +194,7 @@ type Recipient struct {
 	Address        string
 	Domain         string
 	Status         string
+	Name           string
 }
 
 type RefreshToken struct {
