@@ -56,6 +56,15 @@ type refreshRequest struct {
 	RefreshToken string   `json:"refreshToken" minLength:"1" doc:"The refreshToken of the latest pair; each one works once"`
 }
 
+type enrollTOTPRequest struct {
+	_        struct{} `json:"-" additionalProperties:"true"`
+	Password string   `json:"password" minLength:"1" maxLength:"1024" doc:"The account's password, asked again so that an access token alone cannot bind the account to another authenticator"`
+}
+
+type logoutResponse struct {
+	Revoked bool `json:"revoked" doc:"Always true: the refresh token's family is revoked"`
+}
+
 type enrollmentResponse struct {
 	Secret     string `json:"secret" doc:"Base32 RFC 6238 seed (SHA-1, 6 digits, 30 s)"`
 	OTPAuthURL string `json:"otpauthUrl" doc:"otpauth:// URL for authenticator apps"`
@@ -88,7 +97,8 @@ func (s *Server) registerAccountRoutes() {
 		OperationID: "login", Method: http.MethodPost, Path: "/v1/auth/login",
 		Tags: []string{tagAuth}, Summary: "Log in",
 		Description: "Exchanges email and password (and the TOTP code once 2FA is enabled) for a token pair. " +
-			"Limited to 10 per minute per client IP.",
+			"Limited to 10 per minute per client IP (IPv6 clients counted by /64) and 20 per 15 minutes per " +
+			"account email; a 429 with retryAfterSeconds 1 also answers when too many password checks are queued.",
 		Metadata: map[string]any{metaRateLimit: rateLimit{key: "login", limit: 10, window: time.Minute}},
 	}, access{kind: authPublic}, s.login, http.StatusBadRequest, http.StatusUnauthorized)
 
@@ -98,11 +108,21 @@ func (s *Server) registerAccountRoutes() {
 		Description: "Spends a refresh token for a fresh pair. Reusing a spent refresh token revokes its family.",
 	}, access{kind: authPublic}, s.refresh, http.StatusBadRequest, http.StatusUnauthorized)
 
+	// Not in SPEC §4.1: ends a login. Public like refresh, since the refresh token is the credential, and
+	// a client whose access token has expired must still be able to log out.
+	register(s, huma.Operation{
+		OperationID: "logout", Method: http.MethodPost, Path: "/v1/auth/logout",
+		Tags: []string{tagAuth}, Summary: "Log out",
+		Description: "Revokes the refresh token's family: it and every token refreshed from the same login stop " +
+			"working. Access tokens already issued stay valid until they expire.",
+	}, access{kind: authPublic}, s.logout, http.StatusBadRequest, http.StatusUnauthorized)
+
 	register(s, huma.Operation{
 		OperationID: "enroll-2fa", Method: http.MethodPost, Path: "/v1/auth/2fa/enroll", DefaultStatus: http.StatusCreated,
 		Tags: []string{tagAuth}, Summary: "Start two-factor enrolment",
-		Description: "Issues a fresh TOTP seed; two-factor is enabled once /v1/auth/2fa/verify accepts a code.",
-	}, access{kind: authSession}, s.enrollTOTP, http.StatusNotFound, http.StatusConflict)
+		Description: "Checks the account's password again, then issues a fresh TOTP seed; two-factor is enabled " +
+			"once /v1/auth/2fa/verify accepts a code. Password checks count against the account's login limit.",
+	}, access{kind: authSession}, s.enrollTOTP, http.StatusBadRequest, http.StatusNotFound, http.StatusConflict, http.StatusTooManyRequests)
 
 	register(s, huma.Operation{
 		OperationID: "verify-2fa", Method: http.MethodPost, Path: "/v1/auth/2fa/verify",
@@ -149,8 +169,15 @@ func (s *Server) refresh(ctx context.Context, in *body[refreshRequest]) (*body[t
 	return &body[tokenPair]{tokenPair{pair.AccessToken, pair.RefreshToken}}, nil
 }
 
-func (s *Server) enrollTOTP(ctx context.Context, _ *struct{}) (*body[enrollmentResponse], error) {
-	e, err := s.core.Accounts.EnrollTOTP(ctx, principalFrom(ctx))
+func (s *Server) logout(ctx context.Context, in *body[refreshRequest]) (*body[logoutResponse], error) {
+	if err := s.core.Accounts.Logout(ctx, in.Body.RefreshToken); err != nil {
+		return nil, err
+	}
+	return &body[logoutResponse]{logoutResponse{Revoked: true}}, nil
+}
+
+func (s *Server) enrollTOTP(ctx context.Context, in *body[enrollTOTPRequest]) (*body[enrollmentResponse], error) {
+	e, err := s.core.Accounts.EnrollTOTP(ctx, principalFrom(ctx), in.Body.Password)
 	if err != nil {
 		return nil, err
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"net/netip"
 	"slices"
 	"strings"
 	"time"
@@ -104,7 +105,7 @@ func (s *Server) writeError(ctx huma.Context, err error) {
 func (s *Server) allow(ctx context.Context, rl rateLimit) error {
 	ip := "unknown"
 	if info, ok := infoFrom(ctx); ok && info.clientIP.IsValid() {
-		ip = info.clientIP.String()
+		ip = rateLimitSubject(info.clientIP)
 	}
 	d, err := s.core.RateLimiter.Allow(ctx, rl.key+":"+ip, rl.limit, rl.window)
 	if err != nil {
@@ -115,6 +116,29 @@ func (s *Server) allow(ctx context.Context, rl rateLimit) error {
 	}
 	return nil
 }
+
+// ipv6SubjectBits is the IPv6 prefix a per-IP limit counts as one client. A single subscriber is routinely
+// given a whole /64 (RFC 6177), so counting each address separately would give one client 2^64 windows.
+const ipv6SubjectBits = 64
+
+// rateLimitSubject is what a per-IP limit counts: an IPv4 address (IPv4-mapped IPv6 included) as itself, an
+// IPv6 address as its /64.
+func rateLimitSubject(ip netip.Addr) string {
+	ip = ip.Unmap()
+	if !ip.Is6() {
+		return ip.String()
+	}
+	p, err := ip.WithZone("").Prefix(ipv6SubjectBits)
+	if err != nil {
+		return ip.String()
+	}
+	return p.String()
+}
+
+// msgAdmin2FA answers an admin whose account has no two-factor authentication, when Config.AdminWithout2FA
+// is off (POSTMILL_ADMIN_REQUIRE_2FA, the default).
+const msgAdmin2FA = "Platform admin routes require two-factor authentication: enable it for this account with " +
+	"POST /v1/auth/2fa/enroll and /v1/auth/2fa/verify"
 
 // authenticate reads only `Authorization: Bearer <token>` (SPEC §5: no query parameter, basic auth or
 // cookie) and checks the credential kind before the core sees the token, so an API key never reaches
@@ -153,6 +177,10 @@ func (s *Server) authenticate(ctx context.Context, header string, a access) (por
 		}
 		if a.kind == authAdmin && !p.IsAdmin {
 			return ports.Principal{}, ports.Errorf(ports.CodePermissionDenied, "Platform admin required")
+		}
+		// Admin power over every tenant is worth a second factor: a stolen password alone must not be enough.
+		if a.kind == authAdmin && !p.TwoFactor && !s.cfg.AdminWithout2FA {
+			return ports.Principal{}, ports.Errorf(ports.CodePermissionDenied, msgAdmin2FA)
 		}
 		return p, nil
 	}

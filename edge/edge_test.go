@@ -302,6 +302,30 @@ func TestAdminIs401Or403(t *testing.T) {
 	}
 }
 
+func TestAdminRoutesRequireTwoFactor(t *testing.T) {
+	t.Parallel()
+	b := MustStartEdge(t, newFakeCore(), nil)
+	for _, route := range []struct{ method, path string }{
+		{"GET", "/v1/admin/organizations"},
+		{"POST", "/v1/admin/organizations/" + otherOrg + "/pause"},
+		{"GET", "/v1/admin/suppressions"},
+	} {
+		body := mustError(t, b.do(t, route.method, route.path, admin1FAToken, nil), 403, "Forbidden",
+			"Platform admin routes require two-factor authentication: enable it for this account with POST /v1/auth/2fa/enroll and /v1/auth/2fa/verify")
+		if body["statusCode"] != float64(403) {
+			t.Errorf("%s %s: %v", route.method, route.path, body)
+		}
+	}
+	if n := b.fake.called("SetPaused") + b.fake.called("ListOrganizations"); n != 0 {
+		t.Errorf("an admin without 2FA reached the core %d times", n)
+	}
+	// The admin's non-admin routes work as before, and turning the requirement off admits them.
+	mustStatus(t, b.do(t, "GET", "/v1/organization", admin1FAToken, nil), 200)
+	off := MustStartEdge(t, newFakeCore(), func(c *edge.Config) { c.AdminWithout2FA = true })
+	mustStatus(t, off.do(t, "GET", "/v1/admin/organizations", admin1FAToken, nil), 200)
+	mustError(t, off.do(t, "GET", "/v1/admin/organizations", userToken, nil), 403, "Forbidden", "Platform admin required")
+}
+
 func TestOrganizationIDComesOnlyFromThePrincipal(t *testing.T) {
 	t.Parallel()
 	b := MustStartEdge(t, newFakeCore(), nil)
@@ -343,7 +367,12 @@ func TestRateLimitsByClientIP(t *testing.T) {
 		{"203.0.113.9", "203.0.113.9"},
 		// The client can prepend anything; the right-most untrusted entry wins.
 		{"198.51.100.1, 203.0.113.9, 10.1.2.3", "203.0.113.9"},
-		{"[2001:db8::1]:4711, 10.0.0.1", "2001:db8::1"},
+		// IPv6 clients count by /64: one subscriber routinely holds a whole /64.
+		{"[2001:db8::1]:4711, 10.0.0.1", "2001:db8::/64"},
+		{"2001:db8:0:0:ffff:1:2:3", "2001:db8::/64"},
+		{"2001:db8:0:1::1", "2001:db8:0:1::/64"},
+		// An IPv4-mapped address is the IPv4 client.
+		{"::ffff:203.0.113.7", "203.0.113.7"},
 		// Only trusted hops: the farthest one is the client.
 		{"10.9.9.9, 10.1.1.1", "10.9.9.9"},
 		// Garbage stops the walk at the nearest trusted hop.

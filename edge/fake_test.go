@@ -23,13 +23,15 @@ import (
 
 // Tokens the fake core recognises. Session tokens have the JWT shape; keys the svc_live_ shape.
 const (
-	userToken    = "eyJhbGciOiJIUzI1NiJ9.dXNlcg.c2ln"
-	adminToken   = "eyJhbGciOiJIUzI1NiJ9.YWRtaW4.c2ln"
-	bogusJWT     = "eyJhbGciOiJIUzI1NiJ9.Ym9ndXM.c2ln"
-	sendKey      = "svc_live_0123456789abcdef.send"
-	billingKey   = "svc_live_1123456789abcdef.billing"
-	starKey      = "svc_live_2123456789abcdef.star"
-	unenforcedKy = "svc_live_3123456789abcdef.legacy"
+	userToken  = "eyJhbGciOiJIUzI1NiJ9.dXNlcg.c2ln"
+	adminToken = "eyJhbGciOiJIUzI1NiJ9.YWRtaW4.c2ln"
+	// admin1FAToken is an admin whose account has no two-factor authentication.
+	admin1FAToken = "eyJhbGciOiJIUzI1NiJ9.YWRtaW4xZmE.c2ln"
+	bogusJWT      = "eyJhbGciOiJIUzI1NiJ9.Ym9ndXM.c2ln"
+	sendKey       = "svc_live_0123456789abcdef.send"
+	billingKey    = "svc_live_1123456789abcdef.billing"
+	starKey       = "svc_live_2123456789abcdef.star"
+	unenforcedKy  = "svc_live_3123456789abcdef.legacy"
 
 	readKey = "svc_live_4123456789abcdef.read"
 	// Keys holding only one of the webhook scopes.
@@ -295,8 +297,19 @@ func (f *fakeCore) Refresh(context.Context, string) (ports.TokenPair, error) {
 	return ports.TokenPair{AccessToken: "a2", RefreshToken: "r2"}, nil
 }
 
-func (f *fakeCore) EnrollTOTP(_ context.Context, p ports.Principal) (ports.TOTPEnrollment, error) {
+func (f *fakeCore) Logout(_ context.Context, refreshToken string) error {
+	f.record("Logout", "")
+	if refreshToken == "unknown" {
+		return ports.Unauthenticated("invalid or expired refresh token")
+	}
+	return nil
+}
+
+func (f *fakeCore) EnrollTOTP(_ context.Context, p ports.Principal, password string) (ports.TOTPEnrollment, error) {
 	f.record("EnrollTOTP", p.OrganizationID)
+	if password == "wrong one" {
+		return ports.TOTPEnrollment{}, ports.Unauthenticated("invalid password")
+	}
 	return ports.TOTPEnrollment{Secret: "JBSWY3DPEHPK3PXP", OTPAuthURL: "otpauth://totp/Postmill:u?secret=JBSWY3DPEHPK3PXP"}, nil
 }
 
@@ -343,7 +356,9 @@ func (f *fakeCore) AuthenticateSession(_ context.Context, token string) (ports.P
 	case userToken:
 		return ports.Principal{Kind: ports.PrincipalSession, OrganizationID: userOrg, UserID: "u1"}, nil
 	case adminToken:
-		return ports.Principal{Kind: ports.PrincipalSession, OrganizationID: adminOrg, UserID: "u2", IsAdmin: true}, nil
+		return ports.Principal{Kind: ports.PrincipalSession, OrganizationID: adminOrg, UserID: "u2", IsAdmin: true, TwoFactor: true}, nil
+	case admin1FAToken:
+		return ports.Principal{Kind: ports.PrincipalSession, OrganizationID: adminOrg, UserID: "u3", IsAdmin: true}, nil
 	}
 	return ports.Principal{}, ports.Unauthenticated("Invalid session token")
 }

@@ -26,6 +26,8 @@ var requestExamples = map[string][]bodyExample{
 			`{"email":"ada@example.com","password":"correct horse battery","totp":"492039","orgId":"0196f3c2-8a41-7d3e-9c55-2f1b6a0e4d17"}`},
 	},
 	"refresh-token":          {{"refresh", "", `{"refreshToken":"rt_YW4gZXhhbXBsZSByZWZyZXNoIHRva2VuLCBub3QgYSB"}`}},
+	"logout":                 {{"logout", "", `{"refreshToken":"rt_YW4gZXhhbXBsZSByZWZyZXNoIHRva2VuLCBub3QgYSB"}`}},
+	"enroll-2fa":             {{"password", "", `{"password":"correct horse battery"}`}},
 	"verify-2fa":             {{"code", "", `{"code":"492039"}`}},
 	"create-api-key":         {{"key", "", `{"name":"backend","scopes":["emails:send","emails:read"]}`}},
 	"create-smtp-credential": {{"credential", "", `{"name":"billing relay"}`}},

@@ -44,8 +44,19 @@ func TestAccountRoutesShapes(t *testing.T) {
 	}
 	mustError(t, b.do(t, "POST", "/v1/auth/refresh", "", map[string]any{}), 400, "", "Validation failed")
 
-	mustError(t, b.do(t, "POST", "/v1/auth/2fa/enroll", "", nil), 401, "", "")
-	r = mustStatus(t, b.do(t, "POST", "/v1/auth/2fa/enroll", userToken, nil), 201)
+	r = mustStatus(t, b.do(t, "POST", "/v1/auth/logout", "", map[string]any{"refreshToken": "r"}), 200)
+	if r.body["revoked"] != true || len(r.body) != 1 {
+		t.Errorf("logout body: %s", r.raw)
+	}
+	mustError(t, b.do(t, "POST", "/v1/auth/logout", "", map[string]any{"refreshToken": "unknown"}), 401, "Unauthorized", "invalid or expired refresh token")
+	mustError(t, b.do(t, "POST", "/v1/auth/logout", "", map[string]any{}), 400, "", "Validation failed")
+
+	mustError(t, b.do(t, "POST", "/v1/auth/2fa/enroll", "", map[string]any{"password": "long enough"}), 401, "", "")
+	// Enrolment asks for the password again.
+	mustError(t, b.do(t, "POST", "/v1/auth/2fa/enroll", userToken, nil), 400, "", "")
+	mustError(t, b.do(t, "POST", "/v1/auth/2fa/enroll", userToken, map[string]any{}), 400, "", "Validation failed")
+	mustError(t, b.do(t, "POST", "/v1/auth/2fa/enroll", userToken, map[string]any{"password": "wrong one"}), 401, "Unauthorized", "invalid password")
+	r = mustStatus(t, b.do(t, "POST", "/v1/auth/2fa/enroll", userToken, map[string]any{"password": "long enough"}), 201)
 	if r.body["secret"] != "JBSWY3DPEHPK3PXP" || !strings.HasPrefix(r.body["otpauthUrl"].(string), "otpauth://") {
 		t.Errorf("enroll body: %s", r.raw)
 	}
@@ -203,6 +214,7 @@ func TestOpenAPIListsEveryRoute(t *testing.T) {
 		{"post", "/v1/auth/signup", "signup", "201", "", nil},
 		{"post", "/v1/auth/login", "login", "200", "", nil},
 		{"post", "/v1/auth/refresh", "refresh-token", "200", "", nil},
+		{"post", "/v1/auth/logout", "logout", "200", "", nil},
 		{"post", "/v1/auth/2fa/enroll", "enroll-2fa", "201", "session", nil},
 		{"post", "/v1/auth/2fa/verify", "verify-2fa", "200", "session", nil},
 		{"get", "/v1/api-keys", "list-api-keys", "200", "session", nil},

@@ -68,6 +68,9 @@ type Config struct {
 	// BaseURL is the public address clients reach the edge at (POSTMILL_BASE_URL); the OpenAPI document
 	// names it in servers. Empty leaves servers out, which readers take as the document's own origin.
 	BaseURL string
+	// AdminWithout2FA lets platform admins use /v1/admin/* without two-factor authentication on their
+	// account (POSTMILL_ADMIN_REQUIRE_2FA=false, for tests and local runs). By default such an admin gets 403.
+	AdminWithout2FA bool
 }
 
 // Validate rejects configurations that would silently lose metrics or bodies.
