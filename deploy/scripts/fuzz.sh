@@ -34,14 +34,14 @@ for t in "${targets[@]}"; do
 	ran=$((ran + 1))
 	t0=$SECONDS
 	if out=$(go test -run '^$' -fuzz "^${name}\$" -fuzztime="$fuzztime" "./$dir" 2>&1); then
-		printf 'ok    %-14s %-24s %3ds\n' "$dir" "$name" $((SECONDS - t0))
+		printf 'ok    %-16s %-20s %3ds\n' "$dir" "$name" $((SECONDS - t0))
 	elif [[ $out == *"context deadline exceeded"* ]] && [ -z "$(printf '%s\n' "$out" | grep -v \
 		-e '^fuzz: ' -e "^--- FAIL: ${name} (" -e '^    context deadline exceeded$' -e '^FAIL' -e '^exit status ')" ]; then
 		# Go 1.26's fuzz coordinator can report its own -fuzztime deadline as a failure when a worker is
 		# slow to stop (golang/go#75804, fixed in Go 1.27): no input failed and none was written.
-		printf 'ok    %-14s %-24s %3ds  (deadline race of golang/go#75804, no failing input)\n' "$dir" "$name" $((SECONDS - t0))
+		printf 'ok    %-16s %-20s %3ds  (deadline race of golang/go#75804, no failing input)\n' "$dir" "$name" $((SECONDS - t0))
 	else
-		printf 'FAIL  %-14s %-24s %3ds\n' "$dir" "$name" $((SECONDS - t0))
+		printf 'FAIL  %-16s %-20s %3ds\n' "$dir" "$name" $((SECONDS - t0))
 		printf '%s\n' "$out" | grep -v '^fuzz: elapsed: ' >&2
 		failed+=("$dir $name")
 	fi
