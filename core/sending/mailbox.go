@@ -29,6 +29,13 @@ func parseMailbox(raw string) (name, addr string, ok, nameOK bool) {
 	if s == "" || !utf8.ValidString(s) || utf8.RuneCountInString(s) > maxHeaderLineLen || strings.ContainsAny(s, "\r\n\x00") {
 		return "", "", false, false
 	}
+	return splitMailbox(s)
+}
+
+// splitMailbox is parseMailbox without the bounds on the value as a whole: a canonical form
+// (normaliseMailbox) may be longer than what the caller wrote, since RFC 2047 encoding grows a non-ASCII
+// name, and must still split into the same name and address.
+func splitMailbox(s string) (name, addr string, ok, nameOK bool) {
 	if isGroup(s) {
 		return "", "", false, false
 	}
@@ -83,7 +90,7 @@ func normaliseMailbox(name, addr string) string {
 // recipientOf is the recipient of type typ for a to, cc or bcc value that validateSend accepted (and so
 // normalised): its bare address and its display name.
 func recipientOf(typ, value string) ports.Recipient {
-	name, addr, ok, _ := parseMailbox(value)
+	name, addr, ok, _ := splitMailbox(value)
 	if !ok {
 		return ports.Recipient{Type: typ, Address: value}
 	}

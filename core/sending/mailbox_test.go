@@ -57,6 +57,7 @@ func TestHeaderMailboxRoundTrips(t *testing.T) {
 	for _, name := range []string{
 		"", "Ada", "Ada Lovelace", "Lovelace, Ada", `Ada "the Countess" Lovelace`, `back\slash`, "Adá Lovelace",
 		"Grüße 🚀", "=?utf-8?q?not-an-encoded-word?=", "a <b@c.example>", "semi; colon: and (paren)", strings.Repeat("long ", 40),
+		strings.Repeat("ü", 400), // its encoded form is longer than a header line
 	} {
 		r := ports.Recipient{Type: ports.RecipientTo, Address: "ada@example.org", Name: strings.TrimSpace(name)}
 		h := headerMailbox(r)
@@ -118,4 +119,32 @@ func TestBuildOutboundWritesDisplayNames(t *testing.T) {
 	if want := []string{`"Lovelace, Carol" <carol@example.org>`}; !slices.Equal(out.Cc, want) {
 		t.Errorf("Cc %q, want %q", out.Cc, want)
 	}
+}
+
+// FuzzParseMailbox: whatever a caller sends, an accepted mailbox has a valid bare address, and its
+// canonical form is one header line that parses back to the same name and address.
+func FuzzParseMailbox(f *testing.F) {
+	for _, s := range []string{"ada@example.org", "Ada Lovelace <ada@example.org>", `"L, A" <a@example.org>`,
+		"=?utf-8?q?Ad=C3=A1?= <a@example.org>", "Friends: a@example.org;", "a@example.org (c)", "jöhn@example.org"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		name, addr, ok, nameOK := parseMailbox(raw)
+		if !ok {
+			return
+		}
+		if !validAddrSpec(addr) {
+			t.Fatalf("%q gave the invalid address %q", raw, addr)
+		}
+		if !nameOK {
+			return
+		}
+		canonical := normaliseMailbox(name, addr)
+		if strings.ContainsAny(canonical, "\r\n\x00") {
+			t.Fatalf("%q normalises to %q, more than one line", raw, canonical)
+		}
+		if r := recipientOf(ports.RecipientTo, canonical); r.Name != name || r.Address != addr {
+			t.Fatalf("%q normalises to %q, which splits into %q %q", raw, canonical, r.Name, r.Address)
+		}
+	})
 }
