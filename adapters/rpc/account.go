@@ -69,8 +69,13 @@ func (s *accountServer) Refresh(ctx context.Context, req *connect.Request[accoun
 	})
 }
 
+func (s *accountServer) Logout(ctx context.Context, req *connect.Request[accountv1.LogoutRequest]) (*connect.Response[accountv1.LogoutResponse], error) {
+	err := s.svc.Logout(ctx, req.Msg.GetRefreshToken())
+	return respond(ctx, s.log, req, err, empty[accountv1.LogoutResponse])
+}
+
 func (s *accountServer) EnrollTOTP(ctx context.Context, req *connect.Request[accountv1.EnrollTOTPRequest]) (*connect.Response[accountv1.EnrollTOTPResponse], error) {
-	e, err := s.svc.EnrollTOTP(ctx, principalFromProto(req.Msg.GetPrincipal()))
+	e, err := s.svc.EnrollTOTP(ctx, principalFromProto(req.Msg.GetPrincipal()), req.Msg.GetPassword())
 	return respond(ctx, s.log, req, err, func() *accountv1.EnrollTOTPResponse {
 		return &accountv1.EnrollTOTPResponse{Secret: e.Secret, OtpAuthUrl: e.OTPAuthURL}
 	})
@@ -150,9 +155,14 @@ func (c *accountClient) Refresh(ctx context.Context, refreshToken string) (ports
 		pick((*accountv1.RefreshResponse).GetTokens, tokenPairFromProto))
 }
 
-func (c *accountClient) EnrollTOTP(ctx context.Context, p ports.Principal) (ports.TOTPEnrollment, error) {
+func (c *accountClient) Logout(ctx context.Context, refreshToken string) error {
+	return exec(ctx, accountv1connect.AccountServiceLogoutProcedure, c.conn.Logout,
+		&accountv1.LogoutRequest{RefreshToken: refreshToken})
+}
+
+func (c *accountClient) EnrollTOTP(ctx context.Context, p ports.Principal, password string) (ports.TOTPEnrollment, error) {
 	return call(ctx, accountv1connect.AccountServiceEnrollTOTPProcedure, c.conn.EnrollTOTP,
-		&accountv1.EnrollTOTPRequest{Principal: principalToProto(p)},
+		&accountv1.EnrollTOTPRequest{Principal: principalToProto(p), Password: password},
 		func(m *accountv1.EnrollTOTPResponse) ports.TOTPEnrollment {
 			return ports.TOTPEnrollment{Secret: m.GetSecret(), OTPAuthURL: m.GetOtpAuthUrl()}
 		})
@@ -221,6 +231,7 @@ func principalToProto(p ports.Principal) *accountv1.Principal {
 		ApiKeyId:       p.APIKeyID,
 		Scopes:         accountScopesToProto(p.Scopes),
 		ScopesEnforced: p.ScopesEnforced,
+		TwoFactor:      p.TwoFactor,
 	}
 }
 
@@ -233,5 +244,6 @@ func principalFromProto(p *accountv1.Principal) ports.Principal {
 		APIKeyID:       p.GetApiKeyId(),
 		Scopes:         accountScopesFromProto(p.GetScopes()),
 		ScopesEnforced: p.GetScopesEnforced(),
+		TwoFactor:      p.GetTwoFactor(),
 	}
 }

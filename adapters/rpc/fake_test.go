@@ -116,8 +116,12 @@ func (f *fakeCore) Refresh(ctx context.Context, refreshToken string) (ports.Toke
 	return f.tokens, f.record(ctx, "Refresh", refreshToken)
 }
 
-func (f *fakeCore) EnrollTOTP(ctx context.Context, p ports.Principal) (ports.TOTPEnrollment, error) {
-	return f.enrollment, f.record(ctx, "EnrollTOTP", p)
+func (f *fakeCore) Logout(ctx context.Context, refreshToken string) error {
+	return f.record(ctx, "Logout", refreshToken)
+}
+
+func (f *fakeCore) EnrollTOTP(ctx context.Context, p ports.Principal, password string) (ports.TOTPEnrollment, error) {
+	return f.enrollment, f.record(ctx, "EnrollTOTP", p, password)
 }
 
 func (f *fakeCore) VerifyTOTP(ctx context.Context, p ports.Principal, code string) error {

@@ -33,7 +33,7 @@ func serverInterceptors(cfg ServerConfig, log *slog.Logger) []connect.Intercepto
 	return nonNil(
 		newOtelInterceptor(log, otelconnect.WithTrustRemote()),
 		&recoverInterceptor{log: log},
-		newServerAuth(cfg.Token),
+		newServerAuth(cfg.Token, cfg.OlderTokens...),
 	)
 }
 
@@ -75,23 +75,33 @@ func newOtelInterceptor(log *slog.Logger, opts ...otelconnect.Option) connect.In
 	return i
 }
 
-// serverAuth admits a call only when it presents `Authorization: Bearer <token>`. Digests of both sides
-// are compared in constant time, so neither the token's bytes nor its length leak through timing. An
-// empty configured token admits nothing: a server someone forgot to configure must not be open.
+// serverAuth admits a call only when it presents `Authorization: Bearer <token>` with the configured token
+// or one of the older ones. Digests of both sides are compared in constant time, each of them, so neither
+// the token's bytes, its length nor which one matched leak through timing. An empty configured token admits
+// nothing: a server someone forgot to configure must not be open.
 type serverAuth struct {
-	want    [sha256.Size]byte
+	want    [][sha256.Size]byte
 	enabled bool
 }
 
-func newServerAuth(token string) *serverAuth {
-	return &serverAuth{want: sha256.Sum256([]byte(token)), enabled: token != ""}
+func newServerAuth(token string, older ...string) *serverAuth {
+	a := &serverAuth{want: [][sha256.Size]byte{sha256.Sum256([]byte(token))}, enabled: token != ""}
+	for _, t := range older {
+		if t != "" {
+			a.want = append(a.want, sha256.Sum256([]byte(t)))
+		}
+	}
+	return a
 }
 
 func (a *serverAuth) check(h http.Header) error {
 	scheme, credentials, ok := strings.Cut(h.Get("Authorization"), " ")
 	// Evaluate everything before deciding, so that a missing header costs the same as a wrong one.
 	got := sha256.Sum256([]byte(credentials))
-	match := subtle.ConstantTimeCompare(got[:], a.want[:]) == 1
+	match := false
+	for _, want := range a.want {
+		match = subtle.ConstantTimeCompare(got[:], want[:]) == 1 || match
+	}
 	if !a.enabled || !ok || !strings.EqualFold(scheme, "Bearer") || !match {
 		return connect.NewError(connect.CodeUnauthenticated, errInvalidCredentials)
 	}

@@ -120,7 +120,7 @@ type roundTrip struct {
 }
 
 func roundTrips() []roundTrip {
-	sessionPrincipal := ports.Principal{Kind: ports.PrincipalSession, OrganizationID: "org1", UserID: "u1", IsAdmin: true}
+	sessionPrincipal := ports.Principal{Kind: ports.PrincipalSession, OrganizationID: "org1", UserID: "u1", IsAdmin: true, TwoFactor: true}
 	keyPrincipal := ports.Principal{
 		Kind: ports.PrincipalAPIKey, OrganizationID: "org1", APIKeyID: "k1",
 		Scopes: []string{"emails:send", "*"}, ScopesEnforced: true,
@@ -188,11 +188,21 @@ func roundTrips() []roundTrip {
 			f.enrollment = ports.TOTPEnrollment{Secret: "JBSWY3DPEHPK3PXP", OTPAuthURL: "otpauth://totp/x"}
 		},
 		call: func(ctx context.Context, c ports.Core) (any, error) {
-			return c.Accounts.EnrollTOTP(ctx, sessionPrincipal)
+			return c.Accounts.EnrollTOTP(ctx, sessionPrincipal, "correct horse")
 		},
 		want:   ports.TOTPEnrollment{Secret: "JBSWY3DPEHPK3PXP", OTPAuthURL: "otpauth://totp/x"},
 		method: "EnrollTOTP",
-		args:   []any{sessionPrincipal},
+		args:   []any{sessionPrincipal, "correct horse"},
+	})
+	add(roundTrip{
+		name:   "Logout",
+		answer: func(*fakeCore) {},
+		call: func(ctx context.Context, c ports.Core) (any, error) {
+			return nil, c.Accounts.Logout(ctx, "rt3")
+		},
+		want:   nil,
+		method: "Logout",
+		args:   []any{"rt3"},
 	})
 	add(roundTrip{
 		name:   "VerifyTOTP",
@@ -962,7 +972,7 @@ func mustSetEveryField(tb testing.TB, v any) {
 func TestEveryFieldCrosses(t *testing.T) {
 	t.Parallel()
 	principal := ports.Principal{
-		Kind: ports.PrincipalAPIKey, OrganizationID: "org1", UserID: "u1", IsAdmin: true,
+		Kind: ports.PrincipalAPIKey, OrganizationID: "org1", UserID: "u1", IsAdmin: true, TwoFactor: true,
 		APIKeyID: "k1", Scopes: []string{"*"}, ScopesEnforced: true,
 	}
 	key := ports.CreatedAPIKey{Token: "svc_live_x", APIKey: ports.APIKey{
@@ -1017,14 +1027,14 @@ func TestEveryFieldCrosses(t *testing.T) {
 	check("signup", gotSignup, signup, err)
 	gotTokens, err := b.client.Core().Accounts.Login(ctx, loginIn)
 	check("login", gotTokens, signup.Tokens, err)
-	gotEnrollment, err := b.client.Core().Accounts.EnrollTOTP(ctx, principal)
+	gotEnrollment, err := b.client.Core().Accounts.EnrollTOTP(ctx, principal, "pw")
 	check("enrollment", gotEnrollment, enrollment, err)
 
 	calls := b.fake.recorded()
 	wantArgs := map[string][]any{
 		"Signup":     {signupIn},
 		"Login":      {loginIn},
-		"EnrollTOTP": {principal},
+		"EnrollTOTP": {principal, "pw"},
 	}
 	for _, c := range calls {
 		if want, ok := wantArgs[c.method]; ok && !reflect.DeepEqual(c.args, want) {

@@ -187,7 +187,7 @@ func TestSendingFixturesComplete(t *testing.T) {
 		fullOutbound(), fullReport(), ports.ListEmailsQuery{Limit: 100, Cursor: "c", Status: ports.StatusBounced},
 		ports.EmailPage{Data: []ports.Message{fullMessage()}, NextCursor: "next"},
 		ports.Principal{Kind: ports.PrincipalSMTP, OrganizationID: "org1", UserID: "u", IsAdmin: true, APIKeyID: "k",
-			Scopes: []string{"emails:send"}, ScopesEnforced: true},
+			Scopes: []string{"emails:send"}, ScopesEnforced: true, TwoFactor: true},
 	} {
 		mustSetEveryField(t, v)
 	}

@@ -21,6 +21,10 @@ type ServerConfig struct {
 	// Token is the shared secret every caller must present as `Authorization: Bearer <Token>`. The
 	// handler refuses every call while it is empty, so a forgotten setting fails closed.
 	Token string
+	// OlderTokens are also admitted: the tokens derived from the older masters of POSTMILL_SECRET_KEY, so
+	// that during a key rotation a caller whose primary is still the old master (or already the new one)
+	// keeps reaching this server. Callers always present Token.
+	OlderTokens []string
 	// Logger receives panics and errors that are not *ports.Error, which callers only see as
 	// "internal error". Nil means slog.Default().
 	Logger *slog.Logger

@@ -134,8 +134,10 @@ type Principal struct {
 	// scopes is unset when ports.Principal.Scopes is nil.
 	Scopes         *ScopeList `protobuf:"bytes,6,opt,name=scopes,proto3" json:"scopes,omitempty"`
 	ScopesEnforced bool       `protobuf:"varint,7,opt,name=scopes_enforced,json=scopesEnforced,proto3" json:"scopes_enforced,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// two_factor tells, for session principals, that the user has two-factor authentication enabled.
+	TwoFactor     bool `protobuf:"varint,8,opt,name=two_factor,json=twoFactor,proto3" json:"two_factor,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Principal) Reset() {
@@ -213,6 +215,13 @@ func (x *Principal) GetScopes() *ScopeList {
 func (x *Principal) GetScopesEnforced() bool {
 	if x != nil {
 		return x.ScopesEnforced
+	}
+	return false
+}
+
+func (x *Principal) GetTwoFactor() bool {
+	if x != nil {
+		return x.TwoFactor
 	}
 	return false
 }
@@ -543,17 +552,100 @@ func (x *RefreshResponse) GetTokens() *TokenPair {
 	return nil
 }
 
-// EnrollTOTPRequest names the signed-in caller whose user enrols.
+// LogoutRequest carries the refresh token whose family ends.
+type LogoutRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	RefreshToken  string                 `protobuf:"bytes,1,opt,name=refresh_token,json=refreshToken,proto3" json:"refresh_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LogoutRequest) Reset() {
+	*x = LogoutRequest{}
+	mi := &file_postmill_account_v1_account_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LogoutRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LogoutRequest) ProtoMessage() {}
+
+func (x *LogoutRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_postmill_account_v1_account_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LogoutRequest.ProtoReflect.Descriptor instead.
+func (*LogoutRequest) Descriptor() ([]byte, []int) {
+	return file_postmill_account_v1_account_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *LogoutRequest) GetRefreshToken() string {
+	if x != nil {
+		return x.RefreshToken
+	}
+	return ""
+}
+
+// LogoutResponse is empty: success is the absence of an error.
+type LogoutResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LogoutResponse) Reset() {
+	*x = LogoutResponse{}
+	mi := &file_postmill_account_v1_account_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LogoutResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LogoutResponse) ProtoMessage() {}
+
+func (x *LogoutResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_postmill_account_v1_account_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LogoutResponse.ProtoReflect.Descriptor instead.
+func (*LogoutResponse) Descriptor() ([]byte, []int) {
+	return file_postmill_account_v1_account_proto_rawDescGZIP(), []int{10}
+}
+
+// EnrollTOTPRequest names the signed-in caller whose user enrols, and the password that proves it is them.
 type EnrollTOTPRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Principal     *Principal             `protobuf:"bytes,1,opt,name=principal,proto3" json:"principal,omitempty"`
+	Password      string                 `protobuf:"bytes,2,opt,name=password,proto3" json:"password,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *EnrollTOTPRequest) Reset() {
 	*x = EnrollTOTPRequest{}
-	mi := &file_postmill_account_v1_account_proto_msgTypes[9]
+	mi := &file_postmill_account_v1_account_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -565,7 +657,7 @@ func (x *EnrollTOTPRequest) String() string {
 func (*EnrollTOTPRequest) ProtoMessage() {}
 
 func (x *EnrollTOTPRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_postmill_account_v1_account_proto_msgTypes[9]
+	mi := &file_postmill_account_v1_account_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -578,7 +670,7 @@ func (x *EnrollTOTPRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EnrollTOTPRequest.ProtoReflect.Descriptor instead.
 func (*EnrollTOTPRequest) Descriptor() ([]byte, []int) {
-	return file_postmill_account_v1_account_proto_rawDescGZIP(), []int{9}
+	return file_postmill_account_v1_account_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *EnrollTOTPRequest) GetPrincipal() *Principal {
@@ -586,6 +678,13 @@ func (x *EnrollTOTPRequest) GetPrincipal() *Principal {
 		return x.Principal
 	}
 	return nil
+}
+
+func (x *EnrollTOTPRequest) GetPassword() string {
+	if x != nil {
+		return x.Password
+	}
+	return ""
 }
 
 // EnrollTOTPResponse mirrors ports.TOTPEnrollment (RFC 6238, SHA-1, 6 digits, 30 s).
@@ -600,7 +699,7 @@ type EnrollTOTPResponse struct {
 
 func (x *EnrollTOTPResponse) Reset() {
 	*x = EnrollTOTPResponse{}
-	mi := &file_postmill_account_v1_account_proto_msgTypes[10]
+	mi := &file_postmill_account_v1_account_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -612,7 +711,7 @@ func (x *EnrollTOTPResponse) String() string {
 func (*EnrollTOTPResponse) ProtoMessage() {}
 
 func (x *EnrollTOTPResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_postmill_account_v1_account_proto_msgTypes[10]
+	mi := &file_postmill_account_v1_account_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -625,7 +724,7 @@ func (x *EnrollTOTPResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EnrollTOTPResponse.ProtoReflect.Descriptor instead.
 func (*EnrollTOTPResponse) Descriptor() ([]byte, []int) {
-	return file_postmill_account_v1_account_proto_rawDescGZIP(), []int{10}
+	return file_postmill_account_v1_account_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *EnrollTOTPResponse) GetSecret() string {
@@ -653,7 +752,7 @@ type VerifyTOTPRequest struct {
 
 func (x *VerifyTOTPRequest) Reset() {
 	*x = VerifyTOTPRequest{}
-	mi := &file_postmill_account_v1_account_proto_msgTypes[11]
+	mi := &file_postmill_account_v1_account_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -665,7 +764,7 @@ func (x *VerifyTOTPRequest) String() string {
 func (*VerifyTOTPRequest) ProtoMessage() {}
 
 func (x *VerifyTOTPRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_postmill_account_v1_account_proto_msgTypes[11]
+	mi := &file_postmill_account_v1_account_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -678,7 +777,7 @@ func (x *VerifyTOTPRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VerifyTOTPRequest.ProtoReflect.Descriptor instead.
 func (*VerifyTOTPRequest) Descriptor() ([]byte, []int) {
-	return file_postmill_account_v1_account_proto_rawDescGZIP(), []int{11}
+	return file_postmill_account_v1_account_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *VerifyTOTPRequest) GetPrincipal() *Principal {
@@ -704,7 +803,7 @@ type VerifyTOTPResponse struct {
 
 func (x *VerifyTOTPResponse) Reset() {
 	*x = VerifyTOTPResponse{}
-	mi := &file_postmill_account_v1_account_proto_msgTypes[12]
+	mi := &file_postmill_account_v1_account_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -716,7 +815,7 @@ func (x *VerifyTOTPResponse) String() string {
 func (*VerifyTOTPResponse) ProtoMessage() {}
 
 func (x *VerifyTOTPResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_postmill_account_v1_account_proto_msgTypes[12]
+	mi := &file_postmill_account_v1_account_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -729,7 +828,7 @@ func (x *VerifyTOTPResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VerifyTOTPResponse.ProtoReflect.Descriptor instead.
 func (*VerifyTOTPResponse) Descriptor() ([]byte, []int) {
-	return file_postmill_account_v1_account_proto_rawDescGZIP(), []int{12}
+	return file_postmill_account_v1_account_proto_rawDescGZIP(), []int{14}
 }
 
 // AuthenticateAPIKeyRequest carries the bearer token as presented.
@@ -742,7 +841,7 @@ type AuthenticateAPIKeyRequest struct {
 
 func (x *AuthenticateAPIKeyRequest) Reset() {
 	*x = AuthenticateAPIKeyRequest{}
-	mi := &file_postmill_account_v1_account_proto_msgTypes[13]
+	mi := &file_postmill_account_v1_account_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -754,7 +853,7 @@ func (x *AuthenticateAPIKeyRequest) String() string {
 func (*AuthenticateAPIKeyRequest) ProtoMessage() {}
 
 func (x *AuthenticateAPIKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_postmill_account_v1_account_proto_msgTypes[13]
+	mi := &file_postmill_account_v1_account_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -767,7 +866,7 @@ func (x *AuthenticateAPIKeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuthenticateAPIKeyRequest.ProtoReflect.Descriptor instead.
 func (*AuthenticateAPIKeyRequest) Descriptor() ([]byte, []int) {
-	return file_postmill_account_v1_account_proto_rawDescGZIP(), []int{13}
+	return file_postmill_account_v1_account_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *AuthenticateAPIKeyRequest) GetToken() string {
@@ -787,7 +886,7 @@ type AuthenticateAPIKeyResponse struct {
 
 func (x *AuthenticateAPIKeyResponse) Reset() {
 	*x = AuthenticateAPIKeyResponse{}
-	mi := &file_postmill_account_v1_account_proto_msgTypes[14]
+	mi := &file_postmill_account_v1_account_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -799,7 +898,7 @@ func (x *AuthenticateAPIKeyResponse) String() string {
 func (*AuthenticateAPIKeyResponse) ProtoMessage() {}
 
 func (x *AuthenticateAPIKeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_postmill_account_v1_account_proto_msgTypes[14]
+	mi := &file_postmill_account_v1_account_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -812,7 +911,7 @@ func (x *AuthenticateAPIKeyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuthenticateAPIKeyResponse.ProtoReflect.Descriptor instead.
 func (*AuthenticateAPIKeyResponse) Descriptor() ([]byte, []int) {
-	return file_postmill_account_v1_account_proto_rawDescGZIP(), []int{14}
+	return file_postmill_account_v1_account_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *AuthenticateAPIKeyResponse) GetPrincipal() *Principal {
@@ -832,7 +931,7 @@ type AuthenticateSessionRequest struct {
 
 func (x *AuthenticateSessionRequest) Reset() {
 	*x = AuthenticateSessionRequest{}
-	mi := &file_postmill_account_v1_account_proto_msgTypes[15]
+	mi := &file_postmill_account_v1_account_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -844,7 +943,7 @@ func (x *AuthenticateSessionRequest) String() string {
 func (*AuthenticateSessionRequest) ProtoMessage() {}
 
 func (x *AuthenticateSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_postmill_account_v1_account_proto_msgTypes[15]
+	mi := &file_postmill_account_v1_account_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -857,7 +956,7 @@ func (x *AuthenticateSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuthenticateSessionRequest.ProtoReflect.Descriptor instead.
 func (*AuthenticateSessionRequest) Descriptor() ([]byte, []int) {
-	return file_postmill_account_v1_account_proto_rawDescGZIP(), []int{15}
+	return file_postmill_account_v1_account_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *AuthenticateSessionRequest) GetToken() string {
@@ -877,7 +976,7 @@ type AuthenticateSessionResponse struct {
 
 func (x *AuthenticateSessionResponse) Reset() {
 	*x = AuthenticateSessionResponse{}
-	mi := &file_postmill_account_v1_account_proto_msgTypes[16]
+	mi := &file_postmill_account_v1_account_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -889,7 +988,7 @@ func (x *AuthenticateSessionResponse) String() string {
 func (*AuthenticateSessionResponse) ProtoMessage() {}
 
 func (x *AuthenticateSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_postmill_account_v1_account_proto_msgTypes[16]
+	mi := &file_postmill_account_v1_account_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -902,7 +1001,7 @@ func (x *AuthenticateSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuthenticateSessionResponse.ProtoReflect.Descriptor instead.
 func (*AuthenticateSessionResponse) Descriptor() ([]byte, []int) {
-	return file_postmill_account_v1_account_proto_rawDescGZIP(), []int{16}
+	return file_postmill_account_v1_account_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *AuthenticateSessionResponse) GetPrincipal() *Principal {
@@ -923,7 +1022,7 @@ type AuthenticateSMTPRequest struct {
 
 func (x *AuthenticateSMTPRequest) Reset() {
 	*x = AuthenticateSMTPRequest{}
-	mi := &file_postmill_account_v1_account_proto_msgTypes[17]
+	mi := &file_postmill_account_v1_account_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -935,7 +1034,7 @@ func (x *AuthenticateSMTPRequest) String() string {
 func (*AuthenticateSMTPRequest) ProtoMessage() {}
 
 func (x *AuthenticateSMTPRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_postmill_account_v1_account_proto_msgTypes[17]
+	mi := &file_postmill_account_v1_account_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -948,7 +1047,7 @@ func (x *AuthenticateSMTPRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuthenticateSMTPRequest.ProtoReflect.Descriptor instead.
 func (*AuthenticateSMTPRequest) Descriptor() ([]byte, []int) {
-	return file_postmill_account_v1_account_proto_rawDescGZIP(), []int{17}
+	return file_postmill_account_v1_account_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *AuthenticateSMTPRequest) GetUsername() string {
@@ -975,7 +1074,7 @@ type AuthenticateSMTPResponse struct {
 
 func (x *AuthenticateSMTPResponse) Reset() {
 	*x = AuthenticateSMTPResponse{}
-	mi := &file_postmill_account_v1_account_proto_msgTypes[18]
+	mi := &file_postmill_account_v1_account_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -987,7 +1086,7 @@ func (x *AuthenticateSMTPResponse) String() string {
 func (*AuthenticateSMTPResponse) ProtoMessage() {}
 
 func (x *AuthenticateSMTPResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_postmill_account_v1_account_proto_msgTypes[18]
+	mi := &file_postmill_account_v1_account_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1000,7 +1099,7 @@ func (x *AuthenticateSMTPResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuthenticateSMTPResponse.ProtoReflect.Descriptor instead.
 func (*AuthenticateSMTPResponse) Descriptor() ([]byte, []int) {
-	return file_postmill_account_v1_account_proto_rawDescGZIP(), []int{18}
+	return file_postmill_account_v1_account_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *AuthenticateSMTPResponse) GetPrincipal() *Principal {
@@ -1019,7 +1118,7 @@ const file_postmill_account_v1_account_proto_rawDesc = "" +
 	"\faccess_token\x18\x01 \x01(\tR\vaccessToken\x12#\n" +
 	"\rrefresh_token\x18\x02 \x01(\tR\frefreshToken\"#\n" +
 	"\tScopeList\x12\x16\n" +
-	"\x06values\x18\x01 \x03(\tR\x06values\"\xfb\x01\n" +
+	"\x06values\x18\x01 \x03(\tR\x06values\"\x9a\x02\n" +
 	"\tPrincipal\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12'\n" +
 	"\x0forganization_id\x18\x02 \x01(\tR\x0eorganizationId\x12\x17\n" +
@@ -1028,7 +1127,9 @@ const file_postmill_account_v1_account_proto_rawDesc = "" +
 	"\n" +
 	"api_key_id\x18\x05 \x01(\tR\bapiKeyId\x126\n" +
 	"\x06scopes\x18\x06 \x01(\v2\x1e.postmill.account.v1.ScopeListR\x06scopes\x12'\n" +
-	"\x0fscopes_enforced\x18\a \x01(\bR\x0escopesEnforced\"n\n" +
+	"\x0fscopes_enforced\x18\a \x01(\bR\x0escopesEnforced\x12\x1d\n" +
+	"\n" +
+	"two_factor\x18\b \x01(\bR\ttwoFactor\"n\n" +
 	"\rSignupRequest\x12\x14\n" +
 	"\x05email\x18\x01 \x01(\tR\x05email\x12\x1a\n" +
 	"\bpassword\x18\x02 \x01(\tR\bpassword\x12+\n" +
@@ -1047,9 +1148,13 @@ const file_postmill_account_v1_account_proto_rawDesc = "" +
 	"\x0eRefreshRequest\x12#\n" +
 	"\rrefresh_token\x18\x01 \x01(\tR\frefreshToken\"I\n" +
 	"\x0fRefreshResponse\x126\n" +
-	"\x06tokens\x18\x01 \x01(\v2\x1e.postmill.account.v1.TokenPairR\x06tokens\"Q\n" +
+	"\x06tokens\x18\x01 \x01(\v2\x1e.postmill.account.v1.TokenPairR\x06tokens\"4\n" +
+	"\rLogoutRequest\x12#\n" +
+	"\rrefresh_token\x18\x01 \x01(\tR\frefreshToken\"\x10\n" +
+	"\x0eLogoutResponse\"m\n" +
 	"\x11EnrollTOTPRequest\x12<\n" +
-	"\tprincipal\x18\x01 \x01(\v2\x1e.postmill.account.v1.PrincipalR\tprincipal\"N\n" +
+	"\tprincipal\x18\x01 \x01(\v2\x1e.postmill.account.v1.PrincipalR\tprincipal\x12\x1a\n" +
+	"\bpassword\x18\x02 \x01(\tR\bpassword\"N\n" +
 	"\x12EnrollTOTPResponse\x12\x16\n" +
 	"\x06secret\x18\x01 \x01(\tR\x06secret\x12 \n" +
 	"\fotp_auth_url\x18\x02 \x01(\tR\n" +
@@ -1070,11 +1175,12 @@ const file_postmill_account_v1_account_proto_rawDesc = "" +
 	"\busername\x18\x01 \x01(\tR\busername\x12\x1a\n" +
 	"\bpassword\x18\x02 \x01(\tR\bpassword\"X\n" +
 	"\x18AuthenticateSMTPResponse\x12<\n" +
-	"\tprincipal\x18\x01 \x01(\v2\x1e.postmill.account.v1.PrincipalR\tprincipal2\xc7\x03\n" +
+	"\tprincipal\x18\x01 \x01(\v2\x1e.postmill.account.v1.PrincipalR\tprincipal2\x9a\x04\n" +
 	"\x0eAccountService\x12Q\n" +
 	"\x06Signup\x12\".postmill.account.v1.SignupRequest\x1a#.postmill.account.v1.SignupResponse\x12N\n" +
 	"\x05Login\x12!.postmill.account.v1.LoginRequest\x1a\".postmill.account.v1.LoginResponse\x12T\n" +
-	"\aRefresh\x12#.postmill.account.v1.RefreshRequest\x1a$.postmill.account.v1.RefreshResponse\x12]\n" +
+	"\aRefresh\x12#.postmill.account.v1.RefreshRequest\x1a$.postmill.account.v1.RefreshResponse\x12Q\n" +
+	"\x06Logout\x12\".postmill.account.v1.LogoutRequest\x1a#.postmill.account.v1.LogoutResponse\x12]\n" +
 	"\n" +
 	"EnrollTOTP\x12&.postmill.account.v1.EnrollTOTPRequest\x1a'.postmill.account.v1.EnrollTOTPResponse\x12]\n" +
 	"\n" +
@@ -1097,7 +1203,7 @@ func file_postmill_account_v1_account_proto_rawDescGZIP() []byte {
 	return file_postmill_account_v1_account_proto_rawDescData
 }
 
-var file_postmill_account_v1_account_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
+var file_postmill_account_v1_account_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
 var file_postmill_account_v1_account_proto_goTypes = []any{
 	(*TokenPair)(nil),                   // 0: postmill.account.v1.TokenPair
 	(*ScopeList)(nil),                   // 1: postmill.account.v1.ScopeList
@@ -1108,16 +1214,18 @@ var file_postmill_account_v1_account_proto_goTypes = []any{
 	(*LoginResponse)(nil),               // 6: postmill.account.v1.LoginResponse
 	(*RefreshRequest)(nil),              // 7: postmill.account.v1.RefreshRequest
 	(*RefreshResponse)(nil),             // 8: postmill.account.v1.RefreshResponse
-	(*EnrollTOTPRequest)(nil),           // 9: postmill.account.v1.EnrollTOTPRequest
-	(*EnrollTOTPResponse)(nil),          // 10: postmill.account.v1.EnrollTOTPResponse
-	(*VerifyTOTPRequest)(nil),           // 11: postmill.account.v1.VerifyTOTPRequest
-	(*VerifyTOTPResponse)(nil),          // 12: postmill.account.v1.VerifyTOTPResponse
-	(*AuthenticateAPIKeyRequest)(nil),   // 13: postmill.account.v1.AuthenticateAPIKeyRequest
-	(*AuthenticateAPIKeyResponse)(nil),  // 14: postmill.account.v1.AuthenticateAPIKeyResponse
-	(*AuthenticateSessionRequest)(nil),  // 15: postmill.account.v1.AuthenticateSessionRequest
-	(*AuthenticateSessionResponse)(nil), // 16: postmill.account.v1.AuthenticateSessionResponse
-	(*AuthenticateSMTPRequest)(nil),     // 17: postmill.account.v1.AuthenticateSMTPRequest
-	(*AuthenticateSMTPResponse)(nil),    // 18: postmill.account.v1.AuthenticateSMTPResponse
+	(*LogoutRequest)(nil),               // 9: postmill.account.v1.LogoutRequest
+	(*LogoutResponse)(nil),              // 10: postmill.account.v1.LogoutResponse
+	(*EnrollTOTPRequest)(nil),           // 11: postmill.account.v1.EnrollTOTPRequest
+	(*EnrollTOTPResponse)(nil),          // 12: postmill.account.v1.EnrollTOTPResponse
+	(*VerifyTOTPRequest)(nil),           // 13: postmill.account.v1.VerifyTOTPRequest
+	(*VerifyTOTPResponse)(nil),          // 14: postmill.account.v1.VerifyTOTPResponse
+	(*AuthenticateAPIKeyRequest)(nil),   // 15: postmill.account.v1.AuthenticateAPIKeyRequest
+	(*AuthenticateAPIKeyResponse)(nil),  // 16: postmill.account.v1.AuthenticateAPIKeyResponse
+	(*AuthenticateSessionRequest)(nil),  // 17: postmill.account.v1.AuthenticateSessionRequest
+	(*AuthenticateSessionResponse)(nil), // 18: postmill.account.v1.AuthenticateSessionResponse
+	(*AuthenticateSMTPRequest)(nil),     // 19: postmill.account.v1.AuthenticateSMTPRequest
+	(*AuthenticateSMTPResponse)(nil),    // 20: postmill.account.v1.AuthenticateSMTPResponse
 }
 var file_postmill_account_v1_account_proto_depIdxs = []int32{
 	1,  // 0: postmill.account.v1.Principal.scopes:type_name -> postmill.account.v1.ScopeList
@@ -1132,21 +1240,23 @@ var file_postmill_account_v1_account_proto_depIdxs = []int32{
 	3,  // 9: postmill.account.v1.AccountService.Signup:input_type -> postmill.account.v1.SignupRequest
 	5,  // 10: postmill.account.v1.AccountService.Login:input_type -> postmill.account.v1.LoginRequest
 	7,  // 11: postmill.account.v1.AccountService.Refresh:input_type -> postmill.account.v1.RefreshRequest
-	9,  // 12: postmill.account.v1.AccountService.EnrollTOTP:input_type -> postmill.account.v1.EnrollTOTPRequest
-	11, // 13: postmill.account.v1.AccountService.VerifyTOTP:input_type -> postmill.account.v1.VerifyTOTPRequest
-	13, // 14: postmill.account.v1.AuthService.AuthenticateAPIKey:input_type -> postmill.account.v1.AuthenticateAPIKeyRequest
-	15, // 15: postmill.account.v1.AuthService.AuthenticateSession:input_type -> postmill.account.v1.AuthenticateSessionRequest
-	17, // 16: postmill.account.v1.AuthService.AuthenticateSMTP:input_type -> postmill.account.v1.AuthenticateSMTPRequest
-	4,  // 17: postmill.account.v1.AccountService.Signup:output_type -> postmill.account.v1.SignupResponse
-	6,  // 18: postmill.account.v1.AccountService.Login:output_type -> postmill.account.v1.LoginResponse
-	8,  // 19: postmill.account.v1.AccountService.Refresh:output_type -> postmill.account.v1.RefreshResponse
-	10, // 20: postmill.account.v1.AccountService.EnrollTOTP:output_type -> postmill.account.v1.EnrollTOTPResponse
-	12, // 21: postmill.account.v1.AccountService.VerifyTOTP:output_type -> postmill.account.v1.VerifyTOTPResponse
-	14, // 22: postmill.account.v1.AuthService.AuthenticateAPIKey:output_type -> postmill.account.v1.AuthenticateAPIKeyResponse
-	16, // 23: postmill.account.v1.AuthService.AuthenticateSession:output_type -> postmill.account.v1.AuthenticateSessionResponse
-	18, // 24: postmill.account.v1.AuthService.AuthenticateSMTP:output_type -> postmill.account.v1.AuthenticateSMTPResponse
-	17, // [17:25] is the sub-list for method output_type
-	9,  // [9:17] is the sub-list for method input_type
+	9,  // 12: postmill.account.v1.AccountService.Logout:input_type -> postmill.account.v1.LogoutRequest
+	11, // 13: postmill.account.v1.AccountService.EnrollTOTP:input_type -> postmill.account.v1.EnrollTOTPRequest
+	13, // 14: postmill.account.v1.AccountService.VerifyTOTP:input_type -> postmill.account.v1.VerifyTOTPRequest
+	15, // 15: postmill.account.v1.AuthService.AuthenticateAPIKey:input_type -> postmill.account.v1.AuthenticateAPIKeyRequest
+	17, // 16: postmill.account.v1.AuthService.AuthenticateSession:input_type -> postmill.account.v1.AuthenticateSessionRequest
+	19, // 17: postmill.account.v1.AuthService.AuthenticateSMTP:input_type -> postmill.account.v1.AuthenticateSMTPRequest
+	4,  // 18: postmill.account.v1.AccountService.Signup:output_type -> postmill.account.v1.SignupResponse
+	6,  // 19: postmill.account.v1.AccountService.Login:output_type -> postmill.account.v1.LoginResponse
+	8,  // 20: postmill.account.v1.AccountService.Refresh:output_type -> postmill.account.v1.RefreshResponse
+	10, // 21: postmill.account.v1.AccountService.Logout:output_type -> postmill.account.v1.LogoutResponse
+	12, // 22: postmill.account.v1.AccountService.EnrollTOTP:output_type -> postmill.account.v1.EnrollTOTPResponse
+	14, // 23: postmill.account.v1.AccountService.VerifyTOTP:output_type -> postmill.account.v1.VerifyTOTPResponse
+	16, // 24: postmill.account.v1.AuthService.AuthenticateAPIKey:output_type -> postmill.account.v1.AuthenticateAPIKeyResponse
+	18, // 25: postmill.account.v1.AuthService.AuthenticateSession:output_type -> postmill.account.v1.AuthenticateSessionResponse
+	20, // 26: postmill.account.v1.AuthService.AuthenticateSMTP:output_type -> postmill.account.v1.AuthenticateSMTPResponse
+	18, // [18:27] is the sub-list for method output_type
+	9,  // [9:18] is the sub-list for method input_type
 	9,  // [9:9] is the sub-list for extension type_name
 	9,  // [9:9] is the sub-list for extension extendee
 	0,  // [0:9] is the sub-list for field type_name
@@ -1163,7 +1273,7 @@ func file_postmill_account_v1_account_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_postmill_account_v1_account_proto_rawDesc), len(file_postmill_account_v1_account_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   19,
+			NumMessages:   21,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

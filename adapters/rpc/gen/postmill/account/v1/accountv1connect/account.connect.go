@@ -43,6 +43,8 @@ const (
 	AccountServiceLoginProcedure = "/postmill.account.v1.AccountService/Login"
 	// AccountServiceRefreshProcedure is the fully-qualified name of the AccountService's Refresh RPC.
 	AccountServiceRefreshProcedure = "/postmill.account.v1.AccountService/Refresh"
+	// AccountServiceLogoutProcedure is the fully-qualified name of the AccountService's Logout RPC.
+	AccountServiceLogoutProcedure = "/postmill.account.v1.AccountService/Logout"
 	// AccountServiceEnrollTOTPProcedure is the fully-qualified name of the AccountService's EnrollTOTP
 	// RPC.
 	AccountServiceEnrollTOTPProcedure = "/postmill.account.v1.AccountService/EnrollTOTP"
@@ -68,6 +70,8 @@ type AccountServiceClient interface {
 	Login(context.Context, *connect.Request[v1.LoginRequest]) (*connect.Response[v1.LoginResponse], error)
 	// Refresh spends a refresh token for a fresh pair.
 	Refresh(context.Context, *connect.Request[v1.RefreshRequest]) (*connect.Response[v1.RefreshResponse], error)
+	// Logout revokes the family of a refresh token.
+	Logout(context.Context, *connect.Request[v1.LogoutRequest]) (*connect.Response[v1.LogoutResponse], error)
 	// EnrollTOTP starts (or restarts) two-factor enrolment for the principal's user.
 	EnrollTOTP(context.Context, *connect.Request[v1.EnrollTOTPRequest]) (*connect.Response[v1.EnrollTOTPResponse], error)
 	// VerifyTOTP enables two-factor authentication when the code matches the pending seed.
@@ -103,6 +107,12 @@ func NewAccountServiceClient(httpClient connect.HTTPClient, baseURL string, opts
 			connect.WithSchema(accountServiceMethods.ByName("Refresh")),
 			connect.WithClientOptions(opts...),
 		),
+		logout: connect.NewClient[v1.LogoutRequest, v1.LogoutResponse](
+			httpClient,
+			baseURL+AccountServiceLogoutProcedure,
+			connect.WithSchema(accountServiceMethods.ByName("Logout")),
+			connect.WithClientOptions(opts...),
+		),
 		enrollTOTP: connect.NewClient[v1.EnrollTOTPRequest, v1.EnrollTOTPResponse](
 			httpClient,
 			baseURL+AccountServiceEnrollTOTPProcedure,
@@ -123,6 +133,7 @@ type accountServiceClient struct {
 	signup     *connect.Client[v1.SignupRequest, v1.SignupResponse]
 	login      *connect.Client[v1.LoginRequest, v1.LoginResponse]
 	refresh    *connect.Client[v1.RefreshRequest, v1.RefreshResponse]
+	logout     *connect.Client[v1.LogoutRequest, v1.LogoutResponse]
 	enrollTOTP *connect.Client[v1.EnrollTOTPRequest, v1.EnrollTOTPResponse]
 	verifyTOTP *connect.Client[v1.VerifyTOTPRequest, v1.VerifyTOTPResponse]
 }
@@ -140,6 +151,11 @@ func (c *accountServiceClient) Login(ctx context.Context, req *connect.Request[v
 // Refresh calls postmill.account.v1.AccountService.Refresh.
 func (c *accountServiceClient) Refresh(ctx context.Context, req *connect.Request[v1.RefreshRequest]) (*connect.Response[v1.RefreshResponse], error) {
 	return c.refresh.CallUnary(ctx, req)
+}
+
+// Logout calls postmill.account.v1.AccountService.Logout.
+func (c *accountServiceClient) Logout(ctx context.Context, req *connect.Request[v1.LogoutRequest]) (*connect.Response[v1.LogoutResponse], error) {
+	return c.logout.CallUnary(ctx, req)
 }
 
 // EnrollTOTP calls postmill.account.v1.AccountService.EnrollTOTP.
@@ -160,6 +176,8 @@ type AccountServiceHandler interface {
 	Login(context.Context, *connect.Request[v1.LoginRequest]) (*connect.Response[v1.LoginResponse], error)
 	// Refresh spends a refresh token for a fresh pair.
 	Refresh(context.Context, *connect.Request[v1.RefreshRequest]) (*connect.Response[v1.RefreshResponse], error)
+	// Logout revokes the family of a refresh token.
+	Logout(context.Context, *connect.Request[v1.LogoutRequest]) (*connect.Response[v1.LogoutResponse], error)
 	// EnrollTOTP starts (or restarts) two-factor enrolment for the principal's user.
 	EnrollTOTP(context.Context, *connect.Request[v1.EnrollTOTPRequest]) (*connect.Response[v1.EnrollTOTPResponse], error)
 	// VerifyTOTP enables two-factor authentication when the code matches the pending seed.
@@ -191,6 +209,12 @@ func NewAccountServiceHandler(svc AccountServiceHandler, opts ...connect.Handler
 		connect.WithSchema(accountServiceMethods.ByName("Refresh")),
 		connect.WithHandlerOptions(opts...),
 	)
+	accountServiceLogoutHandler := connect.NewUnaryHandler(
+		AccountServiceLogoutProcedure,
+		svc.Logout,
+		connect.WithSchema(accountServiceMethods.ByName("Logout")),
+		connect.WithHandlerOptions(opts...),
+	)
 	accountServiceEnrollTOTPHandler := connect.NewUnaryHandler(
 		AccountServiceEnrollTOTPProcedure,
 		svc.EnrollTOTP,
@@ -211,6 +235,8 @@ func NewAccountServiceHandler(svc AccountServiceHandler, opts ...connect.Handler
 			accountServiceLoginHandler.ServeHTTP(w, r)
 		case AccountServiceRefreshProcedure:
 			accountServiceRefreshHandler.ServeHTTP(w, r)
+		case AccountServiceLogoutProcedure:
+			accountServiceLogoutHandler.ServeHTTP(w, r)
 		case AccountServiceEnrollTOTPProcedure:
 			accountServiceEnrollTOTPHandler.ServeHTTP(w, r)
 		case AccountServiceVerifyTOTPProcedure:
@@ -234,6 +260,10 @@ func (UnimplementedAccountServiceHandler) Login(context.Context, *connect.Reques
 
 func (UnimplementedAccountServiceHandler) Refresh(context.Context, *connect.Request[v1.RefreshRequest]) (*connect.Response[v1.RefreshResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("postmill.account.v1.AccountService.Refresh is not implemented"))
+}
+
+func (UnimplementedAccountServiceHandler) Logout(context.Context, *connect.Request[v1.LogoutRequest]) (*connect.Response[v1.LogoutResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("postmill.account.v1.AccountService.Logout is not implemented"))
 }
 
 func (UnimplementedAccountServiceHandler) EnrollTOTP(context.Context, *connect.Request[v1.EnrollTOTPRequest]) (*connect.Response[v1.EnrollTOTPResponse], error) {
