@@ -22,6 +22,7 @@ import (
 
 	"github.com/postmill/postmill/adapters/postgres"
 	"github.com/postmill/postmill/adapters/rpc"
+	"github.com/postmill/postmill/adapters/smtpd"
 	"github.com/postmill/postmill/core/account"
 	"github.com/postmill/postmill/core/deliverability"
 	"github.com/postmill/postmill/core/domain"
@@ -416,7 +417,10 @@ func (a *App) initEdge() (services.Service, error) {
 		if err != nil {
 			return err
 		}
-		sub, err = submission.New(submission.Config{Addr: a.cfg.SubmissionAddr, TLSConfig: tlsCfg}, core, a.logger)
+		sub, err = submission.New(submission.Config{Config: smtpd.Config{
+			Addr: a.cfg.SubmissionAddr, TLSConfig: tlsCfg,
+			MaxConnections: a.cfg.SubmissionMaxConnections, MaxConnectionsPerIP: a.cfg.SubmissionMaxConnectionsPerIP,
+		}}, core, a.logger)
 		if err != nil {
 			return err
 		}
@@ -501,7 +505,10 @@ func (a *App) initInbound() (services.Service, error) {
 			feedback = a.remoteCore().Core().Feedback
 		}
 		var err error
-		srv, err = inbound.New(inbound.Config{Addr: a.cfg.SMTPAddr, Domain: a.cfg.InboundMXHost}, feedback, a.logger)
+		srv, err = inbound.New(inbound.Config{Config: smtpd.Config{
+			Addr: a.cfg.SMTPAddr, Domain: a.cfg.InboundMXHost,
+			MaxConnections: a.cfg.SMTPMaxConnections, MaxConnectionsPerIP: a.cfg.SMTPMaxConnectionsPerIP,
+		}}, feedback, a.logger)
 		if err != nil {
 			return err
 		}
