@@ -19,10 +19,22 @@ type Accounts struct{ shared }
 
 // CreateSignup implements ports.AccountStore: the user, the organization and the owner membership are
 // written in one transaction, so a conflict on users_email_key or organizations_slug_key leaves nothing
-// behind.
+// behind. A sign-up asking for the admin bootstrap (u.IsAdmin) takes a transaction-scoped advisory lock
+// first and becomes admin only if no user is one yet: concurrent bootstrap sign-ups wait for each other,
+// so at most one of them gets it.
 func (s *Accounts) CreateSignup(ctx context.Context, u ports.User, org ports.Organization, m ports.Membership) error {
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		q := s.queries.WithTx(tx)
+		if u.IsAdmin {
+			if err := q.LockAdminBootstrap(ctx); err != nil {
+				return err
+			}
+			exists, err := q.AnyAdmin(ctx)
+			if err != nil {
+				return err
+			}
+			u.IsAdmin = !exists
+		}
 		if err := q.InsertUser(ctx, db.InsertUserParams{
 			ID:           u.ID,
 			Email:        u.Email,
@@ -53,6 +65,18 @@ func (s *Accounts) CreateSignup(ctx context.Context, u ports.User, org ports.Org
 		})
 	})
 	return interpretError(err)
+}
+
+// SetUserAdmin implements ports.AccountStore; not_found when no user has this email.
+func (s *Accounts) SetUserAdmin(ctx context.Context, email string, admin bool) error {
+	n, err := s.queries.SetUserAdmin(ctx, db.SetUserAdminParams{Email: email, IsAdmin: admin})
+	if err != nil {
+		return interpretErrorFor("user", err)
+	}
+	if n == 0 {
+		return ports.NotFound("user not found")
+	}
+	return nil
 }
 
 // UserByEmail implements ports.AccountStore. The caller normalises the email; the match is exact.
@@ -99,6 +123,22 @@ func (s *Accounts) SetUserTOTP(ctx context.Context, userID string, secret []byte
 	return nil
 }
 
+// ClaimTOTPStep implements ports.AccountStore with one conditional UPDATE (totp_last_step < step): of
+// concurrent claims of one step exactly one changes the row. not_found when no user has this id.
+func (s *Accounts) ClaimTOTPStep(ctx context.Context, userID string, step int64) (bool, error) {
+	n, err := s.queries.ClaimTOTPStep(ctx, db.ClaimTOTPStepParams{ID: userID, Step: step})
+	if err != nil {
+		return false, interpretErrorFor("user", err)
+	}
+	if n == 1 {
+		return true, nil
+	}
+	if _, err := s.queries.UserByID(ctx, userID); err != nil {
+		return false, interpretErrorFor("user", err)
+	}
+	return false, nil
+}
+
 // InsertRefreshToken implements ports.AccountStore.
 func (s *Accounts) InsertRefreshToken(ctx context.Context, t ports.RefreshToken) error {
 	err := s.queries.InsertRefreshToken(ctx, db.InsertRefreshTokenParams{
@@ -115,29 +155,72 @@ func (s *Accounts) InsertRefreshToken(ctx context.Context, t ports.RefreshToken)
 	return interpretError(err)
 }
 
-// ConsumeRefreshToken implements ports.AccountStore. The conditional UPDATE is the whole decision: of
-// any number of concurrent requests presenting the same token, exactly one sees a row come back and is
-// fresh; the others find the token already used and the caller revokes the family.
-func (s *Accounts) ConsumeRefreshToken(ctx context.Context, hash []byte, now time.Time) (ports.RefreshToken, bool, error) {
-	row, err := s.queries.ConsumeRefreshToken(ctx, db.ConsumeRefreshTokenParams{TokenHash: hash, UsedAt: &now})
-	if err == nil {
-		return refreshTokenFromRow(row), true, nil
-	}
-	if !errors.Is(err, pgx.ErrNoRows) {
-		return ports.RefreshToken{}, false, interpretErrorFor("refresh token", err)
-	}
-	row, err = s.queries.RefreshTokenByHash(ctx, hash)
+// RotateRefreshToken implements ports.AccountStore. Rotations and revocations of one family are serialised
+// by a transaction-scoped advisory lock on the family, and the conditional UPDATE that spends the token
+// commits together with the successor's INSERT. So of concurrent requests presenting one token exactly one
+// is fresh, and a revocation of the family, which waits for the same lock, always sees (and revokes) the
+// successor of every rotation before it.
+func (s *Accounts) RotateRefreshToken(ctx context.Context, hash []byte, now time.Time, next ports.RefreshToken) (ports.RefreshToken, bool, error) {
+	family, err := s.queries.RefreshFamilyByHash(ctx, hash)
 	if err != nil {
 		return ports.RefreshToken{}, false, interpretErrorFor("refresh token", err)
 	}
-	return refreshTokenFromRow(row), false, nil
+	var (
+		spent db.RefreshToken
+		fresh bool
+	)
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		q := s.queries.WithTx(tx)
+		if err := q.LockRefreshFamily(ctx, family); err != nil {
+			return err
+		}
+		row, err := q.SpendRefreshToken(ctx, db.SpendRefreshTokenParams{Now: now, TokenHash: hash})
+		if errors.Is(err, pgx.ErrNoRows) {
+			spent, err = q.RefreshTokenByHash(ctx, hash)
+			return err
+		}
+		if err != nil {
+			return err
+		}
+		spent, fresh = row, true
+		return q.InsertRefreshToken(ctx, db.InsertRefreshTokenParams{
+			OrganizationID: row.OrganizationID,
+			ID:             next.ID,
+			UserID:         row.UserID,
+			FamilyID:       row.FamilyID,
+			TokenHash:      next.TokenHash,
+			ExpiresAt:      next.ExpiresAt,
+			CreatedAt:      next.CreatedAt,
+		})
+	})
+	if err != nil {
+		return ports.RefreshToken{}, false, interpretErrorFor("refresh token", err)
+	}
+	return refreshTokenFromRow(spent), fresh, nil
 }
 
-// RevokeRefreshFamily implements ports.AccountStore. Tokens revoked earlier keep their time.
+// RevokeRefreshFamily implements ports.AccountStore. Tokens revoked earlier keep their time. It waits for
+// any rotation of the family in progress (the family lock of RotateRefreshToken), so the successor that
+// rotation stores is revoked too.
 func (s *Accounts) RevokeRefreshFamily(ctx context.Context, familyID string, now time.Time) error {
-	err := s.queries.RevokeRefreshFamily(ctx, db.RevokeRefreshFamilyParams{FamilyID: familyID, RevokedAt: &now})
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		q := s.queries.WithTx(tx)
+		if err := q.LockRefreshFamily(ctx, familyID); err != nil {
+			return err
+		}
+		return q.RevokeRefreshFamily(ctx, db.RevokeRefreshFamilyParams{FamilyID: familyID, RevokedAt: &now})
+	})
 	// A malformed family id names no tokens: like an unknown one, there is nothing to revoke.
 	return listError(err)
+}
+
+// RevokeRefreshTokenFamily implements ports.AccountStore: logout. not_found when no token has this hash.
+func (s *Accounts) RevokeRefreshTokenFamily(ctx context.Context, hash []byte, now time.Time) error {
+	family, err := s.queries.RefreshFamilyByHash(ctx, hash)
+	if err != nil {
+		return interpretErrorFor("refresh token", err)
+	}
+	return s.RevokeRefreshFamily(ctx, family, now)
 }
 
 func userFromRow(r db.User) ports.User {
@@ -148,6 +231,7 @@ func userFromRow(r db.User) ports.User {
 		IsAdmin:      r.IsAdmin,
 		TOTPSecret:   r.TotpSecret,
 		TOTPEnabled:  r.TotpEnabled,
+		TOTPLastStep: r.TotpLastStep,
 		CreatedAt:    r.CreatedAt.UTC(),
 	}
 }

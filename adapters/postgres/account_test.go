@@ -239,41 +239,58 @@ func mustInsertRefreshToken(tb testing.TB, s *postgres.Store, a account, familyI
 	return rt
 }
 
-func TestConsumeRefreshToken(t *testing.T) {
+// rotate spends the token with hash at now for a fresh successor and returns the spent token, whether it
+// was fresh, and the successor it asked for.
+func rotate(tb testing.TB, s *postgres.Store, hash []byte, now time.Time) (ports.RefreshToken, bool, ports.RefreshToken, error) {
+	tb.Helper()
+	next := ports.RefreshToken{ID: newID(), TokenHash: hashOf(randomHex(tb, 32)), ExpiresAt: now.Add(24 * time.Hour), CreatedAt: now}
+	got, fresh, err := s.RotateRefreshToken(context.Background(), hash, now, next)
+	return got, fresh, next, err
+}
+
+func TestRotateRefreshToken(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
 	s := pgtest.Store(t)
 	a := mustSignup(t, s)
 	rt := mustInsertRefreshToken(t, s, a, newID())
 
 	first := baseTime.Add(time.Minute)
-	got, fresh, err := s.ConsumeRefreshToken(ctx, rt.TokenHash, first)
+	got, fresh, next, err := rotate(t, s, rt.TokenHash, first)
 	if err != nil || !fresh {
-		t.Fatalf("first consume: fresh=%v err=%v, want fresh", fresh, err)
+		t.Fatalf("first rotation: fresh=%v err=%v, want fresh", fresh, err)
 	}
 	if got.ID != rt.ID || got.FamilyID != rt.FamilyID || got.UserID != a.user.ID || got.OrganizationID != a.org.ID {
-		t.Fatalf("first consume returned %+v", got)
+		t.Fatalf("first rotation returned %+v", got)
 	}
 	requireTime(t, "UsedAt", got.UsedAt, first)
 	requireTime(t, "ExpiresAt", &got.ExpiresAt, rt.ExpiresAt)
 	if got.RevokedAt != nil {
 		t.Fatalf("RevokedAt = %v", got.RevokedAt)
 	}
+	// The successor is stored in the same family, for the same user and organization.
+	succ, fresh, _, err := rotate(t, s, next.TokenHash, first.Add(time.Second))
+	if err != nil || !fresh || succ.ID != next.ID || succ.FamilyID != rt.FamilyID || succ.UserID != a.user.ID || succ.OrganizationID != a.org.ID {
+		t.Fatalf("successor: %+v fresh=%v err=%v", succ, fresh, err)
+	}
+	requireTime(t, "successor ExpiresAt", &succ.ExpiresAt, next.ExpiresAt)
 
-	got, fresh, err = s.ConsumeRefreshToken(ctx, rt.TokenHash, first.Add(time.Minute))
+	got, fresh, reused, err := rotate(t, s, rt.TokenHash, first.Add(time.Minute))
 	if err != nil || fresh {
-		t.Fatalf("second consume: fresh=%v err=%v, want not fresh", fresh, err)
+		t.Fatalf("second rotation: fresh=%v err=%v, want not fresh", fresh, err)
 	}
 	if got.ID != rt.ID || got.FamilyID != rt.FamilyID {
-		t.Fatalf("second consume returned %+v, want the spent token (its family is revoked next)", got)
+		t.Fatalf("second rotation returned %+v, want the spent token (its family is revoked next)", got)
 	}
 	requireTime(t, "UsedAt after reuse", got.UsedAt, first) // the first use is kept
+	if _, _, _, err := rotate(t, s, reused.TokenHash, first.Add(time.Minute)); ports.ErrorCode(err) != ports.CodeNotFound {
+		t.Fatalf("a refused rotation stored its successor: %v", err)
+	}
 
-	_, _, err = s.ConsumeRefreshToken(ctx, hashOf("unknown"), first)
+	_, _, _, err = rotate(t, s, hashOf("unknown"), first)
 	requireCode(t, err, ports.CodeNotFound)
 }
 
-func TestConsumeRefreshToken_RevokedIsNotFresh(t *testing.T) {
+func TestRotateRefreshToken_RevokedOrExpiredIsNotFresh(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s := pgtest.Store(t)
@@ -284,23 +301,32 @@ func TestConsumeRefreshToken_RevokedIsNotFresh(t *testing.T) {
 	if err := s.RevokeRefreshFamily(ctx, family, baseTime); err != nil {
 		t.Fatal(err)
 	}
-	got, fresh, err := s.ConsumeRefreshToken(ctx, rt.TokenHash, baseTime.Add(time.Minute))
+	got, fresh, _, err := rotate(t, s, rt.TokenHash, baseTime.Add(time.Minute))
 	if err != nil || fresh {
-		t.Fatalf("consume revoked: fresh=%v err=%v, want not fresh", fresh, err)
+		t.Fatalf("rotate revoked: fresh=%v err=%v, want not fresh", fresh, err)
 	}
 	if got.UsedAt != nil {
 		t.Fatalf("a revoked token was marked used: %v", *got.UsedAt)
 	}
 	requireTime(t, "RevokedAt", got.RevokedAt, baseTime)
+
+	expiring := mustInsertRefreshToken(t, s, a, newID())
+	got, fresh, _, err = rotate(t, s, expiring.TokenHash, expiring.ExpiresAt)
+	if err != nil || fresh || got.UsedAt != nil || got.RevokedAt != nil {
+		t.Fatalf("rotate at expiry: %+v fresh=%v err=%v, want not fresh, untouched", got, fresh, err)
+	}
 }
 
-func TestConsumeRefreshToken_ConcurrentExactlyOneFresh(t *testing.T) {
+func TestRotateRefreshToken_ConcurrentExactlyOneFresh(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s := pgtest.Store(t)
 	a := mustSignup(t, s)
-	rt := mustInsertRefreshToken(t, s, a, newID())
+	family := newID()
+	rt := mustInsertRefreshToken(t, s, a, family)
 
+	// Every loser does what the core does on reuse: revoke the family. Whatever the interleaving, the
+	// winner's successor must end up revoked with the rest.
 	const n = 20
 	var (
 		wg     sync.WaitGroup
@@ -312,7 +338,11 @@ func TestConsumeRefreshToken_ConcurrentExactlyOneFresh(t *testing.T) {
 	for i := range n {
 		wg.Go(func() {
 			<-start
-			_, ok, err := s.ConsumeRefreshToken(ctx, rt.TokenHash, baseTime.Add(time.Duration(i)*time.Second))
+			now := baseTime.Add(time.Duration(i) * time.Second)
+			_, ok, _, err := rotate(t, s, rt.TokenHash, now)
+			if err == nil && !ok {
+				err = s.RevokeRefreshFamily(ctx, family, now)
+			}
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
@@ -326,10 +356,18 @@ func TestConsumeRefreshToken_ConcurrentExactlyOneFresh(t *testing.T) {
 	close(start)
 	wg.Wait()
 	if len(failed) > 0 {
-		t.Fatalf("concurrent consume errors: %v", failed)
+		t.Fatalf("concurrent rotation errors: %v", failed)
 	}
 	if fresh != 1 {
-		t.Fatalf("fresh consumptions = %d, want exactly 1", fresh)
+		t.Fatalf("fresh rotations = %d, want exactly 1", fresh)
+	}
+	var tokens, unrevoked int
+	err := s.Pool().QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE revoked_at IS NULL) FROM refresh_tokens WHERE family_id = $1`, family).Scan(&tokens, &unrevoked)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tokens != 2 || unrevoked != 0 {
+		t.Fatalf("family has %d tokens, %d unrevoked; want the spent one and its successor, both revoked", tokens, unrevoked)
 	}
 }
 
@@ -353,19 +391,19 @@ func TestRevokeRefreshFamily(t *testing.T) {
 	}
 
 	for _, rt := range []ports.RefreshToken{t1, t2} {
-		got, fresh, err := s.ConsumeRefreshToken(ctx, rt.TokenHash, now)
+		got, fresh, _, err := rotate(t, s, rt.TokenHash, now)
 		if err != nil || fresh {
-			t.Fatalf("consume after family revoke: fresh=%v err=%v", fresh, err)
+			t.Fatalf("rotate after family revoke: fresh=%v err=%v", fresh, err)
 		}
 		requireTime(t, "RevokedAt", got.RevokedAt, now)
 	}
-	got, _, err := s.ConsumeRefreshToken(ctx, early.TokenHash, now)
+	got, _, _, err := rotate(t, s, early.TokenHash, now)
 	if err != nil {
 		t.Fatal(err)
 	}
 	requireTime(t, "earlier RevokedAt", got.RevokedAt, earlyRevoked)
 
-	if _, fresh, err := s.ConsumeRefreshToken(ctx, other.TokenHash, now); err != nil || !fresh {
+	if _, fresh, _, err := rotate(t, s, other.TokenHash, now); err != nil || !fresh {
 		t.Fatalf("token of another family: fresh=%v err=%v, want fresh", fresh, err)
 	}
 

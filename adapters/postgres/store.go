@@ -3,8 +3,8 @@
 // translated into a ports error here, at the boundary, so no pgx type leaves this package.
 //
 // Each area has its own store type over one shared pool (Accounts, Organizations, APIKeys, SMTPCredentials,
-// RateLimits, Domains, Messages, Outbox, Delivery, Deliverability, Templates, Tracking, Webhooks), defined
-// in the area's file beside the port it implements; Store opens or wraps the pool and hands them out.
+// RateLimits, Domains, Messages, Outbox, Delivery, Deliverability, Templates, Tracking, Webhooks, Secrets),
+// defined in the area's file beside the port it implements; Store opens or wraps the pool and hands them out.
 package postgres
 
 import (
@@ -44,6 +44,7 @@ type Store struct {
 	*Templates
 	*Tracking
 	*Webhooks
+	*Secrets
 
 	pool *pgxpool.Pool
 }
@@ -85,6 +86,7 @@ func New(pool *pgxpool.Pool) *Store {
 		Templates:       &Templates{sh},
 		Tracking:        &Tracking{sh},
 		Webhooks:        &Webhooks{sh},
+		Secrets:         &Secrets{sh},
 		pool:            pool,
 	}
 }

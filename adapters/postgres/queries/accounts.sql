@@ -28,10 +28,34 @@ UPDATE users SET totp_secret = $2, totp_enabled = $3 WHERE id = $1;
 INSERT INTO refresh_tokens (organization_id, id, user_id, family_id, token_hash, expires_at, used_at, revoked_at, created_at)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9);
 
--- name: ConsumeRefreshToken :one
-UPDATE refresh_tokens SET used_at = $2
-WHERE token_hash = $1 AND used_at IS NULL AND revoked_at IS NULL
+-- name: SpendRefreshToken :one
+-- Spends a token that is unused, unrevoked and unexpired at $2; the row lock it takes is held until the
+-- transaction that stores the successor commits.
+UPDATE refresh_tokens SET used_at = sqlc.arg(now)::timestamptz
+WHERE token_hash = sqlc.arg(token_hash) AND used_at IS NULL AND revoked_at IS NULL
+  AND expires_at > sqlc.arg(now)::timestamptz
 RETURNING *;
+
+-- name: RefreshFamilyByHash :one
+SELECT family_id FROM refresh_tokens WHERE token_hash = $1;
+
+-- name: LockRefreshFamily :exec
+-- Serialises every rotation and revocation of one refresh family for the rest of the transaction. The
+-- two-key form keeps these locks apart from the single-key ones of migrations.
+SELECT pg_advisory_xact_lock(7301, hashtext(sqlc.arg(family_id)::text));
+
+-- name: LockAdminBootstrap :exec
+-- Serialises the sign-ups that ask for the admin bootstrap, so that only the first one becomes admin.
+SELECT pg_advisory_xact_lock(7302, 0);
+
+-- name: AnyAdmin :one
+SELECT EXISTS (SELECT 1 FROM users WHERE is_admin);
+
+-- name: SetUserAdmin :execrows
+UPDATE users SET is_admin = $2 WHERE email = $1;
+
+-- name: ClaimTOTPStep :execrows
+UPDATE users SET totp_last_step = sqlc.arg(step) WHERE id = sqlc.arg(id) AND totp_last_step < sqlc.arg(step);
 
 -- name: RefreshTokenByHash :one
 SELECT * FROM refresh_tokens WHERE token_hash = $1;

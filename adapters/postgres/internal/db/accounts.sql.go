@@ -10,32 +10,32 @@ import (
 	"time"
 )
 
-const consumeRefreshToken = `-- name: ConsumeRefreshToken :one
-UPDATE refresh_tokens SET used_at = $2
-WHERE token_hash = $1 AND used_at IS NULL AND revoked_at IS NULL
-RETURNING id, user_id, organization_id, family_id, token_hash, expires_at, used_at, revoked_at, created_at
+const anyAdmin = `-- name: AnyAdmin :one
+SELECT EXISTS (SELECT 1 FROM users WHERE is_admin)
 `
 
-type ConsumeRefreshTokenParams struct {
-	TokenHash []byte
-	UsedAt    *time.Time
+func (q *Queries) AnyAdmin(ctx context.Context) (bool, error) {
+	row := q.db.QueryRow(ctx, anyAdmin)
+	var exists bool
+	err := row.Scan(&exists)
+	return exists, err
 }
 
-func (q *Queries) ConsumeRefreshToken(ctx context.Context, arg ConsumeRefreshTokenParams) (RefreshToken, error) {
-	row := q.db.QueryRow(ctx, consumeRefreshToken, arg.TokenHash, arg.UsedAt)
-	var i RefreshToken
-	err := row.Scan(
-		&i.ID,
-		&i.UserID,
-		&i.OrganizationID,
-		&i.FamilyID,
-		&i.TokenHash,
-		&i.ExpiresAt,
-		&i.UsedAt,
-		&i.RevokedAt,
-		&i.CreatedAt,
-	)
-	return i, err
+const claimTOTPStep = `-- name: ClaimTOTPStep :execrows
+UPDATE users SET totp_last_step = $1 WHERE id = $2 AND totp_last_step < $1
+`
+
+type ClaimTOTPStepParams struct {
+	Step int64
+	ID   string
+}
+
+func (q *Queries) ClaimTOTPStep(ctx context.Context, arg ClaimTOTPStepParams) (int64, error) {
+	result, err := q.db.Exec(ctx, claimTOTPStep, arg.Step, arg.ID)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
 }
 
 const insertMembership = `-- name: InsertMembership :exec
@@ -148,6 +148,27 @@ func (q *Queries) InsertUser(ctx context.Context, arg InsertUserParams) error {
 	return err
 }
 
+const lockAdminBootstrap = `-- name: LockAdminBootstrap :exec
+SELECT pg_advisory_xact_lock(7302, 0)
+`
+
+// Serialises the sign-ups that ask for the admin bootstrap, so that only the first one becomes admin.
+func (q *Queries) LockAdminBootstrap(ctx context.Context) error {
+	_, err := q.db.Exec(ctx, lockAdminBootstrap)
+	return err
+}
+
+const lockRefreshFamily = `-- name: LockRefreshFamily :exec
+SELECT pg_advisory_xact_lock(7301, hashtext($1::text))
+`
+
+// Serialises every rotation and revocation of one refresh family for the rest of the transaction. The
+// two-key form keeps these locks apart from the single-key ones of migrations.
+func (q *Queries) LockRefreshFamily(ctx context.Context, familyID string) error {
+	_, err := q.db.Exec(ctx, lockRefreshFamily, familyID)
+	return err
+}
+
 const membershipsByUser = `-- name: MembershipsByUser :many
 SELECT user_id, organization_id, role, created_at FROM memberships
 WHERE user_id = $1
@@ -177,6 +198,17 @@ func (q *Queries) MembershipsByUser(ctx context.Context, userID string) ([]Membe
 		return nil, err
 	}
 	return items, nil
+}
+
+const refreshFamilyByHash = `-- name: RefreshFamilyByHash :one
+SELECT family_id FROM refresh_tokens WHERE token_hash = $1
+`
+
+func (q *Queries) RefreshFamilyByHash(ctx context.Context, tokenHash []byte) (string, error) {
+	row := q.db.QueryRow(ctx, refreshFamilyByHash, tokenHash)
+	var family_id string
+	err := row.Scan(&family_id)
+	return family_id, err
 }
 
 const refreshTokenByHash = `-- name: RefreshTokenByHash :one
@@ -215,6 +247,23 @@ func (q *Queries) RevokeRefreshFamily(ctx context.Context, arg RevokeRefreshFami
 	return err
 }
 
+const setUserAdmin = `-- name: SetUserAdmin :execrows
+UPDATE users SET is_admin = $2 WHERE email = $1
+`
+
+type SetUserAdminParams struct {
+	Email   string
+	IsAdmin bool
+}
+
+func (q *Queries) SetUserAdmin(ctx context.Context, arg SetUserAdminParams) (int64, error) {
+	result, err := q.db.Exec(ctx, setUserAdmin, arg.Email, arg.IsAdmin)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const setUserTOTP = `-- name: SetUserTOTP :execrows
 UPDATE users SET totp_secret = $2, totp_enabled = $3 WHERE id = $1
 `
@@ -233,8 +282,39 @@ func (q *Queries) SetUserTOTP(ctx context.Context, arg SetUserTOTPParams) (int64
 	return result.RowsAffected(), nil
 }
 
+const spendRefreshToken = `-- name: SpendRefreshToken :one
+UPDATE refresh_tokens SET used_at = $1::timestamptz
+WHERE token_hash = $2 AND used_at IS NULL AND revoked_at IS NULL
+  AND expires_at > $1::timestamptz
+RETURNING id, user_id, organization_id, family_id, token_hash, expires_at, used_at, revoked_at, created_at
+`
+
+type SpendRefreshTokenParams struct {
+	Now       time.Time
+	TokenHash []byte
+}
+
+// Spends a token that is unused, unrevoked and unexpired at $2; the row lock it takes is held until the
+// transaction that stores the successor commits.
+func (q *Queries) SpendRefreshToken(ctx context.Context, arg SpendRefreshTokenParams) (RefreshToken, error) {
+	row := q.db.QueryRow(ctx, spendRefreshToken, arg.Now, arg.TokenHash)
+	var i RefreshToken
+	err := row.Scan(
+		&i.ID,
+		&i.UserID,
+		&i.OrganizationID,
+		&i.FamilyID,
+		&i.TokenHash,
+		&i.ExpiresAt,
+		&i.UsedAt,
+		&i.RevokedAt,
+		&i.CreatedAt,
+	)
+	return i, err
+}
+
 const userByEmail = `-- name: UserByEmail :one
-SELECT id, email, password_hash, is_admin, totp_secret, totp_enabled, created_at FROM users WHERE email = $1
+SELECT id, email, password_hash, is_admin, totp_secret, totp_enabled, created_at, totp_last_step FROM users WHERE email = $1
 `
 
 func (q *Queries) UserByEmail(ctx context.Context, email string) (User, error) {
@@ -248,12 +328,13 @@ func (q *Queries) UserByEmail(ctx context.Context, email string) (User, error) {
 		&i.TotpSecret,
 		&i.TotpEnabled,
 		&i.CreatedAt,
+		&i.TotpLastStep,
 	)
 	return i, err
 }
 
 const userByID = `-- name: UserByID :one
-SELECT id, email, password_hash, is_admin, totp_secret, totp_enabled, created_at FROM users WHERE id = $1
+SELECT id, email, password_hash, is_admin, totp_secret, totp_enabled, created_at, totp_last_step FROM users WHERE id = $1
 `
 
 func (q *Queries) UserByID(ctx context.Context, id string) (User, error) {
@@ -267,6 +348,7 @@ func (q *Queries) UserByID(ctx context.Context, id string) (User, error) {
 		&i.TotpSecret,
 		&i.TotpEnabled,
 		&i.CreatedAt,
+		&i.TotpLastStep,
 	)
 	return i, err
 }

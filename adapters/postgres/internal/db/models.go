@@ -264,6 +264,7 @@ type User struct {
 	TotpSecret   []byte
 	TotpEnabled  bool
 	CreatedAt    time.Time
+	TotpLastStep int64
 }
 
 type WebhookDelivery struct {
