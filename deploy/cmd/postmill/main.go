@@ -1,5 +1,6 @@
 // Command postmill is the one Postmill binary. `postmill serve [--target=all|edge,core,mta,inbound,analytics]`
-// runs the chosen tiers in one process; `postmill migrate` applies the database migrations and exits.
+// runs the chosen tiers in one process; `postmill migrate` applies the database migrations and exits;
+// `postmill admin grant|revoke EMAIL` and `postmill secrets reencrypt` are the operator's commands.
 // Configuration comes from POSTMILL_* environment variables (see the README).
 package main
 
@@ -52,6 +53,10 @@ const usage = `usage: postmill <command> [flags]
 commands:
   serve [--target=all]   run tiers: all (default) or a comma list of edge, core, mta, inbound, analytics
   migrate                apply database migrations to POSTMILL_DATABASE_URL and exit
+  admin grant EMAIL      make the account with EMAIL a platform admin
+  admin revoke EMAIL     withdraw platform admin from the account with EMAIL
+  secrets reencrypt [--batch=N]
+                         seal every stored secret under the primary POSTMILL_SECRET_KEY (after a rotation)
 `
 
 func run(args []string) error {
@@ -94,6 +99,10 @@ func run(args []string) error {
 		}
 		logger.Info("migrations applied")
 		return nil
+	case "admin":
+		return runAdmin(cfg, args[1:], os.Stdout)
+	case "secrets":
+		return runSecrets(cfg, args[1:], os.Stdout)
 	case "help", "-h", "--help":
 		fmt.Print(usage)
 		return nil
