@@ -19,17 +19,36 @@ import (
 // msgDisplayName refuses a display name that could not be written as one header line.
 const msgDisplayName = "display name must not contain control characters"
 
+// maxMailboxInput bounds a value before it is parsed at all. It is far above what a valid mailbox needs,
+// so that a canonical form (normaliseMailbox), which RFC 2047 makes up to about fourteen times as long as
+// its name, validates again.
+const maxMailboxInput = 16 << 10
+
 // parseMailbox splits one mailbox into its decoded display name ("" when there is none) and its bare
 // address. It fails for anything that is not exactly one mailbox: a list, a group, a value with CR, LF or
-// NUL, one longer than a header line (RFC 5322 §2.1.1: 998 characters), one whose address fails
+// NUL, one whose name and address would not fit a header line (RFC 5322 §2.1.1: 998 characters, counted
+// on the decoded name so that every spelling of a mailbox is judged alike), one whose address fails
 // validAddrSpec. nameOK is false when the display name decodes (RFC 2047) to control characters, which a
 // header line cannot carry.
 func parseMailbox(raw string) (name, addr string, ok, nameOK bool) {
 	s := strings.TrimSpace(raw)
-	if s == "" || !utf8.ValidString(s) || utf8.RuneCountInString(s) > maxHeaderLineLen || strings.ContainsAny(s, "\r\n\x00") {
+	if s == "" || len(s) > maxMailboxInput || !utf8.ValidString(s) || strings.ContainsAny(s, "\r\n\x00") {
 		return "", "", false, false
 	}
-	return splitMailbox(s)
+	name, addr, ok, nameOK = splitMailbox(s)
+	if ok && mailboxLen(name, addr) > maxHeaderLineLen {
+		return "", "", false, false
+	}
+	return name, addr, ok, nameOK
+}
+
+// mailboxLen is the length of a mailbox written plainly: the name, a space and the address in brackets.
+func mailboxLen(name, addr string) int {
+	n := utf8.RuneCountInString(addr)
+	if name != "" {
+		n += utf8.RuneCountInString(name) + 3
+	}
+	return n
 }
 
 // splitMailbox is parseMailbox without the bounds on the value as a whole: a canonical form

@@ -148,3 +148,22 @@ func FuzzParseMailbox(f *testing.F) {
 		}
 	})
 }
+
+// TestLongEncodedNameValidatesAgain: a name whose RFC 2047 form is longer than a header line is judged by
+// its decoded length, so the canonical form validateSend returns passes validateSend again unchanged.
+func TestLongEncodedNameValidatesAgain(t *testing.T) {
+	t.Parallel()
+	req := validRequest()
+	req.To = []string{strings.Repeat("ü", 400) + " <a@example.com>"}
+	once, v := validateSend(req)
+	if len(v) != 0 || len(once.To[0]) <= maxHeaderLineLen {
+		t.Fatalf("violations %+v; canonical form of %d bytes", v, len(once.To[0]))
+	}
+	twice, v := validateSend(once)
+	if len(v) != 0 || !slices.Equal(twice.To, once.To) {
+		t.Errorf("second validation: %+v, %q", v, twice.To)
+	}
+	if r := recipientOf(ports.RecipientTo, twice.To[0]); r.Name != strings.Repeat("ü", 400) || r.Address != "a@example.com" {
+		t.Errorf("recipient %+v", r)
+	}
+}

@@ -227,7 +227,7 @@ func validDomain(d string) bool {
 func normaliseSender(raw string) (string, string) {
 	name, addr, ok, nameOK := parseMailbox(raw)
 	switch {
-	case !ok && utf8.RuneCountInString(raw) > maxHeaderLineLen:
+	case !ok && utf8.RuneCountInString(strings.TrimSpace(raw)) > maxHeaderLineLen:
 		return "", msgFromLen
 	case !ok:
 		return "", msgEmail

@@ -17,9 +17,9 @@ import (
 // FuzzValidateSend builds send requests from arbitrary field values (what the REST body and SMTP submission
 // hand the core) and checks validateSend's promises: it never panics nor changes the caller's request, it
 // is deterministic, every violation names a field of the body and says something; and a request it accepts
-// is normalised for good: validating the output again finds nothing and changes nothing, its addresses are
-// bare addr-specs (the sender's after its display name is dropped), and nothing that becomes a header line
-// carries CR or LF.
+// is normalised for good: validating the output again finds nothing and changes nothing, the address of
+// every mailbox is a bare addr-spec, recipients are in normaliseMailbox's canonical form, and nothing that
+// becomes a header line carries CR or LF.
 func FuzzValidateSend(f *testing.F) {
 	type seed struct {
 		from, to, cc, replyTo, subject, html, text, headerName, headerValue string
@@ -41,6 +41,8 @@ func FuzzValidateSend(f *testing.F) {
 			subject: "s", text: "t", metadata: []byte(" null "), filename: "l.png", contentType: "image/png",
 			contentID: " <logo@acme> ", inline: true, attachments: 1},
 		{from: "=?utf-8?q?Ad=C3=A1?= <ada@acme.example>", to: "b@example.com", templateID: "0190a3c4-5d6e-7f80-9a1b-2c3d4e5f6a7b"},
+		{from: "news@acme.example", to: `Bob <b@example.com>,"L; A" <a@example.com>,=?utf-8?q?Zo=C3=AB?= <z@example.com>`,
+			cc: "<c@example.com>,Friends: d@example.com;", subject: "s", text: "t"},
 		{from: "news@acme.example\r\nBcc: x@y.com", to: "bad", subject: "a\r\nb", text: "\x00",
 			headerName: "Content-Type", headerValue: "text/html", metadata: []byte(`[]`)},
 		{from: `"a\"b" <a@acme.example>`, to: `"quoted"@example.com`, cc: "x@[192.0.2.1]", subject: "s", html: "h",
@@ -129,8 +131,9 @@ func FuzzValidateSend(f *testing.F) {
 		}
 		for _, list := range [][]string{out.To, out.Cc, out.Bcc} {
 			for _, a := range list {
-				if !validAddrSpec(a) || a != strings.TrimSpace(a) {
-					t.Fatalf("recipient %q is not a bare address", a)
+				r := recipientOf(ports.RecipientTo, a)
+				if !validAddrSpec(r.Address) || a != normaliseMailbox(r.Name, r.Address) || strings.ContainsAny(a, "\r\n\x00") {
+					t.Fatalf("recipient %q is not a canonical mailbox (%q %q)", a, r.Name, r.Address)
 				}
 			}
 		}
