@@ -327,7 +327,7 @@ func validateAttachments(v *violations, atts []ports.Attachment) []ports.Attachm
 			v.add(path+".content", msgAttachTooLarge)
 		}
 		total += int64(len(a.Content))
-		a.ContentID = strings.TrimSuffix(strings.TrimPrefix(strings.TrimSpace(a.ContentID), "<"), ">")
+		a.ContentID = strings.TrimSpace(strings.TrimSuffix(strings.TrimPrefix(strings.TrimSpace(a.ContentID), "<"), ">"))
 		if strings.ContainsAny(a.ContentID, "\r\n<>") || !storable(a.ContentID) {
 			v.add(path+".contentId", msgContentID)
 		} else if a.Inline && a.ContentID == "" {

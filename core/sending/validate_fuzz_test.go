@@ -81,13 +81,6 @@ func FuzzValidateSend(f *testing.F) {
 		if templateID != "" {
 			req.Template = &ports.TemplateRef{ID: templateID}
 		}
-		// Known gap: validateAttachments trims white space before it strips the angle brackets, not after, so
-		// "< x>" is accepted as " x" and only a second pass trims it to "x" (and "< >" passes as an inline
-		// attachment whose content id is one space). Such ids are trimmed here so that the rest of the request
-		// is still checked; drop these lines once validate.go trims inside the brackets too.
-		if cid := strings.TrimSuffix(strings.TrimPrefix(strings.TrimSpace(contentID), "<"), ">"); cid != strings.TrimSpace(cid) {
-			contentID = strings.TrimSpace(cid)
-		}
 		for range int(attachments) % (ports.MaxAttachments + 2) {
 			req.Attachments = append(req.Attachments, ports.Attachment{
 				Filename: filename, ContentType: contentType, Content: content, Inline: inline, ContentID: contentID})

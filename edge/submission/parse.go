@@ -202,9 +202,11 @@ func readParts(mr *mail.Reader, req *ports.SendRequest) error {
 		case *mail.AttachmentHeader:
 			h = ph.Header
 		}
-		ctype, params, _ := h.ContentType()
-		if ctype == "" {
-			ctype = "text/plain" // RFC 2045 §5.2
+		ctype, params, err := h.ContentType()
+		if err != nil || ctype == "" {
+			// RFC 2045 §5.2: a missing or unparseable Content-Type is text/plain. go-message hands back the
+			// raw value with its error, which must never become the part's type.
+			ctype, params = "text/plain", nil
 		}
 		disp, dparams, _ := h.ContentDisposition()
 		filename := dparams["filename"]
