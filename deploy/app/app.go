@@ -250,6 +250,8 @@ func (a *App) initCore() (services.Service, error) {
 	starting := func(ctx context.Context) error {
 		st := a.Store()
 		host, port := a.cfg.submission()
+		// The limiter comes first: the account area's per-account login throttle counts in it.
+		limiter := ratelimit.New(st, ports.SystemClock{})
 		acc, err := account.New(account.Config{
 			AdminEmails:    a.cfg.AdminEmails,
 			DefaultPlan:    ports.Plan{MonthlyLimit: a.cfg.DefaultMonthly, WarmupCap: a.cfg.DefaultWarmupCap},
@@ -257,12 +259,11 @@ func (a *App) initCore() (services.Service, error) {
 			SubmissionPort: port,
 		}, account.Deps{
 			Accounts: st, Organizations: st, APIKeys: st, SMTPCredentials: st,
-			Clock: ports.SystemClock{}, Keyring: a.keyring, Logger: a.logger,
+			RateLimiter: limiter, Clock: ports.SystemClock{}, Keyring: a.keyring, Logger: a.logger,
 		})
 		if err != nil {
 			return err
 		}
-		limiter := ratelimit.New(st, ports.SystemClock{})
 		domains, err := domain.New(domain.Config{
 			SPFInclude: a.cfg.SpfInclude, ReturnPathHost: a.cfg.ReturnPathHost,
 			TrackingHost: a.cfg.TrackingHost, DMARCRua: a.cfg.DMARCRua,
@@ -344,7 +345,7 @@ func (a *App) initCore() (services.Service, error) {
 		a.mu.Lock()
 		a.rpcAddr = ln.Addr()
 		a.mu.Unlock()
-		srv = &http.Server{Handler: rpc.NewHandler(core, rpc.ServerConfig{Token: a.rpcToken()}), ReadHeaderTimeout: 10 * time.Second}
+		srv = &http.Server{Handler: rpc.NewHandler(core, rpc.ServerConfig{Token: a.rpcToken(), OlderTokens: a.olderRPCTokens()}), ReadHeaderTimeout: 10 * time.Second}
 		go func() { serveCh <- srv.Serve(ln) }()
 		a.logger.Info("listening", "service", "core-rpc", "addr", ln.Addr().String())
 		return nil
@@ -398,6 +399,8 @@ func (a *App) initEdge() (services.Service, error) {
 			Logger:         a.logger,
 			Registerer:     a.reg,
 			Gatherer:       a.reg,
+			// POSTMILL_ADMIN_REQUIRE_2FA=false lets admins without 2FA use the admin routes.
+			AdminWithout2FA: !a.cfg.AdminRequire2FA,
 		}, core)
 		if err != nil {
 			return err

@@ -60,6 +60,7 @@ type Config struct {
 	WebhookAllowNets  []netip.Prefix
 	TrustedProxies    []netip.Prefix
 	AdminEmails       []string
+	AdminRequire2FA   bool // admin routes refuse (403) an admin without 2FA; tests and local runs turn it off
 	SpfInclude        string
 	ReturnPathHost    string
 	TrackingHost      string
@@ -126,6 +127,18 @@ func LoadEnv(getenv Getenv) (Config, error) {
 		}
 		return d
 	}
+	boolean := func(name string, def bool) bool {
+		v := strings.TrimSpace(getenv(name))
+		if v == "" {
+			return def
+		}
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %q is not true or false", name, v))
+			return def
+		}
+		return b
+	}
 	prefixes := func(name string) []netip.Prefix {
 		var out []netip.Prefix
 		for _, s := range list(getenv(name)) {
@@ -167,6 +180,7 @@ func LoadEnv(getenv Getenv) (Config, error) {
 		WebhookAllowNets:  prefixes("POSTMILL_WEBHOOK_ALLOW_NETS"),
 		TrustedProxies:    prefixes("POSTMILL_TRUSTED_PROXIES"),
 		AdminEmails:       list(strings.ToLower(getenv("POSTMILL_ADMIN_EMAILS"))),
+		AdminRequire2FA:   boolean("POSTMILL_ADMIN_REQUIRE_2FA", true),
 		SpfInclude:        str("POSTMILL_SPF_INCLUDE", "spf.postmill.local"),
 		ReturnPathHost:    str("POSTMILL_RETURN_PATH_HOST", "bounces.postmill.local"),
 		TrackingHost:      str("POSTMILL_TRACKING_HOST", "track.postmill.local"),

@@ -135,8 +135,11 @@ func TestTwoFactor(t *testing.T) {
 	e := MustStartAll(t)
 	a := e.MustSignup("frank@example.com", "")
 
-	errorBody(t, e.post("/v1/auth/2fa/enroll", "", nil), 401, "", "")
-	r := expect(t, e.post("/v1/auth/2fa/enroll", a.access, nil), 201)
+	errorBody(t, e.post("/v1/auth/2fa/enroll", "", map[string]any{"password": a.password}), 401, "", "")
+	// Enrolment asks for the password again.
+	errorBody(t, e.post("/v1/auth/2fa/enroll", a.access, nil), 400, "", "")
+	errorBody(t, e.post("/v1/auth/2fa/enroll", a.access, map[string]any{"password": "not the password"}), 401, "", "invalid password")
+	r := expect(t, e.post("/v1/auth/2fa/enroll", a.access, map[string]any{"password": a.password}), 201)
 	secret := r.str("secret")
 	if secret == "" || !strings.HasPrefix(r.str("otpauthUrl"), "otpauth://totp/") || !strings.Contains(r.str("otpauthUrl"), "secret="+secret) {
 		t.Fatalf("enroll answer: %s", r.raw)
@@ -155,7 +158,7 @@ func TestTwoFactor(t *testing.T) {
 		t.Fatalf("verify answer: %s", v.raw)
 	}
 	// Enabled: a second enrolment is refused, login needs a right code.
-	errorBody(t, e.post("/v1/auth/2fa/enroll", a.access, nil), 409, "", "")
+	errorBody(t, e.post("/v1/auth/2fa/enroll", a.access, map[string]any{"password": a.password}), 409, "", "")
 	errorBody(t, e.post("/v1/auth/login", "", map[string]any{"email": a.email, "password": a.password}), 401, "", "")
 	errorBody(t, e.post("/v1/auth/login", "", map[string]any{"email": a.email, "password": a.password, "totp": wrongCode(t, secret)}), 401, "", "")
 	errorBody(t, e.post("/v1/auth/login", "", map[string]any{"email": a.email, "password": a.password, "totp": "12345"}), 400, "", "Validation failed")

@@ -131,6 +131,9 @@ func baseEnv(tb testing.TB, databaseURL string) map[string]string {
 		"POSTMILL_DATA_DIR":        tb.TempDir(),
 		"POSTMILL_ADMIN_EMAILS":    "root@admin.example",
 		"POSTMILL_TRUSTED_PROXIES": "127.0.0.1",
+
+		// Admin routes without enrolling 2FA first; TestAdminRoutesRequireTwoFactor checks the default.
+		"POSTMILL_ADMIN_REQUIRE_2FA": "false",
 	}
 }
 
@@ -167,7 +170,7 @@ func scenario(tb testing.TB, e *env) []string {
 	note("refresh", e.post("/v1/auth/refresh", "", map[string]any{"refreshToken": a.refresh}))
 	note("refresh-reuse", e.post("/v1/auth/refresh", "", map[string]any{"refreshToken": a.refresh}))
 	note("org", e.get("/v1/organization", a.access))
-	note("enroll", e.post("/v1/auth/2fa/enroll", a.access, nil))
+	note("enroll", e.post("/v1/auth/2fa/enroll", a.access, map[string]any{"password": a.password}))
 	k := e.post("/v1/api-keys", a.access, map[string]any{"name": "k", "scopes": []string{"emails:send"}})
 	note("key", k)
 	note("key-bad-scope", e.post("/v1/api-keys", a.access, map[string]any{"name": "k", "scopes": []string{"nope"}}))

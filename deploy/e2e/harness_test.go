@@ -43,6 +43,7 @@ func testConfig(tb testing.TB, databaseURL string) app.Config {
 	cfg.DataDir = tb.TempDir()
 	cfg.SecretKeys = [][]byte{[]byte(randomHex(tb, 32))}
 	cfg.AdminEmails = []string{"root@admin.example"}
+	cfg.AdminRequire2FA = false // tests that check the requirement turn it back on
 	cfg.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}
 	// The MX sinks listen on 127.0.0.1, the one loopback address the MTA may deliver to here.
 	cfg.MTAAllowNets = []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}
