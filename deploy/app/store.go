@@ -1,0 +1,41 @@
+package app
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/grafana/dskit/services"
+
+	"github.com/postmill/postmill/adapters/postgres"
+)
+
+// initStore opens (and, when configured, migrates) the PostgreSQL store the core and the PostgreSQL queue
+// share; it closes the store when the process stops.
+func (a *App) initStore() (services.Service, error) {
+	return services.NewIdleService(func(ctx context.Context) error {
+		st, err := postgres.Open(ctx, a.cfg.DatabaseURL)
+		if err != nil {
+			return fmt.Errorf("opening the database: %w", err)
+		}
+		if err := st.Ping(ctx); err != nil {
+			st.Close()
+			return fmt.Errorf("database does not answer: %w", err)
+		}
+		if a.cfg.Migrate {
+			if err := postgres.Migrate(ctx, st.Pool()); err != nil {
+				st.Close()
+				return fmt.Errorf("migrating: %w", err)
+			}
+		}
+		a.mu.Lock()
+		a.store = st
+		a.mu.Unlock()
+		a.logger.Info("store ready", "migrated", a.cfg.Migrate)
+		return nil
+	}, func(error) error {
+		if st := a.Store(); st != nil {
+			st.Close()
+		}
+		return nil
+	}).WithName(moduleStore), nil
+}

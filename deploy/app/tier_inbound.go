@@ -1,0 +1,61 @@
+package app
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/grafana/dskit/services"
+
+	"github.com/postmill/postmill/adapters/smtpd"
+	"github.com/postmill/postmill/inbound"
+)
+
+// initInbound runs the MX listener (POSTMILL_SMTP_ADDR) for bounces and feedback reports, reaching the core
+// in-process or over Connect.
+func (a *App) initInbound() (services.Service, error) {
+	var (
+		srv     *inbound.Server
+		serveCh = make(chan error, 1)
+	)
+	starting := func(ctx context.Context) error {
+		feedback := a.inProcessCore().Feedback
+		if !a.targets.Has(TargetCore) {
+			feedback = a.remoteCore().Core().Feedback
+		}
+		var err error
+		srv, err = inbound.New(inbound.Config{Config: smtpd.Config{
+			Addr: a.cfg.SMTPAddr, Domain: a.cfg.InboundMXHost,
+			MaxConnections: a.cfg.SMTPMaxConnections, MaxConnectionsPerIP: a.cfg.SMTPMaxConnectionsPerIP,
+		}}, feedback, a.logger)
+		if err != nil {
+			return err
+		}
+		addr, err := srv.Listen()
+		if err != nil {
+			return fmt.Errorf("inbound listener: %w", err)
+		}
+		a.mu.Lock()
+		a.mxAddr = addr
+		a.mu.Unlock()
+		go func() { serveCh <- srv.Serve() }()
+		a.logger.Info("listening", "service", "smtp-inbound", "addr", addr.String())
+		return nil
+	}
+	running := func(ctx context.Context) error {
+		select {
+		case <-ctx.Done():
+			return nil
+		case err := <-serveCh:
+			return fmt.Errorf("inbound server: %w", err)
+		}
+	}
+	stopping := func(error) error {
+		if srv == nil {
+			return nil
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), a.grace())
+		defer cancel()
+		return srv.Shutdown(ctx)
+	}
+	return services.NewBasicService(starting, running, stopping).WithName(TargetInbound), nil
+}

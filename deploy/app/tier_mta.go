@@ -1,0 +1,43 @@
+package app
+
+import (
+	"context"
+
+	"github.com/grafana/dskit/services"
+
+	"github.com/postmill/postmill/mta"
+)
+
+// initMTA runs the delivery tier: it reads the queue and reaches the core in-process or over Connect.
+func (a *App) initMTA() (services.Service, error) {
+	var m *mta.MTA
+	starting := func(ctx context.Context) error {
+		delivery := a.inProcessCore().Delivery
+		if !a.targets.Has(TargetCore) {
+			delivery = a.remoteCore().Core().Delivery
+		}
+		queue, err := a.queue(ctx)
+		if err != nil {
+			return err
+		}
+		blobs, err := a.blobStore(ctx)
+		if err != nil {
+			return err
+		}
+		m, err = mta.New(mta.Config{
+			Port: a.cfg.MTAPort, Relay: a.cfg.MTARelay, RelayUsername: a.cfg.MTARelayUsername,
+			RelayPassword: a.cfg.MTARelayPassword, HELO: a.cfg.MTAHelo, Concurrency: a.cfg.MTAConcurrency,
+		}, mta.Deps{Queue: queue, Delivery: delivery, Resolver: a.dnsResolver(), Blobs: blobs, Logger: a.logger, Registerer: a.reg})
+		if err != nil {
+			return err
+		}
+		a.logger.Info("tier started", "tier", TargetMTA, "queue", a.cfg.Queue, "relay", a.cfg.MTARelay != "")
+		return nil
+	}
+	running := func(ctx context.Context) error {
+		err := m.Run(ctx) // returns after draining in-flight jobs once ctx ends
+		a.logger.Info("tier stopped", "tier", TargetMTA)
+		return err
+	}
+	return services.NewBasicService(starting, running, nil).WithName(TargetMTA), nil
+}
