@@ -58,6 +58,9 @@ func TestCoreAreasNeedTheirDependencies(t *testing.T) {
 	t.Parallel()
 	a := testApp(t)
 	env := &coreEnv{ctx: context.Background(), store: a.Store(), keyring: a.keyring, clock: ports.SystemClock{}, logger: a.logger}
+	if err := a.coreAccount(env); err == nil {
+		t.Error("the account area was built without the rate limiter")
+	}
 	if err := a.coreDomain(env); err == nil {
 		t.Error("the domain area was built without the rate limiter")
 	}
