@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"path/filepath"
 
 	"github.com/grafana/dskit/services"
 
@@ -27,6 +28,7 @@ func (a *App) initMTA() (services.Service, error) {
 		m, err = mta.New(mta.Config{
 			Port: a.cfg.MTAPort, Relay: a.cfg.MTARelay, RelayUsername: a.cfg.MTARelayUsername,
 			RelayPassword: a.cfg.MTARelayPassword, HELO: a.cfg.MTAHelo, Concurrency: a.cfg.MTAConcurrency,
+			AllowNets: a.cfg.MTAAllowNets, JournalDir: filepath.Join(a.cfg.DataDir, "mta"),
 		}, mta.Deps{Queue: queue, Delivery: delivery, Resolver: a.dnsResolver(), Blobs: blobs, Logger: a.logger, Registerer: a.reg})
 		if err != nil {
 			return err
