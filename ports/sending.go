@@ -3,6 +3,7 @@ package ports
 import (
 	"context"
 	"encoding/json"
+	"math"
 	"time"
 )
 
@@ -39,8 +40,30 @@ const (
 	MaxBatch                = 500
 )
 
-// MetricEmailsSent is the usage meter of the monthly allowance and the daily warm-up cap.
-const MetricEmailsSent = "emails_sent"
+// Usage meters of the send path: MetricEmailsSent counts an organization's recipients per calendar month
+// (the plan's allowance), MetricEmailsSentDaily per UTC day (the warm-up cap).
+const (
+	MetricEmailsSent      = "emails_sent"
+	MetricEmailsSentDaily = "emails_sent_daily"
+)
+
+// NoLimit is the Max of a UsageLimit that counts without limiting.
+const NoLimit int64 = math.MaxInt64
+
+// UsageLimit bounds one usage meter for one send: the meter of Metric for the period starting on Period (a
+// calendar date, read as written in Period's own location) may reach Max and no more.
+type UsageLimit struct {
+	Metric string
+	Period time.Time
+	Max    int64
+}
+
+// Usage is what one send meters, as the core decided it: Units go onto the meter of every one of Limits
+// together, or onto none when one of them would pass its Max. Units of 0, or no Limits, meter nothing.
+type Usage struct {
+	Units  int64
+	Limits []UsageLimit
+}
 
 // TemplateRef names a template to render (SPEC §4.2).
 type TemplateRef struct {
@@ -191,22 +214,32 @@ type Suppression struct {
 
 // NewMessage is everything the send path writes in its one transaction.
 type NewMessage struct {
-	Message  Message
-	Events   []Event
-	Outbox   []DeliveryJob // empty for sandbox and scheduled messages
-	Meter    int64         // units to meter (recipients); 0 for nothing
-	Plan     Plan          // limits to meter against
-	MeterDay time.Time     // the UTC day of the warm-up cap; its month is the allowance period
+	Message Message
+	Events  []Event
+	Outbox  []DeliveryJob // empty for sandbox and scheduled messages
+	Usage   Usage         // what the send meters, and under which limits
+}
+
+// Inserted is what InsertMessage did with a NewMessage.
+type Inserted struct {
+	// ID and Status are the message's: the new one's, or with Existing the one that already held the
+	// idempotency key (nothing was written or metered then).
+	ID       string
+	Status   MessageStatus
+	Existing bool
+	// OverLimit, when set, is the first of Usage.Limits the units did not fit under: nothing was written or
+	// metered, and ID and Status are empty.
+	OverLimit *UsageLimit
 }
 
 // MessageStore persists messages, their recipients, timeline, outbox rows and usage meters.
 type MessageStore interface {
 	// InsertMessage writes message, recipients, attachments' metadata, events and outbox rows and meters
-	// the usage in ONE transaction. When Message.IdempotencyKey is set and already used in the
-	// organization, it writes nothing and returns the existing message's id and status with
-	// existing=true. Errors: payment_required (plan_limit_exceeded, Fields metric and limit),
-	// resource_exhausted (warmup_cap_reached); nothing is written then.
-	InsertMessage(ctx context.Context, m NewMessage) (id string, status MessageStatus, existing bool, err error)
+	// m.Usage in ONE transaction, atomically: however many sends run at once, no meter passes the Max of a
+	// limit. When Message.IdempotencyKey is set and already used in the organization, it writes and meters
+	// nothing and returns the existing message's id and status with Existing. When the units do not fit
+	// under a limit, it writes and meters nothing and names the limit in OverLimit; that is not an error.
+	InsertMessage(ctx context.Context, m NewMessage) (Inserted, error)
 	// MessageByIdempotencyKey returns the id and status for a used key. Errors: not_found.
 	MessageByIdempotencyKey(ctx context.Context, orgID, key string) (string, MessageStatus, error)
 	// GetMessage returns the message with recipients, attachments and events. Errors: not_found.

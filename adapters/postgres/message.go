@@ -13,10 +13,6 @@ import (
 
 var _ ports.MessageStore = (*Messages)(nil)
 
-// MetricEmailsSentDaily is the usage meter of the daily warm-up cap: one row per organization and UTC day,
-// next to ports.MetricEmailsSent's row per calendar month.
-const MetricEmailsSentDaily = "emails_sent_daily"
-
 // Messages is the PostgreSQL store of messages, their recipients, attachments' metadata and timelines, the
 // usage they meter and the suppressions the send path checks (ports.MessageStore). Concurrent sends share
 // transactions (message_send.go). Safe for concurrent use.

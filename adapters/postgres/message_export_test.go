@@ -8,10 +8,8 @@ import (
 
 // SendResult is one answer of WriteSendGroup.
 type SendResult struct {
-	ID       string
-	Status   ports.MessageStatus
-	Existing bool
-	Err      error
+	ports.Inserted
+	Err error
 }
 
 // WriteSendGroup writes sends as one group, as InsertMessage does for concurrent calls, so that tests can
@@ -29,7 +27,7 @@ func (s *Messages) WriteSendGroup(ctx context.Context, sends ...ports.NewMessage
 	out := make([]SendResult, len(group))
 	for i, p := range group {
 		r := <-p.done
-		out[i] = SendResult{ID: r.id, Status: r.status, Existing: r.existing, Err: r.err}
+		out[i] = SendResult{Inserted: r.ins, Err: r.err}
 	}
 	return out, nil
 }

@@ -13,39 +13,40 @@ import (
 )
 
 // InsertMessage implements ports.MessageStore: the message, its recipients, attachment metadata, events and
-// delivery jobs are written and its units metered in one transaction, or, when a limit would be passed,
-// nothing is written and the error is payment_required (plan_limit_exceeded, Fields metric and limit) or
-// resource_exhausted (warmup_cap_reached) as SPEC §7 words them.
+// delivery jobs are written and nm.Usage is metered in one transaction, or, when the units do not fit under
+// one of the usage's limits, nothing is written or metered and Inserted.OverLimit names that limit. What a
+// send counts and under which limits is the core's decision; this store only meters it atomically.
 //
-// Every send of an organization must lock that organization's usage rows (the month's and the day's) until
-// its transaction commits, which includes the WAL flush; one send per flush would cap an organization's
-// send rate at the disk's fsync rate. So concurrent sends of one organization and day are written together:
-// while one transaction is in flight, the sends arriving queue up and go into the next transaction as a
-// group, which costs one round trip (one pipelined batch, one implicit transaction) however large it is.
-// Inside it, accept_messages (migration 00005) settles each send on its own: a refused send is removed
-// again and its recipients, events and jobs are not written, so one send's refusal never affects another's.
-// A group that fails as a whole (an unexpected error, such as an unknown domain) is retried one send at a
-// time so that each caller gets its own error.
+// A send locks the usage rows it meters (an organization's month and day rows) until its transaction
+// commits, which includes the WAL flush; one send per flush would cap an organization's send rate at the
+// disk's fsync rate. So concurrent sends metering the same rows are written together: while one transaction
+// is in flight, the sends arriving queue up and go into the next transaction as a group, which costs one
+// round trip (one pipelined batch, one implicit transaction) however large it is. Inside it, the group's
+// rows are locked once (LockUsageMeters) and metered by one statement (MeterSends) that has the effect of a
+// conditional update per send in arrival order, adding its units to every meter or to none; a send that
+// does not fit is removed again and its recipients, events and jobs are not written, so one send's refusal
+// never affects another's. A group that fails as a whole (an unexpected error, such as an unknown domain) is retried one
+// send at a time so that each caller gets its own error.
 //
 // Idempotency: the message insert skips a message whose key is taken, waiting for a concurrent
-// transaction holding the key, and the existing message's id and status come back with existing=true;
-// the skipped send is not metered (SPEC §4.2 rules 3 and 4).
+// transaction holding the key, and the existing message's id and status come back with Existing; the
+// skipped send is not metered (SPEC §4.2 rules 3 and 4).
 //
 // Once queued, a send is written even if ctx ends while it waits; InsertMessage then returns ctx's error.
-func (s *Messages) InsertMessage(ctx context.Context, nm ports.NewMessage) (string, ports.MessageStatus, bool, error) {
+func (s *Messages) InsertMessage(ctx context.Context, nm ports.NewMessage) (ports.Inserted, error) {
 	if err := ctx.Err(); err != nil {
-		return "", "", false, err
+		return ports.Inserted{}, err
 	}
 	p, err := newPendingSend(ctx, nm)
 	if err != nil {
-		return "", "", false, err
+		return ports.Inserted{}, err
 	}
 	s.sends.add(p)
 	select {
 	case r := <-p.done:
-		return r.id, r.status, r.existing, r.err
+		return r.ins, r.err
 	case <-ctx.Done():
-		return "", "", false, ctx.Err()
+		return ports.Inserted{}, ctx.Err()
 	}
 }
 
@@ -61,18 +62,19 @@ const (
 type pendingSend struct {
 	ctx           context.Context
 	nm            ports.NewMessage
-	key           string    // organization and day: the sends that share a group
-	day           time.Time // UTC day of the warm-up cap
-	headers, tags []byte    // encoded JSON objects
-	metadata      []byte    // nil for none
+	key           string   // the organization and the meters: sends of one key share a group
+	headers, tags []byte   // encoded JSON objects
+	metadata      []byte   // nil for none
+	meter         bool     // nm.Usage meters something
+	metrics       []string // nm.Usage.Limits' meters, periods and maxima, in its order
+	periods       []time.Time
+	maxes         []int64
 	done          chan sendResult
 }
 
 type sendResult struct {
-	id       string
-	status   ports.MessageStatus
-	existing bool
-	err      error
+	ins ports.Inserted
+	err error
 }
 
 func newPendingSend(ctx context.Context, nm ports.NewMessage) (*pendingSend, error) {
@@ -80,7 +82,7 @@ func newPendingSend(ctx context.Context, nm ports.NewMessage) (*pendingSend, err
 	if m.ID == "" || m.OrganizationID == "" {
 		return nil, errors.New("postgres: InsertMessage: message id and organization id are required")
 	}
-	p := &pendingSend{ctx: ctx, nm: nm, done: make(chan sendResult, 1)}
+	p := &pendingSend{ctx: ctx, nm: nm, key: m.OrganizationID, done: make(chan sendResult, 1)}
 	if len(m.Metadata) > 0 {
 		if !json.Valid(m.Metadata) {
 			return nil, errors.New("postgres: InsertMessage: metadata is not valid JSON")
@@ -94,13 +96,26 @@ func newPendingSend(ctx context.Context, nm ports.NewMessage) (*pendingSend, err
 	if p.tags, err = jsonStringMap(m.Tags); err != nil {
 		return nil, err
 	}
-	day := nm.MeterDay
-	if day.IsZero() {
-		day = time.Now()
+	u := nm.Usage
+	if u.Units <= 0 || len(u.Limits) == 0 {
+		return p, nil
 	}
-	day = day.UTC()
-	p.day = time.Date(day.Year(), day.Month(), day.Day(), 0, 0, 0, 0, time.UTC)
-	p.key = m.OrganizationID + "|" + p.day.Format(time.DateOnly)
+	p.meter = true
+	seen := make(map[string]bool, len(u.Limits))
+	for _, l := range u.Limits {
+		// A period is a calendar date, taken as written in its own location (as Organizations.Usage reads it).
+		y, mo, d := l.Period.Date()
+		period := time.Date(y, mo, d, 0, 0, 0, 0, time.UTC)
+		meter := l.Metric + "@" + period.Format(time.DateOnly)
+		if l.Metric == "" || seen[meter] {
+			return nil, fmt.Errorf("postgres: InsertMessage: usage limit %q of %s is unnamed or given twice", l.Metric, period.Format(time.DateOnly))
+		}
+		seen[meter] = true
+		p.key += "|" + meter
+		p.metrics = append(p.metrics, l.Metric)
+		p.periods = append(p.periods, period)
+		p.maxes = append(p.maxes, l.Max)
+	}
 	return p, nil
 }
 
@@ -134,41 +149,41 @@ func (s *Messages) writeSends(group []*pendingSend, alone bool) {
 	for _, p := range live {
 		m := p.nm.Message
 		o := outcomes[m.ID]
-		switch o.Outcome {
-		case "created":
-			p.done <- sendResult{id: m.ID, status: m.Status}
-		case "existing":
-			p.done <- sendResult{id: o.ExistingID, status: ports.MessageStatus(o.ExistingStatus), existing: true}
-		case "plan_limit":
-			p.done <- sendResult{err: &ports.Error{
-				Code:    ports.CodePaymentRequired,
-				Reason:  "plan_limit_exceeded",
-				Message: "Plan limit reached for " + ports.MetricEmailsSent,
-				Fields:  map[string]any{"metric": ports.MetricEmailsSent, "limit": p.nm.Plan.MonthlyLimit},
-			}}
-		case "warmup_cap":
-			p.done <- sendResult{err: &ports.Error{
-				Code:    ports.CodeResourceExhausted,
-				Reason:  "warmup_cap_reached",
-				Message: "warm-up daily send cap reached",
-			}}
-		default: // "retry": the message owning its key was refused within this very group
-			if alone {
-				p.done <- sendResult{err: fmt.Errorf("postgres: InsertMessage: outcome %q for message %s", o.Outcome, m.ID)}
-				continue
-			}
+		switch {
+		case o.written:
+			p.done <- sendResult{ins: ports.Inserted{ID: m.ID, Status: m.Status}}
+		case o.overLimit > 0 && o.overLimit <= len(p.nm.Usage.Limits):
+			limit := p.nm.Usage.Limits[o.overLimit-1]
+			p.done <- sendResult{ins: ports.Inserted{OverLimit: &limit}}
+		case o.existingID != "":
+			p.done <- sendResult{ins: ports.Inserted{ID: o.existingID, Status: o.existingStatus, Existing: true}}
+		case alone:
+			p.done <- sendResult{err: fmt.Errorf("postgres: InsertMessage: message %s was neither written, refused nor found by its key", m.ID)}
+		default: // the message owning its key was refused within this very group: the key is free again
 			s.writeSends([]*pendingSend{p}, true)
 		}
 	}
 }
 
-// insertSendGroup writes a group of sends of one organization and day in one pipelined batch (one implicit
-// transaction) and returns accept_messages' outcome per message id. The messages are inserted in order of
-// their idempotency keys, so that two processes inserting the same keys wait for each other in the same
-// order and never deadlock; they are metered in arrival order.
-func (s *Messages) insertSendGroup(ctx context.Context, group []*pendingSend) (map[string]db.AcceptMessagesRow, error) {
+// sendOutcome is what a group's transaction did with one of its sends.
+type sendOutcome struct {
+	written bool
+	// overLimit is the position (from 1) in the send's usage limits of the first its units did not fit
+	// under; 0 when none.
+	overLimit int
+	// existingID and existingStatus name the message holding the key of a send that was not written; an
+	// empty id when none does.
+	existingID     string
+	existingStatus ports.MessageStatus
+}
+
+// insertSendGroup writes a group of sends of one organization and one set of usage meters in one pipelined
+// batch (one implicit transaction) and returns each send's outcome by message id. The messages are inserted
+// in order of their idempotency keys, so that two processes inserting the same keys wait for each other in
+// the same order and never deadlock; they are metered in arrival order, so earlier sends get a limit's
+// room first.
+func (s *Messages) insertSendGroup(ctx context.Context, group []*pendingSend) (map[string]sendOutcome, error) {
 	orgID := group[0].nm.Message.OrganizationID
-	day := group[0].day
 	n := len(group)
 
 	byKey := make([]*pendingSend, n)
@@ -217,16 +232,7 @@ func (s *Messages) insertSendGroup(ctx context.Context, group []*pendingSend) (m
 		msgs.CreatedAt[i] = m.CreatedAt
 	}
 
-	accept := db.AcceptMessagesParams{
-		OrganizationID:  orgID,
-		Month:           time.Date(day.Year(), day.Month(), 1, 0, 0, 0, 0, time.UTC),
-		Day:             day,
-		Ids:             make([]string, n),
-		IdempotencyKeys: make([]string, n),
-		Units:           make([]int64, n),
-		MonthlyLimits:   make([]int64, n),
-		DailyCaps:       make([]int64, n),
-	}
+	outcomes := db.SendOutcomesParams{OrganizationID: orgID, Ids: make([]string, n), IdempotencyKeys: make([]string, n)}
 	var recipients db.InsertMessageRecipientsParams
 	var attachments db.InsertMessageAttachmentsParams
 	var events []ports.Event
@@ -234,11 +240,8 @@ func (s *Messages) insertSendGroup(ctx context.Context, group []*pendingSend) (m
 	var jobs []ports.DeliveryJob
 	for i, p := range group {
 		m := p.nm.Message
-		accept.Ids[i] = m.ID
-		accept.IdempotencyKeys[i] = m.IdempotencyKey
-		accept.Units[i] = max(p.nm.Meter, 0)
-		accept.MonthlyLimits[i] = p.nm.Plan.MonthlyLimit
-		accept.DailyCaps[i] = p.nm.Plan.WarmupCap
+		outcomes.Ids[i] = m.ID
+		outcomes.IdempotencyKeys[i] = m.IdempotencyKey
 		for pos, r := range m.Recipients {
 			status := r.Status
 			if status == "" {
@@ -273,15 +276,35 @@ func (s *Messages) insertSendGroup(ctx context.Context, group []*pendingSend) (m
 		}
 	}
 
-	var outcomes []db.AcceptMessagesRow
 	steps := []pipelineStep{
 		func(q *db.Queries) error { return q.PreferGenericPlans(ctx) },
 		func(q *db.Queries) error { return q.InsertMessages(ctx, msgs) },
-		func(q *db.Queries) (err error) {
-			outcomes, err = q.AcceptMessages(ctx, accept)
-			return err
-		},
 	}
+	// A group's sends share their key, so either all of them meter the same meters or none meters anything.
+	var metered []db.MeterSendsRow
+	if first := group[0]; first.meter {
+		lock := db.LockUsageMetersParams{OrganizationID: orgID, Metrics: first.metrics, Periods: first.periods}
+		meter := db.MeterSendsParams{
+			OrganizationID: orgID, Metrics: first.metrics, Periods: first.periods,
+			Ids: make([]string, n), Units: make([]int64, n), Maxes: make([]int64, 0, n*len(first.maxes)),
+		}
+		for i, p := range group {
+			meter.Ids[i], meter.Units[i] = p.nm.Message.ID, p.nm.Usage.Units
+			meter.Maxes = append(meter.Maxes, p.maxes...)
+		}
+		steps = append(steps,
+			func(q *db.Queries) error { return q.LockUsageMeters(ctx, lock) },
+			func(q *db.Queries) (err error) {
+				metered, err = q.MeterSends(ctx, meter)
+				return err
+			},
+		)
+	}
+	var rows []db.SendOutcomesRow
+	steps = append(steps, func(q *db.Queries) (err error) {
+		rows, err = q.SendOutcomes(ctx, outcomes)
+		return err
+	})
 	if len(recipients.Ids) > 0 {
 		recipients.OrganizationID = orgID
 		steps = append(steps, func(q *db.Queries) error { return q.InsertMessageRecipients(ctx, recipients) })
@@ -306,9 +329,14 @@ func (s *Messages) insertSendGroup(ctx context.Context, group []*pendingSend) (m
 	if err := runPipeline(ctx, s.pool, steps...); err != nil {
 		return nil, err
 	}
-	byID := make(map[string]db.AcceptMessagesRow, len(outcomes))
-	for _, o := range outcomes {
-		byID[o.MessageID] = o
+	byID := make(map[string]sendOutcome, n)
+	for _, r := range rows {
+		byID[r.MessageID] = sendOutcome{written: r.Written, existingID: r.ExistingID, existingStatus: ports.MessageStatus(r.ExistingStatus)}
+	}
+	for _, r := range metered {
+		o := byID[r.MessageID]
+		o.overLimit = int(r.OverLimit)
+		byID[r.MessageID] = o
 	}
 	return byID, nil
 }

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/postmill/postmill/adapters/postgres"
 	"github.com/postmill/postmill/adapters/postgres/pgtest"
 	"github.com/postmill/postmill/ports"
 )
@@ -34,8 +33,9 @@ func TestInsertMessage_WritesEverything(t *testing.T) {
 	nm.Events = append(nm.Events, ports.Event{ID: newV7(), OrganizationID: f.org.ID, Type: ports.EventEmailSent,
 		MessageID: nm.Message.ID, RecipientID: nm.Message.Recipients[0].ID, ProviderResponse: &sandbox, OccurredAt: baseTime.Add(time.Millisecond)})
 
-	id, status, existing, err := f.s.InsertMessage(ctx, nm)
-	if err != nil || existing || id != nm.Message.ID || status != ports.StatusQueued {
+	ins, err := f.s.InsertMessage(ctx, nm)
+	id, status, existing := ins.ID, ins.Status, ins.Existing
+	if err != nil || existing || id != nm.Message.ID || status != ports.StatusQueued || ins.OverLimit != nil {
 		t.Fatalf("InsertMessage = %q, %q, existing=%v, %v", id, status, existing, err)
 	}
 
@@ -121,7 +121,8 @@ func TestInsertMessage_IdempotentReplay(t *testing.T) {
 	replay := f.newSend(t, "x@example.org", "y@example.org")
 	replay.Message.IdempotencyKey = "order-1"
 	replay.Message.Subject = "Different"
-	gotID, status, existing, err := f.s.InsertMessage(ctx, replay)
+	ins, err := f.s.InsertMessage(ctx, replay)
+	gotID, status, existing := ins.ID, ins.Status, ins.Existing
 	if err != nil || !existing || gotID != id || status != ports.StatusQueued {
 		t.Fatalf("replay = %q %q existing=%v %v", gotID, status, existing, err)
 	}
@@ -157,9 +158,9 @@ func TestInsertMessage_IdempotencyConcurrent(t *testing.T) {
 		nm.Message.IdempotencyKey = "same-key"
 		wg.Go(func() {
 			<-start
-			id, _, existing, err := f.s.InsertMessage(ctx, nm)
-			ids[i], errs[i] = id, err
-			if err == nil && !existing {
+			ins, err := f.s.InsertMessage(ctx, nm)
+			ids[i], errs[i] = ins.ID, err
+			if err == nil && !ins.Existing {
 				created.Add(1)
 			}
 		})
@@ -193,13 +194,8 @@ func TestInsertMessage_MeterRefusalWritesNothing(t *testing.T) {
 
 	nm := f.newSend(t, "a@example.org", "b@example.org", "c@example.org")
 	nm.Message.Attachments = []ports.StoredAttachment{{ID: newV7(), Filename: "a.txt", ContentType: "text/plain", Size: 1, Key: "k"}}
-	nm.Plan = ports.Plan{MonthlyLimit: 2}
-	_, _, _, err := f.s.InsertMessage(ctx, nm)
-	e := requireCode(t, err, ports.CodePaymentRequired)
-	if e.Reason != "plan_limit_exceeded" || e.Message != "Plan limit reached for emails_sent" ||
-		e.Fields["metric"] != "emails_sent" || e.Fields["limit"] != int64(2) {
-		t.Fatalf("error = %+v", e)
-	}
+	ins, err := f.s.InsertMessage(ctx, underPlan(nm, ports.Plan{MonthlyLimit: 2}))
+	requireOverLimit(t, ins, err, ports.MetricEmailsSent, 2)
 	for table, n := range f.rowCounts(t) {
 		if n != 0 {
 			t.Fatalf("refused send left %d rows in %s", n, table)
@@ -209,34 +205,47 @@ func TestInsertMessage_MeterRefusalWritesNothing(t *testing.T) {
 		t.Fatalf("refused send metered %d/%d", month, day)
 	}
 
-	nm.Plan = ports.Plan{MonthlyLimit: 100, WarmupCap: 2}
-	_, _, _, err = f.s.InsertMessage(ctx, nm)
-	e = requireCode(t, err, ports.CodeResourceExhausted)
-	if e.Reason != "warmup_cap_reached" || e.Message != "warm-up daily send cap reached" || e.RetryAfterSeconds != 0 {
-		t.Fatalf("error = %+v", e)
-	}
-	// The month row was incremented inside the refused transaction: it must have been rolled back too.
+	ins, err = f.s.InsertMessage(ctx, underPlan(nm, ports.Plan{MonthlyLimit: 100, WarmupCap: 2}))
+	requireOverLimit(t, ins, err, ports.MetricEmailsSentDaily, 2)
+	// The monthly limit had room, but the units go onto every meter or onto none.
 	if month, day := f.usage(t); month != 0 || day != 0 {
 		t.Fatalf("warm-up refusal metered %d/%d", month, day)
 	}
+	// Over both limits, the refusal names the first limit the core listed, whichever that is.
+	ins, err = f.s.InsertMessage(ctx, underPlan(nm, ports.Plan{MonthlyLimit: 2, WarmupCap: 2}))
+	requireOverLimit(t, ins, err, ports.MetricEmailsSent, 2)
+	reversed := underPlan(nm, ports.Plan{MonthlyLimit: 2, WarmupCap: 1})
+	reversed.Usage.Limits[0], reversed.Usage.Limits[1] = reversed.Usage.Limits[1], reversed.Usage.Limits[0]
+	ins, err = f.s.InsertMessage(ctx, reversed)
+	requireOverLimit(t, ins, err, ports.MetricEmailsSentDaily, 1)
+	for table, n := range f.rowCounts(t) {
+		if n != 0 {
+			t.Fatalf("refused sends left %d rows in %s", n, table)
+		}
+	}
 
 	// Exactly at the limit is allowed; zero limits count without limiting.
-	nm.Plan = ports.Plan{MonthlyLimit: 3, WarmupCap: 3}
-	f.mustInsert(t, nm)
+	nm.Message.IdempotencyKey = "fits-exactly"
+	f.mustInsert(t, underPlan(nm, ports.Plan{MonthlyLimit: 3, WarmupCap: 3}))
 	unlimited := f.newSend(t, "d@example.org")
 	f.mustInsert(t, unlimited)
 	if month, day := f.usage(t); month != 4 || day != 4 {
 		t.Fatalf("usage = %d/%d, want 4/4", month, day)
 	}
+	// A replay of a used key is answered with its message even when the limits are full: nothing is metered.
+	replay := underPlan(f.newSend(t, "z@example.org"), ports.Plan{MonthlyLimit: 1, WarmupCap: 1})
+	replay.Message.IdempotencyKey = "fits-exactly"
+	if ins, err := f.s.InsertMessage(ctx, replay); err != nil || !ins.Existing || ins.ID != nm.Message.ID || ins.OverLimit != nil {
+		t.Fatalf("replay over full limits = %+v, %v; want the original message", ins, err)
+	}
 	// A new day starts a new warm-up count but not a new month.
 	tomorrow := f.newSend(t, "e@example.org")
-	tomorrow.MeterDay = baseTime.Add(24 * time.Hour)
-	tomorrow.Plan = ports.Plan{MonthlyLimit: 5, WarmupCap: 1}
+	tomorrow.Usage = usageUnder(1, ports.Plan{MonthlyLimit: 5, WarmupCap: 1}, baseTime.Add(24*time.Hour))
 	f.mustInsert(t, tomorrow)
 	if month, _ := f.usage(t); month != 5 {
 		t.Fatalf("month usage = %d, want 5", month)
 	}
-	if v, _ := f.s.Usage(ctx, f.org.ID, postgres.MetricEmailsSentDaily, meterDay.Add(24*time.Hour)); v != 1 {
+	if v, _ := f.s.Usage(ctx, f.org.ID, ports.MetricEmailsSentDaily, meterDay.Add(24*time.Hour)); v != 1 {
 		t.Fatalf("next day's usage = %d, want 1", v)
 	}
 }
@@ -249,11 +258,10 @@ func TestInsertMessage_MeteringConcurrent(t *testing.T) {
 		name   string
 		plan   ports.Plan
 		allow  int
-		code   ports.Code
-		reason string
+		metric string
 	}{
-		{"monthly allowance", ports.Plan{MonthlyLimit: 30}, 15, ports.CodePaymentRequired, "plan_limit_exceeded"},
-		{"warm-up cap", ports.Plan{MonthlyLimit: 1000, WarmupCap: 21}, 10, ports.CodeResourceExhausted, "warmup_cap_reached"},
+		{"monthly allowance", ports.Plan{MonthlyLimit: 30}, 15, ports.MetricEmailsSent},
+		{"warm-up cap", ports.Plan{MonthlyLimit: 1000, WarmupCap: 21}, 10, ports.MetricEmailsSentDaily},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -264,20 +272,20 @@ func TestInsertMessage_MeteringConcurrent(t *testing.T) {
 			var wg sync.WaitGroup
 			start := make(chan struct{})
 			for range n {
-				nm := f.newSend(t, "a@example.org", "b@example.net") // two units each
-				nm.Plan = tc.plan
+				nm := underPlan(f.newSend(t, "a@example.org", "b@example.net"), tc.plan) // two units each
 				wg.Go(func() {
 					<-start
-					_, _, _, err := f.s.InsertMessage(ctx, nm)
-					if err == nil {
+					ins, err := f.s.InsertMessage(ctx, nm)
+					switch {
+					case err != nil:
+						t.Errorf("send: %v", err)
+					case ins.OverLimit == nil:
 						ok.Add(1)
-						return
-					}
-					if e, isPorts := ports.AsError(err); isPorts && e.Code == tc.code && e.Reason == tc.reason {
+					case ins.OverLimit.Metric == tc.metric:
 						refused.Add(1)
-						return
+					default:
+						t.Errorf("send refused over %+v, want %s", ins.OverLimit, tc.metric)
 					}
-					t.Errorf("send: %v", err)
 				})
 			}
 			close(start)
@@ -308,9 +316,9 @@ func TestInsertMessage_ConcurrentMixed(t *testing.T) {
 	f := newSendFixture(t, pgtest.Store(t))
 
 	type result struct {
-		key, id  string
-		existing bool
-		err      error
+		key string
+		ins ports.Inserted
+		err error
 	}
 	var sends []ports.NewMessage
 	for i := range 100 {
@@ -318,8 +326,7 @@ func TestInsertMessage_ConcurrentMixed(t *testing.T) {
 		if i < 80 {
 			nm.Message.IdempotencyKey = fmt.Sprintf("key-%02d", i%20)
 		}
-		nm.Plan = ports.Plan{MonthlyLimit: 25}
-		sends = append(sends, nm)
+		sends = append(sends, underPlan(nm, ports.Plan{MonthlyLimit: 25}))
 	}
 	results := make([]result, len(sends))
 	start := make(chan struct{})
@@ -327,8 +334,8 @@ func TestInsertMessage_ConcurrentMixed(t *testing.T) {
 	for i, nm := range sends {
 		wg.Go(func() {
 			<-start
-			id, _, existing, err := f.s.InsertMessage(ctx, nm)
-			results[i] = result{nm.Message.IdempotencyKey, id, existing, err}
+			ins, err := f.s.InsertMessage(ctx, nm)
+			results[i] = result{nm.Message.IdempotencyKey, ins, err}
 		})
 	}
 	close(start)
@@ -339,18 +346,20 @@ func TestInsertMessage_ConcurrentMixed(t *testing.T) {
 	for _, r := range results {
 		switch {
 		case r.err != nil:
-			if e, ok := ports.AsError(r.err); !ok || e.Reason != "plan_limit_exceeded" {
-				t.Fatalf("send error: %v", r.err)
+			t.Fatalf("send error: %v", r.err)
+		case r.ins.OverLimit != nil:
+			if r.ins.OverLimit.Metric != ports.MetricEmailsSent {
+				t.Fatalf("send refused over %+v", r.ins.OverLimit)
 			}
 			refused++
 		case r.key == "":
 			created++
 		default:
-			if prev, ok := byKey[r.key]; ok && prev != r.id {
-				t.Fatalf("key %s answered with %s and %s", r.key, prev, r.id)
+			if prev, ok := byKey[r.key]; ok && prev != r.ins.ID {
+				t.Fatalf("key %s answered with %s and %s", r.key, prev, r.ins.ID)
 			}
-			byKey[r.key] = r.id
-			if !r.existing {
+			byKey[r.key] = r.ins.ID
+			if !r.ins.Existing {
 				created++
 			}
 		}
@@ -385,13 +394,13 @@ func TestInsertMessage_GroupOutcomes(t *testing.T) {
 		big := f.newSend(t, "a@example.org", "b@example.org") // 2 units: over the limit
 		small := f.newSend(t, "c@example.org")                // 1 unit: fits
 		big.Message.IdempotencyKey, small.Message.IdempotencyKey = "k", "k"
-		big.Plan, small.Plan = ports.Plan{MonthlyLimit: 1}, ports.Plan{MonthlyLimit: 1}
+		big, small = underPlan(big, ports.Plan{MonthlyLimit: 1}), underPlan(small, ports.Plan{MonthlyLimit: 1})
 		res, err := f.s.WriteSendGroup(ctx, big, small)
 		if err != nil {
 			t.Fatal(err)
 		}
-		requireCode(t, res[0].Err, ports.CodePaymentRequired)
-		if res[1].Err != nil || res[1].Existing || res[1].ID != small.Message.ID {
+		requireOverLimit(t, res[0].Inserted, res[0].Err, ports.MetricEmailsSent, 1)
+		if res[1].Err != nil || res[1].Existing || res[1].OverLimit != nil || res[1].ID != small.Message.ID {
 			t.Fatalf("second send = %+v, want its own message created", res[1])
 		}
 		if counts := f.rowCounts(t); counts["messages"] != 1 || counts["recipients"] != 1 {
@@ -451,19 +460,18 @@ func TestInsertMessage_GroupOutcomes(t *testing.T) {
 		var sends []ports.NewMessage
 		for i := range 5 {
 			nm := f.newSend(t, fmt.Sprintf("r%d@example.org", i))
-			nm.Plan = ports.Plan{MonthlyLimit: 100, WarmupCap: 3}
-			sends = append(sends, nm)
+			sends = append(sends, underPlan(nm, ports.Plan{MonthlyLimit: 100, WarmupCap: 3}))
 		}
 		res, err := f.s.WriteSendGroup(ctx, sends...)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for i, r := range res {
-			if i < 3 && r.Err != nil {
-				t.Fatalf("send %d: %v", i, r.Err)
+			if i < 3 && (r.Err != nil || r.OverLimit != nil) {
+				t.Fatalf("send %d: %+v, %v", i, r.OverLimit, r.Err)
 			}
 			if i >= 3 {
-				requireCode(t, r.Err, ports.CodeResourceExhausted)
+				requireOverLimit(t, r.Inserted, r.Err, ports.MetricEmailsSentDaily, 3)
 			}
 		}
 		if month, day := f.usage(t); month != 3 || day != 3 {
@@ -482,7 +490,7 @@ func TestInsertMessage_DomainMustBeTheOrganizations(t *testing.T) {
 	for _, domainID := range []string{newV7(), b.dom.ID} {
 		nm := a.newSend(t, "x@example.org")
 		nm.Message.DomainID = domainID
-		_, _, _, err := s.InsertMessage(ctx, nm)
+		_, err := s.InsertMessage(ctx, nm)
 		if e := requireCode(t, err, ports.CodeInvalidArgument); e.Constraint != "messages_domain_id_fkey" {
 			t.Fatalf("constraint = %q", e.Constraint)
 		}
@@ -501,10 +509,9 @@ func BenchmarkInsertMessage(b *testing.B) {
 	f := newSendFixture(b, s)
 	ctx := context.Background()
 	send := func(b *testing.B) {
-		nm := f.newSend(b, "rcpt@example.org")
-		nm.Plan = ports.Plan{MonthlyLimit: 1 << 40, WarmupCap: 1 << 40}
-		if _, _, _, err := s.InsertMessage(ctx, nm); err != nil {
-			b.Error(err)
+		nm := underPlan(f.newSend(b, "rcpt@example.org"), ports.Plan{MonthlyLimit: 1 << 40, WarmupCap: 1 << 40})
+		if ins, err := s.InsertMessage(ctx, nm); err != nil || ins.OverLimit != nil {
+			b.Error(ins.OverLimit, err)
 		}
 	}
 	b.Run("sequential", func(b *testing.B) {

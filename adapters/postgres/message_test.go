@@ -61,10 +61,9 @@ func (f sendFixture) newSend(tb testing.TB, addrs ...string) ports.NewMessage {
 		byDomain[dom] = append(byDomain[dom], r.ID)
 	}
 	nm := ports.NewMessage{
-		Message:  m,
-		Events:   []ports.Event{{ID: newV7(), OrganizationID: f.org.ID, Type: ports.EventEmailQueued, MessageID: id, OccurredAt: baseTime}},
-		Meter:    int64(len(addrs)),
-		MeterDay: baseTime,
+		Message: m,
+		Events:  []ports.Event{{ID: newV7(), OrganizationID: f.org.ID, Type: ports.EventEmailQueued, MessageID: id, OccurredAt: baseTime}},
+		Usage:   usageUnder(len(addrs), ports.Plan{}, baseTime),
 	}
 	for _, dom := range domains {
 		nm.Outbox = append(nm.Outbox, ports.DeliveryJob{
@@ -75,13 +74,43 @@ func (f sendFixture) newSend(tb testing.TB, addrs ...string) ports.NewMessage {
 	return nm
 }
 
+// usageUnder is the usage the core gives a send of units recipients under plan on day: the monthly
+// allowance first and the daily warm-up cap second, a zero limit counting without limiting.
+func usageUnder(units int, plan ports.Plan, day time.Time) ports.Usage {
+	day = time.Date(day.Year(), day.Month(), day.Day(), 0, 0, 0, 0, time.UTC)
+	limit := func(n int64) int64 {
+		if n == 0 {
+			return ports.NoLimit
+		}
+		return n
+	}
+	return ports.Usage{Units: int64(units), Limits: []ports.UsageLimit{
+		{Metric: ports.MetricEmailsSent, Period: time.Date(day.Year(), day.Month(), 1, 0, 0, 0, 0, time.UTC), Max: limit(plan.MonthlyLimit)},
+		{Metric: ports.MetricEmailsSentDaily, Period: day, Max: limit(plan.WarmupCap)},
+	}}
+}
+
+// underPlan is nm metered under plan on baseTime's day.
+func underPlan(nm ports.NewMessage, plan ports.Plan) ports.NewMessage {
+	nm.Usage = usageUnder(int(nm.Usage.Units), plan, baseTime)
+	return nm
+}
+
 func (f sendFixture) mustInsert(tb testing.TB, nm ports.NewMessage) string {
 	tb.Helper()
-	id, _, existing, err := f.s.InsertMessage(context.Background(), nm)
-	if err != nil || existing {
-		tb.Fatalf("InsertMessage: existing=%v err=%v", existing, err)
+	ins, err := f.s.InsertMessage(context.Background(), nm)
+	if err != nil || ins.Existing || ins.OverLimit != nil {
+		tb.Fatalf("InsertMessage = %+v, %v", ins, err)
 	}
-	return id
+	return ins.ID
+}
+
+// requireOverLimit fails unless ins is a refusal naming the limit of metric with maximum max.
+func requireOverLimit(tb testing.TB, ins ports.Inserted, err error, metric string, max int64) {
+	tb.Helper()
+	if err != nil || ins.OverLimit == nil || ins.OverLimit.Metric != metric || ins.OverLimit.Max != max || ins.ID != "" || ins.Existing {
+		tb.Fatalf("InsertMessage = %+v (limit %+v), %v; want refused over %s up to %d", ins, ins.OverLimit, err, metric, max)
+	}
 }
 
 var (
@@ -96,7 +125,7 @@ func (f sendFixture) usage(tb testing.TB) (month, day int64) {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	day, err = f.s.Usage(ctx, f.org.ID, postgres.MetricEmailsSentDaily, meterDay)
+	day, err = f.s.Usage(ctx, f.org.ID, ports.MetricEmailsSentDaily, meterDay)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -368,7 +397,8 @@ func TestCrossOrganization_Messages(t *testing.T) {
 	// B's own message with the same key is a new message, not A's.
 	bm := b.newSend(t, "y@example.org")
 	bm.Message.IdempotencyKey = "shared-key"
-	gotID, _, existing, err := s.InsertMessage(ctx, bm)
+	ins, err := s.InsertMessage(ctx, bm)
+	gotID, existing := ins.ID, ins.Existing
 	if err != nil || existing || gotID != bm.Message.ID {
 		t.Fatalf("B's send with A's key = %q existing=%v %v", gotID, existing, err)
 	}

@@ -35,10 +35,11 @@ func TestStore_AreasShareOnePool(t *testing.T) {
 	}
 	f := sendFixture{s: st, org: org, dom: dom}
 	nm := f.newSend(t, "a@example.org")
-	id, _, _, err := messages.InsertMessage(ctx, nm)
+	ins, err := messages.InsertMessage(ctx, nm)
 	if err != nil {
 		t.Fatal(err)
 	}
+	id := ins.ID
 	got, gotDom, err := delivery.OutboundData(ctx, org.ID, id)
 	if err != nil || got.ID != id || gotDom.ID != dom.ID || len(got.Recipients) != 1 {
 		t.Fatalf("OutboundData = %+v, %+v, %v", got, gotDom, err)

@@ -27,8 +27,10 @@ const maxRecipientsPerJob = 100
 
 // Send accepts one email (SPEC §4.2): validation, idempotency replay, from-domain, organization, suppression,
 // template and attachment checks, then one store transaction that writes the message, its recipients,
-// attachments' metadata, events and outbox jobs and meters the usage. Attachment bytes are written to the
-// blob store before that transaction and deleted again when it does not commit.
+// attachments' metadata, events and outbox jobs and meters what sendUsage decided the send may use. The
+// store meters atomically and writes nothing for a send over a limit, which is refused here as SPEC §7
+// words it (402 plan_limit_exceeded, 429 warmup_cap_reached). Attachment bytes are written to the blob
+// store before that transaction and deleted again when it does not commit.
 func (s *Service) Send(ctx context.Context, orgID string, req ports.SendRequest) (ports.SendResult, error) {
 	req, violations := validateSend(req)
 	if len(violations) > 0 {
@@ -93,14 +95,17 @@ func (s *Service) Send(ctx context.Context, orgID string, req ports.SendRequest)
 		now:          now,
 		perRecipient: tracked(domain, req.HTML),
 	}, newID)
-	id, status, existing, err := s.messages.InsertMessage(ctx, nm)
-	if err != nil || existing {
+	ins, err := s.messages.InsertMessage(ctx, nm)
+	if err != nil || ins.Existing || ins.OverLimit != nil {
 		s.deleteBlobs(ctx, stored)
 	}
 	if err != nil {
 		return ports.SendResult{}, fmt.Errorf("sending: insert message: %w", err)
 	}
-	return ports.SendResult{ID: id, Status: status, Deduped: existing}, nil
+	if ins.OverLimit != nil {
+		return ports.SendResult{}, overLimitError(*ins.OverLimit)
+	}
+	return ports.SendResult{ID: ins.ID, Status: ins.Status, Deduped: ins.Existing}, nil
 }
 
 // SendBatch runs each request through Send in order, so that when a plan limit or the warm-up cap runs out
@@ -461,8 +466,7 @@ type acceptance struct {
 //     `sandbox: not delivered`, no job;
 //   - otherwise: status queued, event email.queued, one job per recipient domain.
 //
-// scheduledAt at or before now sends at once and is not stored. Every recipient is metered once, scheduled
-// and sandbox messages included, in the UTC day (and month) of the request.
+// scheduledAt at or before now sends at once and is not stored. What it meters is sendUsage's decision.
 func acceptMessage(a acceptance, newID func() string) ports.NewMessage {
 	status := ports.StatusQueued
 	var scheduledAt *time.Time
@@ -498,10 +502,8 @@ func acceptMessage(a acceptance, newID func() string) ports.NewMessage {
 		Attachments:    a.attachments,
 	}
 	nm := ports.NewMessage{
-		Message:  msg,
-		Meter:    int64(len(recipients)),
-		Plan:     a.plan,
-		MeterDay: utcDay(a.now),
+		Message: msg,
+		Usage:   sendUsage(a.plan, len(recipients), a.now),
 	}
 	switch status {
 	case ports.StatusScheduled:
@@ -539,10 +541,4 @@ func messageEvent(newID func() string, orgID, messageID, typ string, at time.Tim
 		ProviderResponse: providerResponse,
 		OccurredAt:       at,
 	}
-}
-
-// utcDay is the start of now's UTC day: the warm-up cap's period, whose month is the allowance's.
-func utcDay(now time.Time) time.Time {
-	now = now.UTC()
-	return time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, time.UTC)
 }

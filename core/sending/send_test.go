@@ -184,8 +184,9 @@ func TestAcceptMessage(t *testing.T) {
 				t.Fatalf("jobs = %v, want %v", jobs, tt.wantJobs)
 			}
 			// Every accepted send is metered per recipient in the request's UTC day, scheduled and sandbox too.
-			if nm.Meter != 3 || nm.Plan != a.plan || !nm.MeterDay.Equal(time.Date(2026, 3, 31, 0, 0, 0, 0, time.UTC)) {
-				t.Errorf("meter = %d, plan %+v, day %v", nm.Meter, nm.Plan, nm.MeterDay)
+			if u := nm.Usage; u.Units != 3 || len(u.Limits) != 2 || u.Limits[0].Max != a.plan.MonthlyLimit ||
+				u.Limits[1].Max != a.plan.WarmupCap || !u.Limits[1].Period.Equal(time.Date(2026, 3, 31, 0, 0, 0, 0, time.UTC)) {
+				t.Errorf("usage = %+v, plan %+v", u, a.plan)
 			}
 			if m.ID != "msg" || m.OrganizationID != "org" || m.DomainID != "dom" || m.IdempotencyKey != "k" || m.Tags["a"] != "b" || !m.CreatedAt.Equal(now) {
 				t.Errorf("message = %+v", m)

@@ -8,7 +8,7 @@ SELECT set_config('plan_cache_mode', 'force_generic_plan', true);
 -- name: InsertMessages :exec
 -- Writes the messages of several concurrent sends of one organization; set-returning functions in one
 -- select list advance in lockstep, so element i of each array describes message i. A message whose
--- idempotency key is taken is skipped (accept_messages then reports the owner); a concurrent transaction
+-- idempotency key is taken is skipped (SendOutcomes then reports the owner); a concurrent transaction
 -- holding the same key is waited for, so exactly one message per key is ever created.
 INSERT INTO messages (id, organization_id, domain_id, status, from_address, reply_to, subject, html_body, text_body,
     headers, tags, metadata, sandbox, scheduled_at, idempotency_key, created_at)
@@ -34,12 +34,93 @@ FROM (SELECT
         unnest(@created_at::timestamptz[]) AS created_at) AS m
 ON CONFLICT ON CONSTRAINT messages_org_idempotency_key DO NOTHING;
 
--- name: AcceptMessages :many
--- Meters the messages InsertMessages wrote and reports each one's outcome (see accept_messages).
-SELECT a.message_id::text AS message_id, a.outcome::text AS outcome,
-    COALESCE(a.existing_id::text, '')::text AS existing_id, COALESCE(a.existing_status, '')::text AS existing_status
-FROM accept_messages(@organization_id::uuid, @month::date, @day::date, @ids::uuid[], @idempotency_keys::text[],
-    @units::bigint[], @monthly_limits::bigint[], @daily_caps::bigint[]) AS a;
+-- name: LockUsageMeters :exec
+-- Creates (at 0) and locks the usage meters a group of sends meters, in the order (metric, period) so that
+-- two transactions locking the same meters never deadlock. The locks last until the transaction ends: the
+-- statements after this one read the meters' current values and no other transaction changes them
+-- meanwhile, which is what keeps MeterSends from passing a limit however many groups run at once. A period
+-- whose only sends were refused keeps its row at 0, which reads like an absent one.
+INSERT INTO usage_meters (organization_id, metric, period_start, value)
+SELECT @organization_id, m.metric, m.period_start, 0
+FROM (SELECT unnest(@metrics::text[]) AS metric, unnest(@periods::date[]) AS period_start) AS m
+ORDER BY m.metric, m.period_start
+ON CONFLICT ON CONSTRAINT usage_meters_pkey DO UPDATE SET value = usage_meters.value;
+
+-- name: MeterSends :many
+-- Meters a group's sends under the meters LockUsageMeters locked, with the effect of one conditional update
+-- per send in arrival order: send i's units go onto every meter together when each meter stays within send
+-- i's maximum for it (maxes[(i-1)*k + j] for meter j of the k metrics and periods), and onto none otherwise.
+-- Only a message this transaction inserted is metered: a send whose idempotency key was taken was skipped
+-- by InsertMessages and meters nothing. A message that does not fit is deleted again, so the conditional
+-- inserts of its recipients, events and jobs write nothing for it and its key is free for a later send.
+-- over_limit is, per send, the position (from 1) of the first of its limits it did not fit under, 0 when
+-- it was metered or metered nothing (or, never expected, when its meters were not found: it is deleted all
+-- the same, so nothing is written unmetered). Every accepted send adds the same units to every meter, so one
+-- running total (walk) tells what each send finds: it fits when that total plus its units stay within its
+-- room, the least headroom any of its limits leaves. A send's message is looked up by a scalar subquery,
+-- which stays a primary-key probe under PreferGenericPlans (an EXISTS may become a hashed scan of messages).
+WITH RECURSIVE meter AS (
+    SELECT m.pos, u.value
+    FROM (SELECT unnest(@metrics::text[]) AS metric, unnest(@periods::date[]) AS period_start,
+            generate_subscripts(@metrics::text[], 1) AS pos) AS m
+    JOIN usage_meters u
+        ON u.organization_id = @organization_id AND u.metric = m.metric AND u.period_start = m.period_start
+), send AS (
+    SELECT s.i, s.id, s.units, ((SELECT x.id FROM messages x WHERE x.id = s.id) IS NOT NULL)::bool AS inserted,
+        (SELECT min((@maxes::bigint[])[(s.i - 1) * cardinality(@metrics::text[]) + meter.pos] - meter.value)
+         FROM meter) AS room
+    FROM (SELECT unnest(@ids::uuid[]) AS id, unnest(@units::bigint[]) AS units,
+            generate_subscripts(@ids::uuid[], 1) AS i) AS s
+), walk (i, before, after, fits) AS (
+    SELECT 0, 0::bigint, 0::bigint, false
+    UNION ALL
+    SELECT send.i, walk.after,
+        walk.after + CASE WHEN send.inserted AND send.units > 0 AND walk.after + send.units <= send.room
+            THEN send.units ELSE 0 END,
+        COALESCE(send.inserted AND send.units > 0 AND walk.after + send.units <= send.room, false)
+    FROM walk
+    JOIN send ON send.i = walk.i + 1
+), over AS (
+    SELECT walk.i, min(meter.pos) AS pos
+    FROM walk
+    JOIN send ON send.i = walk.i
+    LEFT JOIN meter ON meter.value + walk.before + send.units
+        > (@maxes::bigint[])[(walk.i - 1) * cardinality(@metrics::text[]) + meter.pos]
+    WHERE send.inserted AND send.units > 0 AND NOT walk.fits
+    GROUP BY walk.i
+), metered AS (
+    UPDATE usage_meters u SET value = u.value + (SELECT max(walk.after) FROM walk)
+    FROM (SELECT unnest(@metrics::text[]) AS metric, unnest(@periods::date[]) AS period_start) AS m
+    WHERE u.organization_id = @organization_id AND u.metric = m.metric AND u.period_start = m.period_start
+      AND (SELECT max(walk.after) FROM walk) > 0
+    RETURNING u.metric
+), refused AS (
+    DELETE FROM messages x
+    WHERE x.id IN (SELECT send.id FROM over JOIN send ON send.i = over.i)
+    RETURNING x.id
+)
+SELECT send.id::text AS message_id, COALESCE(over.pos, 0)::int AS over_limit
+FROM send
+LEFT JOIN over ON over.i = send.i
+ORDER BY send.i;
+
+-- name: SendOutcomes :many
+-- Reads, once a group's sends are metered, whether each send's message was written and, for one that was
+-- not because its idempotency key was taken, the message holding the key now, or an empty id when none
+-- does (the key's owner was refused within this transaction, so the send is tried again on its own). Only
+-- sends that were not written look their key up; the lookups are per send (a scalar subquery, a lateral
+-- one with LIMIT) so that their generic plans stay index probes rather than scans of the organization's
+-- messages.
+SELECT s.id::text AS message_id, s.written::bool AS written,
+    COALESCE(o.id::text, '')::text AS existing_id, COALESCE(o.status, '')::text AS existing_status
+FROM (SELECT u.id, u.idempotency_key, (SELECT w.id FROM messages w WHERE w.id = u.id) IS NOT NULL AS written
+      FROM (SELECT unnest(@ids::uuid[]) AS id, unnest(@idempotency_keys::text[]) AS idempotency_key) AS u) AS s
+LEFT JOIN LATERAL (
+    SELECT o.id, o.status FROM messages o
+    WHERE NOT s.written AND s.idempotency_key <> ''
+      AND o.organization_id = @organization_id AND o.idempotency_key = s.idempotency_key
+    LIMIT 1
+) AS o ON true;
 
 -- name: InsertMessageRecipients :exec
 -- Only for messages that exist at this point of the transaction: refused and deduplicated sends get none.

@@ -12,66 +12,6 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
-const acceptMessages = `-- name: AcceptMessages :many
-SELECT a.message_id::text AS message_id, a.outcome::text AS outcome,
-    COALESCE(a.existing_id::text, '')::text AS existing_id, COALESCE(a.existing_status, '')::text AS existing_status
-FROM accept_messages($1::uuid, $2::date, $3::date, $4::uuid[], $5::text[],
-    $6::bigint[], $7::bigint[], $8::bigint[]) AS a
-`
-
-type AcceptMessagesParams struct {
-	OrganizationID  string
-	Month           time.Time
-	Day             time.Time
-	Ids             []string
-	IdempotencyKeys []string
-	Units           []int64
-	MonthlyLimits   []int64
-	DailyCaps       []int64
-}
-
-type AcceptMessagesRow struct {
-	MessageID      string
-	Outcome        string
-	ExistingID     string
-	ExistingStatus string
-}
-
-// Meters the messages InsertMessages wrote and reports each one's outcome (see accept_messages).
-func (q *Queries) AcceptMessages(ctx context.Context, arg AcceptMessagesParams) ([]AcceptMessagesRow, error) {
-	rows, err := q.db.Query(ctx, acceptMessages,
-		arg.OrganizationID,
-		arg.Month,
-		arg.Day,
-		arg.Ids,
-		arg.IdempotencyKeys,
-		arg.Units,
-		arg.MonthlyLimits,
-		arg.DailyCaps,
-	)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []AcceptMessagesRow
-	for rows.Next() {
-		var i AcceptMessagesRow
-		if err := rows.Scan(
-			&i.MessageID,
-			&i.Outcome,
-			&i.ExistingID,
-			&i.ExistingStatus,
-		); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
 const attachmentsByMessage = `-- name: AttachmentsByMessage :many
 SELECT id, message_id, organization_id, position, filename, content_type, size, inline, content_id, storage_key FROM attachments
 WHERE organization_id = $1 AND message_id = $2
@@ -396,7 +336,7 @@ type InsertMessagesParams struct {
 
 // Writes the messages of several concurrent sends of one organization; set-returning functions in one
 // select list advance in lockstep, so element i of each array describes message i. A message whose
-// idempotency key is taken is skipped (accept_messages then reports the owner); a concurrent transaction
+// idempotency key is taken is skipped (SendOutcomes then reports the owner); a concurrent transaction
 // holding the same key is waited for, so exactly one message per key is ever created.
 func (q *Queries) InsertMessages(ctx context.Context, arg InsertMessagesParams) error {
 	_, err := q.db.Exec(ctx, insertMessages,
@@ -498,6 +438,30 @@ func (q *Queries) ListMessages(ctx context.Context, arg ListMessagesParams) ([]L
 	return items, nil
 }
 
+const lockUsageMeters = `-- name: LockUsageMeters :exec
+INSERT INTO usage_meters (organization_id, metric, period_start, value)
+SELECT $1, m.metric, m.period_start, 0
+FROM (SELECT unnest($2::text[]) AS metric, unnest($3::date[]) AS period_start) AS m
+ORDER BY m.metric, m.period_start
+ON CONFLICT ON CONSTRAINT usage_meters_pkey DO UPDATE SET value = usage_meters.value
+`
+
+type LockUsageMetersParams struct {
+	OrganizationID string
+	Metrics        []string
+	Periods        []time.Time
+}
+
+// Creates (at 0) and locks the usage meters a group of sends meters, in the order (metric, period) so that
+// two transactions locking the same meters never deadlock. The locks last until the transaction ends: the
+// statements after this one read the meters' current values and no other transaction changes them
+// meanwhile, which is what keeps MeterSends from passing a limit however many groups run at once. A period
+// whose only sends were refused keeps its row at 0, which reads like an absent one.
+func (q *Queries) LockUsageMeters(ctx context.Context, arg LockUsageMetersParams) error {
+	_, err := q.db.Exec(ctx, lockUsageMeters, arg.OrganizationID, arg.Metrics, arg.Periods)
+	return err
+}
+
 const messageByID = `-- name: MessageByID :one
 SELECT id, organization_id, domain_id, status, from_address, reply_to, subject, html_body, text_body, headers, tags, metadata, sandbox, scheduled_at, idempotency_key, created_at FROM messages WHERE organization_id = $1 AND id = $2
 `
@@ -566,6 +530,106 @@ func (q *Queries) MessageStatus(ctx context.Context, arg MessageStatusParams) (s
 	var status string
 	err := row.Scan(&status)
 	return status, err
+}
+
+const meterSends = `-- name: MeterSends :many
+WITH RECURSIVE meter AS (
+    SELECT m.pos, u.value
+    FROM (SELECT unnest($1::text[]) AS metric, unnest($2::date[]) AS period_start,
+            generate_subscripts($1::text[], 1) AS pos) AS m
+    JOIN usage_meters u
+        ON u.organization_id = $3 AND u.metric = m.metric AND u.period_start = m.period_start
+), send AS (
+    SELECT s.i, s.id, s.units, ((SELECT x.id FROM messages x WHERE x.id = s.id) IS NOT NULL)::bool AS inserted,
+        (SELECT min(($4::bigint[])[(s.i - 1) * cardinality($1::text[]) + meter.pos] - meter.value)
+         FROM meter) AS room
+    FROM (SELECT unnest($5::uuid[]) AS id, unnest($6::bigint[]) AS units,
+            generate_subscripts($5::uuid[], 1) AS i) AS s
+), walk (i, before, after, fits) AS (
+    SELECT 0, 0::bigint, 0::bigint, false
+    UNION ALL
+    SELECT send.i, walk.after,
+        walk.after + CASE WHEN send.inserted AND send.units > 0 AND walk.after + send.units <= send.room
+            THEN send.units ELSE 0 END,
+        COALESCE(send.inserted AND send.units > 0 AND walk.after + send.units <= send.room, false)
+    FROM walk
+    JOIN send ON send.i = walk.i + 1
+), over AS (
+    SELECT walk.i, min(meter.pos) AS pos
+    FROM walk
+    JOIN send ON send.i = walk.i
+    LEFT JOIN meter ON meter.value + walk.before + send.units
+        > ($4::bigint[])[(walk.i - 1) * cardinality($1::text[]) + meter.pos]
+    WHERE send.inserted AND send.units > 0 AND NOT walk.fits
+    GROUP BY walk.i
+), metered AS (
+    UPDATE usage_meters u SET value = u.value + (SELECT max(walk.after) FROM walk)
+    FROM (SELECT unnest($1::text[]) AS metric, unnest($2::date[]) AS period_start) AS m
+    WHERE u.organization_id = $3 AND u.metric = m.metric AND u.period_start = m.period_start
+      AND (SELECT max(walk.after) FROM walk) > 0
+    RETURNING u.metric
+), refused AS (
+    DELETE FROM messages x
+    WHERE x.id IN (SELECT send.id FROM over JOIN send ON send.i = over.i)
+    RETURNING x.id
+)
+SELECT send.id::text AS message_id, COALESCE(over.pos, 0)::int AS over_limit
+FROM send
+LEFT JOIN over ON over.i = send.i
+ORDER BY send.i
+`
+
+type MeterSendsParams struct {
+	Metrics        []string
+	Periods        []time.Time
+	OrganizationID string
+	Maxes          []int64
+	Ids            []string
+	Units          []int64
+}
+
+type MeterSendsRow struct {
+	MessageID string
+	OverLimit int32
+}
+
+// Meters a group's sends under the meters LockUsageMeters locked, with the effect of one conditional update
+// per send in arrival order: send i's units go onto every meter together when each meter stays within send
+// i's maximum for it (maxes[(i-1)*k + j] for meter j of the k metrics and periods), and onto none otherwise.
+// Only a message this transaction inserted is metered: a send whose idempotency key was taken was skipped
+// by InsertMessages and meters nothing. A message that does not fit is deleted again, so the conditional
+// inserts of its recipients, events and jobs write nothing for it and its key is free for a later send.
+// over_limit is, per send, the position (from 1) of the first of its limits it did not fit under, 0 when
+// it was metered or metered nothing (or, never expected, when its meters were not found: it is deleted all
+// the same, so nothing is written unmetered). Every accepted send adds the same units to every meter, so one
+// running total (walk) tells what each send finds: it fits when that total plus its units stay within its
+// room, the least headroom any of its limits leaves. A send's message is looked up by a scalar subquery,
+// which stays a primary-key probe under PreferGenericPlans (an EXISTS may become a hashed scan of messages).
+func (q *Queries) MeterSends(ctx context.Context, arg MeterSendsParams) ([]MeterSendsRow, error) {
+	rows, err := q.db.Query(ctx, meterSends,
+		arg.Metrics,
+		arg.Periods,
+		arg.OrganizationID,
+		arg.Maxes,
+		arg.Ids,
+		arg.Units,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []MeterSendsRow
+	for rows.Next() {
+		var i MeterSendsRow
+		if err := rows.Scan(&i.MessageID, &i.OverLimit); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const preferGenericPlans = `-- name: PreferGenericPlans :exec
@@ -689,6 +753,63 @@ func (q *Queries) RecipientsOfMessagesAnyOrg(ctx context.Context, messageIds []s
 			&i.Domain,
 			&i.Status,
 			&i.Name,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const sendOutcomes = `-- name: SendOutcomes :many
+SELECT s.id::text AS message_id, s.written::bool AS written,
+    COALESCE(o.id::text, '')::text AS existing_id, COALESCE(o.status, '')::text AS existing_status
+FROM (SELECT u.id, u.idempotency_key, (SELECT w.id FROM messages w WHERE w.id = u.id) IS NOT NULL AS written
+      FROM (SELECT unnest($1::uuid[]) AS id, unnest($2::text[]) AS idempotency_key) AS u) AS s
+LEFT JOIN LATERAL (
+    SELECT o.id, o.status FROM messages o
+    WHERE NOT s.written AND s.idempotency_key <> ''
+      AND o.organization_id = $3 AND o.idempotency_key = s.idempotency_key
+    LIMIT 1
+) AS o ON true
+`
+
+type SendOutcomesParams struct {
+	Ids             []string
+	IdempotencyKeys []string
+	OrganizationID  string
+}
+
+type SendOutcomesRow struct {
+	MessageID      string
+	Written        bool
+	ExistingID     string
+	ExistingStatus string
+}
+
+// Reads, once a group's sends are metered, whether each send's message was written and, for one that was
+// not because its idempotency key was taken, the message holding the key now, or an empty id when none
+// does (the key's owner was refused within this transaction, so the send is tried again on its own). Only
+// sends that were not written look their key up; the lookups are per send (a scalar subquery, a lateral
+// one with LIMIT) so that their generic plans stay index probes rather than scans of the organization's
+// messages.
+func (q *Queries) SendOutcomes(ctx context.Context, arg SendOutcomesParams) ([]SendOutcomesRow, error) {
+	rows, err := q.db.Query(ctx, sendOutcomes, arg.Ids, arg.IdempotencyKeys, arg.OrganizationID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []SendOutcomesRow
+	for rows.Next() {
+		var i SendOutcomesRow
+		if err := rows.Scan(
+			&i.MessageID,
+			&i.Written,
+			&i.ExistingID,
+			&i.ExistingStatus,
 		); err != nil {
 			return nil, err
 		}
