@@ -11,6 +11,8 @@
 //	core.go           Core: every driving interface a tier calls, one field per area
 //	infra.go          Clock, Pinger, Queue and Delivery, BlobStore, Scanner, Resolver, EventStream
 //	errors.go         Error, its codes and constraint names (SPEC §7)
+//	page.go           the list bounds every paged route shares
+//	netguard/         the forbidden-address rule for webhooks and outbound SMTP
 //	scope.go          API key scopes (SPEC §5)
 //	status.go         message status transitions (SPEC §3)
 //	event.go          Event: the rows webhooks and analytics fan out (SPEC §6)
