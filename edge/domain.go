@@ -17,14 +17,17 @@ const tagDomains = "Domains"
 // have no field for it, so no code path can leak it by accident.
 
 type dnsRecordResponse struct {
-	ID        string     `json:"id" format:"uuid" doc:"Record id"`
-	Type      string     `json:"type" enum:"SPF,DKIM,DMARC,RETURN_PATH,TRACKING" doc:"Which of the five records: SPF, DKIM, DMARC, RETURN_PATH or TRACKING"`
-	Host      string     `json:"host" doc:"Name to publish the record at"`
-	Value     string     `json:"value" doc:"TXT text or CNAME target, exactly as to publish it"`
-	TTL       int        `json:"ttl" doc:"Seconds"`
-	Required  bool       `json:"required" doc:"SPF, DKIM and RETURN_PATH must all resolve for the domain to verify; DMARC and TRACKING are recommended and only reported"`
-	Verified  bool       `json:"verified" doc:"Whether the last check found the record published"`
-	CheckedAt *time.Time `json:"checkedAt" doc:"Last check; null until the first verify"`
+	ID         string     `json:"id" format:"uuid" doc:"Record id"`
+	Type       string     `json:"type" enum:"SPF,DKIM,DMARC,RETURN_PATH,TRACKING" doc:"Which of the five records: SPF, DKIM, DMARC, RETURN_PATH or TRACKING"`
+	RecordType string     `json:"recordType" enum:"TXT,CNAME,MX" example:"TXT" doc:"DNS type to publish the record as: TXT for SPF, DKIM and DMARC, CNAME for RETURN_PATH and TRACKING"`
+	Host       string     `json:"host" doc:"Name to publish the record at"`
+	Value      string     `json:"value" doc:"TXT text or CNAME target, exactly as to publish it"`
+	TTL        int        `json:"ttl" doc:"Seconds"`
+	Required   bool       `json:"required" doc:"SPF, DKIM and RETURN_PATH must all resolve for the domain to verify; DMARC and TRACKING are recommended and only reported"`
+	Verified   bool       `json:"verified" doc:"Whether the last check found the record published"`
+	CheckedAt  *time.Time `json:"checkedAt" doc:"Last check; null until the first verify"`
+	Found      []string   `json:"found,omitempty" example:"[\"v=spf1 include:_spf.google.com ~all\"]" doc:"In the verify answer only: what DNS answered at host, the TXT records (each joined from its strings) or the CNAME target; absent when nothing was found. Bounded and with control characters replaced"`
+	Problem    string     `json:"problem,omitempty" example:"the SPF record at mail.acme.example does not authorise Postmill; add include:spf.postmill.example to it (no qualifier, before the all mechanism)" doc:"In the verify answer only: why the record did not verify and what to change; absent when it verified"`
 }
 
 // domainResponse is the list variant (no records).
@@ -113,7 +116,9 @@ func (s *Server) registerDomainRoutes() {
 		Description: "Checks every record over DNS, stores each result and applies the state table of SPEC §3: every " +
 			"required record → verified; some → failed; none → stays pending. A failing run leaves a verified " +
 			"domain verified (with the records' results updated); a suspended domain becomes verified again only " +
-			"when every required record resolves. Limited to 10 per organization per hour (429 with retryAfterSeconds).",
+			"when every required record resolves. Each record of the answer also says what DNS answered (found) " +
+			"and, when it did not verify, what is wrong with it (problem). Limited to 10 per organization per hour " +
+			"(429 with retryAfterSeconds).",
 	}, session, s.verifyDomain, http.StatusBadRequest, http.StatusNotFound, http.StatusTooManyRequests)
 
 	register(s, huma.Operation{
@@ -128,14 +133,17 @@ func toRecords(in []ports.DNSRecord) []dnsRecordResponse {
 	out := make([]dnsRecordResponse, 0, len(in))
 	for _, r := range in {
 		out = append(out, dnsRecordResponse{
-			ID:        r.ID,
-			Type:      r.Type,
-			Host:      r.Host,
-			Value:     r.Value,
-			TTL:       r.TTL,
-			Required:  r.Required,
-			Verified:  r.Verified,
-			CheckedAt: utcPtr(r.CheckedAt),
+			ID:         r.ID,
+			Type:       r.Type,
+			RecordType: r.RecordType,
+			Host:       r.Host,
+			Value:      r.Value,
+			TTL:        r.TTL,
+			Required:   r.Required,
+			Verified:   r.Verified,
+			CheckedAt:  utcPtr(r.CheckedAt),
+			Found:      r.Found,
+			Problem:    r.Problem,
 		})
 	}
 	return out

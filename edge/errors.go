@@ -27,6 +27,9 @@ type errorBody struct {
 	Details           []errorDetail `json:"details,omitempty" doc:"Schema violations, on 400 Validation failed"`
 	Constraint        string        `json:"constraint,omitempty" doc:"Uniqueness or reference constraint name on conflicts and missing references"`
 	RetryAfterSeconds int           `json:"retryAfterSeconds,omitempty" doc:"Seconds to wait, on a request-rate 429"`
+	// Hint is an addition to SPEC §7's body: the messages are fixed word for word, so what to do about the
+	// error travels beside the message.
+	Hint string `json:"hint,omitempty" example:"The domain is suspended; it sends again once POST /v1/domains/{id}/verify finds its required records (SPF, DKIM, RETURN_PATH) published." doc:"What to do to get past the error (on an unverified or suspended domain, a paused organization, a plan limit or the warm-up cap); absent when there is nothing to add to the message"`
 	// extra holds coded errors' additional top-level fields (requiredScopes, metric, limit).
 	extra map[string]any
 }
@@ -53,15 +56,16 @@ func (e *errorBody) MarshalJSON() ([]byte, error) {
 		Details           []errorDetail `json:"details,omitempty"`
 		Constraint        string        `json:"constraint,omitempty"`
 		RetryAfterSeconds int           `json:"retryAfterSeconds,omitempty"`
+		Hint              string        `json:"hint,omitempty"`
 	}
-	out, err := marshalJSON(plain{e.StatusCode, e.Name, e.Message, e.Details, e.Constraint, e.RetryAfterSeconds})
+	out, err := marshalJSON(plain{e.StatusCode, e.Name, e.Message, e.Details, e.Constraint, e.RetryAfterSeconds, e.Hint})
 	if err != nil || len(e.extra) == 0 {
 		return out, err
 	}
 	keys := make([]string, 0, len(e.extra))
 	for k := range e.extra {
 		switch k {
-		case "statusCode", "error", "message", "details", "constraint", "retryAfterSeconds":
+		case "statusCode", "error", "message", "details", "constraint", "retryAfterSeconds", ports.FieldHint:
 			continue
 		}
 		keys = append(keys, k)
@@ -134,6 +138,7 @@ func problemFor(err error) *errorBody {
 	for _, d := range pe.Details {
 		body.Details = append(body.Details, errorDetail{Path: d.Path, Message: d.Message})
 	}
+	body.Hint = pe.Hint()
 	if len(pe.Fields) > 0 {
 		body.extra = make(map[string]any, len(pe.Fields))
 		for k, v := range pe.Fields {

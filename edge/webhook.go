@@ -72,6 +72,9 @@ type webhookDeliveryResponse struct {
 	NextRetryAt  *time.Time `json:"nextRetryAt" doc:"When the next attempt is due; null unless failed with attempts left"`
 	DeliveredAt  *time.Time `json:"deliveredAt" doc:"When a 2xx answered; null until then"`
 	CreatedAt    time.Time  `json:"createdAt" doc:"When the delivery was created"`
+	// BlockedReason is an addition to SPEC §2's delivery fields: a blocked delivery otherwise says nothing
+	// about what to fix.
+	BlockedReason *string `json:"blockedReason" example:"hooks.acme.example resolves to 10.0.0.5, a private address (10.0.0.0/8, RFC 1918); an operator can allow it with POSTMILL_WEBHOOK_ALLOW_NETS=10.0.0.5" doc:"Why the endpoint's address was refused (which address, which rule, how an operator allows it); null unless status is blocked"`
 }
 
 type replayPath struct {
@@ -130,7 +133,8 @@ func (s *Server) registerWebhookRoutes() {
 	register(s, huma.Operation{
 		OperationID: "list-webhook-events", Method: http.MethodGet, Path: "/v1/webhook-events",
 		Tags: []string{tagWebhooks}, Summary: "List recent webhook deliveries",
-		Description: "The 100 most recent deliveries across the organization's endpoints, newest first; no paging.",
+		Description: "The 100 most recent deliveries across the organization's endpoints, newest first; no paging. " +
+			"A blocked delivery says why in blockedReason.",
 	}, read, s.listWebhookEvents)
 }
 
@@ -152,7 +156,7 @@ func toCreatedWebhookEndpoint(e ports.CreatedWebhookEndpoint) *body[createdWebho
 }
 
 func toWebhookDelivery(d ports.WebhookDelivery) webhookDeliveryResponse {
-	return webhookDeliveryResponse{
+	out := webhookDeliveryResponse{
 		ID:           d.ID,
 		EndpointID:   d.EndpointID,
 		EventID:      d.EventID,
@@ -164,6 +168,10 @@ func toWebhookDelivery(d ports.WebhookDelivery) webhookDeliveryResponse {
 		DeliveredAt:  utcPtr(d.DeliveredAt),
 		CreatedAt:    utc(d.CreatedAt),
 	}
+	if d.Status == ports.WebhookBlocked && d.BlockedReason != "" {
+		out.BlockedReason = &d.BlockedReason
+	}
+	return out
 }
 
 // httpURL reports whether raw is an absolute http or https URL with a host: the pattern on the schema

@@ -40,7 +40,7 @@ func mustKeys(tb testing.TB, what string, m map[string]any, keys ...string) {
 	}
 }
 
-var deliveryKeys = []string{"id", "endpointId", "eventId", "eventType", "status", "attempts", "responseCode", "nextRetryAt", "deliveredAt", "createdAt"}
+var deliveryKeys = []string{"id", "endpointId", "eventId", "eventType", "status", "attempts", "responseCode", "nextRetryAt", "deliveredAt", "createdAt", "blockedReason"}
 
 // mustNotLeak fails when a webhook answer carries what stays in the core: the sealed secret, the payload
 // bytes, the organization id.

@@ -25,18 +25,34 @@ const (
 	RecordTracking   = "TRACKING"
 )
 
+// DNS resource-record types the records are published as (RFC 1035 §3.2.2).
+const (
+	RRTypeTXT   = "TXT"
+	RRTypeCNAME = "CNAME"
+	RRTypeMX    = "MX"
+)
+
 // DNSRecord is one record a domain owner publishes, with the result of the last check.
 type DNSRecord struct {
 	ID       string
 	DomainID string
 	Type     string // RecordSPF, ...
-	Host     string
-	Value    string
-	TTL      int
+	// RecordType is the DNS type to publish the record as: RRTypeTXT for SPF, DKIM and DMARC, RRTypeCNAME
+	// for RETURN_PATH and TRACKING. The core derives it from Type; it is not stored.
+	RecordType string
+	Host       string
+	Value      string
+	TTL        int
 	// Required records must all resolve for the domain to verify.
 	Required  bool
 	Verified  bool
 	CheckedAt *time.Time
+	// Found and Problem report what a verify run saw, in VerifyDomain's answer only (they are not
+	// stored). Found is what DNS answered at Host: TXT strings, each joined from its character-strings,
+	// or the CNAME target; bounded and sanitised; nil when nothing was found. Problem says in words why
+	// the record did not verify, empty when it did.
+	Found   []string
+	Problem string
 }
 
 // Domain is a sending domain. DKIMPrivateKey is sealed (encrypted at rest) and never leaves the core and

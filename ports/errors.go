@@ -108,6 +108,30 @@ func ErrorMessage(err error) string {
 	return "internal error"
 }
 
+// FieldHint is the key of Error.Fields that carries a hint: what the client can do to get past the error
+// (verify the domain again, ask an admin to resume sending, wait for the allowance to reset). SPEC §7 fixes
+// the messages of the coded errors word for word, so the way out travels beside the message, never in it.
+const FieldHint = "hint"
+
+// WithHint sets e's hint (Fields[FieldHint]) and returns e, so a constructor can end with it. An empty
+// hint sets nothing.
+func (e *Error) WithHint(hint string) *Error {
+	if hint == "" {
+		return e
+	}
+	if e.Fields == nil {
+		e.Fields = map[string]any{}
+	}
+	e.Fields[FieldHint] = hint
+	return e
+}
+
+// Hint returns e's hint, "" when it has none.
+func (e *Error) Hint() string {
+	h, _ := e.Fields[FieldHint].(string)
+	return h
+}
+
 // Messages fixed by SPEC §7.
 const (
 	MessageValidationFailed  = "Validation failed"

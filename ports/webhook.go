@@ -58,6 +58,9 @@ type WebhookDelivery struct {
 	CreatedAt       time.Time
 	Payload         []byte // the exact JSON body every attempt sends
 	OriginalEventID string // replays: the event re-sent
+	// BlockedReason says, for a blocked delivery, why the guard refused the endpoint (which address, which
+	// rule, and how an operator allows it); empty in every other state.
+	BlockedReason string
 }
 
 // WebhookService manages endpoints and their deliveries (SPEC §4.6, Key routes).
@@ -96,6 +99,8 @@ type WebhookAttempt struct {
 	ResponseCode int
 	NextRetryAt  *time.Time
 	DeliveredAt  *time.Time
+	// BlockedReason is the guard's refusal when Status is blocked, empty otherwise.
+	BlockedReason string
 }
 
 // WebhookStore persists endpoints and deliveries and fans events out. Tenant methods are scoped by

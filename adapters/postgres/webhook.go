@@ -115,6 +115,7 @@ func (s *Webhooks) InsertDelivery(ctx context.Context, d ports.WebhookDelivery) 
 		CreatedAt:       d.CreatedAt,
 		Payload:         nonNil(d.Payload),
 		OriginalEventID: d.OriginalEventID,
+		BlockedReason:   blockedReason(d.Status, d.BlockedReason),
 	})
 	if e, ok := ports.AsError(interpretError(err)); ok && e.Constraint == endpointFKey {
 		return ports.NotFound("webhook endpoint not found")
@@ -292,10 +293,10 @@ func (s *Webhooks) ClaimDue(ctx context.Context, now, leaseUntil time.Time, limi
 // RecordAttempts implements ports.WebhookStore in one statement (one transaction) however many results
 // there are. A result applies only while the delivery still holds the result's lease (an expired lease
 // still counts until another dispatcher has claimed the delivery), so a result without a lease, or for a
-// delivery that was never claimed, changes nothing. Each applied result
-// releases the lease and sets status, attempts, response code and deliveredAt as given; nextRetryAt is
-// kept only for pending and failed results, and one of those without a NextRetryAt is due again at its
-// previous due time, so that a dispatcher can hand back a delivery it did not attempt. Results naming no
+// delivery that was never claimed, changes nothing. Each applied result releases the lease and sets
+// status, attempts, response code, deliveredAt and (for a blocked result) the blocked reason as given;
+// nextRetryAt is kept only for pending and failed results, and one of those without a NextRetryAt is due
+// again at its previous due time, so that a dispatcher can hand back a delivery it did not attempt. Results naming no
 // delivery (deleted with its endpoint, or a malformed id) are ignored.
 func (s *Webhooks) RecordAttempts(ctx context.Context, results []ports.WebhookAttempt) error {
 	n := len(results)
@@ -303,15 +304,16 @@ func (s *Webhooks) RecordAttempts(ctx context.Context, results []ports.WebhookAt
 		return nil
 	}
 	p := db.RecordWebhookAttemptsParams{
-		Ids:           make([]string, 0, n),
-		Leases:        make([]string, 0, n),
-		Statuses:      make([]string, 0, n),
-		Attempts:      make([]int32, 0, n),
-		ResponseCodes: make([]int32, 0, n),
-		HasNext:       make([]bool, 0, n),
-		NextAttemptAt: make([]time.Time, 0, n),
-		HasDelivered:  make([]bool, 0, n),
-		DeliveredAt:   make([]time.Time, 0, n),
+		Ids:            make([]string, 0, n),
+		Leases:         make([]string, 0, n),
+		Statuses:       make([]string, 0, n),
+		Attempts:       make([]int32, 0, n),
+		ResponseCodes:  make([]int32, 0, n),
+		HasNext:        make([]bool, 0, n),
+		NextAttemptAt:  make([]time.Time, 0, n),
+		HasDelivered:   make([]bool, 0, n),
+		DeliveredAt:    make([]time.Time, 0, n),
+		BlockedReasons: make([]string, 0, n),
 	}
 	for _, r := range results {
 		if _, err := uuid.Parse(r.DeliveryID); err != nil {
@@ -326,6 +328,7 @@ func (s *Webhooks) RecordAttempts(ctx context.Context, results []ports.WebhookAt
 		p.NextAttemptAt = append(p.NextAttemptAt, timeOrZero(r.NextRetryAt))
 		p.HasDelivered = append(p.HasDelivered, r.DeliveredAt != nil)
 		p.DeliveredAt = append(p.DeliveredAt, timeOrZero(r.DeliveredAt))
+		p.BlockedReasons = append(p.BlockedReasons, blockedReason(r.Status, r.BlockedReason))
 	}
 	if len(p.Ids) == 0 {
 		return nil
@@ -360,7 +363,17 @@ func deliveryFromRow(r db.WebhookDeliveryByIDRow) ports.WebhookDelivery {
 		CreatedAt:       r.CreatedAt.UTC(),
 		Payload:         r.Payload,
 		OriginalEventID: r.OriginalEventID,
+		BlockedReason:   r.BlockedReason,
 	}
+}
+
+// blockedReason is what the blocked_reason column holds: the refusal for a blocked delivery, nothing (NULL)
+// in every other state, so a reason never outlives the state it explains.
+func blockedReason(status, reason string) string {
+	if status != ports.WebhookBlocked {
+		return ""
+	}
+	return reason
 }
 
 // nonNil keeps an absent payload from reaching the NOT NULL column as NULL.

@@ -152,8 +152,8 @@ func TestRecordAttempts(t *testing.T) {
 	deliveredAt := now.Add(time.Second)
 	err = s.RecordAttempts(ctx, []ports.WebhookAttempt{
 		{DeliveryID: ds[0].ID, Lease: lease[ds[0].ID], Status: ports.WebhookDelivered, Attempts: 1, ResponseCode: 204, DeliveredAt: &deliveredAt},
-		{DeliveryID: ds[1].ID, Lease: lease[ds[1].ID], Status: ports.WebhookFailed, Attempts: 1, ResponseCode: 503, NextRetryAt: &retryAt},
-		{DeliveryID: ds[2].ID, Lease: lease[ds[2].ID], Status: ports.WebhookBlocked, Attempts: 1, NextRetryAt: &retryAt},
+		{DeliveryID: ds[1].ID, Lease: lease[ds[1].ID], Status: ports.WebhookFailed, Attempts: 1, ResponseCode: 503, NextRetryAt: &retryAt, BlockedReason: "only for blocked"},
+		{DeliveryID: ds[2].ID, Lease: lease[ds[2].ID], Status: ports.WebhookBlocked, Attempts: 1, NextRetryAt: &retryAt, BlockedReason: blockedWhy},
 		{DeliveryID: ds[3].ID, Lease: "stale-" + lease[ds[3].ID], Status: ports.WebhookDead, Attempts: 5, ResponseCode: 500},
 		{DeliveryID: "not-a-uuid", Lease: "x", Status: ports.WebhookDelivered, Attempts: 1},
 		{DeliveryID: newV7(), Lease: "x", Status: ports.WebhookDelivered, Attempts: 1},
@@ -167,12 +167,15 @@ func TestRecordAttempts(t *testing.T) {
 	}
 	requireTime(t, "deliveredAt", d0.DeliveredAt, deliveredAt)
 	d1 := mustGetDelivery(t, s, a.org.ID, ds[1].ID)
-	if d1.Status != ports.WebhookFailed || d1.Attempts != 1 || d1.ResponseCode != 503 || d1.DeliveredAt != nil {
+	if d1.Status != ports.WebhookFailed || d1.Attempts != 1 || d1.ResponseCode != 503 || d1.DeliveredAt != nil || d1.BlockedReason != "" {
 		t.Fatalf("failed = %+v", d1)
 	}
 	requireTime(t, "nextRetryAt", d1.NextRetryAt, retryAt)
-	if d2 := mustGetDelivery(t, s, a.org.ID, ds[2].ID); d2.Status != ports.WebhookBlocked || d2.NextRetryAt != nil {
-		t.Fatalf("blocked = %+v, want no next retry whatever the result said", d2)
+	if d2 := mustGetDelivery(t, s, a.org.ID, ds[2].ID); d2.Status != ports.WebhookBlocked || d2.NextRetryAt != nil || d2.BlockedReason != blockedWhy {
+		t.Fatalf("blocked = %+v, want no next retry whatever the result said, and the reason", d2)
+	}
+	if recent, err := s.ListRecentDeliveries(ctx, a.org.ID, 10); err != nil || !hasBlockedReason(recent, ds[2].ID, blockedWhy) {
+		t.Fatalf("ListRecentDeliveries = %+v, %v; want the blocked delivery with its reason", recent, err)
 	}
 	if d3 := mustGetDelivery(t, s, a.org.ID, ds[3].ID); d3.Status != ports.WebhookPending || d3.Attempts != 0 {
 		t.Fatalf("delivery recorded under a stale lease = %+v, want it untouched", d3)
@@ -200,6 +203,18 @@ func TestRecordAttempts(t *testing.T) {
 	if err := s.RecordAttempts(ctx, nil); err != nil {
 		t.Fatalf("RecordAttempts(nil) = %v", err)
 	}
+}
+
+// blockedWhy is a refusal as the webhook sender words it.
+const blockedWhy = "10.0.0.5 is a private address (10.0.0.0/8, RFC 1918); an operator can allow it with POSTMILL_WEBHOOK_ALLOW_NETS=10.0.0.5"
+
+func hasBlockedReason(ds []ports.WebhookDelivery, id, reason string) bool {
+	for _, d := range ds {
+		if d.ID == id {
+			return d.BlockedReason == reason
+		}
+	}
+	return false
 }
 
 func sameIDs(got []string, want ...string) bool {
@@ -248,6 +263,34 @@ func TestRecordAttempts_NeedsALease(t *testing.T) {
 	}
 	if due, err := s.ClaimDue(ctx, retryAt, retryAt.Add(time.Hour), 10); err != nil || len(due) != 1 || due[0].Delivery.ID != testDelivery.ID {
 		t.Fatalf("ClaimDue at the test delivery's retry time = %v (%v), want it", claimedIDs(due), err)
+	}
+}
+
+// TestInsertDelivery_BlockedReason: a test delivery written after a blocked attempt keeps the guard's
+// reason; a delivery in another state stores none, whatever it carried.
+func TestInsertDelivery_BlockedReason(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := pgtest.Store(t)
+	a := mustSignup(t, s)
+	e := mustEndpoint(t, s, a.org.ID, baseTime, ports.EventEmailDelivered)
+	base := ports.WebhookDelivery{
+		OrganizationID: a.org.ID, EndpointID: e.ID, EventType: ports.EventEmailDelivered, Attempts: 1,
+		CreatedAt: baseTime, Payload: []byte("{}"), BlockedReason: blockedWhy,
+	}
+	blocked, delivered := base, base
+	blocked.ID, blocked.EventID, blocked.Status = newV7(), "evt_test_"+newID(), ports.WebhookBlocked
+	delivered.ID, delivered.EventID, delivered.Status = newV7(), "evt_test_"+newID(), ports.WebhookDelivered
+	for _, d := range []ports.WebhookDelivery{blocked, delivered} {
+		if err := s.InsertDelivery(ctx, d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := mustGetDelivery(t, s, a.org.ID, blocked.ID); got.BlockedReason != blockedWhy {
+		t.Fatalf("blocked test delivery's reason = %q, want %q", got.BlockedReason, blockedWhy)
+	}
+	if got := mustGetDelivery(t, s, a.org.ID, delivered.ID); got.BlockedReason != "" {
+		t.Fatalf("delivered test delivery's reason = %q, want none", got.BlockedReason)
 	}
 }
 

@@ -3,6 +3,7 @@ package rpc
 import (
 	"context"
 	"log/slog"
+	"slices"
 
 	"connectrpc.com/connect"
 
@@ -124,29 +125,35 @@ func (c *domainClient) UpdateDomainTracking(ctx context.Context, orgID, id strin
 
 func dnsRecordToProto(r ports.DNSRecord) *domainv1.DNSRecord {
 	return &domainv1.DNSRecord{
-		Id:        r.ID,
-		DomainId:  r.DomainID,
-		Type:      r.Type,
-		Host:      r.Host,
-		Value:     r.Value,
-		Ttl:       int64(r.TTL),
-		Required:  r.Required,
-		Verified:  r.Verified,
-		CheckedAt: timePtrToProto(r.CheckedAt),
+		Id:         r.ID,
+		DomainId:   r.DomainID,
+		Type:       r.Type,
+		Host:       r.Host,
+		Value:      r.Value,
+		Ttl:        int64(r.TTL),
+		Required:   r.Required,
+		Verified:   r.Verified,
+		CheckedAt:  timePtrToProto(r.CheckedAt),
+		RecordType: r.RecordType,
+		Found:      r.Found,
+		Problem:    r.Problem,
 	}
 }
 
 func dnsRecordFromProto(r *domainv1.DNSRecord) ports.DNSRecord {
 	return ports.DNSRecord{
-		ID:        r.GetId(),
-		DomainID:  r.GetDomainId(),
-		Type:      r.GetType(),
-		Host:      r.GetHost(),
-		Value:     r.GetValue(),
-		TTL:       int(r.GetTtl()),
-		Required:  r.GetRequired(),
-		Verified:  r.GetVerified(),
-		CheckedAt: timePtrFromProto(r.GetCheckedAt()),
+		ID:         r.GetId(),
+		DomainID:   r.GetDomainId(),
+		Type:       r.GetType(),
+		Host:       r.GetHost(),
+		Value:      r.GetValue(),
+		TTL:        int(r.GetTtl()),
+		Required:   r.GetRequired(),
+		Verified:   r.GetVerified(),
+		CheckedAt:  timePtrFromProto(r.GetCheckedAt()),
+		RecordType: r.GetRecordType(),
+		Found:      slices.Clone(r.GetFound()), // nil when nothing was found, as the core leaves it
+		Problem:    r.GetProblem(),
 	}
 }
 

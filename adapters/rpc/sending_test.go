@@ -30,7 +30,8 @@ var (
 	storageKey = "att/org1/0190b9a2-0000-7000-8000-000000000001/0190b9a2-secret-storage-key"
 )
 
-// fullDomain sets every field of a domain and its records, the private key included.
+// fullDomain sets every field of a domain and its records, the private key included; the records are
+// verified and carry a problem all the same, which no real run produces, so that every field crosses.
 func fullDomain() ports.Domain {
 	return ports.Domain{
 		ID: "d1", OrganizationID: "org1", Name: "mail.example.com", Status: ports.DomainVerified,
@@ -39,12 +40,17 @@ func fullDomain() ports.Domain {
 		OpenTracking: true, ClickTracking: true,
 		Records: []ports.DNSRecord{
 			{
-				ID: "r1", DomainID: "d1", Type: ports.RecordDKIM, Host: "pmabcdefghij._domainkey.mail.example.com",
-				Value: "v=DKIM1; k=rsa; p=MIIB", TTL: 3600, Required: true, Verified: true, CheckedAt: ptr(t1),
+				ID: "r1", DomainID: "d1", Type: ports.RecordDKIM, RecordType: ports.RRTypeTXT,
+				Host: "pmabcdefghij._domainkey.mail.example.com", Value: "v=DKIM1; k=rsa; p=MIIB", TTL: 3600,
+				Required: true, Verified: true, CheckedAt: ptr(t1),
+				Found:   []string{"v=DKIM1; k=rsa; p=OLD", "v=spf1 -all"},
+				Problem: "no TXT record at the name equals the expected value",
 			},
 			{
-				ID: "r2", DomainID: "d1", Type: ports.RecordTracking, Host: "track.mail.example.com",
-				Value: "track.postmill.local", TTL: 300, Required: true, Verified: true, CheckedAt: ptr(t2),
+				ID: "r2", DomainID: "d1", Type: ports.RecordTracking, RecordType: ports.RRTypeCNAME,
+				Host: "track.mail.example.com", Value: "track.postmill.local", TTL: 300, Required: true,
+				Verified: true, CheckedAt: ptr(t2), Found: []string{"track.postmill.local."},
+				Problem: "ünïcödé problem",
 			},
 		},
 	}

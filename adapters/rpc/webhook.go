@@ -215,6 +215,7 @@ func webhookDeliveryToProto(d ports.WebhookDelivery) *webhookv1.WebhookDelivery 
 		CreatedAt:       timeToProto(d.CreatedAt),
 		Payload:         d.Payload,
 		OriginalEventId: d.OriginalEventID,
+		BlockedReason:   d.BlockedReason,
 	}
 }
 
@@ -233,6 +234,7 @@ func webhookDeliveryFromProto(d *webhookv1.WebhookDelivery) ports.WebhookDeliver
 		CreatedAt:       timeFromProto(d.GetCreatedAt()),
 		Payload:         d.GetPayload(),
 		OriginalEventID: d.GetOriginalEventId(),
+		BlockedReason:   d.GetBlockedReason(),
 	}
 }
 

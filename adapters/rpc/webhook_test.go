@@ -42,7 +42,7 @@ func fullCreatedEndpoint() ports.CreatedWebhookEndpoint {
 }
 
 // fullWebhookDelivery sets every field of a delivery: a failed replay waiting for its next attempt that
-// had once been delivered, which no real row would be, but every field crosses.
+// had once been delivered and blocked, which no real row would be, but every field crosses.
 func fullWebhookDelivery() ports.WebhookDelivery {
 	return ports.WebhookDelivery{
 		ID: "wd1", OrganizationID: "org1", EndpointID: "we1",
@@ -51,6 +51,7 @@ func fullWebhookDelivery() ports.WebhookDelivery {
 		NextRetryAt: ptr(t2), DeliveredAt: ptr(t1), CreatedAt: t0,
 		Payload:         []byte(`{"id":"evt_replay_0190b9a2","type":"email.bounced","created_at":"2026-11-21T09:36:12Z","data":{"message_id":null,"original_event_id":"0190b9a2"}}`),
 		OriginalEventID: "0190b9a2-0000-7000-8000-0000000000e1",
+		BlockedReason:   "hooks.example.com resolves to 10.0.0.5, a private address (10.0.0.0/8, RFC 1918) — ünïcödé",
 	}
 }
 

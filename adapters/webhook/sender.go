@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/postmill/postmill/ports"
+	"github.com/postmill/postmill/ports/netguard"
 )
 
 // DefaultTimeout bounds one attempt, lookup to last body byte: SPEC §6 leaves the value open and the
@@ -188,8 +189,8 @@ func (s *Sender) Send(ctx context.Context, req ports.WebhookRequest) (ports.Webh
 	// others are, so a receiver cannot smuggle an internal address behind a public one.
 	checked := make([]netip.AddrPort, 0, len(addrs))
 	for _, a := range addrs {
-		if why, bad := Forbidden(a, s.cfg.AllowNets); bad {
-			return blocked(fmt.Sprintf("forbidden address %s for %s: %s", a, host, why)), nil
+		if what, bad := netguard.Explain(a, s.cfg.AllowNets); bad {
+			return blocked(refusal(host, a, what)), nil
 		}
 		ap := netip.AddrPortFrom(a.Unmap().WithZone(""), port)
 		if !containsAddrPort(checked, ap) {
@@ -227,6 +228,23 @@ func (s *Sender) CloseIdleConnections() {
 
 func blocked(reason string) ports.WebhookResponse {
 	return ports.WebhookResponse{Blocked: true, Reason: reason}
+}
+
+// AllowNetsVariable is the setting that exempts prefixes from the guard; a refusal names it, so whoever
+// reads a blocked delivery learns how an operator lets a trusted private receiver through.
+const AllowNetsVariable = "POSTMILL_WEBHOOK_ALLOW_NETS"
+
+// refusal words a forbidden address for the endpoint's owner: which address (and which name resolved to
+// it), which rule refused it, and the setting that would allow it, such as "hooks.example.com resolves to
+// 10.0.0.5, a private address (10.0.0.0/8, RFC 1918); an operator can allow it with
+// POSTMILL_WEBHOOK_ALLOW_NETS=10.0.0.5".
+func refusal(host string, addr netip.Addr, what string) string {
+	addr = addr.WithZone("")
+	subject := addr.String() + " is " + what
+	if lit, err := netip.ParseAddr(host); err != nil || lit.WithZone("") != addr {
+		subject = host + " resolves to " + addr.String() + ", " + what
+	}
+	return subject + "; an operator can allow it with " + AllowNetsVariable + "=" + addr.String()
 }
 
 // parseTarget checks the URL's form: http or https (SPEC §6), a host, a port that fits 16 bits. A URL that

@@ -73,18 +73,40 @@ func dkimHost(selector, name string) string { return selector + "._domainkey." +
 
 func dmarcValue(rua string) string { return "v=DMARC1; p=quarantine; rua=mailto:" + rua + "; fo=1" }
 
+// recordType is the DNS type a record is published as (SPEC §2's RR column): TXT for SPF, DKIM and DMARC,
+// CNAME for RETURN_PATH and TRACKING; empty for a type Postmill does not generate.
+func recordType(typ string) string {
+	switch typ {
+	case ports.RecordSPF, ports.RecordDKIM, ports.RecordDMARC:
+		return ports.RRTypeTXT
+	case ports.RecordReturnPath, ports.RecordTracking:
+		return ports.RRTypeCNAME
+	}
+	return ""
+}
+
+// withRecordTypes fills in every record's RecordType, which is derived from its Type rather than stored, so
+// that records read back from the store say how to publish them as well as fresh ones do.
+func withRecordTypes(records []ports.DNSRecord) []ports.DNSRecord {
+	for i := range records {
+		records[i].RecordType = recordType(records[i].Type)
+	}
+	return records
+}
+
 // buildRecords returns the five records of SPEC §2 in the spec's order. SPF, DKIM and RETURN_PATH are
 // required (see the package comment); DMARC and TRACKING are recommended.
 func buildRecords(cfg Config, domainID, name, selector, publicKey string, newID func() string) []ports.DNSRecord {
 	rec := func(typ, host, value string, required bool) ports.DNSRecord {
 		return ports.DNSRecord{
-			ID:       newID(),
-			DomainID: domainID,
-			Type:     typ,
-			Host:     host,
-			Value:    value,
-			TTL:      RecordTTL,
-			Required: required,
+			ID:         newID(),
+			DomainID:   domainID,
+			Type:       typ,
+			RecordType: recordType(typ),
+			Host:       host,
+			Value:      value,
+			TTL:        RecordTTL,
+			Required:   required,
 		}
 	}
 	return []ports.DNSRecord{

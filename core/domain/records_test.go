@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"reflect"
 	"regexp"
 	"testing"
 
@@ -20,15 +21,15 @@ func TestBuildRecords(t *testing.T) {
 	ids := func() string { n++; return fmt.Sprintf("rec-%d", n) }
 	got := buildRecords(cfg, "dom-1", "example.org", "pmabcdefghij", "PUBKEY", ids)
 	want := []ports.DNSRecord{
-		{ID: "rec-1", DomainID: "dom-1", Type: ports.RecordSPF, Host: "example.org",
+		{ID: "rec-1", DomainID: "dom-1", Type: ports.RecordSPF, RecordType: "TXT", Host: "example.org",
 			Value: "v=spf1 include:spf.postmill.test ~all", TTL: 3600, Required: true},
-		{ID: "rec-2", DomainID: "dom-1", Type: ports.RecordDKIM, Host: "pmabcdefghij._domainkey.example.org",
+		{ID: "rec-2", DomainID: "dom-1", Type: ports.RecordDKIM, RecordType: "TXT", Host: "pmabcdefghij._domainkey.example.org",
 			Value: "v=DKIM1; k=rsa; p=PUBKEY", TTL: 3600, Required: true},
-		{ID: "rec-3", DomainID: "dom-1", Type: ports.RecordDMARC, Host: "_dmarc.example.org",
+		{ID: "rec-3", DomainID: "dom-1", Type: ports.RecordDMARC, RecordType: "TXT", Host: "_dmarc.example.org",
 			Value: "v=DMARC1; p=quarantine; rua=mailto:dmarc@reports.postmill.test; fo=1", TTL: 3600, Required: false},
-		{ID: "rec-4", DomainID: "dom-1", Type: ports.RecordReturnPath, Host: "bounce.example.org",
+		{ID: "rec-4", DomainID: "dom-1", Type: ports.RecordReturnPath, RecordType: "CNAME", Host: "bounce.example.org",
 			Value: "bounces.postmill.test", TTL: 3600, Required: true},
-		{ID: "rec-5", DomainID: "dom-1", Type: ports.RecordTracking, Host: "track.example.org",
+		{ID: "rec-5", DomainID: "dom-1", Type: ports.RecordTracking, RecordType: "CNAME", Host: "track.example.org",
 			Value: "track.postmill.test", TTL: 3600, Required: false},
 	}
 	if len(got) != len(want) {
@@ -39,7 +40,7 @@ func TestBuildRecords(t *testing.T) {
 			t.Errorf("record %d starts checked: %+v", i, got[i])
 		}
 		got[i].CheckedAt = nil
-		if got[i] != want[i] {
+		if !reflect.DeepEqual(got[i], want[i]) {
 			t.Errorf("record %d:\n got %+v\nwant %+v", i, got[i], want[i])
 		}
 	}

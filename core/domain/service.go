@@ -271,9 +271,11 @@ func (s *Service) UpdateDomainTracking(ctx context.Context, orgID, id string, t 
 }
 
 // withoutPrivateKey is the only shape a domain leaves the service in: SPEC §2 forbids private-key material in
-// any response, and clearing it here keeps every tier from having to remember.
+// any response, and clearing it here keeps every tier from having to remember. Its records say their DNS
+// type on the way out.
 func withoutPrivateKey(d ports.Domain) ports.Domain {
 	d.DKIMPrivateKey = nil
+	d.Records = withRecordTypes(d.Records)
 	return d
 }
 

@@ -29,7 +29,7 @@ func (s *Service) VerifyDomain(ctx context.Context, orgID, id string) (ports.Dom
 		return ports.Domain{}, fmt.Errorf("domain: get: %w", err)
 	}
 
-	published := s.lookupAll(ctx, d.Records)
+	checks := s.lookupAll(ctx, d.Records)
 	// A cancelled request makes every lookup fail; saving that run would mark a good domain failed.
 	if err := ctx.Err(); err != nil {
 		return ports.Domain{}, fmt.Errorf("domain: verify %s: %w", id, err)
@@ -41,7 +41,8 @@ func (s *Service) VerifyDomain(ctx context.Context, orgID, id string) (ports.Dom
 	for i := range d.Records {
 		r := &d.Records[i]
 		checkedAt := now
-		r.Verified, r.CheckedAt = published[i], &checkedAt
+		r.Verified, r.CheckedAt = checks[i].ok, &checkedAt
+		r.Found, r.Problem = checks[i].found, checks[i].problem
 		anyPublished = anyPublished || r.Verified
 		if r.Required {
 			requiredTotal++
@@ -70,46 +71,46 @@ func (s *Service) VerifyDomain(ctx context.Context, orgID, id string) (ports.Dom
 
 // lookupAll checks every record at once: the five lookups are independent, and a slow or silent name server
 // would otherwise cost its timeout five times over.
-func (s *Service) lookupAll(ctx context.Context, records []ports.DNSRecord) []bool {
-	published := make([]bool, len(records))
+func (s *Service) lookupAll(ctx context.Context, records []ports.DNSRecord) []recordCheck {
+	checks := make([]recordCheck, len(records))
 	var wg sync.WaitGroup
 	for i, r := range records {
-		wg.Go(func() { published[i] = s.lookup(ctx, r) })
+		wg.Go(func() { checks[i] = s.lookup(ctx, r) })
 	}
 	wg.Wait()
-	return published
+	return checks
 }
 
-// lookup reports whether r is published as expected. Every resolver error, a *ports.DNSError or any other,
-// counts as not published.
-func (s *Service) lookup(ctx context.Context, r ports.DNSRecord) bool {
+// lookup checks whether r is published as expected and, when it is not, says what DNS answered and why
+// that does not do. Every resolver error, a *ports.DNSError or any other, counts as not published.
+func (s *Service) lookup(ctx context.Context, r ports.DNSRecord) recordCheck {
 	var (
-		ok  bool
+		c   recordCheck
 		err error
 	)
 	switch r.Type {
-	case ports.RecordSPF:
+	case ports.RecordSPF, ports.RecordDKIM, ports.RecordDMARC:
 		var txt []string
 		if txt, err = s.resolver.LookupTXT(ctx, r.Host); err == nil {
-			ok = spfPublished(txt, r.Value)
-		}
-	case ports.RecordDKIM, ports.RecordDMARC:
-		var txt []string
-		if txt, err = s.resolver.LookupTXT(ctx, r.Host); err == nil {
-			ok = txtPublished(txt, r.Value)
+			if r.Type == ports.RecordSPF {
+				c = checkSPF(r.Host, txt, r.Value)
+			} else {
+				c = checkTXT(r.Type, r.Host, txt, r.Value)
+			}
 		}
 	case ports.RecordReturnPath, ports.RecordTracking:
 		var target string
 		if target, err = s.resolver.LookupCNAME(ctx, r.Host); err == nil {
-			ok = sameHost(target, r.Value)
+			c = checkCNAME(r.Host, target, r.Value)
 		}
 	default:
-		err = fmt.Errorf("unknown record type %q", r.Type)
+		return recordCheck{problem: fmt.Sprintf("unknown record type %q", r.Type)}
 	}
 	if err != nil {
 		s.logger.DebugContext(ctx, "domain record lookup failed", "type", r.Type, "host", r.Host, "err", err)
+		return lookupFailed(recordType(r.Type), r.Host, err)
 	}
-	return ok
+	return c
 }
 
 // txtPublished reports whether one of the TXT records at a name, each already joined from its

@@ -49,18 +49,19 @@ func limitOrNone(limit int64) int64 {
 
 // overLimitError is SPEC §7's refusal of a send whose units did not fit under limit: 402
 // plan_limit_exceeded naming the metric and the allowance for the monthly meter, 429 warmup_cap_reached
-// (retry tomorrow, so no retryAfterSeconds) for the daily one.
+// (retry tomorrow, so no retryAfterSeconds) for the daily one; each with a hint saying when it ends.
 func overLimitError(limit ports.UsageLimit) error {
 	switch limit.Metric {
 	case ports.MetricEmailsSent:
-		return &ports.Error{
+		return (&ports.Error{
 			Code:    ports.CodePaymentRequired,
 			Reason:  reasonPlanLimit,
 			Message: "Plan limit reached for " + ports.MetricEmailsSent,
 			Fields:  map[string]any{"metric": ports.MetricEmailsSent, "limit": limit.Max},
-		}
+		}).WithHint(overLimitHint(limit))
 	case ports.MetricEmailsSentDaily:
-		return &ports.Error{Code: ports.CodeResourceExhausted, Reason: reasonWarmupCap, Message: msgWarmupCap}
+		return (&ports.Error{Code: ports.CodeResourceExhausted, Reason: reasonWarmupCap, Message: msgWarmupCap}).
+			WithHint(overLimitHint(limit))
 	default:
 		return fmt.Errorf("sending: the store refused a send over a limit of unknown meter %q", limit.Metric)
 	}

@@ -75,9 +75,14 @@ func TestOverLimitError(t *testing.T) {
 	}{
 		{"monthly allowance", ports.UsageLimit{Metric: ports.MetricEmailsSent, Period: at, Max: 3000},
 			ports.CodePaymentRequired, "plan_limit_exceeded", "Plan limit reached for emails_sent",
-			map[string]any{"metric": "emails_sent", "limit": int64(3000)}},
+			map[string]any{"metric": "emails_sent", "limit": int64(3000), "hint": "The monthly allowance of 3000 emails " +
+				"is used up; sends are accepted again from 2026-04-01T00:00:00Z, or sooner if a platform admin raises " +
+				"the organization's limits (PUT /v1/admin/organizations/{id}/limits). GET /v1/billing/subscription shows the usage."}},
 		{"warm-up cap", ports.UsageLimit{Metric: ports.MetricEmailsSentDaily, Period: at, Max: 50},
-			ports.CodeResourceExhausted, "warmup_cap_reached", "warm-up daily send cap reached", nil},
+			ports.CodeResourceExhausted, "warmup_cap_reached", "warm-up daily send cap reached",
+			map[string]any{"hint": "Today's warm-up cap of 50 emails is used up; sends are accepted again from " +
+				"2026-03-02T00:00:00Z, or sooner if a platform admin raises the organization's limits " +
+				"(PUT /v1/admin/organizations/{id}/limits). GET /v1/billing/subscription shows the usage."}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

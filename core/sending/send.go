@@ -201,9 +201,10 @@ func validID(id string) bool {
 	return err == nil && len(id) == 36
 }
 
-// orgPausedError is SPEC §7's 403 org_suspended.
+// orgPausedError is SPEC §7's 403 org_suspended, with the way out as its hint.
 func orgPausedError() *ports.Error {
-	return &ports.Error{Code: ports.CodePermissionDenied, Reason: reasonOrgSuspended, Message: msgOrgPaused}
+	return (&ports.Error{Code: ports.CodePermissionDenied, Reason: reasonOrgSuspended, Message: msgOrgPaused}).
+		WithHint(hintOrgPaused)
 }
 
 // sendingDomain returns the organization's verified domain of that name, or SPEC §7's 400 when it is missing
@@ -216,13 +217,15 @@ func (s *Service) sendingDomain(ctx context.Context, orgID, name string) (ports.
 	}
 	d, err := s.domains.DomainByName(ctx, orgID, name)
 	if ports.ErrorCode(err) == ports.CodeNotFound {
-		return ports.Domain{}, ports.Errorf(ports.CodeInvalidArgument, "domain %s not found for this org", name)
+		return ports.Domain{}, ports.Errorf(ports.CodeInvalidArgument, "domain %s not found for this org", name).
+			WithHint(hintDomainNotFound)
 	}
 	if err != nil {
 		return ports.Domain{}, fmt.Errorf("sending: domain: %w", err)
 	}
 	if d.Status != ports.DomainVerified {
-		return ports.Domain{}, ports.Errorf(ports.CodeInvalidArgument, "domain %s is not verified", name)
+		return ports.Domain{}, ports.Errorf(ports.CodeInvalidArgument, "domain %s is not verified", name).
+			WithHint(unverifiedDomainHint(d))
 	}
 	s.domainCache.put(key, d)
 	return d, nil

@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/postmill/postmill/ports"
 )
@@ -13,7 +16,8 @@ import (
 // NextAttempt decides a delivery's state after attempt number attempts (1 for the first) ended at now with
 // resp or err, following SPEC §3 and §6:
 //   - any 2xx response: delivered, DeliveredAt now (the body is ignored);
-//   - a guard refusal (resp.Blocked): blocked, never retried;
+//   - a guard refusal (resp.Blocked): blocked, never retried, with the guard's reason (bounded) kept as
+//     BlockedReason so the delivery says what to fix;
 //   - anything else (another status, including 3xx since redirects are not followed; a network error; a
 //     timeout): failed with NextRetryAt = now + schedule[attempts-1] while attempts < WebhookMaxAttempts,
 //     dead from the WebhookMaxAttempts-th failure on.
@@ -27,6 +31,7 @@ func NextAttempt(attempts int, now time.Time, schedule []time.Duration, resp por
 	switch {
 	case err == nil && resp.Blocked:
 		a.Status = ports.WebhookBlocked
+		a.BlockedReason = boundedReason(resp.Reason)
 	case err == nil && resp.StatusCode >= 200 && resp.StatusCode <= 299:
 		a.Status = ports.WebhookDelivered
 		a.DeliveredAt = &now
@@ -47,7 +52,36 @@ func apply(d ports.WebhookDelivery, a ports.WebhookAttempt) ports.WebhookDeliver
 	d.ResponseCode = a.ResponseCode
 	d.NextRetryAt = a.NextRetryAt
 	d.DeliveredAt = a.DeliveredAt
+	d.BlockedReason = a.BlockedReason
 	return d
+}
+
+// maxReasonBytes bounds a stored refusal: the guard's sentences are a few hundred bytes, but they carry the
+// endpoint's host name, which the tenant chose.
+const maxReasonBytes = 512
+
+// boundedReason keeps a refusal printable and short before it is stored, listed and logged: control
+// characters become spaces and the text is cut at maxReasonBytes on a rune boundary. An empty reason (a
+// sender that gave none) becomes a generic one, so a blocked delivery never says nothing.
+func boundedReason(r string) string {
+	r = strings.Map(func(c rune) rune {
+		if unicode.IsControl(c) {
+			return ' '
+		}
+		return c
+	}, strings.ToValidUTF8(r, "?"))
+	r = strings.TrimSpace(r)
+	if r == "" {
+		return "the endpoint's address is refused by the webhook address guard"
+	}
+	if len(r) > maxReasonBytes {
+		cut := maxReasonBytes
+		for cut > 0 && !utf8.RuneStart(r[cut]) {
+			cut--
+		}
+		r = r[:cut] + "…"
+	}
+	return r
 }
 
 // attempt sends one signed request for d to ep and decides the outcome. The dispatcher and TestEndpoint both
@@ -64,8 +98,14 @@ func (s *Service) attempt(ctx context.Context, d ports.WebhookDelivery, ep ports
 	cancel()
 	a := NextAttempt(d.Attempts+1, s.now(), s.cfg.Schedule, resp, err)
 	a.DeliveryID = d.ID
+	if a.Status == ports.WebhookBlocked {
+		// A refusal is permanent and the owner has to act on it, so it is worth more than a debug line.
+		s.logger.WarnContext(ctx, "webhook delivery blocked", "delivery", d.ID, "endpoint", ep.ID,
+			"organization", d.OrganizationID, "reason", a.BlockedReason)
+		return a, nil
+	}
 	s.logger.DebugContext(ctx, "webhook attempt", "delivery", d.ID, "endpoint", ep.ID, "attempt", a.Attempts,
-		"status", a.Status, "code", a.ResponseCode, "error", err, "reason", resp.Reason)
+		"status", a.Status, "code", a.ResponseCode, "error", err)
 	return a, nil
 }
 

@@ -3,8 +3,10 @@ package webhook
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/postmill/postmill/ports"
 )
@@ -102,5 +104,44 @@ func TestApply(t *testing.T) {
 	if got.ID != "d" || got.EventID != "e" || got.Status != ports.WebhookFailed || got.Attempts != 1 || got.ResponseCode != 502 ||
 		got.NextRetryAt == nil || !got.NextRetryAt.Equal(now.Add(15*time.Minute)) || got.DeliveredAt != nil || string(got.Payload) != "{}" {
 		t.Fatalf("apply = %+v", got)
+	}
+}
+
+// TestBlockedReason: a blocked attempt keeps the guard's reason, printable and bounded, and apply puts it
+// on the delivery; no other outcome carries one.
+func TestBlockedReason(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 4, 1, 9, 0, 0, 0, time.UTC)
+	const reason = "10.0.0.5 is a private address (10.0.0.0/8, RFC 1918); an operator can allow it with POSTMILL_WEBHOOK_ALLOW_NETS=10.0.0.5"
+	d := ports.WebhookDelivery{ID: "d", Status: ports.WebhookPending}
+	got := apply(d, NextAttempt(1, now, DefaultSchedule, ports.WebhookResponse{Blocked: true, Reason: reason}, nil))
+	if got.Status != ports.WebhookBlocked || got.BlockedReason != reason {
+		t.Fatalf("apply(blocked) = %+v, want blocked with reason %q", got, reason)
+	}
+
+	for _, tt := range []struct {
+		name string
+		resp ports.WebhookResponse
+		err  error
+	}{
+		{"delivered", ports.WebhookResponse{StatusCode: 200}, nil},
+		{"failed", ports.WebhookResponse{StatusCode: 500}, nil},
+		{"network error", ports.WebhookResponse{}, errors.New("connection refused")},
+		// A blocked response that also came with an error is a failure, and its reason is not kept.
+		{"error wins", ports.WebhookResponse{Blocked: true, Reason: reason}, errors.New("timeout")},
+	} {
+		if a := NextAttempt(1, now, DefaultSchedule, tt.resp, tt.err); a.BlockedReason != "" {
+			t.Errorf("%s: BlockedReason = %q, want empty", tt.name, a.BlockedReason)
+		}
+	}
+
+	long := "host\r\nX-Injected: 1 " + strings.Repeat("é", 400)
+	a := NextAttempt(1, now, DefaultSchedule, ports.WebhookResponse{Blocked: true, Reason: long}, nil)
+	if strings.ContainsAny(a.BlockedReason, "\r\n") || len(a.BlockedReason) > maxReasonBytes+len("…") ||
+		!utf8.ValidString(a.BlockedReason) || !strings.HasPrefix(a.BlockedReason, "host  X-Injected") {
+		t.Errorf("BlockedReason of a hostile reason = %q", a.BlockedReason)
+	}
+	if a := NextAttempt(1, now, DefaultSchedule, ports.WebhookResponse{Blocked: true}, nil); a.BlockedReason == "" {
+		t.Error("a blocked attempt without a reason has an empty BlockedReason; want a generic one")
 	}
 }

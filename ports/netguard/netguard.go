@@ -16,12 +16,14 @@ import (
 // addrClass is one forbidden range with the words that name it in a refusal.
 type addrClass struct {
 	prefix netip.Prefix
-	reason string // "loopback (127.0.0.0/8)"
+	reason string // "loopback (127.0.0.0/8)", Forbidden's terse form
+	phrase string // "a loopback address", Explain's noun phrase
+	source string // the RFC that defines the range
 }
 
-func class(name, cidr string) addrClass {
+func class(name, phrase, cidr, source string) addrClass {
 	p := netip.MustParsePrefix(cidr)
-	return addrClass{prefix: p, reason: name + " (" + p.String() + ")"}
+	return addrClass{prefix: p, reason: name + " (" + p.String() + ")", phrase: phrase, source: source}
 }
 
 // forbidden4 is SPEC §6's IPv4 list, plus 0.0.0.0/8: connecting to 0.0.0.0 reaches the local host on Linux
@@ -29,27 +31,32 @@ func class(name, cidr string) addrClass {
 // 203.0.113.0/24, RFC 5737) are deliberately absent: they are not in SPEC §6, and tests use them as the
 // "public" answer that the guard must accept.
 var forbidden4 = []addrClass{
-	class("this network", "0.0.0.0/8"),                 // RFC 6890 §2.2.2 (RFC 1122 §3.2.1.3)
-	class("private", "10.0.0.0/8"),                     // RFC 1918 §3
-	class("shared address space", "100.64.0.0/10"),     // RFC 6598 (carrier-grade NAT)
-	class("loopback", "127.0.0.0/8"),                   // RFC 1122 §3.2.1.3, RFC 6890 §2.2.2
-	class("link-local", "169.254.0.0/16"),              // RFC 3927; 169.254.169.254 is the cloud metadata service
-	class("private", "172.16.0.0/12"),                  // RFC 1918 §3
-	class("IETF protocol assignments", "192.0.0.0/24"), // RFC 6890 §2.2.2
-	class("private", "192.168.0.0/16"),                 // RFC 1918 §3
-	class("benchmarking", "198.18.0.0/15"),             // RFC 2544, RFC 6890 §2.2.2
-	class("multicast", "224.0.0.0/4"),                  // RFC 5771
-	class("reserved", "240.0.0.0/4"),                   // RFC 1112 §4, RFC 6890; holds 255.255.255.255 (RFC 919)
+	// RFC 6890 §2.2.2, RFC 1122 §3.2.1.3.
+	class("this network", `a "this network" address`, "0.0.0.0/8", "RFC 1122"),
+	class("private", "a private address", "10.0.0.0/8", "RFC 1918"),
+	class("shared address space", "a carrier-grade NAT address", "100.64.0.0/10", "RFC 6598"),
+	// RFC 1122 §3.2.1.3, RFC 6890 §2.2.2.
+	class("loopback", "a loopback address", "127.0.0.0/8", "RFC 1122"),
+	// 169.254.169.254 is the cloud metadata service.
+	class("link-local", "a link-local address", "169.254.0.0/16", "RFC 3927"),
+	class("private", "a private address", "172.16.0.0/12", "RFC 1918"),
+	class("IETF protocol assignments", "an IETF protocol assignment address", "192.0.0.0/24", "RFC 6890"),
+	class("private", "a private address", "192.168.0.0/16", "RFC 1918"),
+	// RFC 2544, RFC 6890 §2.2.2.
+	class("benchmarking", "a benchmarking address", "198.18.0.0/15", "RFC 2544"),
+	class("multicast", "a multicast address", "224.0.0.0/4", "RFC 5771"),
+	// RFC 1112 §4, RFC 6890; holds the limited broadcast 255.255.255.255 (RFC 919).
+	class("reserved", "a reserved address", "240.0.0.0/4", "RFC 1112"),
 }
 
 // forbidden6 is SPEC §6's IPv6 list (::1, fe80::/10, fc00::/7), plus the unspecified address :: (which, like
 // 0.0.0.0, connects to the local host) and multicast ff00::/8, the IPv6 counterpart of 224.0.0.0/4.
 var forbidden6 = []addrClass{
-	class("unspecified", "::/128"),    // RFC 4291 §2.5.2
-	class("loopback", "::1/128"),      // RFC 4291 §2.5.3
-	class("link-local", "fe80::/10"),  // RFC 4291 §2.5.6
-	class("unique local", "fc00::/7"), // RFC 4193
-	class("multicast", "ff00::/8"),    // RFC 4291 §2.7
+	class("unspecified", "the unspecified address", "::/128", "RFC 4291"), // §2.5.2
+	class("loopback", "the loopback address", "::1/128", "RFC 4291"),      // §2.5.3
+	class("link-local", "a link-local address", "fe80::/10", "RFC 4291"),  // §2.5.6
+	class("unique local", "a unique local address", "fc00::/7", "RFC 4193"),
+	class("multicast", "a multicast address", "ff00::/8", "RFC 4291"), // §2.7
 }
 
 // embedding is an IPv6 range whose addresses carry an IPv4 address that the packets end up at (or that a
@@ -104,46 +111,92 @@ var embeddings = []embedding{
 // and documentation 2001:db8::/32 included, are permitted: plain http or SMTP to a public host is
 // allowed.
 func Forbidden(addr netip.Addr, allow []netip.Prefix) (reason string, forbidden bool) {
-	if !addr.IsValid() {
+	v, forbidden := check(addr, allow)
+	if !forbidden {
+		return "", false
+	}
+	switch {
+	case v.class == nil:
 		return "invalid address", true
+	case v.via != nil:
+		return v.via.name + " (" + v.via.prefix.String() + ") form of " + v.v4.String() + ", " + v.class.reason, true
+	case v.mapped:
+		return "IPv4-mapped (::ffff:0:0/96) form of " + v.class.reason, true
+	}
+	return v.class.reason, true
+}
+
+// Explain is Forbidden for a person who has to act on the refusal: it describes a forbidden addr as a noun
+// phrase naming the range, its prefix and the RFC that defines it, such as "a private address (10.0.0.0/8,
+// RFC 1918)" or "the NAT64 (64:ff9b::/96) form of 10.0.0.5, a private address (10.0.0.0/8, RFC 1918)", so
+// a caller can write "10.0.0.5 is " + what. It refuses exactly what Forbidden refuses.
+func Explain(addr netip.Addr, allow []netip.Prefix) (what string, forbidden bool) {
+	v, forbidden := check(addr, allow)
+	if !forbidden {
+		return "", false
+	}
+	if v.class == nil {
+		return "not a valid IP address", true
+	}
+	what = v.class.phrase + " (" + v.class.prefix.String() + ", " + v.class.source + ")"
+	switch {
+	case v.via != nil:
+		what = "the " + v.via.name + " (" + v.via.prefix.String() + ") form of " + v.v4.String() + ", " + what
+	case v.mapped:
+		what = "the IPv4-mapped form of " + v.v4.String() + ", " + what
+	}
+	return what, true
+}
+
+// verdict is what check found: the forbidden range, and the IPv6 form the address was written in when
+// the range is an IPv4 one reached through it. A forbidden verdict without a class is an invalid address.
+type verdict struct {
+	class  *addrClass
+	v4     netip.Addr // the IPv4 address checked, for mapped and embedded forms
+	mapped bool       // written as IPv4-mapped IPv6
+	via    *embedding // written in an IPv6 form that embeds v4
+}
+
+// check applies the rule documented on Forbidden.
+func check(addr netip.Addr, allow []netip.Prefix) (verdict, bool) {
+	if !addr.IsValid() {
+		return verdict{}, true
 	}
 	addr = addr.WithZone("")
 	plain := addr.Unmap()
 	for _, p := range allow {
 		if p.Contains(addr) || p.Contains(plain) {
-			return "", false
+			return verdict{}, false
 		}
 	}
 	if plain.Is4() {
-		reason, forbidden = forbiddenIPv4(plain)
-		if forbidden && addr.Is4In6() {
-			reason = "IPv4-mapped (::ffff:0:0/96) form of " + reason
-		}
-		return reason, forbidden
+		c := forbiddenIPv4(plain)
+		return verdict{class: c, v4: plain, mapped: addr.Is4In6()}, c != nil
 	}
-	for _, c := range forbidden6 {
-		if c.prefix.Contains(plain) {
-			return c.reason, true
+	for i := range forbidden6 {
+		if forbidden6[i].prefix.Contains(plain) {
+			return verdict{class: &forbidden6[i]}, true
 		}
 	}
-	for _, e := range embeddings {
+	for i := range embeddings {
+		e := &embeddings[i]
 		if !e.prefix.Contains(plain) {
 			continue
 		}
 		b := plain.As16()
 		v4 := netip.AddrFrom4([4]byte(b[e.offset : e.offset+4]))
-		if reason, forbidden := forbiddenIPv4(v4); forbidden {
-			return e.name + " (" + e.prefix.String() + ") form of " + v4.String() + ", " + reason, true
+		if c := forbiddenIPv4(v4); c != nil {
+			return verdict{class: c, v4: v4, via: e}, true
 		}
 	}
-	return "", false
+	return verdict{}, false
 }
 
-func forbiddenIPv4(a netip.Addr) (string, bool) {
-	for _, c := range forbidden4 {
-		if c.prefix.Contains(a) {
-			return c.reason, true
+func forbiddenIPv4(a netip.Addr) *addrClass {
+	for i := range forbidden4 {
+		if forbidden4[i].prefix.Contains(a) {
+			return &forbidden4[i]
 		}
 	}
-	return "", false
+	return nil
 }

@@ -252,3 +252,41 @@ func TestForbiddenAllowNets(t *testing.T) {
 		}
 	}
 }
+
+// TestExplain: the sentence a person reads names the range, its prefix and its RFC, and the IPv4 address
+// behind an IPv6 spelling; it refuses exactly what Forbidden refuses.
+func TestExplain(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		addr  string
+		allow []netip.Prefix
+		want  string // "" means permitted
+	}{
+		{"10.0.0.5", nil, "a private address (10.0.0.0/8, RFC 1918)"},
+		{"172.20.1.1", nil, "a private address (172.16.0.0/12, RFC 1918)"},
+		{"127.0.0.1", nil, "a loopback address (127.0.0.0/8, RFC 1122)"},
+		{"169.254.169.254", nil, "a link-local address (169.254.0.0/16, RFC 3927)"},
+		{"100.64.0.1", nil, "a carrier-grade NAT address (100.64.0.0/10, RFC 6598)"},
+		{"::1", nil, "the loopback address (::1/128, RFC 4291)"},
+		{"fd12::1", nil, "a unique local address (fc00::/7, RFC 4193)"},
+		{"::ffff:10.0.0.5", nil, "the IPv4-mapped form of 10.0.0.5, a private address (10.0.0.0/8, RFC 1918)"},
+		{"64:ff9b::7f00:1", nil, "the NAT64 (64:ff9b::/96) form of 127.0.0.1, a loopback address (127.0.0.0/8, RFC 1122)"},
+		{"2002:a00:1::1", nil, "the 6to4 (2002::/16) form of 10.0.0.1, a private address (10.0.0.0/8, RFC 1918)"},
+		{"10.0.0.5", []netip.Prefix{netip.MustParsePrefix("10.0.0.0/24")}, ""},
+		{"192.0.2.1", nil, ""},
+		{"2001:db8::1", nil, ""},
+	}
+	for _, tt := range tests {
+		addr := netip.MustParseAddr(tt.addr)
+		what, forbidden := netguard.Explain(addr, tt.allow)
+		if what != tt.want || forbidden != (tt.want != "") {
+			t.Errorf("Explain(%s, %v) = %q, %v; want %q", tt.addr, tt.allow, what, forbidden, tt.want)
+		}
+		if _, f := netguard.Forbidden(addr, tt.allow); f != forbidden {
+			t.Errorf("Explain(%s) forbidden=%v but Forbidden says %v", tt.addr, forbidden, f)
+		}
+	}
+	if what, forbidden := netguard.Explain(netip.Addr{}, nil); !forbidden || what == "" {
+		t.Errorf("Explain(zero Addr) = %q, %v; want a refusal", what, forbidden)
+	}
+}

@@ -21,19 +21,22 @@ RETURNING *;
 
 -- name: InsertWebhookDelivery :exec
 INSERT INTO webhook_deliveries (id, organization_id, endpoint_id, event_id, event_type, status, attempts,
-    response_code, next_attempt_at, delivered_at, created_at, payload, original_event_id)
+    response_code, next_attempt_at, delivered_at, created_at, payload, original_event_id, blocked_reason)
 VALUES (@id, @organization_id, @endpoint_id, @event_id, @event_type, @status, @attempts, @response_code,
-    @next_attempt_at, @delivered_at, @created_at, @payload, NULLIF(@original_event_id::text, ''));
+    @next_attempt_at, @delivered_at, @created_at, @payload, NULLIF(@original_event_id::text, ''),
+    NULLIF(@blocked_reason::text, ''));
 
 -- name: WebhookDeliveryByID :one
 SELECT id, organization_id, endpoint_id, event_id, event_type, status, attempts, response_code, next_attempt_at,
-    delivered_at, created_at, payload, COALESCE(original_event_id, '')::text AS original_event_id
+    delivered_at, created_at, payload, COALESCE(original_event_id, '')::text AS original_event_id,
+    COALESCE(blocked_reason, '')::text AS blocked_reason
 FROM webhook_deliveries
 WHERE organization_id = @organization_id AND id = @id;
 
 -- name: ListRecentWebhookDeliveries :many
 SELECT id, organization_id, endpoint_id, event_id, event_type, status, attempts, response_code, next_attempt_at,
-    delivered_at, created_at, payload, COALESCE(original_event_id, '')::text AS original_event_id
+    delivered_at, created_at, payload, COALESCE(original_event_id, '')::text AS original_event_id,
+    COALESCE(blocked_reason, '')::text AS blocked_reason
 FROM webhook_deliveries
 WHERE organization_id = @organization_id
 ORDER BY created_at DESC, id DESC
@@ -111,7 +114,7 @@ RETURNING d.id, d.organization_id, d.endpoint_id, d.event_id, d.event_type, d.st
 -- Result i applies only while the delivery still holds lease leases[i]; the lease is released. Only
 -- pending and failed deliveries are due: next_attempt_at is the given retry time, or, for a pending or
 -- failed result without one, the delivery's previous due time (it is due again at once); NULL in every
--- other state.
+-- other state. blocked_reason is kept for a blocked result only.
 UPDATE webhook_deliveries AS d
 SET status          = r.status,
     attempts        = r.attempts,
@@ -119,6 +122,7 @@ SET status          = r.status,
     next_attempt_at = CASE WHEN r.status IN ('pending', 'failed')
                           THEN COALESCE(CASE WHEN r.has_next THEN r.next_attempt_at END, d.next_attempt_at) END,
     delivered_at    = CASE WHEN r.has_delivered THEN r.delivered_at END,
+    blocked_reason  = CASE WHEN r.status = 'blocked' THEN NULLIF(r.blocked_reason, '') END,
     lease_token     = NULL,
     lease_until     = NULL
 FROM (SELECT
@@ -130,5 +134,6 @@ FROM (SELECT
         unnest(@has_next::bool[]) AS has_next,
         unnest(@next_attempt_at::timestamptz[]) AS next_attempt_at,
         unnest(@has_delivered::bool[]) AS has_delivered,
-        unnest(@delivered_at::timestamptz[]) AS delivered_at) AS r
+        unnest(@delivered_at::timestamptz[]) AS delivered_at,
+        unnest(@blocked_reasons::text[]) AS blocked_reason) AS r
 WHERE d.id = r.id AND d.lease_token = r.lease;

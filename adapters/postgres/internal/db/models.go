@@ -283,6 +283,7 @@ type WebhookDelivery struct {
 	OriginalEventID pgtype.Text
 	LeaseToken      pgtype.Text
 	LeaseUntil      *time.Time
+	BlockedReason   pgtype.Text
 }
 
 type WebhookEndpoint struct {

@@ -174,9 +174,10 @@ func (q *Queries) InsertFanOutDeliveries(ctx context.Context, arg InsertFanOutDe
 
 const insertWebhookDelivery = `-- name: InsertWebhookDelivery :exec
 INSERT INTO webhook_deliveries (id, organization_id, endpoint_id, event_id, event_type, status, attempts,
-    response_code, next_attempt_at, delivered_at, created_at, payload, original_event_id)
+    response_code, next_attempt_at, delivered_at, created_at, payload, original_event_id, blocked_reason)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8,
-    $9, $10, $11, $12, NULLIF($13::text, ''))
+    $9, $10, $11, $12, NULLIF($13::text, ''),
+    NULLIF($14::text, ''))
 `
 
 type InsertWebhookDeliveryParams struct {
@@ -193,6 +194,7 @@ type InsertWebhookDeliveryParams struct {
 	CreatedAt       time.Time
 	Payload         []byte
 	OriginalEventID string
+	BlockedReason   string
 }
 
 func (q *Queries) InsertWebhookDelivery(ctx context.Context, arg InsertWebhookDeliveryParams) error {
@@ -210,6 +212,7 @@ func (q *Queries) InsertWebhookDelivery(ctx context.Context, arg InsertWebhookDe
 		arg.CreatedAt,
 		arg.Payload,
 		arg.OriginalEventID,
+		arg.BlockedReason,
 	)
 	return err
 }
@@ -244,7 +247,8 @@ func (q *Queries) InsertWebhookEndpoint(ctx context.Context, arg InsertWebhookEn
 
 const listRecentWebhookDeliveries = `-- name: ListRecentWebhookDeliveries :many
 SELECT id, organization_id, endpoint_id, event_id, event_type, status, attempts, response_code, next_attempt_at,
-    delivered_at, created_at, payload, COALESCE(original_event_id, '')::text AS original_event_id
+    delivered_at, created_at, payload, COALESCE(original_event_id, '')::text AS original_event_id,
+    COALESCE(blocked_reason, '')::text AS blocked_reason
 FROM webhook_deliveries
 WHERE organization_id = $1
 ORDER BY created_at DESC, id DESC
@@ -270,6 +274,7 @@ type ListRecentWebhookDeliveriesRow struct {
 	CreatedAt       time.Time
 	Payload         []byte
 	OriginalEventID string
+	BlockedReason   string
 }
 
 func (q *Queries) ListRecentWebhookDeliveries(ctx context.Context, arg ListRecentWebhookDeliveriesParams) ([]ListRecentWebhookDeliveriesRow, error) {
@@ -295,6 +300,7 @@ func (q *Queries) ListRecentWebhookDeliveries(ctx context.Context, arg ListRecen
 			&i.CreatedAt,
 			&i.Payload,
 			&i.OriginalEventID,
+			&i.BlockedReason,
 		); err != nil {
 			return nil, err
 		}
@@ -362,6 +368,7 @@ SET status          = r.status,
     next_attempt_at = CASE WHEN r.status IN ('pending', 'failed')
                           THEN COALESCE(CASE WHEN r.has_next THEN r.next_attempt_at END, d.next_attempt_at) END,
     delivered_at    = CASE WHEN r.has_delivered THEN r.delivered_at END,
+    blocked_reason  = CASE WHEN r.status = 'blocked' THEN NULLIF(r.blocked_reason, '') END,
     lease_token     = NULL,
     lease_until     = NULL
 FROM (SELECT
@@ -373,26 +380,28 @@ FROM (SELECT
         unnest($6::bool[]) AS has_next,
         unnest($7::timestamptz[]) AS next_attempt_at,
         unnest($8::bool[]) AS has_delivered,
-        unnest($9::timestamptz[]) AS delivered_at) AS r
+        unnest($9::timestamptz[]) AS delivered_at,
+        unnest($10::text[]) AS blocked_reason) AS r
 WHERE d.id = r.id AND d.lease_token = r.lease
 `
 
 type RecordWebhookAttemptsParams struct {
-	Ids           []string
-	Leases        []string
-	Statuses      []string
-	Attempts      []int32
-	ResponseCodes []int32
-	HasNext       []bool
-	NextAttemptAt []time.Time
-	HasDelivered  []bool
-	DeliveredAt   []time.Time
+	Ids            []string
+	Leases         []string
+	Statuses       []string
+	Attempts       []int32
+	ResponseCodes  []int32
+	HasNext        []bool
+	NextAttemptAt  []time.Time
+	HasDelivered   []bool
+	DeliveredAt    []time.Time
+	BlockedReasons []string
 }
 
 // Result i applies only while the delivery still holds lease leases[i]; the lease is released. Only
 // pending and failed deliveries are due: next_attempt_at is the given retry time, or, for a pending or
 // failed result without one, the delivery's previous due time (it is due again at once); NULL in every
-// other state.
+// other state. blocked_reason is kept for a blocked result only.
 func (q *Queries) RecordWebhookAttempts(ctx context.Context, arg RecordWebhookAttemptsParams) error {
 	_, err := q.db.Exec(ctx, recordWebhookAttempts,
 		arg.Ids,
@@ -404,6 +413,7 @@ func (q *Queries) RecordWebhookAttempts(ctx context.Context, arg RecordWebhookAt
 		arg.NextAttemptAt,
 		arg.HasDelivered,
 		arg.DeliveredAt,
+		arg.BlockedReasons,
 	)
 	return err
 }
@@ -502,7 +512,8 @@ func (q *Queries) TakeEventsToFanOut(ctx context.Context, rowLimit int32) ([]Tak
 
 const webhookDeliveryByID = `-- name: WebhookDeliveryByID :one
 SELECT id, organization_id, endpoint_id, event_id, event_type, status, attempts, response_code, next_attempt_at,
-    delivered_at, created_at, payload, COALESCE(original_event_id, '')::text AS original_event_id
+    delivered_at, created_at, payload, COALESCE(original_event_id, '')::text AS original_event_id,
+    COALESCE(blocked_reason, '')::text AS blocked_reason
 FROM webhook_deliveries
 WHERE organization_id = $1 AND id = $2
 `
@@ -526,6 +537,7 @@ type WebhookDeliveryByIDRow struct {
 	CreatedAt       time.Time
 	Payload         []byte
 	OriginalEventID string
+	BlockedReason   string
 }
 
 func (q *Queries) WebhookDeliveryByID(ctx context.Context, arg WebhookDeliveryByIDParams) (WebhookDeliveryByIDRow, error) {
@@ -545,6 +557,7 @@ func (q *Queries) WebhookDeliveryByID(ctx context.Context, arg WebhookDeliveryBy
 		&i.CreatedAt,
 		&i.Payload,
 		&i.OriginalEventID,
+		&i.BlockedReason,
 	)
 	return i, err
 }

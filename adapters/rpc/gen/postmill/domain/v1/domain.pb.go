@@ -40,7 +40,13 @@ type DNSRecord struct {
 	Required bool   `protobuf:"varint,7,opt,name=required,proto3" json:"required,omitempty"`
 	Verified bool   `protobuf:"varint,8,opt,name=verified,proto3" json:"verified,omitempty"`
 	// checked_at is unset until the record was first checked.
-	CheckedAt     *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=checked_at,json=checkedAt,proto3" json:"checked_at,omitempty"`
+	CheckedAt *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=checked_at,json=checkedAt,proto3" json:"checked_at,omitempty"`
+	// record_type is the DNS type to publish the record as: TXT or CNAME.
+	RecordType string `protobuf:"bytes,10,opt,name=record_type,json=recordType,proto3" json:"record_type,omitempty"`
+	// found is what the verify run saw at host (verify answers only).
+	Found []string `protobuf:"bytes,11,rep,name=found,proto3" json:"found,omitempty"`
+	// problem says why the record did not verify (verify answers only); empty when it did.
+	Problem       string `protobuf:"bytes,12,opt,name=problem,proto3" json:"problem,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -136,6 +142,27 @@ func (x *DNSRecord) GetCheckedAt() *timestamppb.Timestamp {
 		return x.CheckedAt
 	}
 	return nil
+}
+
+func (x *DNSRecord) GetRecordType() string {
+	if x != nil {
+		return x.RecordType
+	}
+	return ""
+}
+
+func (x *DNSRecord) GetFound() []string {
+	if x != nil {
+		return x.Found
+	}
+	return nil
+}
+
+func (x *DNSRecord) GetProblem() string {
+	if x != nil {
+		return x.Problem
+	}
+	return ""
 }
 
 // DNSRecordList wraps a domain's records so that a domain without records (nil, as ListDomains returns
@@ -1015,7 +1042,7 @@ var File_postmill_domain_v1_domain_proto protoreflect.FileDescriptor
 
 const file_postmill_domain_v1_domain_proto_rawDesc = "" +
 	"\n" +
-	"\x1fpostmill/domain/v1/domain.proto\x12\x12postmill.domain.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xfb\x01\n" +
+	"\x1fpostmill/domain/v1/domain.proto\x12\x12postmill.domain.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xcc\x02\n" +
 	"\tDNSRecord\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1b\n" +
 	"\tdomain_id\x18\x02 \x01(\tR\bdomainId\x12\x12\n" +
@@ -1026,7 +1053,12 @@ const file_postmill_domain_v1_domain_proto_rawDesc = "" +
 	"\brequired\x18\a \x01(\bR\brequired\x12\x1a\n" +
 	"\bverified\x18\b \x01(\bR\bverified\x129\n" +
 	"\n" +
-	"checked_at\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\tcheckedAt\"D\n" +
+	"checked_at\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\tcheckedAt\x12\x1f\n" +
+	"\vrecord_type\x18\n" +
+	" \x01(\tR\n" +
+	"recordType\x12\x14\n" +
+	"\x05found\x18\v \x03(\tR\x05found\x12\x18\n" +
+	"\aproblem\x18\f \x01(\tR\aproblem\"D\n" +
 	"\rDNSRecordList\x123\n" +
 	"\x05items\x18\x01 \x03(\v2\x1d.postmill.domain.v1.DNSRecordR\x05items\"\xd3\x03\n" +
 	"\x06Domain\x12\x0e\n" +

@@ -284,8 +284,10 @@ type WebhookDelivery struct {
 	Payload []byte `protobuf:"bytes,12,opt,name=payload,proto3,oneof" json:"payload,omitempty"`
 	// original_event_id names the event a replay re-sends; empty otherwise.
 	OriginalEventId string `protobuf:"bytes,13,opt,name=original_event_id,json=originalEventId,proto3" json:"original_event_id,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// blocked_reason says why the address guard refused the endpoint, for a blocked delivery; empty otherwise.
+	BlockedReason string `protobuf:"bytes,14,opt,name=blocked_reason,json=blockedReason,proto3" json:"blocked_reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *WebhookDelivery) Reset() {
@@ -405,6 +407,13 @@ func (x *WebhookDelivery) GetPayload() []byte {
 func (x *WebhookDelivery) GetOriginalEventId() string {
 	if x != nil {
 		return x.OriginalEventId
+	}
+	return ""
+}
+
+func (x *WebhookDelivery) GetBlockedReason() string {
+	if x != nil {
+		return x.BlockedReason
 	}
 	return ""
 }
@@ -1154,7 +1163,7 @@ const file_postmill_webhook_v1_webhook_proto_rawDesc = "" +
 	"\x05items\x18\x01 \x03(\v2$.postmill.webhook.v1.WebhookEndpointR\x05items\"}\n" +
 	"\x16CreatedWebhookEndpoint\x12@\n" +
 	"\bendpoint\x18\x01 \x01(\v2$.postmill.webhook.v1.WebhookEndpointR\bendpoint\x12!\n" +
-	"\fplain_secret\x18\x02 \x01(\tR\vplainSecret\"\x8f\x04\n" +
+	"\fplain_secret\x18\x02 \x01(\tR\vplainSecret\"\xb6\x04\n" +
 	"\x0fWebhookDelivery\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12'\n" +
 	"\x0forganization_id\x18\x02 \x01(\tR\x0eorganizationId\x12\x1f\n" +
@@ -1172,7 +1181,8 @@ const file_postmill_webhook_v1_webhook_proto_rawDesc = "" +
 	"\n" +
 	"created_at\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x12\x1d\n" +
 	"\apayload\x18\f \x01(\fH\x00R\apayload\x88\x01\x01\x12*\n" +
-	"\x11original_event_id\x18\r \x01(\tR\x0foriginalEventIdB\n" +
+	"\x11original_event_id\x18\r \x01(\tR\x0foriginalEventId\x12%\n" +
+	"\x0eblocked_reason\x18\x0e \x01(\tR\rblockedReasonB\n" +
 	"\n" +
 	"\b_payload\"Q\n" +
 	"\x13WebhookDeliveryList\x12:\n" +
