@@ -56,6 +56,7 @@ func (s *Delivery) readOne(ctx context.Context, orgID, messageID string) (ports.
 	var m ports.Message
 	var d ports.Domain
 	err := runPipeline(ctx, s.pool,
+		func(q *db.Queries) error { return q.ProbePlans(ctx) },
 		func(q *db.Queries) error {
 			row, err := q.OutboundMessage(ctx, db.OutboundMessageParams{OrganizationID: orgID, ID: messageID})
 			m, d = messageFromRow(row.Message), domainFromRow(row.Domain)
@@ -134,6 +135,7 @@ func (s *Delivery) readOutbound(group []*pendingRead) {
 		attachments []db.OutboundAttachmentsRow
 	)
 	err := runPipeline(ctx, s.pool,
+		func(q *db.Queries) error { return q.ProbePlans(ctx) },
 		func(q *db.Queries) (err error) {
 			messages, err = q.OutboundMessages(ctx, pairs)
 			return err

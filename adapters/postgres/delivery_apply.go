@@ -69,6 +69,7 @@ func (s *Delivery) applyOne(ctx context.Context, a ports.DeliveryApplication, de
 		var inserted int64
 		var current []ports.Recipient
 		steps := []pipelineStep{
+			func(q *db.Queries) error { return q.ProbePlans(ctx) },
 			func(q *db.Queries) (err error) {
 				inserted, err = q.InsertAppliedJob(ctx, a.JobID)
 				return err
@@ -284,6 +285,7 @@ func (s *Delivery) applyMany(ctx context.Context, group []*pendingApply) ([]appl
 		var locked []db.LockMessagesRow
 		var currentRows []db.OutboundRecipientsRow
 		steps := []pipelineStep{
+			func(q *db.Queries) error { return q.ProbePlans(ctx) },
 			func(q *db.Queries) (err error) {
 				inserted, err = q.InsertAppliedJobs(ctx, ins)
 				return err

@@ -277,7 +277,7 @@ func (s *Messages) insertSendGroup(ctx context.Context, group []*pendingSend) (m
 	}
 
 	steps := []pipelineStep{
-		func(q *db.Queries) error { return q.PreferGenericPlans(ctx) },
+		func(q *db.Queries) error { return q.ProbePlans(ctx) },
 		func(q *db.Queries) error { return q.InsertMessages(ctx, msgs) },
 	}
 	// A group's sends share their key, so either all of them meter the same meters or none meters anything.

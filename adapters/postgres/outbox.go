@@ -30,7 +30,13 @@ func (s *Outbox) RelayDue(ctx context.Context, now time.Time, limit int, publish
 	}
 	relayed := 0
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		rows, err := s.queries.WithTx(tx).TakeDueOutboxJobs(ctx, db.TakeDueOutboxJobsParams{Now: now, RowLimit: clampInt32(limit)})
+		var rows []db.DeliveryOutbox
+		err := runPipeline(ctx, tx,
+			func(q *db.Queries) error { return q.ProbePlans(ctx) },
+			func(q *db.Queries) (err error) {
+				rows, err = q.TakeDueOutboxJobs(ctx, db.TakeDueOutboxJobsParams{Now: now, RowLimit: clampInt32(limit)})
+				return err
+			})
 		if err != nil || len(rows) == 0 {
 			return err
 		}

@@ -6,6 +6,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/postmill/postmill/adapters/postgres/internal/db"
@@ -155,8 +156,22 @@ WHERE q.id = picked.id
 RETURNING q.id::text, q.organization_id::text, q.message_id::text, q.domain, q.recipient_ids::text[], q.attempt,
     q.first_queued_at, q.not_before, q.lease_token::text, q.deliveries`
 
-func (q *Queue) lease(ctx context.Context, conn db.DBTX, max int) ([]ports.Delivery, error) {
-	rows, err := conn.Query(ctx, leaseSQL, clampInt32(max), q.cfg.Lease.Seconds())
+// lease runs leaseSQL after ProbePlans in one round trip, so that its join back to the picked rows stays a
+// primary-key probe however stale the table's statistics are (a queue fills from empty in seconds).
+// probePlansSQL is the text of ProbePlans (queries/messages.sql), for batches built by hand.
+const probePlansSQL = `SELECT set_config('plan_cache_mode', 'force_generic_plan', true), set_config('enable_seqscan', 'off', true),
+    set_config('enable_hashjoin', 'off', true), set_config('enable_mergejoin', 'off', true)`
+
+func (q *Queue) lease(ctx context.Context, conn batchSender, max int) ([]ports.Delivery, error) {
+	var b pgx.Batch
+	b.Queue(probePlansSQL)
+	b.Queue(leaseSQL, clampInt32(max), q.cfg.Lease.Seconds())
+	br := conn.SendBatch(ctx, &b)
+	defer br.Close()
+	if _, err := br.Exec(); err != nil {
+		return nil, q.receiveError(ctx, err)
+	}
+	rows, err := br.Query()
 	if err != nil {
 		return nil, q.receiveError(ctx, err)
 	}
@@ -268,7 +283,13 @@ func (q *Queue) writeAcks(group []*pendingAck) {
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(live[0].ctx), ackGroupTimeout)
 	defer cancel()
-	deleted, err := q.queries.AckJobs(ctx, p)
+	var deleted []string
+	err := runPipeline(ctx, q.pool,
+		func(q *db.Queries) error { return q.ProbePlans(ctx) },
+		func(q *db.Queries) (err error) {
+			deleted, err = q.AckJobs(ctx, p)
+			return err
+		})
 	if err != nil {
 		err = interpretError(err)
 		for _, a := range live {

@@ -6,7 +6,10 @@ ON CONFLICT (job_id) DO NOTHING;
 
 -- name: LockMessage :one
 -- Serialises outcome applications of one message, so each sees the recipients' states the others left.
-SELECT status FROM messages WHERE organization_id = @organization_id AND id = @id FOR NO KEY UPDATE;
+-- The organization is compared with IS NOT DISTINCT FROM, which no index serves, so the row is always
+-- found through the primary key: with organization_id = … the planner may instead walk the organization's
+-- messages in messages_org_idempotency_key when its statistics are stale (see ProbePlans).
+SELECT status FROM messages WHERE id = @id AND organization_id IS NOT DISTINCT FROM @organization_id FOR NO KEY UPDATE;
 
 -- name: SetRecipientStatuses :exec
 UPDATE recipients AS r SET status = u.status
@@ -21,13 +24,15 @@ WHERE organization_id = @organization_id AND message_id = @message_id
 ORDER BY position;
 
 -- name: SetMessageStatus :exec
-UPDATE messages SET status = @status WHERE organization_id = @organization_id AND id = @id;
+-- Found through the primary key (see LockMessage).
+UPDATE messages SET status = @status WHERE id = @id AND organization_id IS NOT DISTINCT FROM @organization_id;
 
 -- name: OutboundMessage :one
+-- Found through the primary key (see LockMessage).
 SELECT sqlc.embed(m), sqlc.embed(d)
 FROM messages m
-JOIN domains d ON d.organization_id = m.organization_id AND d.id = m.domain_id
-WHERE m.organization_id = @organization_id AND m.id = @id;
+JOIN domains d ON d.id = m.domain_id AND d.organization_id = m.organization_id
+WHERE m.id = @id AND m.organization_id IS NOT DISTINCT FROM @organization_id;
 
 -- name: InsertAppliedJobs :many
 -- The grouped form of InsertAppliedJob, in job id order so that concurrent groups wait for each other in
@@ -40,7 +45,7 @@ FROM (SELECT
         unnest(@job_ids::uuid[]) AS job_id,
         unnest(@organization_ids::uuid[]) AS organization_id,
         unnest(@message_ids::uuid[]) AS message_id) AS u
-WHERE EXISTS (SELECT 1 FROM messages m WHERE m.organization_id = u.organization_id AND m.id = u.message_id)
+WHERE EXISTS (SELECT 1 FROM messages m WHERE m.id = u.message_id AND m.organization_id IS NOT DISTINCT FROM u.organization_id)
 ORDER BY u.job_id
 ON CONFLICT (job_id) DO NOTHING
 RETURNING job_id;
@@ -48,10 +53,11 @@ RETURNING job_id;
 -- name: LockMessages :many
 -- The grouped form of LockMessage: each (organization, message) pair's row, locked in id order so that
 -- concurrent groups never deadlock on each other. A pair missing from the result is not the organization's.
+-- Each row is found through the primary key (see LockMessage), as in every grouped statement on messages.
 SELECT m.id, m.status FROM messages m
 JOIN (SELECT
         unnest(@organization_ids::uuid[]) AS organization_id,
-        unnest(@ids::uuid[]) AS id) AS u ON m.organization_id = u.organization_id AND m.id = u.id
+        unnest(@ids::uuid[]) AS id) AS u ON m.id = u.id AND m.organization_id IS NOT DISTINCT FROM u.organization_id
 ORDER BY m.id
 FOR NO KEY UPDATE OF m;
 
@@ -79,7 +85,7 @@ FROM (SELECT
         unnest(@organization_ids::uuid[]) AS organization_id,
         unnest(@ids::uuid[]) AS id,
         unnest(@statuses::text[]) AS status) AS u
-WHERE m.organization_id = u.organization_id AND m.id = u.id;
+WHERE m.id = u.id AND m.organization_id IS NOT DISTINCT FROM u.organization_id;
 
 -- name: OutboundMessages :many
 -- The grouped form of OutboundMessage: each (organization, message) pair's message with its domain. A pair
@@ -88,8 +94,8 @@ SELECT sqlc.embed(m), sqlc.embed(d)
 FROM messages m
 JOIN (SELECT
         unnest(@organization_ids::uuid[]) AS organization_id,
-        unnest(@ids::uuid[]) AS id) AS u ON m.organization_id = u.organization_id AND m.id = u.id
-JOIN domains d ON d.organization_id = m.organization_id AND d.id = m.domain_id;
+        unnest(@ids::uuid[]) AS id) AS u ON m.id = u.id AND m.organization_id IS NOT DISTINCT FROM u.organization_id
+JOIN domains d ON d.id = m.domain_id AND d.organization_id = m.organization_id;
 
 -- name: OutboundRecipients :many
 -- Every recipient of the messages in message_ids whose organization is in organization_ids, by message then

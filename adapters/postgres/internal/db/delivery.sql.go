@@ -32,7 +32,7 @@ FROM (SELECT
         unnest($1::uuid[]) AS job_id,
         unnest($2::uuid[]) AS organization_id,
         unnest($3::uuid[]) AS message_id) AS u
-WHERE EXISTS (SELECT 1 FROM messages m WHERE m.organization_id = u.organization_id AND m.id = u.message_id)
+WHERE EXISTS (SELECT 1 FROM messages m WHERE m.id = u.message_id AND m.organization_id IS NOT DISTINCT FROM u.organization_id)
 ORDER BY u.job_id
 ON CONFLICT (job_id) DO NOTHING
 RETURNING job_id
@@ -69,17 +69,20 @@ func (q *Queries) InsertAppliedJobs(ctx context.Context, arg InsertAppliedJobsPa
 }
 
 const lockMessage = `-- name: LockMessage :one
-SELECT status FROM messages WHERE organization_id = $1 AND id = $2 FOR NO KEY UPDATE
+SELECT status FROM messages WHERE id = $1 AND organization_id IS NOT DISTINCT FROM $2 FOR NO KEY UPDATE
 `
 
 type LockMessageParams struct {
-	OrganizationID string
 	ID             string
+	OrganizationID string
 }
 
 // Serialises outcome applications of one message, so each sees the recipients' states the others left.
+// The organization is compared with IS NOT DISTINCT FROM, which no index serves, so the row is always
+// found through the primary key: with organization_id = … the planner may instead walk the organization's
+// messages in messages_org_idempotency_key when its statistics are stale (see ProbePlans).
 func (q *Queries) LockMessage(ctx context.Context, arg LockMessageParams) (string, error) {
-	row := q.db.QueryRow(ctx, lockMessage, arg.OrganizationID, arg.ID)
+	row := q.db.QueryRow(ctx, lockMessage, arg.ID, arg.OrganizationID)
 	var status string
 	err := row.Scan(&status)
 	return status, err
@@ -89,7 +92,7 @@ const lockMessages = `-- name: LockMessages :many
 SELECT m.id, m.status FROM messages m
 JOIN (SELECT
         unnest($1::uuid[]) AS organization_id,
-        unnest($2::uuid[]) AS id) AS u ON m.organization_id = u.organization_id AND m.id = u.id
+        unnest($2::uuid[]) AS id) AS u ON m.id = u.id AND m.organization_id IS NOT DISTINCT FROM u.organization_id
 ORDER BY m.id
 FOR NO KEY UPDATE OF m
 `
@@ -106,6 +109,7 @@ type LockMessagesRow struct {
 
 // The grouped form of LockMessage: each (organization, message) pair's row, locked in id order so that
 // concurrent groups never deadlock on each other. A pair missing from the result is not the organization's.
+// Each row is found through the primary key (see LockMessage), as in every grouped statement on messages.
 func (q *Queries) LockMessages(ctx context.Context, arg LockMessagesParams) ([]LockMessagesRow, error) {
 	rows, err := q.db.Query(ctx, lockMessages, arg.OrganizationIds, arg.Ids)
 	if err != nil {
@@ -178,13 +182,13 @@ func (q *Queries) OutboundAttachments(ctx context.Context, arg OutboundAttachmen
 const outboundMessage = `-- name: OutboundMessage :one
 SELECT m.id, m.organization_id, m.domain_id, m.status, m.from_address, m.reply_to, m.subject, m.html_body, m.text_body, m.headers, m.tags, m.metadata, m.sandbox, m.scheduled_at, m.idempotency_key, m.created_at, d.id, d.organization_id, d.name, d.status, d.region, d.dkim_selector, d.dkim_private_key, d.dkim_public_key, d.verified_at, d.created_at, d.open_tracking, d.click_tracking
 FROM messages m
-JOIN domains d ON d.organization_id = m.organization_id AND d.id = m.domain_id
-WHERE m.organization_id = $1 AND m.id = $2
+JOIN domains d ON d.id = m.domain_id AND d.organization_id = m.organization_id
+WHERE m.id = $1 AND m.organization_id IS NOT DISTINCT FROM $2
 `
 
 type OutboundMessageParams struct {
-	OrganizationID string
 	ID             string
+	OrganizationID string
 }
 
 type OutboundMessageRow struct {
@@ -192,8 +196,9 @@ type OutboundMessageRow struct {
 	Domain  Domain
 }
 
+// Found through the primary key (see LockMessage).
 func (q *Queries) OutboundMessage(ctx context.Context, arg OutboundMessageParams) (OutboundMessageRow, error) {
-	row := q.db.QueryRow(ctx, outboundMessage, arg.OrganizationID, arg.ID)
+	row := q.db.QueryRow(ctx, outboundMessage, arg.ID, arg.OrganizationID)
 	var i OutboundMessageRow
 	err := row.Scan(
 		&i.Message.ID,
@@ -233,8 +238,8 @@ SELECT m.id, m.organization_id, m.domain_id, m.status, m.from_address, m.reply_t
 FROM messages m
 JOIN (SELECT
         unnest($1::uuid[]) AS organization_id,
-        unnest($2::uuid[]) AS id) AS u ON m.organization_id = u.organization_id AND m.id = u.id
-JOIN domains d ON d.organization_id = m.organization_id AND d.id = m.domain_id
+        unnest($2::uuid[]) AS id) AS u ON m.id = u.id AND m.organization_id IS NOT DISTINCT FROM u.organization_id
+JOIN domains d ON d.id = m.domain_id AND d.organization_id = m.organization_id
 `
 
 type OutboundMessagesParams struct {
@@ -438,17 +443,18 @@ func (q *Queries) RecipientStatusesOfMessages(ctx context.Context, arg Recipient
 }
 
 const setMessageStatus = `-- name: SetMessageStatus :exec
-UPDATE messages SET status = $1 WHERE organization_id = $2 AND id = $3
+UPDATE messages SET status = $1 WHERE id = $2 AND organization_id IS NOT DISTINCT FROM $3
 `
 
 type SetMessageStatusParams struct {
 	Status         string
-	OrganizationID string
 	ID             string
+	OrganizationID string
 }
 
+// Found through the primary key (see LockMessage).
 func (q *Queries) SetMessageStatus(ctx context.Context, arg SetMessageStatusParams) error {
-	_, err := q.db.Exec(ctx, setMessageStatus, arg.Status, arg.OrganizationID, arg.ID)
+	_, err := q.db.Exec(ctx, setMessageStatus, arg.Status, arg.ID, arg.OrganizationID)
 	return err
 }
 
@@ -458,7 +464,7 @@ FROM (SELECT
         unnest($1::uuid[]) AS organization_id,
         unnest($2::uuid[]) AS id,
         unnest($3::text[]) AS status) AS u
-WHERE m.organization_id = u.organization_id AND m.id = u.id
+WHERE m.id = u.id AND m.organization_id IS NOT DISTINCT FROM u.organization_id
 `
 
 type SetMessageStatusesParams struct {

@@ -645,6 +645,24 @@ func (q *Queries) PreferGenericPlans(ctx context.Context) error {
 	return err
 }
 
+const probePlans = `-- name: ProbePlans :exec
+SELECT set_config('plan_cache_mode', 'force_generic_plan', true), set_config('enable_seqscan', 'off', true),
+    set_config('enable_hashjoin', 'off', true), set_config('enable_mergejoin', 'off', true)
+`
+
+// Heads a pipelined batch of array-driven statements (the send path's inserts, the MTA's reads, outcome
+// writes, leases and acks): for the rest of that batch's transaction only, they are planned once per
+// connection (as PreferGenericPlans) and as index probes, one per array element. Their right plan never
+// scans a table: each element names rows by key. But a plan made while a table is small (a new
+// installation, or any table before autovacuum analyses it again) prefers a sequential scan and a hash
+// join, and a generic plan keeps that shape while the table grows until the next ANALYZE, so every
+// statement would read all of messages, recipients or delivery_queue. With sequential scans, hash and
+// merge joins priced out, the planner takes the indexes whatever the statistics say.
+func (q *Queries) ProbePlans(ctx context.Context) error {
+	_, err := q.db.Exec(ctx, probePlans)
+	return err
+}
+
 const recipientsByMessage = `-- name: RecipientsByMessage :many
 SELECT id, message_id, organization_id, position, type, address, domain, status, name FROM recipients
 WHERE organization_id = $1 AND message_id = $2

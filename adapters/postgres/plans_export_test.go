@@ -1,0 +1,100 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/postmill/postmill/adapters/postgres/internal/db"
+)
+
+// ProbedStatements names the array-driven statements that run after ProbePlans: the send path's inserts,
+// the MTA's reads, the outcome writes, the queue's lease and acks and the relay's take.
+var ProbedStatements = map[string]func(q *db.Queries){
+	"InsertMessageRecipients": func(q *db.Queries) { _ = q.InsertMessageRecipients(context.Background(), db.InsertMessageRecipientsParams{}) },
+	"InsertSendEvents":        func(q *db.Queries) { _ = q.InsertSendEvents(context.Background(), db.InsertSendEventsParams{}) },
+	"InsertSendJobs":          func(q *db.Queries) { _ = q.InsertSendJobs(context.Background(), db.InsertSendJobsParams{}) },
+	"MeterSends":              func(q *db.Queries) { _, _ = q.MeterSends(context.Background(), db.MeterSendsParams{}) },
+	"SendOutcomes":            func(q *db.Queries) { _, _ = q.SendOutcomes(context.Background(), db.SendOutcomesParams{}) },
+	"OutboundMessages":        func(q *db.Queries) { _, _ = q.OutboundMessages(context.Background(), db.OutboundMessagesParams{}) },
+	"OutboundMessage":         func(q *db.Queries) { _, _ = q.OutboundMessage(context.Background(), db.OutboundMessageParams{}) },
+	"OutboundRecipients":      func(q *db.Queries) { _, _ = q.OutboundRecipients(context.Background(), db.OutboundRecipientsParams{}) },
+	"InsertAppliedJobs":       func(q *db.Queries) { _, _ = q.InsertAppliedJobs(context.Background(), db.InsertAppliedJobsParams{}) },
+	"LockMessages":            func(q *db.Queries) { _, _ = q.LockMessages(context.Background(), db.LockMessagesParams{}) },
+	"LockMessage":             func(q *db.Queries) { _, _ = q.LockMessage(context.Background(), db.LockMessageParams{}) },
+	"SetRecipientStatusesOfMessages": func(q *db.Queries) {
+		_ = q.SetRecipientStatusesOfMessages(context.Background(), db.SetRecipientStatusesOfMessagesParams{})
+	},
+	"RecipientStatusesOfMessages": func(q *db.Queries) {
+		_, _ = q.RecipientStatusesOfMessages(context.Background(), db.RecipientStatusesOfMessagesParams{})
+	},
+	"SetMessageStatuses": func(q *db.Queries) { _ = q.SetMessageStatuses(context.Background(), db.SetMessageStatusesParams{}) },
+	"SetMessageStatus":   func(q *db.Queries) { _ = q.SetMessageStatus(context.Background(), db.SetMessageStatusParams{}) },
+	"AckJobs":            func(q *db.Queries) { _, _ = q.AckJobs(context.Background(), db.AckJobsParams{}) },
+	"TakeDueOutboxJobs":  func(q *db.Queries) { _, _ = q.TakeDueOutboxJobs(context.Background(), db.TakeDueOutboxJobsParams{}) },
+	"Lease":              func(q *db.Queries) { _, _ = q.LeaseJobs(context.Background(), db.LeaseJobsParams{}) },
+}
+
+var paramPattern = regexp.MustCompile(`\$(\d+)`)
+
+// GenericPlan returns the generic plan PostgreSQL makes for the named statement, with ProbePlans' settings
+// first when probe is set (inside a transaction that is rolled back).
+func (s *Store) GenericPlan(ctx context.Context, name string, probe bool) (string, error) {
+	rec := &batchRecorder{}
+	ProbedStatements[name](db.New(rec))
+	sql := rec.batch.QueuedQueries[0].SQL
+	if name == "Lease" {
+		sql = leaseSQL
+	}
+	n := 0
+	for _, m := range paramPattern.FindAllStringSubmatch(sql, -1) {
+		var k int
+		_, _ = fmt.Sscan(m[1], &k)
+		n = max(n, k)
+	}
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return "", err
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	if probe {
+		if _, err := tx.Exec(ctx, probePlansSQL); err != nil {
+			return "", err
+		}
+	}
+	if _, err := tx.Exec(ctx, "SET LOCAL plan_cache_mode = force_generic_plan"); err != nil {
+		return "", err
+	}
+	if _, err := tx.Exec(ctx, "PREPARE probed AS "+sql); err != nil {
+		return "", err
+	}
+	// Prepared statements outlive the transaction: this one goes once explained.
+	defer func() { _, _ = tx.Exec(ctx, "DEALLOCATE probed") }()
+	args := strings.TrimSuffix(strings.Repeat("NULL,", n), ",")
+	rows, err := tx.Query(ctx, "EXPLAIN EXECUTE probed("+args+")", pgx.QueryExecModeSimpleProtocol)
+	if err != nil {
+		return "", err
+	}
+	var plan []string
+	for rows.Next() {
+		var line string
+		if err := rows.Scan(&line); err != nil {
+			return "", err
+		}
+		plan = append(plan, line)
+	}
+	rows.Close()
+	return strings.Join(plan, "\n"), rows.Err()
+}
+
+// ProbePlansTexts returns the statement of the generated ProbePlans, without its name comment, and the
+// copy the queue sends in batches it builds by hand.
+func ProbePlansTexts() (generated, copied string) {
+	rec := &batchRecorder{}
+	_ = db.New(rec).ProbePlans(context.Background())
+	_, body, _ := strings.Cut(rec.batch.QueuedQueries[0].SQL, "\n")
+	return strings.TrimSpace(body), probePlansSQL
+}
