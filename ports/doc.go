@@ -24,6 +24,7 @@
 //	webhook.go        webhook endpoints, deliveries and the sender (§4.6)
 //	tracking.go       open and click tracking
 //	secret.go         the columns sealed with the master secret, for re-encryption after a key rotation
+//	local.go          local mode: the records its DNS server publishes, the mail catcher the edge shows
 //
 // A new area adds one file here with its types, its service interface and its store interface, and one
 // field to Core.
