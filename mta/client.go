@@ -113,6 +113,7 @@ func (m *MTA) open(ctx context.Context, d destination, addr netip.Addr, useTLS b
 			s = &session{client: c, conn: tc, remote: remote, tls: true}
 		}
 	}
+	s.pipelining, _ = s.client.Extension("PIPELINING")
 	if !s.tls && d.requireTLS {
 		m.quit(s)
 		return nil, fail("4.7.10 %s offers no usable STARTTLS and TLS is required", remote)

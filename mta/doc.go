@@ -12,7 +12,9 @@
 // used whenever offered; a refusal or a failed handshake falls back to plaintext, noted in the outcome and
 // counted, unless Config.RequireTLS or Deps.TLSPolicy requires TLS for the domain.
 // Connections are pooled per destination host:port, capped by Config.Concurrency, and carry one
-// transaction after another (RFC 5321 §3.3, RSET in between) until idle for Config.IdleConnTimeout. A
+// transaction after another (RFC 5321 §3.3, RSET in between) until idle for Config.IdleConnTimeout. When the
+// server offers PIPELINING (RFC 2920), MAIL, the RCPTs and DATA go in one group and the content in a second
+// write: two round trips per message, each recipient still decided by its own RCPT reply. A
 // server that refuses recipients beyond its limit (RFC 5321 §4.5.3.1.8 and §4.5.3.1.10: 452) gets the
 // rest in further transactions; every line stays within §4.5.3.1.6's 1000 octets (quoted-printable,
 // base64 and folded header fields).

@@ -1,6 +1,7 @@
 package mta
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"net"
@@ -23,6 +24,11 @@ type session struct {
 	uses      int  // transactions started on it
 	clean     bool // the last transaction ended with 250 after DATA: the next MAIL needs no RSET first
 	idle      time.Time
+	// pipelining: the server offers PIPELINING (RFC 2920), and transactions are written in groups
+	// (pipelining.go) over bw and answered through br.
+	pipelining bool
+	bw         *bufio.Writer
+	br         *bufio.Reader
 }
 
 // pool keeps SMTP connections per destination host:port: at most limit open at once (busy, idle or

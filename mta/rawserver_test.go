@@ -19,6 +19,16 @@ type rawOptions struct {
 	// Otherwise it answers StartTLSReply and carries on in plaintext.
 	StartTLS      bool
 	StartTLSReply string
+	// Pipelining advertises PIPELINING (RFC 2920) and holds every reply until the DATA command, then writes
+	// them in one go: a client that waits for a reply before sending the next command of the group waits
+	// for ever.
+	Pipelining bool
+	// MailReply answers MAIL (default "250 ok"); RcptReplies answer a transaction's RCPTs in turn (the last
+	// one repeats; default "250 ok"); DataCommandReply answers DATA (default "354 go ahead", after which
+	// the content is read).
+	MailReply        string
+	RcptReplies      []string
+	DataCommandReply string
 }
 
 // rawServer is a tiny SMTP server on a loopback socket written byte by byte, for replies a real server
@@ -32,10 +42,13 @@ type rawServer struct {
 	mails    int
 	datas    int
 	startTLS int
+	groups   int
+	contents int
 }
 
-// rawCounts is what a rawServer saw.
-type rawCounts struct{ Conns, Mails, Datas, StartTLS int }
+// rawCounts is what a rawServer saw: connections, MAIL and DATA commands, STARTTLS, groups of held replies
+// written at once (Pipelining), and message contents received.
+type rawCounts struct{ Conns, Mails, Datas, StartTLS, Groups, Contents int }
 
 func mustRawServer(tb testing.TB, ip string, opts rawOptions) *rawServer {
 	tb.Helper()
@@ -70,15 +83,31 @@ func (s *rawServer) Port() int {
 func (s *rawServer) Counts() rawCounts {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return rawCounts{s.conns, s.mails, s.datas, s.startTLS}
+	return rawCounts{s.conns, s.mails, s.datas, s.startTLS, s.groups, s.contents}
 }
 
 func (s *rawServer) serve(c net.Conn) {
 	r := bufio.NewReaderSize(io.LimitReader(c, 64<<20), 4096)
+	var held []string
 	say := func(lines ...string) bool {
 		_, err := io.WriteString(c, strings.Join(lines, "\r\n")+"\r\n")
 		return err == nil
 	}
+	// hold keeps a reply for the end of the group when pipelining; otherwise it is said at once.
+	hold := func(line string) {
+		if s.opts.Pipelining {
+			held = append(held, line)
+			return
+		}
+		say(line)
+	}
+	or := func(v, def string) string {
+		if v == "" {
+			return def
+		}
+		return v
+	}
+	rcpts := 0
 	if !say("220 raw.test ESMTP") {
 		return
 	}
@@ -97,6 +126,9 @@ func (s *rawServer) serve(c net.Conn) {
 			if s.opts.StartTLS {
 				lines = append(lines, "250-STARTTLS")
 			}
+			if s.opts.Pipelining {
+				lines = append(lines, "250-PIPELINING")
+			}
 			say(append(lines, "250 8BITMIME")...)
 		case "STARTTLS":
 			s.count(&s.startTLS)
@@ -108,12 +140,31 @@ func (s *rawServer) serve(c net.Conn) {
 			return
 		case "MAIL":
 			s.count(&s.mails)
-			say("250 ok")
-		case "RCPT", "RSET", "NOOP":
+			rcpts = 0
+			hold(or(s.opts.MailReply, "250 ok"))
+		case "RCPT":
+			reply := "250 ok"
+			if n := len(s.opts.RcptReplies); n > 0 {
+				reply = s.opts.RcptReplies[min(rcpts, n-1)]
+			}
+			rcpts++
+			hold(reply)
+		case "RSET", "NOOP":
 			say("250 ok")
 		case "DATA":
 			s.count(&s.datas)
-			say("354 go ahead")
+			reply := or(s.opts.DataCommandReply, "354 go ahead")
+			if len(held) > 0 {
+				s.count(&s.groups)
+				say(append(held, reply)...)
+				held = nil
+			} else {
+				say(reply)
+			}
+			if !strings.HasPrefix(reply, "354") {
+				continue
+			}
+			s.count(&s.contents)
 			for {
 				l, err := r.ReadString('\n')
 				if err != nil {
@@ -123,11 +174,7 @@ func (s *rawServer) serve(c net.Conn) {
 					break
 				}
 			}
-			reply := s.opts.DataReply
-			if reply == "" {
-				reply = "250 ok"
-			}
-			say(reply)
+			say(or(s.opts.DataReply, "250 ok"))
 		case "QUIT":
 			say("221 bye")
 			return

@@ -158,6 +158,9 @@ func (m *MTA) transaction(s *session, from string, data []byte, r *result, batch
 		}
 		opts.UTF8 = true
 	}
+	if s.pipelining {
+		return m.pipelined(s, from, opts, data, r, batch, probe)
+	}
 	settle := func(idx []int, kind ports.DeliveryOutcomeKind, response string) {
 		for _, i := range idx {
 			r.settle(i, kind, response)
