@@ -32,5 +32,5 @@ lint:
 	$(GO) vet ./ports/... ./core/... ./adapters/... ./edge/... ./mta/... ./inbound/... ./analytics/... ./deploy/...
 
 clean-data:
-	deploy/scripts/pg.sh stop
+	deploy/scripts/pg.sh destroy
 	rm -rf .data

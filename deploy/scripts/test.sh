@@ -10,6 +10,8 @@ if [ -z "${POSTMILL_TEST_DATABASE_URL:-}" ]; then
 	export POSTMILL_TEST_DATABASE_URL
 fi
 echo "test database: ${POSTMILL_TEST_DATABASE_URL%%\?*}"
+# pg.sh itself, from a checkout the postgres user cannot enter (a few seconds; only as root).
+deploy/scripts/pg_test.sh
 # Engines the tests start themselves besides PostgreSQL (clamd) and the independent DKIM verifier.
 if ! deploy/scripts/test-deps.sh >&2; then
 	[ "${CI:-}" = true ] && exit 1
