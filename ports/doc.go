@@ -24,6 +24,8 @@
 //	webhook.go        webhook endpoints, deliveries and the sender (§4.6)
 //	tracking.go       open and click tracking
 //	secret.go         the columns sealed with the master secret, for re-encryption after a key rotation
+//	change.go         ChangeFeed: news of paused organizations, new plans and domain statuses between processes
+//	hold.go           delivery jobs held while their organization is paused or their domain suspended
 //	local.go          local mode: the records its DNS server publishes, the mail catcher the edge shows
 //
 // A new area adds one file here with its types, its service interface and its store interface, and one
