@@ -60,6 +60,8 @@ type MTA struct {
 	routes  routeCache
 	journal *journal
 	metrics *metrics
+	// batch loads and reports jobs in batches when Deps.Delivery takes them (ports.DeliveryBatcher).
+	batch   *batching
 	started atomic.Bool
 	now     func() time.Time
 }
@@ -81,6 +83,9 @@ func New(cfg Config, deps Deps) (*MTA, error) {
 		missing = append(missing, "Blobs")
 	}
 	m := &MTA{cfg: cfg, deps: deps, log: deps.Logger, now: time.Now}
+	if b, ok := deps.Delivery.(ports.DeliveryBatcher); ok {
+		m.batch = newBatching(b)
+	}
 	if cfg.Relay != "" {
 		d, err := relayDestination(cfg.Relay)
 		if err != nil {
@@ -217,7 +222,7 @@ func (m *MTA) handle(ctx context.Context, d ports.Delivery) {
 		return
 	}
 
-	out, err := m.deps.Delivery.LoadOutbound(ctx, job)
+	out, err := m.loadOutbound(ctx, job)
 	if ports.ErrorCode(err) == ports.CodeNotFound {
 		log.Info("message gone; job dropped")
 		m.ack(ctx, d, log, "dropped")

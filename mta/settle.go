@@ -18,7 +18,7 @@ const deadLetterCode = "5.3.0"
 // report records the job's outcome with the core and acks the job; a failure to record it is retried
 // later (retryLater). Once recorded, the journal forgets the job.
 func (m *MTA) report(ctx context.Context, d ports.Delivery, log *slog.Logger, r ports.DeliveryReport) {
-	if err := m.deps.Delivery.ReportDelivery(ctx, r); err != nil {
+	if err := m.reportDelivery(ctx, r); err != nil {
 		m.retryLater(ctx, d, log, "recording the outcome failed: "+err.Error())
 		return
 	}
@@ -74,7 +74,7 @@ func (m *MTA) deadLetter(ctx context.Context, d ports.Delivery, log *slog.Logger
 	for _, id := range job.RecipientIDs {
 		dead.Recipients = append(dead.Recipients, ports.RecipientOutcome{RecipientID: id, Kind: ports.OutcomeFailed, Response: reason})
 	}
-	err := m.deps.Delivery.ReportDelivery(ctx, dead)
+	err := m.reportDelivery(ctx, dead)
 	if err == nil {
 		log.Error("delivery job dead-lettered: its recipients are failed", "reason", reason)
 		m.journal.done(job.ID)

@@ -2,6 +2,7 @@ package rpc
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 
 	"connectrpc.com/connect"
@@ -40,6 +41,80 @@ func (s *deliveryServer) ReportDelivery(ctx context.Context, req *connect.Reques
 	return respond(ctx, s.log, req, err, empty[deliveryv1.ReportDeliveryResponse])
 }
 
+// LoadOutbounds serves ports.DeliveryBatcher's LoadOutbounds when the service offers it, and one
+// LoadOutbound per job otherwise.
+func (s *deliveryServer) LoadOutbounds(ctx context.Context, req *connect.Request[deliveryv1.LoadOutboundsRequest]) (*connect.Response[deliveryv1.LoadOutboundsResponse], error) {
+	jobs := make([]ports.DeliveryJob, len(req.Msg.GetJobs()))
+	for i, j := range req.Msg.GetJobs() {
+		jobs[i] = deliveryJobFromProto(j)
+	}
+	var results []ports.OutboundResult
+	var err error
+	if b, ok := s.svc.(ports.DeliveryBatcher); ok {
+		results, err = b.LoadOutbounds(ctx, jobs)
+	} else {
+		results = make([]ports.OutboundResult, len(jobs))
+		for i, j := range jobs {
+			results[i].Message, results[i].Err = s.svc.LoadOutbound(ctx, j)
+		}
+	}
+	if err == nil && len(results) != len(jobs) {
+		err = fmt.Errorf("rpc: LoadOutbounds answered %d of %d jobs", len(results), len(jobs))
+	}
+	return respond(ctx, s.log, req, err, func() *deliveryv1.LoadOutboundsResponse {
+		out := &deliveryv1.LoadOutboundsResponse{Results: make([]*deliveryv1.OutboundResult, len(results))}
+		for i, r := range results {
+			if r.Err != nil {
+				s.logItem(ctx, deliveryv1connect.DeliveryServiceLoadOutboundsProcedure, r.Err)
+				out.Results[i] = &deliveryv1.OutboundResult{Error: batchItemErrorToProto(r.Err)}
+				continue
+			}
+			out.Results[i] = &deliveryv1.OutboundResult{Message: outboundMessageToProto(r.Message)}
+		}
+		return out
+	})
+}
+
+// ReportDeliveries serves ports.DeliveryBatcher's ReportDeliveries when the service offers it, and one
+// ReportDelivery per report otherwise.
+func (s *deliveryServer) ReportDeliveries(ctx context.Context, req *connect.Request[deliveryv1.ReportDeliveriesRequest]) (*connect.Response[deliveryv1.ReportDeliveriesResponse], error) {
+	reports := make([]ports.DeliveryReport, len(req.Msg.GetReports()))
+	for i, r := range req.Msg.GetReports() {
+		reports[i] = deliveryReportFromProto(r)
+	}
+	var errs []error
+	var err error
+	if b, ok := s.svc.(ports.DeliveryBatcher); ok {
+		errs, err = b.ReportDeliveries(ctx, reports)
+	} else {
+		errs = make([]error, len(reports))
+		for i, r := range reports {
+			errs[i] = s.svc.ReportDelivery(ctx, r)
+		}
+	}
+	if err == nil && len(errs) != len(reports) {
+		err = fmt.Errorf("rpc: ReportDeliveries answered %d of %d reports", len(errs), len(reports))
+	}
+	return respond(ctx, s.log, req, err, func() *deliveryv1.ReportDeliveriesResponse {
+		out := &deliveryv1.ReportDeliveriesResponse{Results: make([]*deliveryv1.ReportResult, len(errs))}
+		for i, e := range errs {
+			if e != nil {
+				s.logItem(ctx, deliveryv1connect.DeliveryServiceReportDeliveriesProcedure, e)
+			}
+			out.Results[i] = &deliveryv1.ReportResult{Error: batchItemErrorToProto(e)}
+		}
+		return out
+	})
+}
+
+// logItem logs a batch item's failure that is not a ports error, as respond does for a failed call: the
+// caller learns only "internal error".
+func (s *deliveryServer) logItem(ctx context.Context, procedure string, err error) {
+	if _, ok := ports.AsError(err); !ok {
+		s.log.ErrorContext(ctx, "batch item failed", "procedure", procedure, "error", err)
+	}
+}
+
 // deliveryClient implements ports.DeliveryService over postmill.delivery.v1.DeliveryService.
 type deliveryClient struct {
 	conn deliveryv1connect.DeliveryServiceClient
@@ -59,6 +134,54 @@ func (c *deliveryClient) LoadOutbound(ctx context.Context, job ports.DeliveryJob
 func (c *deliveryClient) ReportDelivery(ctx context.Context, r ports.DeliveryReport) error {
 	return exec(ctx, deliveryv1connect.DeliveryServiceReportDeliveryProcedure, c.conn.ReportDelivery,
 		&deliveryv1.ReportDeliveryRequest{Report: deliveryReportToProto(r)})
+}
+
+var _ ports.DeliveryBatcher = (*deliveryClient)(nil)
+
+// LoadOutbounds implements ports.DeliveryBatcher in one call.
+func (c *deliveryClient) LoadOutbounds(ctx context.Context, jobs []ports.DeliveryJob) ([]ports.OutboundResult, error) {
+	req := &deliveryv1.LoadOutboundsRequest{Jobs: make([]*deliveryv1.DeliveryJob, len(jobs))}
+	for i, j := range jobs {
+		req.Jobs[i] = deliveryJobToProto(j)
+	}
+	res, err := call(ctx, deliveryv1connect.DeliveryServiceLoadOutboundsProcedure, c.conn.LoadOutbounds, req,
+		(*deliveryv1.LoadOutboundsResponse).GetResults)
+	if err != nil {
+		return nil, err
+	}
+	if len(res) != len(jobs) {
+		return nil, &ports.Error{Code: ports.CodeInternal, Message: fmt.Sprintf("the core answered %d of %d jobs", len(res), len(jobs))}
+	}
+	out := make([]ports.OutboundResult, len(res))
+	for i, r := range res {
+		if r.GetError() != nil {
+			out[i].Err = batchItemErrorFromProto(r.GetError())
+			continue
+		}
+		out[i].Message = outboundMessageFromProto(r.GetMessage())
+	}
+	return out, nil
+}
+
+// ReportDeliveries implements ports.DeliveryBatcher in one call.
+func (c *deliveryClient) ReportDeliveries(ctx context.Context, reports []ports.DeliveryReport) ([]error, error) {
+	req := &deliveryv1.ReportDeliveriesRequest{Reports: make([]*deliveryv1.DeliveryReport, len(reports))}
+	for i, r := range reports {
+		req.Reports[i] = deliveryReportToProto(r)
+	}
+	res, err := call(ctx, deliveryv1connect.DeliveryServiceReportDeliveriesProcedure, c.conn.ReportDeliveries, req,
+		(*deliveryv1.ReportDeliveriesResponse).GetResults)
+	if err != nil {
+		return nil, err
+	}
+	if len(res) != len(reports) {
+		return nil, &ports.Error{Code: ports.CodeInternal, Message: fmt.Sprintf("the core answered %d of %d reports", len(res), len(reports))}
+	}
+	errs := make([]error, len(res))
+	for i, r := range res {
+		errs[i] = batchItemErrorFromProto(r.GetError())
+	}
+	return errs, nil
 }
 
 // The delivery schema carries what the domain and email schemas leave behind, Domain.DKIMPrivateKey and

@@ -826,6 +826,285 @@ func (*ReportDeliveryResponse) Descriptor() ([]byte, []int) {
 	return file_postmill_delivery_v1_delivery_proto_rawDescGZIP(), []int{10}
 }
 
+// LoadOutboundsRequest carries the jobs taken from the queue, at most 1000.
+type LoadOutboundsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Jobs          []*DeliveryJob         `protobuf:"bytes,1,rep,name=jobs,proto3" json:"jobs,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LoadOutboundsRequest) Reset() {
+	*x = LoadOutboundsRequest{}
+	mi := &file_postmill_delivery_v1_delivery_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LoadOutboundsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LoadOutboundsRequest) ProtoMessage() {}
+
+func (x *LoadOutboundsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_postmill_delivery_v1_delivery_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LoadOutboundsRequest.ProtoReflect.Descriptor instead.
+func (*LoadOutboundsRequest) Descriptor() ([]byte, []int) {
+	return file_postmill_delivery_v1_delivery_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *LoadOutboundsRequest) GetJobs() []*DeliveryJob {
+	if x != nil {
+		return x.Jobs
+	}
+	return nil
+}
+
+// OutboundResult is one job's answer: its message, or the error LoadOutbound would have returned for it.
+type OutboundResult struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// message is unset when error is set.
+	Message       *OutboundMessage   `protobuf:"bytes,1,opt,name=message,proto3" json:"message,omitempty"`
+	Error         *v1.BatchItemError `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *OutboundResult) Reset() {
+	*x = OutboundResult{}
+	mi := &file_postmill_delivery_v1_delivery_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *OutboundResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*OutboundResult) ProtoMessage() {}
+
+func (x *OutboundResult) ProtoReflect() protoreflect.Message {
+	mi := &file_postmill_delivery_v1_delivery_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use OutboundResult.ProtoReflect.Descriptor instead.
+func (*OutboundResult) Descriptor() ([]byte, []int) {
+	return file_postmill_delivery_v1_delivery_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *OutboundResult) GetMessage() *OutboundMessage {
+	if x != nil {
+		return x.Message
+	}
+	return nil
+}
+
+func (x *OutboundResult) GetError() *v1.BatchItemError {
+	if x != nil {
+		return x.Error
+	}
+	return nil
+}
+
+// LoadOutboundsResponse answers each job of the request, in its order.
+type LoadOutboundsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Results       []*OutboundResult      `protobuf:"bytes,1,rep,name=results,proto3" json:"results,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LoadOutboundsResponse) Reset() {
+	*x = LoadOutboundsResponse{}
+	mi := &file_postmill_delivery_v1_delivery_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LoadOutboundsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LoadOutboundsResponse) ProtoMessage() {}
+
+func (x *LoadOutboundsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_postmill_delivery_v1_delivery_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LoadOutboundsResponse.ProtoReflect.Descriptor instead.
+func (*LoadOutboundsResponse) Descriptor() ([]byte, []int) {
+	return file_postmill_delivery_v1_delivery_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *LoadOutboundsResponse) GetResults() []*OutboundResult {
+	if x != nil {
+		return x.Results
+	}
+	return nil
+}
+
+// ReportDeliveriesRequest carries the MTA's reports of many jobs, at most 1000.
+type ReportDeliveriesRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Reports       []*DeliveryReport      `protobuf:"bytes,1,rep,name=reports,proto3" json:"reports,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReportDeliveriesRequest) Reset() {
+	*x = ReportDeliveriesRequest{}
+	mi := &file_postmill_delivery_v1_delivery_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReportDeliveriesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReportDeliveriesRequest) ProtoMessage() {}
+
+func (x *ReportDeliveriesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_postmill_delivery_v1_delivery_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReportDeliveriesRequest.ProtoReflect.Descriptor instead.
+func (*ReportDeliveriesRequest) Descriptor() ([]byte, []int) {
+	return file_postmill_delivery_v1_delivery_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *ReportDeliveriesRequest) GetReports() []*DeliveryReport {
+	if x != nil {
+		return x.Reports
+	}
+	return nil
+}
+
+// ReportResult is one report's answer: error is unset when the report was applied (or had been before).
+type ReportResult struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Error         *v1.BatchItemError     `protobuf:"bytes,1,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReportResult) Reset() {
+	*x = ReportResult{}
+	mi := &file_postmill_delivery_v1_delivery_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReportResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReportResult) ProtoMessage() {}
+
+func (x *ReportResult) ProtoReflect() protoreflect.Message {
+	mi := &file_postmill_delivery_v1_delivery_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReportResult.ProtoReflect.Descriptor instead.
+func (*ReportResult) Descriptor() ([]byte, []int) {
+	return file_postmill_delivery_v1_delivery_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *ReportResult) GetError() *v1.BatchItemError {
+	if x != nil {
+		return x.Error
+	}
+	return nil
+}
+
+// ReportDeliveriesResponse answers each report of the request, in its order.
+type ReportDeliveriesResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Results       []*ReportResult        `protobuf:"bytes,1,rep,name=results,proto3" json:"results,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReportDeliveriesResponse) Reset() {
+	*x = ReportDeliveriesResponse{}
+	mi := &file_postmill_delivery_v1_delivery_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReportDeliveriesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReportDeliveriesResponse) ProtoMessage() {}
+
+func (x *ReportDeliveriesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_postmill_delivery_v1_delivery_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReportDeliveriesResponse.ProtoReflect.Descriptor instead.
+func (*ReportDeliveriesResponse) Descriptor() ([]byte, []int) {
+	return file_postmill_delivery_v1_delivery_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *ReportDeliveriesResponse) GetResults() []*ReportResult {
+	if x != nil {
+		return x.Results
+	}
+	return nil
+}
+
 var File_postmill_delivery_v1_delivery_proto protoreflect.FileDescriptor
 
 const file_postmill_delivery_v1_delivery_proto_rawDesc = "" +
@@ -900,10 +1179,25 @@ const file_postmill_delivery_v1_delivery_proto_rawDesc = "" +
 	"\amessage\x18\x01 \x01(\v2%.postmill.delivery.v1.OutboundMessageR\amessage\"U\n" +
 	"\x15ReportDeliveryRequest\x12<\n" +
 	"\x06report\x18\x01 \x01(\v2$.postmill.delivery.v1.DeliveryReportR\x06report\"\x18\n" +
-	"\x16ReportDeliveryResponse2\xe5\x01\n" +
+	"\x16ReportDeliveryResponse\"M\n" +
+	"\x14LoadOutboundsRequest\x125\n" +
+	"\x04jobs\x18\x01 \x03(\v2!.postmill.delivery.v1.DeliveryJobR\x04jobs\"\x8a\x01\n" +
+	"\x0eOutboundResult\x12?\n" +
+	"\amessage\x18\x01 \x01(\v2%.postmill.delivery.v1.OutboundMessageR\amessage\x127\n" +
+	"\x05error\x18\x02 \x01(\v2!.postmill.email.v1.BatchItemErrorR\x05error\"W\n" +
+	"\x15LoadOutboundsResponse\x12>\n" +
+	"\aresults\x18\x01 \x03(\v2$.postmill.delivery.v1.OutboundResultR\aresults\"Y\n" +
+	"\x17ReportDeliveriesRequest\x12>\n" +
+	"\areports\x18\x01 \x03(\v2$.postmill.delivery.v1.DeliveryReportR\areports\"G\n" +
+	"\fReportResult\x127\n" +
+	"\x05error\x18\x01 \x01(\v2!.postmill.email.v1.BatchItemErrorR\x05error\"X\n" +
+	"\x18ReportDeliveriesResponse\x12<\n" +
+	"\aresults\x18\x01 \x03(\v2\".postmill.delivery.v1.ReportResultR\aresults2\xc2\x03\n" +
 	"\x0fDeliveryService\x12e\n" +
 	"\fLoadOutbound\x12).postmill.delivery.v1.LoadOutboundRequest\x1a*.postmill.delivery.v1.LoadOutboundResponse\x12k\n" +
-	"\x0eReportDelivery\x12+.postmill.delivery.v1.ReportDeliveryRequest\x1a,.postmill.delivery.v1.ReportDeliveryResponseB\xea\x01\n" +
+	"\x0eReportDelivery\x12+.postmill.delivery.v1.ReportDeliveryRequest\x1a,.postmill.delivery.v1.ReportDeliveryResponse\x12h\n" +
+	"\rLoadOutbounds\x12*.postmill.delivery.v1.LoadOutboundsRequest\x1a+.postmill.delivery.v1.LoadOutboundsResponse\x12q\n" +
+	"\x10ReportDeliveries\x12-.postmill.delivery.v1.ReportDeliveriesRequest\x1a..postmill.delivery.v1.ReportDeliveriesResponseB\xea\x01\n" +
 	"\x18com.postmill.delivery.v1B\rDeliveryProtoP\x01ZMgithub.com/postmill/postmill/adapters/rpc/gen/postmill/delivery/v1;deliveryv1\xa2\x02\x03PDX\xaa\x02\x14Postmill.Delivery.V1\xca\x02\x14Postmill\\Delivery\\V1\xe2\x02 Postmill\\Delivery\\V1\\GPBMetadata\xea\x02\x16Postmill::Delivery::V1b\x06proto3"
 
 var (
@@ -918,52 +1212,70 @@ func file_postmill_delivery_v1_delivery_proto_rawDescGZIP() []byte {
 	return file_postmill_delivery_v1_delivery_proto_rawDescData
 }
 
-var file_postmill_delivery_v1_delivery_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
+var file_postmill_delivery_v1_delivery_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
 var file_postmill_delivery_v1_delivery_proto_goTypes = []any{
-	(*DeliveryJob)(nil),            // 0: postmill.delivery.v1.DeliveryJob
-	(*OutboundAttachment)(nil),     // 1: postmill.delivery.v1.OutboundAttachment
-	(*OutboundAttachmentList)(nil), // 2: postmill.delivery.v1.OutboundAttachmentList
-	(*OutboundMessage)(nil),        // 3: postmill.delivery.v1.OutboundMessage
-	(*RecipientOutcome)(nil),       // 4: postmill.delivery.v1.RecipientOutcome
-	(*RecipientOutcomeList)(nil),   // 5: postmill.delivery.v1.RecipientOutcomeList
-	(*DeliveryReport)(nil),         // 6: postmill.delivery.v1.DeliveryReport
-	(*LoadOutboundRequest)(nil),    // 7: postmill.delivery.v1.LoadOutboundRequest
-	(*LoadOutboundResponse)(nil),   // 8: postmill.delivery.v1.LoadOutboundResponse
-	(*ReportDeliveryRequest)(nil),  // 9: postmill.delivery.v1.ReportDeliveryRequest
-	(*ReportDeliveryResponse)(nil), // 10: postmill.delivery.v1.ReportDeliveryResponse
-	(*v1.StringList)(nil),          // 11: postmill.email.v1.StringList
-	(*timestamppb.Timestamp)(nil),  // 12: google.protobuf.Timestamp
-	(*v1.StringMap)(nil),           // 13: postmill.email.v1.StringMap
-	(*v1.RecipientList)(nil),       // 14: postmill.email.v1.RecipientList
+	(*DeliveryJob)(nil),              // 0: postmill.delivery.v1.DeliveryJob
+	(*OutboundAttachment)(nil),       // 1: postmill.delivery.v1.OutboundAttachment
+	(*OutboundAttachmentList)(nil),   // 2: postmill.delivery.v1.OutboundAttachmentList
+	(*OutboundMessage)(nil),          // 3: postmill.delivery.v1.OutboundMessage
+	(*RecipientOutcome)(nil),         // 4: postmill.delivery.v1.RecipientOutcome
+	(*RecipientOutcomeList)(nil),     // 5: postmill.delivery.v1.RecipientOutcomeList
+	(*DeliveryReport)(nil),           // 6: postmill.delivery.v1.DeliveryReport
+	(*LoadOutboundRequest)(nil),      // 7: postmill.delivery.v1.LoadOutboundRequest
+	(*LoadOutboundResponse)(nil),     // 8: postmill.delivery.v1.LoadOutboundResponse
+	(*ReportDeliveryRequest)(nil),    // 9: postmill.delivery.v1.ReportDeliveryRequest
+	(*ReportDeliveryResponse)(nil),   // 10: postmill.delivery.v1.ReportDeliveryResponse
+	(*LoadOutboundsRequest)(nil),     // 11: postmill.delivery.v1.LoadOutboundsRequest
+	(*OutboundResult)(nil),           // 12: postmill.delivery.v1.OutboundResult
+	(*LoadOutboundsResponse)(nil),    // 13: postmill.delivery.v1.LoadOutboundsResponse
+	(*ReportDeliveriesRequest)(nil),  // 14: postmill.delivery.v1.ReportDeliveriesRequest
+	(*ReportResult)(nil),             // 15: postmill.delivery.v1.ReportResult
+	(*ReportDeliveriesResponse)(nil), // 16: postmill.delivery.v1.ReportDeliveriesResponse
+	(*v1.StringList)(nil),            // 17: postmill.email.v1.StringList
+	(*timestamppb.Timestamp)(nil),    // 18: google.protobuf.Timestamp
+	(*v1.StringMap)(nil),             // 19: postmill.email.v1.StringMap
+	(*v1.RecipientList)(nil),         // 20: postmill.email.v1.RecipientList
+	(*v1.BatchItemError)(nil),        // 21: postmill.email.v1.BatchItemError
 }
 var file_postmill_delivery_v1_delivery_proto_depIdxs = []int32{
-	11, // 0: postmill.delivery.v1.DeliveryJob.recipient_ids:type_name -> postmill.email.v1.StringList
-	12, // 1: postmill.delivery.v1.DeliveryJob.first_queued_at:type_name -> google.protobuf.Timestamp
-	12, // 2: postmill.delivery.v1.DeliveryJob.not_before:type_name -> google.protobuf.Timestamp
+	17, // 0: postmill.delivery.v1.DeliveryJob.recipient_ids:type_name -> postmill.email.v1.StringList
+	18, // 1: postmill.delivery.v1.DeliveryJob.first_queued_at:type_name -> google.protobuf.Timestamp
+	18, // 2: postmill.delivery.v1.DeliveryJob.not_before:type_name -> google.protobuf.Timestamp
 	1,  // 3: postmill.delivery.v1.OutboundAttachmentList.items:type_name -> postmill.delivery.v1.OutboundAttachment
 	0,  // 4: postmill.delivery.v1.OutboundMessage.job:type_name -> postmill.delivery.v1.DeliveryJob
-	13, // 5: postmill.delivery.v1.OutboundMessage.headers:type_name -> postmill.email.v1.StringMap
-	11, // 6: postmill.delivery.v1.OutboundMessage.to:type_name -> postmill.email.v1.StringList
-	11, // 7: postmill.delivery.v1.OutboundMessage.cc:type_name -> postmill.email.v1.StringList
-	14, // 8: postmill.delivery.v1.OutboundMessage.recipients:type_name -> postmill.email.v1.RecipientList
+	19, // 5: postmill.delivery.v1.OutboundMessage.headers:type_name -> postmill.email.v1.StringMap
+	17, // 6: postmill.delivery.v1.OutboundMessage.to:type_name -> postmill.email.v1.StringList
+	17, // 7: postmill.delivery.v1.OutboundMessage.cc:type_name -> postmill.email.v1.StringList
+	20, // 8: postmill.delivery.v1.OutboundMessage.recipients:type_name -> postmill.email.v1.RecipientList
 	2,  // 9: postmill.delivery.v1.OutboundMessage.attachments:type_name -> postmill.delivery.v1.OutboundAttachmentList
-	12, // 10: postmill.delivery.v1.OutboundMessage.created_at:type_name -> google.protobuf.Timestamp
+	18, // 10: postmill.delivery.v1.OutboundMessage.created_at:type_name -> google.protobuf.Timestamp
 	4,  // 11: postmill.delivery.v1.RecipientOutcomeList.items:type_name -> postmill.delivery.v1.RecipientOutcome
 	0,  // 12: postmill.delivery.v1.DeliveryReport.job:type_name -> postmill.delivery.v1.DeliveryJob
 	5,  // 13: postmill.delivery.v1.DeliveryReport.recipients:type_name -> postmill.delivery.v1.RecipientOutcomeList
-	12, // 14: postmill.delivery.v1.DeliveryReport.at:type_name -> google.protobuf.Timestamp
+	18, // 14: postmill.delivery.v1.DeliveryReport.at:type_name -> google.protobuf.Timestamp
 	0,  // 15: postmill.delivery.v1.LoadOutboundRequest.job:type_name -> postmill.delivery.v1.DeliveryJob
 	3,  // 16: postmill.delivery.v1.LoadOutboundResponse.message:type_name -> postmill.delivery.v1.OutboundMessage
 	6,  // 17: postmill.delivery.v1.ReportDeliveryRequest.report:type_name -> postmill.delivery.v1.DeliveryReport
-	7,  // 18: postmill.delivery.v1.DeliveryService.LoadOutbound:input_type -> postmill.delivery.v1.LoadOutboundRequest
-	9,  // 19: postmill.delivery.v1.DeliveryService.ReportDelivery:input_type -> postmill.delivery.v1.ReportDeliveryRequest
-	8,  // 20: postmill.delivery.v1.DeliveryService.LoadOutbound:output_type -> postmill.delivery.v1.LoadOutboundResponse
-	10, // 21: postmill.delivery.v1.DeliveryService.ReportDelivery:output_type -> postmill.delivery.v1.ReportDeliveryResponse
-	20, // [20:22] is the sub-list for method output_type
-	18, // [18:20] is the sub-list for method input_type
-	18, // [18:18] is the sub-list for extension type_name
-	18, // [18:18] is the sub-list for extension extendee
-	0,  // [0:18] is the sub-list for field type_name
+	0,  // 18: postmill.delivery.v1.LoadOutboundsRequest.jobs:type_name -> postmill.delivery.v1.DeliveryJob
+	3,  // 19: postmill.delivery.v1.OutboundResult.message:type_name -> postmill.delivery.v1.OutboundMessage
+	21, // 20: postmill.delivery.v1.OutboundResult.error:type_name -> postmill.email.v1.BatchItemError
+	12, // 21: postmill.delivery.v1.LoadOutboundsResponse.results:type_name -> postmill.delivery.v1.OutboundResult
+	6,  // 22: postmill.delivery.v1.ReportDeliveriesRequest.reports:type_name -> postmill.delivery.v1.DeliveryReport
+	21, // 23: postmill.delivery.v1.ReportResult.error:type_name -> postmill.email.v1.BatchItemError
+	15, // 24: postmill.delivery.v1.ReportDeliveriesResponse.results:type_name -> postmill.delivery.v1.ReportResult
+	7,  // 25: postmill.delivery.v1.DeliveryService.LoadOutbound:input_type -> postmill.delivery.v1.LoadOutboundRequest
+	9,  // 26: postmill.delivery.v1.DeliveryService.ReportDelivery:input_type -> postmill.delivery.v1.ReportDeliveryRequest
+	11, // 27: postmill.delivery.v1.DeliveryService.LoadOutbounds:input_type -> postmill.delivery.v1.LoadOutboundsRequest
+	14, // 28: postmill.delivery.v1.DeliveryService.ReportDeliveries:input_type -> postmill.delivery.v1.ReportDeliveriesRequest
+	8,  // 29: postmill.delivery.v1.DeliveryService.LoadOutbound:output_type -> postmill.delivery.v1.LoadOutboundResponse
+	10, // 30: postmill.delivery.v1.DeliveryService.ReportDelivery:output_type -> postmill.delivery.v1.ReportDeliveryResponse
+	13, // 31: postmill.delivery.v1.DeliveryService.LoadOutbounds:output_type -> postmill.delivery.v1.LoadOutboundsResponse
+	16, // 32: postmill.delivery.v1.DeliveryService.ReportDeliveries:output_type -> postmill.delivery.v1.ReportDeliveriesResponse
+	29, // [29:33] is the sub-list for method output_type
+	25, // [25:29] is the sub-list for method input_type
+	25, // [25:25] is the sub-list for extension type_name
+	25, // [25:25] is the sub-list for extension extendee
+	0,  // [0:25] is the sub-list for field type_name
 }
 
 func init() { file_postmill_delivery_v1_delivery_proto_init() }
@@ -978,7 +1290,7 @@ func file_postmill_delivery_v1_delivery_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_postmill_delivery_v1_delivery_proto_rawDesc), len(file_postmill_delivery_v1_delivery_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   11,
+			NumMessages:   17,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

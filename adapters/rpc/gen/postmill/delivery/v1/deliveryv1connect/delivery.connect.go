@@ -47,6 +47,12 @@ const (
 	// DeliveryServiceReportDeliveryProcedure is the fully-qualified name of the DeliveryService's
 	// ReportDelivery RPC.
 	DeliveryServiceReportDeliveryProcedure = "/postmill.delivery.v1.DeliveryService/ReportDelivery"
+	// DeliveryServiceLoadOutboundsProcedure is the fully-qualified name of the DeliveryService's
+	// LoadOutbounds RPC.
+	DeliveryServiceLoadOutboundsProcedure = "/postmill.delivery.v1.DeliveryService/LoadOutbounds"
+	// DeliveryServiceReportDeliveriesProcedure is the fully-qualified name of the DeliveryService's
+	// ReportDeliveries RPC.
+	DeliveryServiceReportDeliveriesProcedure = "/postmill.delivery.v1.DeliveryService/ReportDeliveries"
 )
 
 // DeliveryServiceClient is a client for the postmill.delivery.v1.DeliveryService service.
@@ -55,6 +61,11 @@ type DeliveryServiceClient interface {
 	LoadOutbound(context.Context, *connect.Request[v1.LoadOutboundRequest]) (*connect.Response[v1.LoadOutboundResponse], error)
 	// ReportDelivery applies the outcome of one job; a job id's report is applied once.
 	ReportDelivery(context.Context, *connect.Request[v1.ReportDeliveryRequest]) (*connect.Response[v1.ReportDeliveryResponse], error)
+	// LoadOutbounds is LoadOutbound for many jobs in one call (ports.DeliveryBatcher): the MTA loads the
+	// jobs it has in hand together instead of paying a round trip each.
+	LoadOutbounds(context.Context, *connect.Request[v1.LoadOutboundsRequest]) (*connect.Response[v1.LoadOutboundsResponse], error)
+	// ReportDeliveries is ReportDelivery for many jobs in one call.
+	ReportDeliveries(context.Context, *connect.Request[v1.ReportDeliveriesRequest]) (*connect.Response[v1.ReportDeliveriesResponse], error)
 }
 
 // NewDeliveryServiceClient constructs a client for the postmill.delivery.v1.DeliveryService
@@ -80,13 +91,27 @@ func NewDeliveryServiceClient(httpClient connect.HTTPClient, baseURL string, opt
 			connect.WithSchema(deliveryServiceMethods.ByName("ReportDelivery")),
 			connect.WithClientOptions(opts...),
 		),
+		loadOutbounds: connect.NewClient[v1.LoadOutboundsRequest, v1.LoadOutboundsResponse](
+			httpClient,
+			baseURL+DeliveryServiceLoadOutboundsProcedure,
+			connect.WithSchema(deliveryServiceMethods.ByName("LoadOutbounds")),
+			connect.WithClientOptions(opts...),
+		),
+		reportDeliveries: connect.NewClient[v1.ReportDeliveriesRequest, v1.ReportDeliveriesResponse](
+			httpClient,
+			baseURL+DeliveryServiceReportDeliveriesProcedure,
+			connect.WithSchema(deliveryServiceMethods.ByName("ReportDeliveries")),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
 // deliveryServiceClient implements DeliveryServiceClient.
 type deliveryServiceClient struct {
-	loadOutbound   *connect.Client[v1.LoadOutboundRequest, v1.LoadOutboundResponse]
-	reportDelivery *connect.Client[v1.ReportDeliveryRequest, v1.ReportDeliveryResponse]
+	loadOutbound     *connect.Client[v1.LoadOutboundRequest, v1.LoadOutboundResponse]
+	reportDelivery   *connect.Client[v1.ReportDeliveryRequest, v1.ReportDeliveryResponse]
+	loadOutbounds    *connect.Client[v1.LoadOutboundsRequest, v1.LoadOutboundsResponse]
+	reportDeliveries *connect.Client[v1.ReportDeliveriesRequest, v1.ReportDeliveriesResponse]
 }
 
 // LoadOutbound calls postmill.delivery.v1.DeliveryService.LoadOutbound.
@@ -99,12 +124,27 @@ func (c *deliveryServiceClient) ReportDelivery(ctx context.Context, req *connect
 	return c.reportDelivery.CallUnary(ctx, req)
 }
 
+// LoadOutbounds calls postmill.delivery.v1.DeliveryService.LoadOutbounds.
+func (c *deliveryServiceClient) LoadOutbounds(ctx context.Context, req *connect.Request[v1.LoadOutboundsRequest]) (*connect.Response[v1.LoadOutboundsResponse], error) {
+	return c.loadOutbounds.CallUnary(ctx, req)
+}
+
+// ReportDeliveries calls postmill.delivery.v1.DeliveryService.ReportDeliveries.
+func (c *deliveryServiceClient) ReportDeliveries(ctx context.Context, req *connect.Request[v1.ReportDeliveriesRequest]) (*connect.Response[v1.ReportDeliveriesResponse], error) {
+	return c.reportDeliveries.CallUnary(ctx, req)
+}
+
 // DeliveryServiceHandler is an implementation of the postmill.delivery.v1.DeliveryService service.
 type DeliveryServiceHandler interface {
 	// LoadOutbound returns the message of a job ready to build and sign, DKIM key included.
 	LoadOutbound(context.Context, *connect.Request[v1.LoadOutboundRequest]) (*connect.Response[v1.LoadOutboundResponse], error)
 	// ReportDelivery applies the outcome of one job; a job id's report is applied once.
 	ReportDelivery(context.Context, *connect.Request[v1.ReportDeliveryRequest]) (*connect.Response[v1.ReportDeliveryResponse], error)
+	// LoadOutbounds is LoadOutbound for many jobs in one call (ports.DeliveryBatcher): the MTA loads the
+	// jobs it has in hand together instead of paying a round trip each.
+	LoadOutbounds(context.Context, *connect.Request[v1.LoadOutboundsRequest]) (*connect.Response[v1.LoadOutboundsResponse], error)
+	// ReportDeliveries is ReportDelivery for many jobs in one call.
+	ReportDeliveries(context.Context, *connect.Request[v1.ReportDeliveriesRequest]) (*connect.Response[v1.ReportDeliveriesResponse], error)
 }
 
 // NewDeliveryServiceHandler builds an HTTP handler from the service implementation. It returns the
@@ -126,12 +166,28 @@ func NewDeliveryServiceHandler(svc DeliveryServiceHandler, opts ...connect.Handl
 		connect.WithSchema(deliveryServiceMethods.ByName("ReportDelivery")),
 		connect.WithHandlerOptions(opts...),
 	)
+	deliveryServiceLoadOutboundsHandler := connect.NewUnaryHandler(
+		DeliveryServiceLoadOutboundsProcedure,
+		svc.LoadOutbounds,
+		connect.WithSchema(deliveryServiceMethods.ByName("LoadOutbounds")),
+		connect.WithHandlerOptions(opts...),
+	)
+	deliveryServiceReportDeliveriesHandler := connect.NewUnaryHandler(
+		DeliveryServiceReportDeliveriesProcedure,
+		svc.ReportDeliveries,
+		connect.WithSchema(deliveryServiceMethods.ByName("ReportDeliveries")),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/postmill.delivery.v1.DeliveryService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case DeliveryServiceLoadOutboundProcedure:
 			deliveryServiceLoadOutboundHandler.ServeHTTP(w, r)
 		case DeliveryServiceReportDeliveryProcedure:
 			deliveryServiceReportDeliveryHandler.ServeHTTP(w, r)
+		case DeliveryServiceLoadOutboundsProcedure:
+			deliveryServiceLoadOutboundsHandler.ServeHTTP(w, r)
+		case DeliveryServiceReportDeliveriesProcedure:
+			deliveryServiceReportDeliveriesHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -147,4 +203,12 @@ func (UnimplementedDeliveryServiceHandler) LoadOutbound(context.Context, *connec
 
 func (UnimplementedDeliveryServiceHandler) ReportDelivery(context.Context, *connect.Request[v1.ReportDeliveryRequest]) (*connect.Response[v1.ReportDeliveryResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("postmill.delivery.v1.DeliveryService.ReportDelivery is not implemented"))
+}
+
+func (UnimplementedDeliveryServiceHandler) LoadOutbounds(context.Context, *connect.Request[v1.LoadOutboundsRequest]) (*connect.Response[v1.LoadOutboundsResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("postmill.delivery.v1.DeliveryService.LoadOutbounds is not implemented"))
+}
+
+func (UnimplementedDeliveryServiceHandler) ReportDeliveries(context.Context, *connect.Request[v1.ReportDeliveriesRequest]) (*connect.Response[v1.ReportDeliveriesResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("postmill.delivery.v1.DeliveryService.ReportDeliveries is not implemented"))
 }
