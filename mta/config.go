@@ -79,6 +79,12 @@ type Config struct {
 	// it doubles with every delivery (with jitter) up to MaxRedeliveryBackoff.
 	RedeliveryBackoff    time.Duration
 	MaxRedeliveryBackoff time.Duration
+	// SimulatorDomain and SimulatorAddr route every recipient of one domain to one loopback address: the
+	// mailbox simulator of this process (mta/simulator, POSTMILL_SIMULATOR). Mail for that domain goes
+	// there before the relay and without any DNS lookup; the address is exempt from the forbidden-address
+	// rule, and only a loopback address is accepted. Both empty: no such route.
+	SimulatorDomain string
+	SimulatorAddr   netip.AddrPort
 }
 
 // Defaults of Config.
@@ -211,6 +217,15 @@ func (c Config) Validate() error {
 		if !p.IsValid() {
 			errs = append(errs, fmt.Errorf("mta: invalid allow prefix %v", p))
 		}
+	}
+	if (c.SimulatorDomain != "") != c.SimulatorAddr.IsValid() {
+		errs = append(errs, errors.New("mta: the simulator domain and address go together"))
+	}
+	if c.SimulatorAddr.IsValid() && (!c.SimulatorAddr.Addr().IsLoopback() || c.SimulatorAddr.Port() == 0) {
+		errs = append(errs, fmt.Errorf("mta: simulator address %s is not a loopback address with a port", c.SimulatorAddr))
+	}
+	if strings.ContainsAny(c.SimulatorDomain, " \t\r\n@") {
+		errs = append(errs, fmt.Errorf("mta: simulator domain %q is not a domain", c.SimulatorDomain))
 	}
 	if c.TLSConfig != nil && c.TLSConfig.InsecureSkipVerify {
 		errs = append(errs, errors.New("mta: TLSConfig.InsecureSkipVerify is refused; use Config.InsecureSkipVerify (tests only)"))

@@ -6,11 +6,13 @@
 //
 // Routing follows RFC 5321 §5.1: the recipient domain's MX hosts in preference order, the domain's own
 // A/AAAA records when it has no MX (implicit MX), and an immediate bounce for a null MX (RFC 7505); or,
-// when a relay is configured, the relay with AUTH PLAIN. Every MX and implicit-MX address passes the
-// forbidden-address rule of ports/netguard first (Config.AllowNets exempts; the relay is trusted): a
-// domain whose hosts have only forbidden addresses fails without any connection. STARTTLS (RFC 3207) is
-// used whenever offered; a refusal or a failed handshake falls back to plaintext, noted in the outcome and
-// counted, unless Config.RequireTLS or Deps.TLSPolicy requires TLS for the domain.
+// when a relay is configured, the relay with AUTH PLAIN; before any of these, mail for
+// Config.SimulatorDomain goes to the mailbox simulator of this process (mta/simulator). Every MX and
+// implicit-MX address passes the forbidden-address rule of ports/netguard first (Config.AllowNets
+// exempts; the relay is trusted): a domain whose hosts have only forbidden addresses fails without any
+// connection. STARTTLS (RFC 3207) is used whenever offered; a refusal or a failed handshake falls back to
+// plaintext, noted in the outcome and counted, unless Config.RequireTLS or Deps.TLSPolicy requires TLS
+// for the domain.
 // Connections are pooled per destination host:port, capped by Config.Concurrency, and carry one
 // transaction after another (RFC 5321 §3.3, RSET in between) until idle for Config.IdleConnTimeout. When the
 // server offers PIPELINING (RFC 2920), MAIL, the RCPTs and DATA go in one group and the content in a second

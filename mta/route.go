@@ -76,7 +76,9 @@ type routeError struct {
 
 func (e *routeError) Error() string { return e.response }
 
-// route returns where mail for domain goes, in the order to try. With a relay, always the relay.
+// route returns where mail for domain goes, in the order to try. Mail for the simulator's domain
+// (Config.SimulatorDomain) goes to the simulator's address, before the relay and without DNS. With a
+// relay, always the relay.
 // Otherwise RFC 5321 §5.1: the MX records sorted by preference, equal preferences in random order; no MX
 // records (the name has no MX data, or does not exist) → the domain itself as an implicit MX of
 // preference 0, which must have an A or AAAA record outside the forbidden ranges (failed when every one is
@@ -85,6 +87,9 @@ func (e *routeError) Error() string { return e.response }
 // says so for domain.
 func (m *MTA) route(ctx context.Context, domain string) ([]destination, *routeError) {
 	domain = strings.TrimSuffix(strings.ToLower(domain), ".")
+	if d, ok := m.simulatorRoute(domain); ok {
+		return []destination{d}, nil
+	}
 	requireTLS := m.cfg.RequireTLS || (m.deps.TLSPolicy != nil && m.deps.TLSPolicy.RequireTLS(ctx, domain))
 	if m.relay != nil {
 		d := *m.relay
@@ -143,6 +148,18 @@ func (m *MTA) route(ctx context.Context, domain string) ([]destination, *routeEr
 		return nil, &routeError{ports.OutcomeBounced, nullMXReply}
 	}
 	return dests, nil
+}
+
+// simulatorRoute is the destination of the simulator's domain: the simulator's loopback address, set as
+// the destination's only address, so it is neither looked up nor checked against the forbidden-address
+// rule (that exemption covers exactly this address, which Validate holds to loopback). The session never
+// requires TLS: the simulator offers none, and nothing it carries crosses a network.
+func (m *MTA) simulatorRoute(domain string) (destination, bool) {
+	if !m.cfg.SimulatorAddr.IsValid() || domain != strings.TrimSuffix(strings.ToLower(m.cfg.SimulatorDomain), ".") {
+		return destination{}, false
+	}
+	a := m.cfg.SimulatorAddr
+	return destination{host: domain, port: int(a.Port()), addrs: []netip.Addr{a.Addr().Unmap()}}, true
 }
 
 // Bounds of routeCache.

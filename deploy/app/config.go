@@ -50,6 +50,7 @@ type Config struct {
 	MTAMaxAge         time.Duration
 	MTARetryBase      time.Duration
 	MTAAllowNets      []netip.Prefix
+	Simulator         bool // POSTMILL_SIMULATOR: the mailbox simulator runs with the MTA tier (simulator.go)
 	SubmissionTLSCert string
 	SubmissionTLSKey  string
 	S3Endpoint        string
@@ -170,6 +171,7 @@ func LoadEnv(getenv Getenv) (Config, error) {
 		MTAMaxAge:         duration("POSTMILL_MTA_MAX_AGE", 72*time.Hour),
 		MTARetryBase:      duration("POSTMILL_MTA_RETRY_BASE", time.Minute),
 		MTAAllowNets:      prefixes("POSTMILL_MTA_ALLOW_NETS"),
+		Simulator:         boolean("POSTMILL_SIMULATOR", true),
 		SubmissionTLSCert: str("POSTMILL_SUBMISSION_TLS_CERT", ""),
 		SubmissionTLSKey:  str("POSTMILL_SUBMISSION_TLS_KEY", ""),
 		S3Endpoint:        str("POSTMILL_S3_ENDPOINT", ""),

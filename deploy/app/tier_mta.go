@@ -2,16 +2,21 @@ package app
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 
 	"github.com/grafana/dskit/services"
 
 	"github.com/postmill/postmill/mta"
+	"github.com/postmill/postmill/mta/simulator"
 )
 
 // initMTA runs the delivery tier: it reads the queue and reaches the core in-process or over Connect.
 func (a *App) initMTA() (services.Service, error) {
-	var m *mta.MTA
+	var (
+		m   *mta.MTA
+		sim *simulator.Server
+	)
 	starting := func(ctx context.Context) error {
 		delivery := a.inProcessCore().Delivery
 		if !a.targets.Has(TargetCore) {
@@ -25,13 +30,21 @@ func (a *App) initMTA() (services.Service, error) {
 		if err != nil {
 			return err
 		}
-		m, err = mta.New(mta.Config{
+		cfg := mta.Config{
 			Port: a.cfg.MTAPort, Relay: a.cfg.MTARelay, RelayUsername: a.cfg.MTARelayUsername,
 			RelayPassword: a.cfg.MTARelayPassword, HELO: a.cfg.MTAHelo, Concurrency: a.cfg.MTAConcurrency,
 			AllowNets: a.cfg.MTAAllowNets, JournalDir: filepath.Join(a.cfg.DataDir, "mta"),
-		}, mta.Deps{Queue: queue, Delivery: delivery, Resolver: a.dnsResolver(), Blobs: blobs, Logger: a.logger, Registerer: a.reg})
+		}
+		if a.cfg.Simulator {
+			if sim, err = a.startSimulator(); err != nil {
+				return err
+			}
+			cfg.SimulatorDomain, cfg.SimulatorAddr = simulator.Domain, sim.Addr()
+			delivery = sim.Delivery(delivery)
+		}
+		m, err = mta.New(cfg, mta.Deps{Queue: queue, Delivery: delivery, Resolver: a.dnsResolver(), Blobs: blobs, Logger: a.logger, Registerer: a.reg})
 		if err != nil {
-			return err
+			return errors.Join(err, a.stopSimulator(sim))
 		}
 		a.logger.Info("tier started", "tier", TargetMTA, "queue", a.cfg.Queue, "relay", a.cfg.MTARelay != "")
 		return nil
@@ -41,5 +54,6 @@ func (a *App) initMTA() (services.Service, error) {
 		a.logger.Info("tier stopped", "tier", TargetMTA)
 		return err
 	}
-	return services.NewBasicService(starting, running, nil).WithName(TargetMTA), nil
+	stopping := func(error) error { return a.stopSimulator(sim) } // after Run drained the jobs
+	return services.NewBasicService(starting, running, stopping).WithName(TargetMTA), nil
 }
