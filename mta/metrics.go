@@ -10,7 +10,7 @@ import (
 // never checks for nil.
 type metrics struct {
 	deliveries    *prometheus.CounterVec   // per recipient, by outcome
-	jobs          *prometheus.CounterVec   // per job, by result: acked, nacked, dropped, dead_lettered, parked
+	jobs          *prometheus.CounterVec   // per job, by result: acked, nacked, dropped, held, dead_lettered, parked
 	smtp          *prometheus.HistogramVec // seconds, by phase: connect (TCP+greeting+TLS+AUTH), transaction
 	tlsDowngrades *prometheus.CounterVec   // sessions in plaintext although STARTTLS was offered, by reason
 	forbidden     prometheus.Counter       // MX addresses refused by the forbidden-address rule
@@ -26,6 +26,7 @@ func newMetrics(reg prometheus.Registerer, p *pool, j *journal) (*metrics, error
 		jobs: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "postmill_mta_jobs_total",
 			Help: "Delivery jobs processed, by result: acked, nacked (redelivered after a backoff), dropped (message gone), " +
+				"held (kept by the core while the organization is paused or the sending domain suspended), " +
 				"dead_lettered (given up and reported failed), parked (given up and kept among the queue's dead letters, the report path failing too).",
 		}, []string{"result"}),
 		smtp: prometheus.NewHistogramVec(prometheus.HistogramOpts{

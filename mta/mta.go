@@ -191,10 +191,10 @@ func (m *MTA) Run(ctx context.Context) error {
 }
 
 // handle processes one delivery: load, build and sign, deliver, journal, report, then Ack. A job whose
-// message is gone is acked and dropped. A job the journal says was handed over already is not sent again:
-// its recorded outcome is reported again. A failure to load or to report is retried after a backoff
-// (retryLater) and, at Config.MaxDeliveries, dead-lettered; so is a job that keeps coming back without
-// settling (a crash while handling it).
+// message is gone is acked and dropped; so is one the core put on hold, which the core now keeps. A job
+// the journal says was handed over already is not sent again: its recorded outcome is reported again. A
+// failure to load or to report is retried after a backoff (retryLater) and, at Config.MaxDeliveries,
+// dead-lettered; so is a job that keeps coming back without settling (a crash while handling it).
 func (m *MTA) handle(ctx context.Context, d ports.Delivery) {
 	job := d.Job()
 	log := m.log.With("job", job.ID, "message", job.MessageID, "domain", job.Domain, "attempt", job.Attempt,
@@ -226,6 +226,13 @@ func (m *MTA) handle(ctx context.Context, d ports.Delivery) {
 	if ports.ErrorCode(err) == ports.CodeNotFound {
 		log.Info("message gone; job dropped")
 		m.ack(ctx, d, log, "dropped")
+		return
+	}
+	if ports.IsDeliveryHeld(err) {
+		// The organization is paused or the sending domain suspended: the core keeps the job and puts it
+		// back in the outbox when it may go, so it leaves the queue without using up redeliveries.
+		log.Info("delivery held by the core; job handed over to it", "reason", ports.ErrorMessage(err))
+		m.ack(ctx, d, log, "held")
 		return
 	}
 	if err != nil {
