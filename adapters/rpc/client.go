@@ -2,6 +2,7 @@ package rpc
 
 import (
 	"context"
+	"crypto/tls"
 	"net"
 	"net/http"
 	"time"
@@ -21,9 +22,12 @@ type Client struct {
 
 var _ ports.Pinger = (*Client)(nil)
 
-// defaultHTTPClient keeps many idle connections per host instead of net/http's two: the edge calls the
-// core on almost every request (authentication, rate limits), and re-dialling would dominate the hop.
-func defaultHTTPClient() *http.Client {
+// NewHTTPClient is the HTTP client NewClient uses when given none, speaking TLS with tlsConfig when it is
+// not nil (see ClientTLS; an https base URL with a nil tlsConfig verifies the core against the system's
+// roots). It keeps many idle connections per host instead of net/http's two: the edge calls the core on
+// almost every request (authentication, rate limits), and re-dialling, let alone a TLS handshake each
+// time, would dominate the hop. Over TLS it speaks HTTP/2.
+func NewHTTPClient(tlsConfig *tls.Config) *http.Client {
 	return &http.Client{
 		Timeout: 30 * time.Second,
 		Transport: &http.Transport{
@@ -33,25 +37,27 @@ func defaultHTTPClient() *http.Client {
 			MaxIdleConns:          1024,
 			MaxIdleConnsPerHost:   256,
 			IdleConnTimeout:       90 * time.Second,
+			TLSClientConfig:       tlsConfig,
 			TLSHandshakeTimeout:   5 * time.Second,
 			ExpectContinueTimeout: time.Second,
 		},
 	}
 }
 
-// NewClient calls the handler served at baseURL (such as http://core:8081), presenting token as the
-// inter-tier credential. A nil httpClient means one whose transport keeps up to 256 idle connections
-// to the core, because the edge calls it on almost every request, and whose 30-second timeout bounds a
-// call whose caller set no deadline. Messages up to MaxMessageBytes go either way, as the handler allows.
-func NewClient(baseURL, token string, httpClient connect.HTTPClient) *Client {
+// NewClient calls the handler served at baseURL (such as https://core:8081), presenting credential, the
+// calling tier's (Credential), on every call; the core refuses the procedures that tier may not call.
+// A nil httpClient means NewHTTPClient(nil): up to 256 idle connections to the core, and a 30-second
+// timeout bounding a call whose caller set no deadline. Messages up to MaxMessageBytes go either way, as
+// the handler allows.
+func NewClient(baseURL, credential string, httpClient connect.HTTPClient) *Client {
 	if httpClient == nil {
-		httpClient = defaultHTTPClient()
+		httpClient = NewHTTPClient(nil)
 	}
 	env := clientEnv{
 		httpClient: httpClient,
 		baseURL:    baseURL,
 		opts: []connect.ClientOption{
-			connect.WithInterceptors(clientInterceptors(token)...),
+			connect.WithInterceptors(clientInterceptors(credential)...),
 			connect.WithReadMaxBytes(MaxMessageBytes),
 			connect.WithSendMaxBytes(MaxMessageBytes),
 		},

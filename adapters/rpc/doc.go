@@ -35,7 +35,9 @@
 //			thingv1connect.NewThingServiceClient, newThingClient))
 //	}
 //
-// No shared file changes. TestRoundTripsCoverEveryMethod then asks for a round trip of every new method.
+// and give the service its row in callers (service.go): the tiers whose credentials may call it. Until it
+// has one no tier can, and TestEveryServiceHasCallers fails. TestRoundTripsCoverEveryMethod then asks for
+// a round trip of every new method.
 //
 // # Wire
 //
@@ -43,8 +45,8 @@
 // runs buf). Messages mirror the ports types field for field, except what must stay in the core: token and
 // password hashes never cross the wire, and neither do a sending domain's DKIM private key nor an
 // attachment's storage key on their way to the edge (postmill.domain.v1, postmill.email.v1). The one
-// exception is postmill.delivery.v1: the MTA tier signs and attaches, so LoadOutbound carries both, on
-// the hop that the inter-tier token guards like every other.
+// exception is postmill.delivery.v1: the MTA tier signs and attaches, so LoadOutbound carries both, and
+// only the MTA tier's credential may call it.
 //
 // Messages up to MaxMessageBytes cross in either direction, because a send carries up to 25 MiB of
 // attachments (SPEC §8).

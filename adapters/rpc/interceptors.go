@@ -20,30 +20,30 @@ import (
 
 // Every interceptor of the hop is built here, so the order in which they run is visible in one place.
 
-// errInvalidCredentials is the only answer a caller without the inter-tier token gets: it says nothing
+// errInvalidCredentials is the only answer a caller without a tier credential gets: it says nothing
 // about what was wrong with what it sent.
 var errInvalidCredentials = errors.New("rpc: invalid credentials")
 
 // serverInterceptors wrap every handler, outermost first: tracing sees every call, refused ones
-// included; recovery turns a panic anywhere below it into Internal; authentication runs before the
-// implementation is reached.
+// included; recovery turns a panic anywhere below it into Internal; authentication and the tier's
+// allow-list run before the implementation is reached.
 func serverInterceptors(cfg ServerConfig, log *slog.Logger) []connect.Interceptor {
-	// The tiers trust each other once the token matches, so the caller's span is the parent of ours and
-	// the hop shows as one trace.
+	// The tiers trust each other once a credential matches, so the caller's span is the parent of ours
+	// and the hop shows as one trace.
 	return nonNil(
 		newOtelInterceptor(log, otelconnect.WithTrustRemote()),
 		&recoverInterceptor{log: log},
-		newServerAuth(cfg.Token, cfg.OlderTokens...),
+		newServerAuth(log, cfg.Credentials...),
 	)
 }
 
 // clientInterceptors wrap every call, outermost first: tracing starts the client span and injects its
-// context into the headers; authentication adds the inter-tier token; the send guard refuses a request
+// context into the headers; authentication adds the tier's credential; the send guard refuses a request
 // that could not be put on the wire before Connect tries.
-func clientInterceptors(token string) []connect.Interceptor {
+func clientInterceptors(credential string) []connect.Interceptor {
 	return nonNil(
 		newOtelInterceptor(slog.Default()),
-		&clientAuth{header: "Bearer " + token},
+		&clientAuth{header: "Bearer " + credential},
 		&sendGuard{maxBytes: MaxMessageBytes},
 	)
 }
@@ -75,42 +75,56 @@ func newOtelInterceptor(log *slog.Logger, opts ...otelconnect.Option) connect.In
 	return i
 }
 
-// serverAuth admits a call only when it presents `Authorization: Bearer <token>` with the configured token
-// or one of the older ones. Digests of both sides are compared in constant time, each of them, so neither
-// the token's bytes, its length nor which one matched leak through timing. An empty configured token admits
-// nothing: a server someone forgot to configure must not be open.
+// serverAuth admits a call only when it presents `Authorization: Bearer <credential>` with one of the
+// configured tier credentials, and then only to the procedures that credential's tier may call (mayCall).
+// Digests of both sides are compared in constant time, each of them, so neither the credential's bytes,
+// its length nor which one matched leak through timing. A configured credential that is not well formed
+// (an empty one included) admits nothing: a server someone forgot to configure must not be open.
 type serverAuth struct {
-	want    [][sha256.Size]byte
-	enabled bool
+	admitted []admittedCredential
+	log      *slog.Logger
 }
 
-func newServerAuth(token string, older ...string) *serverAuth {
-	a := &serverAuth{want: [][sha256.Size]byte{sha256.Sum256([]byte(token))}, enabled: token != ""}
-	for _, t := range older {
-		if t != "" {
-			a.want = append(a.want, sha256.Sum256([]byte(t)))
+// admittedCredential is one credential the server accepts and the tier it was made for.
+type admittedCredential struct {
+	digest [sha256.Size]byte
+	tier   Tier
+}
+
+func newServerAuth(log *slog.Logger, credentials ...string) *serverAuth {
+	a := &serverAuth{log: log}
+	for _, c := range credentials {
+		if tier, err := CredentialTier(c); err == nil {
+			a.admitted = append(a.admitted, admittedCredential{digest: sha256.Sum256([]byte(c)), tier: tier})
 		}
 	}
 	return a
 }
 
-func (a *serverAuth) check(h http.Header) error {
+func (a *serverAuth) check(ctx context.Context, h http.Header, procedure string) error {
 	scheme, credentials, ok := strings.Cut(h.Get("Authorization"), " ")
 	// Evaluate everything before deciding, so that a missing header costs the same as a wrong one.
 	got := sha256.Sum256([]byte(credentials))
-	match := false
-	for _, want := range a.want {
-		match = subtle.ConstantTimeCompare(got[:], want[:]) == 1 || match
+	match := -1
+	for i, want := range a.admitted {
+		match = subtle.ConstantTimeSelect(subtle.ConstantTimeCompare(got[:], want.digest[:]), i, match)
 	}
-	if !a.enabled || !ok || !strings.EqualFold(scheme, "Bearer") || !match {
+	if !ok || !strings.EqualFold(scheme, "Bearer") || match < 0 {
 		return connect.NewError(connect.CodeUnauthenticated, errInvalidCredentials)
+	}
+	tier := a.admitted[match].tier
+	if !mayCall(tier, procedure) {
+		// A genuine credential asking for what its tier never needs is a misconfiguration or a process
+		// that was broken into: worth an operator's attention, and the credential itself stays out.
+		a.log.WarnContext(ctx, "rpc: call refused to the tier", "tier", string(tier), "procedure", procedure)
+		return connect.NewError(connect.CodePermissionDenied, fmt.Errorf("rpc: the %s tier may not call %s", tier, procedure))
 	}
 	return nil
 }
 
 func (a *serverAuth) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
 	return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
-		if err := a.check(req.Header()); err != nil {
+		if err := a.check(ctx, req.Header(), req.Spec().Procedure); err != nil {
 			return nil, err
 		}
 		return next(ctx, req)
@@ -123,14 +137,14 @@ func (a *serverAuth) WrapStreamingClient(next connect.StreamingClientFunc) conne
 
 func (a *serverAuth) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect.StreamingHandlerFunc {
 	return func(ctx context.Context, conn connect.StreamingHandlerConn) error {
-		if err := a.check(conn.RequestHeader()); err != nil {
+		if err := a.check(ctx, conn.RequestHeader(), conn.Spec().Procedure); err != nil {
 			return err
 		}
 		return next(ctx, conn)
 	}
 }
 
-// clientAuth presents the inter-tier token on every call.
+// clientAuth presents the tier's credential on every call.
 type clientAuth struct {
 	header string
 }

@@ -29,7 +29,9 @@ import (
 	"github.com/postmill/postmill/ports"
 )
 
-const testToken = "inter-tier-token"
+// testToken is the credential of the tests' own tier, which may call every procedure (export_test.go), so
+// that one client reaches every method; tier_test.go checks the real tiers' allow-lists.
+var testToken = rpc.Credential(rpc.TierAny, []byte("inter-tier-token-secret"))
 
 func TestMain(m *testing.M) {
 	// Deployments install a W3C propagator at start; without one the hop would carry no trace context.
@@ -56,8 +58,8 @@ func setup(tb testing.TB, fake *fakeCore) *testBundle {
 func mustServe(tb testing.TB, core ports.Core, token string) *httptest.Server {
 	tb.Helper()
 	srv := httptest.NewServer(rpc.NewHandler(core, rpc.ServerConfig{
-		Token:  token,
-		Logger: slog.New(slog.DiscardHandler),
+		Credentials: []string{token},
+		Logger:      slog.New(slog.DiscardHandler),
 	}))
 	tb.Cleanup(srv.Close)
 	return srv
@@ -921,14 +923,20 @@ func TestNoHashOnTheWire(t *testing.T) {
 	}
 }
 
-// TestServerConfigValidate checks that an empty token is reported before the server starts.
+// TestServerConfigValidate checks that a server without credentials, or with one that would admit
+// nothing, is reported before it starts, without the credential in the error.
 func TestServerConfigValidate(t *testing.T) {
 	t.Parallel()
 	if err := (rpc.ServerConfig{}).Validate(); err == nil {
-		t.Error("empty token: want an error")
+		t.Error("no credential: want an error")
 	}
-	if err := (rpc.ServerConfig{Token: testToken}).Validate(); err != nil {
-		t.Errorf("token set: %v", err)
+	if err := (rpc.ServerConfig{Credentials: []string{testToken}}).Validate(); err != nil {
+		t.Errorf("credential set: %v", err)
+	}
+	bad := "pmrpc_edge_not-hex-secret-value"
+	err := (rpc.ServerConfig{Credentials: []string{testToken, bad}}).Validate()
+	if err == nil || strings.Contains(err.Error(), "not-hex") {
+		t.Errorf("malformed credential: err = %v, want an error that does not repeat it", err)
 	}
 }
 

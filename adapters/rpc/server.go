@@ -3,6 +3,7 @@ package rpc
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 
@@ -18,23 +19,28 @@ const MaxMessageBytes = 64 << 20
 
 // ServerConfig configures the core's side of the hop.
 type ServerConfig struct {
-	// Token is the shared secret every caller must present as `Authorization: Bearer <Token>`. The
-	// handler refuses every call while it is empty, so a forgotten setting fails closed.
-	Token string
-	// OlderTokens are also admitted: the tokens derived from the older masters of POSTMILL_SECRET_KEY, so
-	// that during a key rotation a caller whose primary is still the old master (or already the new one)
-	// keeps reaching this server. Callers always present Token.
-	OlderTokens []string
-	// Logger receives panics and errors that are not *ports.Error, which callers only see as
-	// "internal error". Nil means slog.Default().
+	// Credentials are the tier credentials (Credential) a caller may present as
+	// `Authorization: Bearer <credential>`. Each admits its caller to the procedures its tier may call
+	// (the allow-list in service.go) and to nothing else. A tier may have several: during a rotation of
+	// POSTMILL_SECRET_KEY the core admits the credentials derived from every listed key. The handler
+	// refuses every call while none is well formed, so a forgotten setting fails closed.
+	Credentials []string
+	// Logger receives panics, errors that are not *ports.Error, which callers only see as
+	// "internal error", and calls refused to a tier. Nil means slog.Default().
 	Logger *slog.Logger
 }
 
-// Validate reports a configuration that would refuse every call, so that a deployment fails at start
-// rather than on its first request.
+// Validate reports a configuration that would refuse every call, or a credential that would admit
+// nothing, so that a deployment fails at start rather than on its first request. It never repeats a
+// credential.
 func (c ServerConfig) Validate() error {
-	if c.Token == "" {
-		return errors.New("rpc: server token is required")
+	if len(c.Credentials) == 0 {
+		return errors.New("rpc: the server needs at least one tier credential")
+	}
+	for i, cred := range c.Credentials {
+		if _, err := CredentialTier(cred); err != nil {
+			return fmt.Errorf("rpc: server credential %d: %w", i+1, err)
+		}
 	}
 	return nil
 }

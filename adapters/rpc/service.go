@@ -7,6 +7,19 @@ import (
 	"connectrpc.com/connect"
 
 	"github.com/postmill/postmill/ports"
+
+	"github.com/postmill/postmill/adapters/rpc/gen/postmill/account/v1/accountv1connect"
+	"github.com/postmill/postmill/adapters/rpc/gen/postmill/credential/v1/credentialv1connect"
+	"github.com/postmill/postmill/adapters/rpc/gen/postmill/deliverability/v1/deliverabilityv1connect"
+	"github.com/postmill/postmill/adapters/rpc/gen/postmill/delivery/v1/deliveryv1connect"
+	"github.com/postmill/postmill/adapters/rpc/gen/postmill/domain/v1/domainv1connect"
+	"github.com/postmill/postmill/adapters/rpc/gen/postmill/email/v1/emailv1connect"
+	"github.com/postmill/postmill/adapters/rpc/gen/postmill/health/v1/healthv1connect"
+	"github.com/postmill/postmill/adapters/rpc/gen/postmill/organization/v1/organizationv1connect"
+	"github.com/postmill/postmill/adapters/rpc/gen/postmill/ratelimit/v1/ratelimitv1connect"
+	"github.com/postmill/postmill/adapters/rpc/gen/postmill/template/v1/templatev1connect"
+	"github.com/postmill/postmill/adapters/rpc/gen/postmill/tracking/v1/trackingv1connect"
+	"github.com/postmill/postmill/adapters/rpc/gen/postmill/webhook/v1/webhookv1connect"
 )
 
 // service is one row of the table NewHandler and NewClient are built from: a Connect service of proto/
@@ -35,6 +48,32 @@ type clientEnv struct {
 
 // services is the table. The areas' init functions fill it before main runs; after that it is only read.
 var services []service
+
+// callers is the allow-list the server's authentication enforces: for each Connect service, the tiers
+// whose credentials may call it. A procedure with a row of its own follows that row instead of its
+// service's. A service or procedure without a row is called by no tier, so a new service is closed until
+// it gets its row here; TestEveryServiceHasCallers fails until it does. Each row is what the tier's code
+// uses and nothing more: the edge serves the tenant API and the public pages, the MTA loads what it
+// signs and reports outcomes, the inbound tier asks about recipients and records feedback, and every
+// tier asks for health to answer its own readiness.
+var callers = map[string][]Tier{
+	accountv1connect.AccountServiceName:                      {TierEdge},
+	accountv1connect.AuthServiceName:                         {TierEdge},
+	credentialv1connect.APIKeyServiceName:                    {TierEdge},
+	credentialv1connect.SMTPCredentialServiceName:            {TierEdge},
+	organizationv1connect.OrganizationServiceName:            {TierEdge},
+	ratelimitv1connect.RateLimitServiceName:                  {TierEdge},
+	domainv1connect.DomainServiceName:                        {TierEdge},
+	emailv1connect.EmailServiceName:                          {TierEdge},
+	webhookv1connect.WebhookServiceName:                      {TierEdge},
+	templatev1connect.TemplateServiceName:                    {TierEdge},
+	deliverabilityv1connect.DeliverabilityServiceName:        {TierEdge},
+	trackingv1connect.TrackingServiceName:                    {TierEdge},
+	deliveryv1connect.DeliveryServiceName:                    {TierMTA},
+	deliverabilityv1connect.FeedbackServiceName:              {TierInbound},
+	healthv1connect.HealthServiceName:                        {TierEdge, TierMTA, TierInbound},
+	templatev1connect.TemplateServiceRenderTemplateProcedure: nil, // sending renders inside the core
+}
 
 // register adds rows to the table; only init functions call it.
 func register(rows ...service) {

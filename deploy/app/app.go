@@ -5,7 +5,7 @@ package app
 
 import (
 	"context"
-	"encoding/hex"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -38,7 +38,12 @@ type App struct {
 	targets Targets
 	logger  *slog.Logger
 	reg     *prometheus.Registry
+	// keyring holds the master secrets and what they decrypt. Only a process running the core builds it;
+	// the tiers of other processes hold just their credentials for the core.
 	keyring *secret.Keyring
+	// credentials and clientTLS are how the tiers of a process without the core reach one.
+	credentials map[rpc.Tier]string
+	clientTLS   *tls.Config
 
 	manager *services.Manager
 	shared  shared
@@ -46,9 +51,10 @@ type App struct {
 	mu       sync.Mutex
 	store    *postgres.Store
 	core     ports.Core
-	remote   *rpc.Client // edge-only processes reach the core through it
+	remote   map[rpc.Tier]*rpc.Client // processes without the core reach it through these, one per tier
 	httpAddr net.Addr
 	rpcAddr  net.Addr
+	rpcTLS   bool     // the core's RPC listener serves TLS
 	smtpAddr net.Addr // submission listener
 	mxAddr   net.Addr // inbound MX listener
 }
@@ -61,13 +67,30 @@ func New(cfg Config, targets Targets, logger *slog.Logger) (*App, error) {
 	if logger == nil {
 		logger = slog.Default()
 	}
-	keyring, err := secret.NewKeyring(cfg.SecretKeys...)
-	if err != nil {
-		return nil, fmt.Errorf("secret key: %w", err)
-	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	a := &App{cfg: cfg, targets: targets, logger: logger, reg: reg, keyring: keyring}
+	a := &App{cfg: cfg, targets: targets, logger: logger, reg: reg, remote: map[rpc.Tier]*rpc.Client{}}
+	if targets.Has(TargetCore) {
+		keyring, err := secret.NewKeyring(cfg.SecretKeys...)
+		if err != nil {
+			return nil, fmt.Errorf("secret key: %w", err)
+		}
+		a.keyring = keyring
+	} else {
+		creds, err := callerCredentials(cfg, targets)
+		if err != nil {
+			return nil, err
+		}
+		a.credentials = creds
+		if !cfg.rpcTLS().Empty() {
+			if a.clientTLS, err = rpc.ClientTLS(cfg.rpcTLS()); err != nil {
+				return nil, err
+			}
+		}
+		// Without the core nothing here decrypts or signs: the master secret, when it was given, has
+		// served to derive the credentials and is not kept.
+		a.cfg.SecretKeys = nil
+	}
 
 	mm := modules.NewManager(log.NewNopLogger())
 	mm.RegisterModule(moduleStore, a.initStore, modules.UserInvisibleModule)
@@ -156,12 +179,15 @@ func (a *App) HTTPURL() string {
 	return "http://" + a.httpAddr.String()
 }
 
-// RPCURL is the core's Connect base URL (useful with a :0 listener).
+// RPCURL is the core's Connect base URL (useful with a :0 listener): https when it serves TLS.
 func (a *App) RPCURL() string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.rpcAddr == nil {
 		return ""
+	}
+	if a.rpcTLS {
+		return "https://" + a.rpcAddr.String()
 	}
 	return "http://" + a.rpcAddr.String()
 }
@@ -193,20 +219,6 @@ func (a *App) Store() *postgres.Store {
 	return a.store
 }
 
-// rpcToken is the bearer token between tiers: derived from the master secret, so every process configured
-// with the same POSTMILL_SECRET_KEY (or data directory) agrees on it and nothing else knows it.
-func (a *App) rpcToken() string { return hex.EncodeToString(a.keyring.Derive("rpc-token")) }
-
-// remoteCore is the Connect client to the core for processes that do not run it.
-func (a *App) remoteCore() *rpc.Client {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.remote == nil {
-		a.remote = rpc.NewClient(a.cfg.CoreURL, a.rpcToken(), nil)
-	}
-	return a.remote
-}
-
 // idleTier is a tier that has no work yet: it starts, reports running, and stops cleanly.
 func (a *App) idleTier(name string) func() (services.Service, error) {
 	return func() (services.Service, error) {
@@ -233,8 +245,8 @@ func (a *App) ready(ctx context.Context) error {
 	}
 	a.mu.Lock()
 	var health ports.Pinger = a.core.Health
-	if a.remote != nil {
-		health = a.remote
+	if remote := a.remoteHealth(); remote != nil {
+		health = remote
 	}
 	a.mu.Unlock()
 	if health == nil {

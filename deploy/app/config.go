@@ -8,11 +8,14 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/postmill/postmill/adapters/rpc"
 )
 
 // Config is the whole platform's configuration. The binary fills it from POSTMILL_* environment variables
@@ -28,6 +31,17 @@ type Config struct {
 	RPCAddr string
 	// CoreURL is where a process without the core reaches one (edge-only processes).
 	CoreURL string
+	// RPCTLSCert, RPCTLSKey and RPCTLSCA are PEM files for TLS on the hop between tiers. On a process
+	// running the core: its server certificate and key, and, when the CA is set, client certificates
+	// required and verified against it (mutual TLS). On a process without the core: its client
+	// certificate and key (for a core that requires one) and the CA the core's certificate must chain to.
+	RPCTLSCert string
+	RPCTLSKey  string
+	RPCTLSCA   string
+	// RPCCredentials are the tier credentials a process without the core presents (POSTMILL_RPC_CREDENTIAL,
+	// comma list, each naming its tier; `postmill rpc-credential --tier=…` prints them). Given one for
+	// every tier it runs, the process needs no POSTMILL_SECRET_KEY and never builds the keyring.
+	RPCCredentials []string
 
 	SMTPAddr       string
 	SubmissionAddr string
@@ -97,7 +111,8 @@ type Getenv func(string) string
 
 // LoadEnv reads the POSTMILL_* variables of ARCHITECTURE.md's runtime contract. When POSTMILL_SECRET_KEY is
 // unset, a secret is generated once and kept in POSTMILL_DATA_DIR/secret.key (mode 0600) so that restarts,
-// and several processes sharing the directory, agree on it.
+// and several processes sharing the directory, agree on it; unless POSTMILL_RPC_CREDENTIAL is set, which
+// makes the process one that calls a core elsewhere and keeps no secret of its own.
 func LoadEnv(getenv Getenv) (Config, error) {
 	str := func(name, def string) string {
 		if v := strings.TrimSpace(getenv(name)); v != "" {
@@ -158,6 +173,10 @@ func LoadEnv(getenv Getenv) (Config, error) {
 		Migrate:           str("POSTMILL_MIGRATE", "true") != "false",
 		HTTPAddr:          str("POSTMILL_HTTP_ADDR", "127.0.0.1:8080"),
 		RPCAddr:           str("POSTMILL_RPC_ADDR", "127.0.0.1:8081"),
+		RPCTLSCert:        str("POSTMILL_RPC_TLS_CERT", ""),
+		RPCTLSKey:         str("POSTMILL_RPC_TLS_KEY", ""),
+		RPCTLSCA:          str("POSTMILL_RPC_TLS_CA", ""),
+		RPCCredentials:    list(getenv("POSTMILL_RPC_CREDENTIAL")),
 		SMTPAddr:          str("POSTMILL_SMTP_ADDR", "127.0.0.1:2525"),
 		SubmissionAddr:    str("POSTMILL_SUBMISSION_ADDR", "127.0.0.1:1587"),
 		SubmissionHost:    str("POSTMILL_SUBMISSION_HOST", ""),
@@ -203,7 +222,11 @@ func LoadEnv(getenv Getenv) (Config, error) {
 	}
 	c.BaseURL = strings.TrimRight(str("POSTMILL_BASE_URL", "http://"+c.HTTPAddr), "/")
 	c.FeedbackAddress = strings.ToLower(str("POSTMILL_FEEDBACK_ADDRESS", "fbl@"+c.ReturnPathHost))
-	c.CoreURL = strings.TrimRight(str("POSTMILL_CORE_URL", "http://"+c.RPCAddr), "/")
+	coreScheme := "http://"
+	if !c.rpcTLS().Empty() {
+		coreScheme = "https://"
+	}
+	c.CoreURL = strings.TrimRight(str("POSTMILL_CORE_URL", coreScheme+c.RPCAddr), "/")
 	c.SMTPMaxConnections = int(integer("POSTMILL_SMTP_MAX_CONNECTIONS", 0))
 	c.SMTPMaxConnectionsPerIP = int(integer("POSTMILL_SMTP_MAX_CONNECTIONS_PER_IP", 0))
 	c.SubmissionMaxConnections = int(integer("POSTMILL_SUBMISSION_MAX_CONNECTIONS", 0))
@@ -215,7 +238,9 @@ func LoadEnv(getenv Getenv) (Config, error) {
 		for _, k := range keys {
 			c.SecretKeys = append(c.SecretKeys, []byte(k))
 		}
-	} else {
+	} else if len(c.RPCCredentials) == 0 {
+		// A process given its tier credentials is one without the core: it neither needs nor creates a
+		// master secret.
 		k, err := loadOrCreateSecret(c.DataDir)
 		if err != nil {
 			errs = append(errs, err)
@@ -234,9 +259,7 @@ func (c *Config) Validate(targets Targets) error {
 	if targets.Has(TargetCore) && c.DatabaseURL == "" {
 		errs = append(errs, errors.New("POSTMILL_DATABASE_URL is required for the core (make run supplies one)"))
 	}
-	if len(c.SecretKeys) == 0 {
-		errs = append(errs, errors.New("no secret key: set POSTMILL_SECRET_KEY or POSTMILL_DATA_DIR"))
-	}
+	errs = append(errs, c.validateRPC(targets)...)
 	for _, k := range c.SecretKeys {
 		if len(k) < 16 {
 			errs = append(errs, errors.New("POSTMILL_SECRET_KEY: each key needs at least 16 characters"))
@@ -302,6 +325,57 @@ func (c *Config) Validate(targets Targets) error {
 		errs = append(errs, errors.New("POSTMILL_DEFAULT_MONTHLY_LIMIT and POSTMILL_DEFAULT_WARMUP_CAP must be >= 0"))
 	}
 	return errors.Join(errs...)
+}
+
+// validateRPC checks the hop between tiers: a process running the core needs the master secret its
+// credentials are derived from, and serves TLS only with a certificate; a process calling a core
+// elsewhere needs a credential for every tier it runs (given, or derived from the secret), and with TLS
+// settings it must reach the core over https, so that its credential never crosses the network in the
+// clear. No error repeats a credential.
+func (c *Config) validateRPC(targets Targets) []error {
+	var errs []error
+	if (c.RPCTLSCert == "") != (c.RPCTLSKey == "") {
+		errs = append(errs, errors.New("POSTMILL_RPC_TLS_CERT and POSTMILL_RPC_TLS_KEY go together"))
+	}
+	given := map[rpc.Tier]bool{}
+	for i, cred := range c.RPCCredentials {
+		tier, err := rpc.CredentialTier(cred)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("POSTMILL_RPC_CREDENTIAL: entry %d is not a tier credential (postmill rpc-credential --tier=… prints one)", i+1))
+			continue
+		}
+		given[tier] = true
+	}
+	if targets.Has(TargetCore) {
+		if len(c.SecretKeys) == 0 {
+			errs = append(errs, errors.New("the core needs POSTMILL_SECRET_KEY (or POSTMILL_DATA_DIR without POSTMILL_RPC_CREDENTIAL)"))
+		}
+		if c.RPCTLSCA != "" && c.RPCTLSCert == "" {
+			errs = append(errs, errors.New("POSTMILL_RPC_TLS_CA on the core requires client certificates over TLS: set POSTMILL_RPC_TLS_CERT and POSTMILL_RPC_TLS_KEY too"))
+		}
+		return errs
+	}
+	callers := callerTiers(targets)
+	for _, tier := range callers {
+		if !given[tier] && len(c.SecretKeys) == 0 {
+			errs = append(errs, fmt.Errorf("--target=%s without the core needs a %s credential in POSTMILL_RPC_CREDENTIAL (or POSTMILL_SECRET_KEY)", tier, tier))
+		}
+	}
+	if len(callers) > 0 {
+		u, err := url.Parse(c.CoreURL)
+		switch {
+		case err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https"):
+			errs = append(errs, fmt.Errorf("POSTMILL_CORE_URL: %q is not an http:// or https:// URL", c.CoreURL))
+		case u.Scheme == "http" && !c.rpcTLS().Empty():
+			errs = append(errs, errors.New("POSTMILL_CORE_URL must be https:// when POSTMILL_RPC_TLS_* is set: the tier credential would cross in the clear"))
+		}
+	}
+	return errs
+}
+
+// rpcTLS names the files of POSTMILL_RPC_TLS_*.
+func (c *Config) rpcTLS() rpc.TLSFiles {
+	return rpc.TLSFiles{Cert: c.RPCTLSCert, Key: c.RPCTLSKey, CA: c.RPCTLSCA}
 }
 
 // submission returns the host and port shown with SMTP credentials.

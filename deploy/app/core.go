@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -82,16 +83,28 @@ func (a *App) initCore() (services.Service, error) {
 		a.core = core
 		a.mu.Unlock()
 
+		srv, err = a.rpcServer(core)
+		if err != nil {
+			return err
+		}
 		ln, err = net.Listen("tcp", a.cfg.RPCAddr)
 		if err != nil {
 			return fmt.Errorf("core rpc listener: %w", err)
 		}
 		a.mu.Lock()
 		a.rpcAddr = ln.Addr()
+		a.rpcTLS = srv.TLSConfig != nil
 		a.mu.Unlock()
-		srv = &http.Server{Handler: rpc.NewHandler(core, rpc.ServerConfig{Token: a.rpcToken(), OlderTokens: a.olderRPCTokens()}), ReadHeaderTimeout: 10 * time.Second}
-		go func() { serveCh <- srv.Serve(ln) }()
-		a.logger.Info("listening", "service", "core-rpc", "addr", ln.Addr().String())
+		go func() {
+			if srv.TLSConfig != nil {
+				// Certificates come from srv.TLSConfig; a plaintext client gets a 400 from the TLS
+				// server and never reaches a handler.
+				serveCh <- srv.ServeTLS(ln, "", "")
+				return
+			}
+			serveCh <- srv.Serve(ln)
+		}()
+		a.logRPCListener(ln.Addr(), srv.TLSConfig)
 		return nil
 	}
 	running := func(ctx context.Context) error {
@@ -124,4 +137,38 @@ func (a *App) initCore() (services.Service, error) {
 		return srv.Shutdown(ctx)
 	}
 	return services.NewBasicService(starting, running, stopping).WithName(TargetCore), nil
+}
+
+// rpcServer is the core's Connect server for the other tiers: every tier's credentials admitted, each to
+// its tier's procedures, and TLS (mutual TLS with POSTMILL_RPC_TLS_CA) when POSTMILL_RPC_TLS_CERT is set.
+func (a *App) rpcServer(core ports.Core) (*http.Server, error) {
+	cfg := rpc.ServerConfig{Credentials: a.serverCredentials(), Logger: a.logger}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	srv := &http.Server{
+		Handler:           rpc.NewHandler(core, cfg),
+		ReadHeaderTimeout: 10 * time.Second,
+		// Refused handshakes (no client certificate, a plaintext client) land in the process's log.
+		ErrorLog: slog.NewLogLogger(a.logger.Handler(), slog.LevelWarn),
+	}
+	if a.cfg.RPCTLSCert != "" {
+		tlsCfg, err := rpc.ServerTLS(a.cfg.rpcTLS())
+		if err != nil {
+			return nil, err
+		}
+		srv.TLSConfig = tlsCfg
+	}
+	return srv, nil
+}
+
+// logRPCListener announces the core's listener, warning when it carries credentials, passwords, DKIM
+// keys and messages in the clear beyond this machine.
+func (a *App) logRPCListener(addr net.Addr, tlsCfg *tls.Config) {
+	mutual := tlsCfg != nil && tlsCfg.ClientAuth == tls.RequireAndVerifyClientCert
+	a.logger.Info("listening", "service", "core-rpc", "addr", addr.String(), "tls", tlsCfg != nil, "client_certificates", mutual)
+	if tcp, ok := addr.(*net.TCPAddr); ok && tlsCfg == nil && !tcp.IP.IsLoopback() {
+		a.logger.Warn("the core's RPC listener is plaintext on a non-loopback address: set POSTMILL_RPC_TLS_CERT and POSTMILL_RPC_TLS_KEY (docs/operations.md, Threat model)",
+			"addr", addr.String())
+	}
 }

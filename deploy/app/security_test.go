@@ -2,6 +2,7 @@ package app
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/postmill/postmill/core/secret"
@@ -26,26 +27,44 @@ func TestAdminRequire2FAFromEnv(t *testing.T) {
 	}
 }
 
-// During a rotation the core admits the RPC token of every master on its keyring: a process whose primary
-// is still the old master presents exactly one of them.
-func TestOlderRPCTokens(t *testing.T) {
+// During a rotation the core admits every tier's credential of every master on its keyring: a process
+// whose primary is still the old master presents exactly one of them per tier.
+func TestServerCredentialsFollowRotation(t *testing.T) {
 	t.Parallel()
-	keyring := func(masters ...string) *App {
+	keys := func(masters ...string) [][]byte {
 		bs := make([][]byte, len(masters))
 		for i, m := range masters {
 			bs[i] = []byte(m)
 		}
-		k, err := secret.NewKeyring(bs...)
+		return bs
+	}
+	core := func(masters ...string) *App {
+		k, err := secret.NewKeyring(keys(masters...)...)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return &App{keyring: k}
 	}
-	oldProc, newProc := keyring("rpc token test old master"), keyring("rpc token test new master", "rpc token test old master")
-	if got := newProc.olderRPCTokens(); !slices.Equal(got, []string{oldProc.rpcToken()}) {
-		t.Fatalf("older tokens %v, want the old process's token", got)
+	oldKeys, newKeys := keys("rpc token test old master"), keys("rpc token test new master", "rpc token test old master")
+	admitted := core("rpc token test new master", "rpc token test old master").serverCredentials()
+	oldOnly := core("rpc token test old master").serverCredentials()
+	for _, tier := range []string{TargetEdge, TargetMTA, TargetInbound} {
+		oldCred, err := TierCredential(oldKeys, tier)
+		if err != nil {
+			t.Fatal(err)
+		}
+		newCred, _ := TierCredential(newKeys, tier)
+		if !slices.Contains(admitted, oldCred) || !slices.Contains(admitted, newCred) {
+			t.Errorf("%s: the rotating core does not admit both masters' credentials", tier)
+		}
+		if !slices.Contains(oldOnly, oldCred) || slices.Contains(oldOnly, newCred) {
+			t.Errorf("%s: a core with only the old master admits the wrong credentials", tier)
+		}
+		if !strings.HasPrefix(newCred, "pmrpc_"+tier+"_") || newCred == oldCred {
+			t.Errorf("%s: credential does not name its tier or does not follow the primary", tier)
+		}
 	}
-	if newProc.rpcToken() == oldProc.rpcToken() || len(oldProc.olderRPCTokens()) != 0 {
-		t.Fatal("tokens do not follow the primary")
+	if len(admitted) != 6 || len(oldOnly) != 3 {
+		t.Errorf("admitted %d and %d credentials, want one per tier and master", len(admitted), len(oldOnly))
 	}
 }

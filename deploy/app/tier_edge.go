@@ -10,6 +10,7 @@ import (
 
 	"github.com/grafana/dskit/services"
 
+	"github.com/postmill/postmill/adapters/rpc"
 	"github.com/postmill/postmill/adapters/smtpd"
 	"github.com/postmill/postmill/edge"
 	"github.com/postmill/postmill/edge/submission"
@@ -25,7 +26,7 @@ func (a *App) initEdge() (services.Service, error) {
 	starting := func(ctx context.Context) error {
 		core := a.inProcessCore()
 		if !a.targets.Has(TargetCore) {
-			core = a.remoteCore().Core()
+			core = a.remoteCore(rpc.TierEdge).Core()
 		}
 		e, err := edge.New(edge.Config{
 			TrustedProxies: a.cfg.TrustedProxies,

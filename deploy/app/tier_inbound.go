@@ -6,6 +6,7 @@ import (
 
 	"github.com/grafana/dskit/services"
 
+	"github.com/postmill/postmill/adapters/rpc"
 	"github.com/postmill/postmill/adapters/smtpd"
 	"github.com/postmill/postmill/inbound"
 )
@@ -20,7 +21,7 @@ func (a *App) initInbound() (services.Service, error) {
 	starting := func(ctx context.Context) error {
 		feedback := a.inProcessCore().Feedback
 		if !a.targets.Has(TargetCore) {
-			feedback = a.remoteCore().Core().Feedback
+			feedback = a.remoteCore(rpc.TierInbound).Core().Feedback
 		}
 		var err error
 		srv, err = inbound.New(inbound.Config{Config: smtpd.Config{

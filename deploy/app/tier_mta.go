@@ -7,6 +7,7 @@ import (
 
 	"github.com/grafana/dskit/services"
 
+	"github.com/postmill/postmill/adapters/rpc"
 	"github.com/postmill/postmill/mta"
 	"github.com/postmill/postmill/mta/simulator"
 )
@@ -20,7 +21,7 @@ func (a *App) initMTA() (services.Service, error) {
 	starting := func(ctx context.Context) error {
 		delivery := a.inProcessCore().Delivery
 		if !a.targets.Has(TargetCore) {
-			delivery = a.remoteCore().Core().Delivery
+			delivery = a.remoteCore(rpc.TierMTA).Core().Delivery
 		}
 		queue, err := a.queue(ctx)
 		if err != nil {

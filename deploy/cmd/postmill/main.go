@@ -1,6 +1,7 @@
 // Command postmill is the one Postmill binary. `postmill serve [--target=all|edge,core,mta,inbound,analytics]`
 // runs the chosen tiers in one process; `postmill migrate` applies the database migrations and exits;
-// `postmill admin grant|revoke EMAIL` and `postmill secrets reencrypt` are the operator's commands.
+// `postmill admin grant|revoke EMAIL`, `postmill secrets reencrypt` and `postmill rpc-credential
+// --tier=…` are the operator's commands.
 // Configuration comes from POSTMILL_* environment variables (see the README).
 package main
 
@@ -57,6 +58,9 @@ commands:
   admin revoke EMAIL     withdraw platform admin from the account with EMAIL
   secrets reencrypt [--batch=N]
                          seal every stored secret under the primary POSTMILL_SECRET_KEY (after a rotation)
+  rpc-credential --tier=edge|mta|inbound
+                         print the tier's credential for the core (POSTMILL_RPC_CREDENTIAL of a process
+                         without the core), derived from POSTMILL_SECRET_KEY
 `
 
 func run(args []string) error {
@@ -103,6 +107,8 @@ func run(args []string) error {
 		return runAdmin(cfg, args[1:], os.Stdout)
 	case "secrets":
 		return runSecrets(cfg, args[1:], os.Stdout)
+	case "rpc-credential":
+		return runRPCCredential(cfg, args[1:], os.Stdout)
 	case "help", "-h", "--help":
 		fmt.Print(usage)
 		return nil
