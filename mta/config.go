@@ -37,6 +37,10 @@ type Config struct {
 	Workers int
 	// ReceiveBatch is the most deliveries asked from the queue in one Receive.
 	ReceiveBatch int
+	// Window caps the jobs holding a built and signed message for one destination host at once, sending
+	// or waiting for one of its connections (the signed-ahead window; Workers caps them across all
+	// destinations). Default: DefaultWindowPerConnection per connection allowed to the destination.
+	Window int
 	// ConnectTimeout bounds one TCP connect.
 	ConnectTimeout time.Duration
 	// CommandTimeout bounds the wait for each SMTP reply and each block of DATA written (RFC 5321 §4.5.3.2
@@ -105,6 +109,10 @@ const (
 	DefaultMaxRedeliveryBackoff = 15 * time.Minute
 )
 
+// DefaultWindowPerConnection is the default Window per connection allowed to a destination: enough signed
+// messages that a connection finishing a transaction finds the next one ready.
+const DefaultWindowPerConnection = 4
+
 // DefaultConfig returns the configuration used for every zero field of a Config.
 func DefaultConfig() Config {
 	helo, err := os.Hostname()
@@ -145,6 +153,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.ReceiveBatch == 0 {
 		c.ReceiveBatch = min(d.ReceiveBatch, c.Workers)
+	}
+	if c.Window == 0 {
+		c.Window = DefaultWindowPerConnection * c.Concurrency
 	}
 	if c.ConnectTimeout == 0 {
 		c.ConnectTimeout = d.ConnectTimeout
@@ -196,7 +207,7 @@ func (c Config) Validate() error {
 	for _, f := range []struct {
 		name string
 		v    int
-	}{{"concurrency", c.Concurrency}, {"workers", c.Workers}, {"receive batch", c.ReceiveBatch}, {"max deliveries", c.MaxDeliveries}} {
+	}{{"concurrency", c.Concurrency}, {"workers", c.Workers}, {"receive batch", c.ReceiveBatch}, {"window", c.Window}, {"max deliveries", c.MaxDeliveries}} {
 		if f.v < 0 {
 			errs = append(errs, fmt.Errorf("mta: %s must not be negative", f.name))
 		}

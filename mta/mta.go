@@ -62,6 +62,7 @@ type MTA struct {
 	metrics *metrics
 	// batch loads and reports jobs in batches when Deps.Delivery takes them (ports.DeliveryBatcher).
 	batch   *batching
+	stages  *stages
 	started atomic.Bool
 	now     func() time.Time
 }
@@ -82,7 +83,7 @@ func New(cfg Config, deps Deps) (*MTA, error) {
 	if deps.Blobs == nil {
 		missing = append(missing, "Blobs")
 	}
-	m := &MTA{cfg: cfg, deps: deps, log: deps.Logger, now: time.Now}
+	m := &MTA{cfg: cfg, deps: deps, log: deps.Logger, now: time.Now, stages: newStages(cfg)}
 	if b, ok := deps.Delivery.(ports.DeliveryBatcher); ok {
 		m.batch = newBatching(b)
 	}
@@ -181,6 +182,7 @@ func (m *MTA) Run(ctx context.Context) error {
 		}
 	}
 	inflight.Wait()
+	m.stages.settling.Wait()
 	stopReap()
 	reaper.Wait()
 	m.pool.close()
@@ -206,10 +208,16 @@ func (m *MTA) handle(ctx context.Context, d ports.Delivery) {
 		}
 	}()
 
+	stopLease := func() {}
 	if r, ok := d.(ports.LeaseRenewer); ok {
-		stop := m.keepLease(r, log)
-		defer stop()
+		stopLease = m.keepLease(r, log)
 	}
+	behind := false // the settling stage stops the renewal once the job is settled
+	defer func() {
+		if !behind {
+			stopLease()
+		}
+	}()
 
 	if e, ok := m.journal.get(job.ID); ok {
 		log.Info("job already handed over; reporting its outcome again instead of sending it again")
@@ -246,17 +254,12 @@ func (m *MTA) handle(ctx context.Context, d ports.Delivery) {
 		m.metrics.deliveries.WithLabelValues(string(o.Kind)).Inc()
 		log.Debug("recipient outcome", "recipient", o.RecipientID, "outcome", o.Kind, "response", o.Response)
 	}
-	if handedOver(report) {
-		evicted, err := m.journal.record(report)
-		if err != nil {
-			// The report goes ahead: only a failure of both could send the message twice.
-			log.Error("journal write failed; a redelivery of this job would send it again", "error", err)
-		}
-		if evicted != "" {
-			log.Warn("journal full; forgot the oldest handed-over job", "evicted_job", evicted)
-		}
-	}
-	m.report(ctx, d, log, report)
+	// The worker slot is free for the next job; the journal, the report and the ack happen behind.
+	behind = true
+	m.settleBehind(ctx, d, log, func() {
+		defer stopLease()
+		m.settle(ctx, d, log, report)
+	})
 }
 
 // handedOver reports whether a receiving server accepted the message for some recipient: sending the job
@@ -316,6 +319,19 @@ func (m *MTA) deliver(ctx context.Context, out ports.OutboundMessage) ports.Deli
 		return report()
 	}
 
+	dests, rerr := m.route(ctx, out.Job.Domain)
+	if rerr != nil {
+		r.settleRest(rerr.kind, rerr.response)
+		return report()
+	}
+	// The message is signed only once there is room in the first destination's window (stages).
+	leave, err := m.stages.enterWindow(ctx, dests[0].key())
+	if err != nil {
+		r.settleRest(ports.OutcomeDeferred, "4.3.0 temporary failure preparing the message")
+		return report()
+	}
+	defer leave()
+
 	data, err := m.message(ctx, out)
 	if err != nil {
 		var pe *permanentError
@@ -326,12 +342,6 @@ func (m *MTA) deliver(ctx context.Context, out ports.OutboundMessage) ports.Deli
 			m.log.Warn("message build failed", "message", out.MessageID, "error", err)
 			r.settleRest(ports.OutcomeDeferred, "4.3.0 temporary failure preparing the message")
 		}
-		return report()
-	}
-
-	dests, rerr := m.route(ctx, out.Job.Domain)
-	if rerr != nil {
-		r.settleRest(rerr.kind, rerr.response)
 		return report()
 	}
 	m.send(ctx, dests, envelopeAddress(out.ReturnPath), data, r)

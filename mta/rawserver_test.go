@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // rawOptions tell a rawServer how to misbehave.
@@ -29,6 +30,8 @@ type rawOptions struct {
 	MailReply        string
 	RcptReplies      []string
 	DataCommandReply string
+	// ReplyDelay is waited before every write of replies, as a network's round trip would add.
+	ReplyDelay time.Duration
 }
 
 // rawServer is a tiny SMTP server on a loopback socket written byte by byte, for replies a real server
@@ -90,6 +93,7 @@ func (s *rawServer) serve(c net.Conn) {
 	r := bufio.NewReaderSize(io.LimitReader(c, 64<<20), 4096)
 	var held []string
 	say := func(lines ...string) bool {
+		time.Sleep(s.opts.ReplyDelay)
 		_, err := io.WriteString(c, strings.Join(lines, "\r\n")+"\r\n")
 		return err == nil
 	}
