@@ -88,8 +88,10 @@ func (s *Server) registerCredentialRoutes() {
 	register(s, huma.Operation{
 		OperationID: "create-api-key", Method: http.MethodPost, Path: "/v1/api-keys", DefaultStatus: http.StatusCreated,
 		Tags: []string{tagAPIKeys}, Summary: "Create an API key",
-		Description: "Issues a key; the plaintext token is returned once, in this response.",
-	}, session, s.createAPIKey, http.StatusBadRequest)
+		Description: "Issues a key; the plaintext token is returned once, in this response. An organization " +
+			"holding as many keys that are not revoked as the deployment allows (100 unless the operator raised " +
+			"POSTMILL_MAX_API_KEYS_PER_ORG) gets 403 resource_limit_reached; revoking a key makes room.",
+	}, session, s.createAPIKey, http.StatusBadRequest, http.StatusForbidden)
 
 	register(s, huma.Operation{
 		OperationID: "revoke-api-key", Method: http.MethodDelete, Path: "/v1/api-keys/{id}",

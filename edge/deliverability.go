@@ -103,8 +103,9 @@ func (s *Server) registerDeliverabilityRoutes() {
 	register(s, huma.Operation{
 		OperationID: "list-suppressions", Method: http.MethodGet, Path: "/v1/suppressions",
 		Tags: []string{tagDeliverability}, Summary: "List suppressions",
-		Description: "The organization's suppressions, newest first. Global suppressions are not listed.",
-	}, read, s.listSuppressions)
+		Description: "The organization's suppressions, newest first: a bare array of the newest 1000, or with " +
+			"limit or cursor a page {data, nextCursor}. Global suppressions are not listed.",
+	}, read, s.listSuppressions, http.StatusBadRequest)
 
 	register(s, huma.Operation{
 		OperationID: "create-suppression", Method: http.MethodPost, Path: "/v1/suppressions", DefaultStatus: http.StatusCreated,
@@ -214,12 +215,20 @@ func suppressionID(raw string) (string, bool) {
 	return u.String(), true
 }
 
-func (s *Server) listSuppressions(ctx context.Context, _ *struct{}) (*body[[]suppressionResponse], error) {
-	list, err := s.core.Deliverability.ListSuppressions(ctx, principalFrom(ctx).OrganizationID)
+func (s *Server) listSuppressions(ctx context.Context, in *listQuery) (*body[listBody[suppressionResponse]], error) {
+	orgID := principalFrom(ctx).OrganizationID
+	if !in.paged() {
+		list, err := s.core.Deliverability.ListSuppressions(ctx, orgID)
+		if err != nil {
+			return nil, err
+		}
+		return &body[listBody[suppressionResponse]]{bareList(mapItems(list, toSuppression))}, nil
+	}
+	page, err := s.core.Deliverability.ListSuppressionsPage(ctx, orgID, in.pageQuery())
 	if err != nil {
 		return nil, err
 	}
-	return toSuppressions(list), nil
+	return &body[listBody[suppressionResponse]]{pageList(mapItems(page.Data, toSuppression), page.NextCursor)}, nil
 }
 
 func (s *Server) createSuppression(ctx context.Context, in *body[createSuppressionRequest]) (*body[suppressionResponse], error) {

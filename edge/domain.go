@@ -80,16 +80,19 @@ func (s *Server) registerDomainRoutes() {
 	register(s, huma.Operation{
 		OperationID: "list-domains", Method: http.MethodGet, Path: "/v1/domains",
 		Tags: []string{tagDomains}, Summary: "List sending domains",
-		Description: "The organization's domains, newest first, without their records.",
-	}, session, s.listDomains)
+		Description: "The organization's domains, newest first, without their records: a bare array of the " +
+			"newest 1000, or with limit or cursor a page {data, nextCursor}.",
+	}, session, s.listDomains, http.StatusBadRequest)
 
 	register(s, huma.Operation{
 		OperationID: "create-domain", Method: http.MethodPost, Path: "/v1/domains", DefaultStatus: http.StatusCreated,
 		Tags: []string{tagDomains}, Summary: "Add a sending domain",
 		Description: "Generates a fresh RSA-2048 DKIM keypair and a selector unique to the domain, and returns the " +
 			"five DNS records to publish. The domain starts pending. Required records: SPF, DKIM and RETURN_PATH; " +
-			"DMARC and TRACKING are recommended.",
-	}, session, s.createDomain, http.StatusBadRequest, http.StatusConflict)
+			"DMARC and TRACKING are recommended. Limited to 10 per organization per hour, like verify (429 with " +
+			"retryAfterSeconds); an organization holding as many domains as the deployment allows (100 unless " +
+			"the operator raised POSTMILL_MAX_DOMAINS_PER_ORG) gets 403 resource_limit_reached.",
+	}, session, s.createDomain, http.StatusBadRequest, http.StatusForbidden, http.StatusConflict, http.StatusTooManyRequests)
 
 	register(s, huma.Operation{
 		OperationID: "get-domain", Method: http.MethodGet, Path: "/v1/domains/{id}",
@@ -171,16 +174,20 @@ func toDomainWithRecords(d ports.Domain) *body[domainWithRecordsResponse] {
 	}}
 }
 
-func (s *Server) listDomains(ctx context.Context, _ *struct{}) (*body[[]domainResponse], error) {
-	domains, err := s.core.Domains.ListDomains(ctx, principalFrom(ctx).OrganizationID)
+func (s *Server) listDomains(ctx context.Context, in *listQuery) (*body[listBody[domainResponse]], error) {
+	orgID := principalFrom(ctx).OrganizationID
+	if !in.paged() {
+		domains, err := s.core.Domains.ListDomains(ctx, orgID)
+		if err != nil {
+			return nil, err
+		}
+		return &body[listBody[domainResponse]]{bareList(mapItems(domains, toDomain))}, nil
+	}
+	page, err := s.core.Domains.ListDomainsPage(ctx, orgID, in.pageQuery())
 	if err != nil {
 		return nil, err
 	}
-	out := make([]domainResponse, 0, len(domains))
-	for _, d := range domains {
-		out = append(out, toDomain(d))
-	}
-	return &body[[]domainResponse]{out}, nil
+	return &body[listBody[domainResponse]]{pageList(mapItems(page.Data, toDomain), page.NextCursor)}, nil
 }
 
 func (s *Server) createDomain(ctx context.Context, in *body[createDomainRequest]) (*body[domainWithRecordsResponse], error) {

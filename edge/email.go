@@ -134,11 +134,14 @@ func (s *Server) registerEmailRoutes() {
 	register(s, huma.Operation{
 		OperationID: "send-email", Method: http.MethodPost, Path: "/v1/emails", DefaultStatus: http.StatusAccepted,
 		Tags: []string{tagEmails}, Summary: "Send an email",
-		Description: "Accepts and queues one email (202: accepted, not delivered). The body is at most 36 MiB, " +
-			"enough for 25 MiB of attachments in base64. Rejections: 400 (validation, unknown or unverified domain, " +
-			"suppressed recipient, rejected attachment), 402 plan_limit_exceeded, 403 org_suspended, " +
+		Description: "Accepts and queues one email (202: accepted, not delivered). The body is at most 48 MiB, " +
+			"enough for 25 MiB of attachments in base64 and 5 MiB each of html and text. A larger body that " +
+			"breaks an attachment or body size bound is still a 400 naming the field (sizes from the base64 " +
+			"length, nothing buffered); any other is a 413. Rejections: 400 (validation, unknown or unverified " +
+			"domain, suppressed recipient, rejected attachment), 402 plan_limit_exceeded, 403 org_suspended, " +
 			"429 warmup_cap_reached.",
 		MaxBodyBytes: SendMaxBodyBytes,
+		Middlewares:  huma.Middlewares{sizeGuard(false)},
 	}, send, s.sendEmail, http.StatusBadRequest, http.StatusPaymentRequired, http.StatusForbidden,
 		http.StatusRequestEntityTooLarge, http.StatusTooManyRequests)
 
@@ -148,9 +151,12 @@ func (s *Server) registerEmailRoutes() {
 		Description: "1-500 emails, each through the full single-send path; results are aligned to the request by " +
 			"index and one item's failure never aborts the rest. A schema violation anywhere in the body (including " +
 			"an attachment over its size limit or content that is not base64) is a 400 for the whole batch; a " +
-			"rejection of an item by the send rules is that item's error. The Idempotency-Key header is ignored. " +
-			"The body is at most 40 MiB.",
+			"rejection of an item by the send rules (including the bounds on recipients, subject, bodies, tags, " +
+			"metadata and headers) is that item's error. The Idempotency-Key header is ignored. The body is at " +
+			"most 56 MiB; a larger one that breaks an attachment or body size bound is a 400 naming the item's " +
+			"field, any other a 413.",
 		MaxBodyBytes: BatchMaxBodyBytes,
+		Middlewares:  huma.Middlewares{sizeGuard(true)},
 	}, send, s.sendEmailBatch, http.StatusBadRequest, http.StatusRequestEntityTooLarge)
 
 	register(s, huma.Operation{

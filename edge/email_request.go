@@ -147,6 +147,9 @@ func (o jsonObject) MarshalJSON() ([]byte, error) {
 
 // Resolve checks what the schema cannot: the element of `to` that is wrong, header names, and attachment
 // sizes computed from the base64 length, before anything is decoded or the core is called (SPEC §4.2, §8).
+// A body over the route's bound never gets here: sizeGuard (email_size.go) reports its size violations.
+// The bounds SPEC §8 leaves open (recipients, subject, bodies, tags, metadata, headers) are the core's, so
+// that a batch item breaking one fails alone and SMTP submission meets them too.
 // prefix is "body" for a single send and "body.emails[i]" in a batch. huma runs it even when the body
 // failed the schema and was decoded only in part, so it only reports what is present and wrong.
 func (r *sendEmailRequest) Resolve(_ huma.Context, prefix *huma.PathBuffer) []error {
@@ -188,11 +191,11 @@ func (r *sendEmailRequest) Resolve(_ huma.Context, prefix *huma.PathBuffer) []er
 		total += n
 		switch {
 		case n > ports.MaxAttachmentBytes:
-			at(field, "expected at most 10 MiB after base64 decoding")
+			at(field, msgAttachmentOver)
 		case total > ports.MaxTotalAttachmentBytes && !overTotal:
 			// Named once, at the attachment that crosses the total.
 			overTotal = true
-			at(field, "expected attachments to total at most 25 MiB after base64 decoding")
+			at(field, msgAttachmentsSum)
 		}
 	}
 	return errs

@@ -8,6 +8,8 @@ import (
 	"strconv"
 
 	"github.com/danielgtaylor/huma/v2"
+
+	"github.com/postmill/postmill/ports"
 )
 
 // bodyExample is one request body shown in the API reference, written as the JSON a client sends.
@@ -167,6 +169,12 @@ func errorExamples(op *huma.Operation, status int) map[string]*huma.Example {
 			out["org-suspended"] = &huma.Example{Summary: "Organization paused",
 				Value: errorExample(status, "org_suspended", "organization sending is paused")}
 		}
+		if r, ok := resourceLimits[op.OperationID]; ok {
+			out["resource-limit"] = &huma.Example{Summary: "The organization holds as many as allowed",
+				Value: errorExample(status, ports.ReasonResourceLimit, fmt.Sprintf("organization has reached its limit "+
+					"of %d %s; delete one, or ask the platform operator to raise %s", r.limit, r.noun, r.setting),
+					"resource", r.resource, "limit", r.limit)}
+		}
 		if len(out) == 0 {
 			out["forbidden"] = &huma.Example{Value: errorExample(status, text, text)}
 		}
@@ -201,6 +209,16 @@ func errorExamples(op *huma.Operation, status int) map[string]*huma.Example {
 		return one("internal", "Unhandled server error; the body carries no detail", errorExample(status, text, text))
 	}
 	return one("error", "", errorExample(status, text, text))
+}
+
+// resourceLimits are the creations refused past a per-organization count, with the default bounds.
+var resourceLimits = map[string]struct {
+	resource, noun, setting string
+	limit                   int
+}{
+	"create-domain":  {ports.ResourceDomains, "domains", "POSTMILL_MAX_DOMAINS_PER_ORG", 100},
+	"create-webhook": {ports.ResourceWebhooks, "webhook endpoints", "POSTMILL_MAX_WEBHOOKS_PER_ORG", 20},
+	"create-api-key": {ports.ResourceAPIKeys, "active API keys", "POSTMILL_MAX_API_KEYS_PER_ORG", 100},
 }
 
 // apiKeyScopes returns the scopes, any one of which an API key route accepts.

@@ -253,6 +253,7 @@ func TestOpenAPIListsEveryRoute(t *testing.T) {
 		{"post", "/v1/templates/{id}/publish", "publish-template", "201", "apiKey", []string{"templates:write"}},
 		{"get", "/v1/templates", "list-templates", "200", "session", nil},
 		{"get", "/v1/templates/{id}", "get-template", "200", "session", nil},
+		{"get", "/v1/templates/{id}/versions", "list-template-versions", "200", "session", nil},
 		{"get", "/v1/suppressions", "list-suppressions", "200", "apiKey", []string{"suppressions:read", "suppressions:write"}},
 		{"post", "/v1/suppressions", "create-suppression", "201", "apiKey", []string{"suppressions:write"}},
 		{"delete", "/v1/suppressions/{id}", "delete-suppression", "200", "apiKey", []string{"suppressions:write"}},

@@ -14,8 +14,9 @@ import (
 const tagTemplates = "Templates"
 
 // Template shapes. SPEC §4.4 fixes {id, name, currentVersion} for create and publish and leaves the rest
-// open; the edge adds the timestamps everywhere and, on GET /v1/templates/{id}, the versions. A version's
-// optional bodies are null when absent rather than missing, so every version has the same keys.
+// open; the edge adds the timestamps everywhere and, on GET /v1/templates/{id}, the newest versions with
+// versionsTruncated. A version's optional bodies are null when absent rather than missing, so every version
+// has the same keys.
 
 type templateResponse struct {
 	ID             string    `json:"id" format:"uuid" doc:"Template id"`
@@ -44,7 +45,20 @@ type templateWithVersionsResponse struct {
 	CurrentVersion *int                      `json:"currentVersion" doc:"The published version number; null until the first publish"`
 	CreatedAt      time.Time                 `json:"createdAt" doc:"When the template was created"`
 	UpdatedAt      time.Time                 `json:"updatedAt" doc:"When the template last changed, for example by a publish"`
-	Versions       []templateVersionResponse `json:"versions" nullable:"false" doc:"Every version, oldest first"`
+	Versions       []templateVersionResponse `json:"versions" nullable:"false" doc:"The newest 50 versions, oldest first"`
+	// VersionsTruncated keeps the answer bounded for a template edited for years.
+	VersionsTruncated bool `json:"versionsTruncated" doc:"true when the template has versions older than those listed; GET /v1/templates/{id}/versions pages through all of them"`
+}
+
+type listTemplateVersionsInput struct {
+	ID     string `path:"id" format:"uuid" doc:"Template id"`
+	Limit  int    `query:"limit" minimum:"1" maximum:"100" default:"25" doc:"Page size"`
+	Cursor string `query:"cursor" maxLength:"1024" doc:"nextCursor of the previous page"`
+}
+
+type templateVersionPageResponse struct {
+	Data       []templateVersionResponse `json:"data" nullable:"false" doc:"Newest version first"`
+	NextCursor *string                   `json:"nextCursor" doc:"Pass as cursor for the next page; null on the last page"`
 }
 
 type createTemplateRequest struct {
@@ -105,14 +119,22 @@ func (s *Server) registerTemplateRoutes() {
 	register(s, huma.Operation{
 		OperationID: "list-templates", Method: http.MethodGet, Path: "/v1/templates",
 		Tags: []string{tagTemplates}, Summary: "List templates",
-		Description: "The organization's templates, newest first, without their versions.",
-	}, read, s.listTemplates)
+		Description: "The organization's templates, newest first, without their versions: a bare array of the " +
+			"newest 1000, or with limit or cursor a page {data, nextCursor}.",
+	}, read, s.listTemplates, http.StatusBadRequest)
 
 	register(s, huma.Operation{
 		OperationID: "get-template", Method: http.MethodGet, Path: "/v1/templates/{id}",
 		Tags: []string{tagTemplates}, Summary: "Get a template",
-		Description: "The template with every version, oldest first.",
+		Description: "The template with its newest 50 versions, oldest first; versionsTruncated is true when " +
+			"older ones exist (GET /v1/templates/{id}/versions pages through every version).",
 	}, read, s.getTemplate, http.StatusBadRequest, http.StatusNotFound)
+
+	register(s, huma.Operation{
+		OperationID: "list-template-versions", Method: http.MethodGet, Path: "/v1/templates/{id}/versions",
+		Tags: []string{tagTemplates}, Summary: "List a template's versions",
+		Description: "Every version of the template, newest first, a page at a time: {data, nextCursor}.",
+	}, read, s.listTemplateVersions, http.StatusBadRequest, http.StatusNotFound)
 }
 
 func toTemplate(t ports.Template) templateResponse {
@@ -175,16 +197,31 @@ func (s *Server) publishTemplate(ctx context.Context, in *publishTemplateInput) 
 	return &body[templateResponse]{toTemplate(t)}, nil
 }
 
-func (s *Server) listTemplates(ctx context.Context, _ *struct{}) (*body[[]templateResponse], error) {
-	templates, err := s.core.Templates.ListTemplates(ctx, principalFrom(ctx).OrganizationID)
+func (s *Server) listTemplates(ctx context.Context, in *listQuery) (*body[listBody[templateResponse]], error) {
+	orgID := principalFrom(ctx).OrganizationID
+	if !in.paged() {
+		templates, err := s.core.Templates.ListTemplates(ctx, orgID)
+		if err != nil {
+			return nil, err
+		}
+		return &body[listBody[templateResponse]]{bareList(mapItems(templates, toTemplate))}, nil
+	}
+	page, err := s.core.Templates.ListTemplatesPage(ctx, orgID, in.pageQuery())
 	if err != nil {
 		return nil, err
 	}
-	out := make([]templateResponse, 0, len(templates))
-	for _, t := range templates {
-		out = append(out, toTemplate(t))
+	return &body[listBody[templateResponse]]{pageList(mapItems(page.Data, toTemplate), page.NextCursor)}, nil
+}
+
+func (s *Server) listTemplateVersions(ctx context.Context, in *listTemplateVersionsInput) (*body[templateVersionPageResponse], error) {
+	page, err := s.core.Templates.ListTemplateVersions(ctx, principalFrom(ctx).OrganizationID, canonicalUUID(in.ID),
+		ports.PageQuery{Limit: in.Limit, Cursor: in.Cursor})
+	if err != nil {
+		return nil, err
 	}
-	return &body[[]templateResponse]{out}, nil
+	return &body[templateVersionPageResponse]{templateVersionPageResponse{
+		Data: mapItems(page.Data, toTemplateVersion), NextCursor: nullIfEmpty(page.NextCursor),
+	}}, nil
 }
 
 func (s *Server) getTemplate(ctx context.Context, in *idPath) (*body[templateWithVersionsResponse], error) {
@@ -195,7 +232,7 @@ func (s *Server) getTemplate(ctx context.Context, in *idPath) (*body[templateWit
 	m := toTemplate(t)
 	out := templateWithVersionsResponse{
 		ID: m.ID, Name: m.Name, CurrentVersion: m.CurrentVersion, CreatedAt: m.CreatedAt, UpdatedAt: m.UpdatedAt,
-		Versions: make([]templateVersionResponse, 0, len(t.Versions)),
+		Versions: make([]templateVersionResponse, 0, len(t.Versions)), VersionsTruncated: t.VersionsTruncated,
 	}
 	for _, v := range t.Versions {
 		out.Versions = append(out.Versions, toTemplateVersion(v))

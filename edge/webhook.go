@@ -90,14 +90,17 @@ func (s *Server) registerWebhookRoutes() {
 	register(s, huma.Operation{
 		OperationID: "list-webhooks", Method: http.MethodGet, Path: "/v1/webhooks",
 		Tags: []string{tagWebhooks}, Summary: "List webhook endpoints",
-		Description: "The organization's endpoints, newest first, with secrets masked as whsec_***.",
-	}, read, s.listWebhooks)
+		Description: "The organization's endpoints, newest first, with secrets masked as whsec_***: a bare array " +
+			"of the newest 1000, or with limit or cursor a page {data, nextCursor}.",
+	}, read, s.listWebhooks, http.StatusBadRequest)
 
 	register(s, huma.Operation{
 		OperationID: "create-webhook", Method: http.MethodPost, Path: "/v1/webhooks", DefaultStatus: http.StatusCreated,
 		Tags: []string{tagWebhooks}, Summary: "Create a webhook endpoint",
 		Description: "Registers an http or https URL for the given event types. The answer carries the signing " +
-			"secret (whsec_ and 64 hex characters) in plaintext: it is shown only here and on rotate-secret.",
+			"secret (whsec_ and 64 hex characters) in plaintext: it is shown only here and on rotate-secret. An " +
+			"organization holding as many endpoints as the deployment allows (20 unless the operator raised " +
+			"POSTMILL_MAX_WEBHOOKS_PER_ORG) gets 403 resource_limit_reached.",
 	}, write, s.createWebhook, http.StatusBadRequest)
 
 	register(s, huma.Operation{
@@ -185,16 +188,20 @@ func httpURL(raw string) bool {
 	return scheme == "http" || scheme == "https"
 }
 
-func (s *Server) listWebhooks(ctx context.Context, _ *struct{}) (*body[[]webhookEndpointResponse], error) {
-	endpoints, err := s.core.Webhooks.ListEndpoints(ctx, principalFrom(ctx).OrganizationID)
+func (s *Server) listWebhooks(ctx context.Context, in *listQuery) (*body[listBody[webhookEndpointResponse]], error) {
+	orgID := principalFrom(ctx).OrganizationID
+	if !in.paged() {
+		endpoints, err := s.core.Webhooks.ListEndpoints(ctx, orgID)
+		if err != nil {
+			return nil, err
+		}
+		return &body[listBody[webhookEndpointResponse]]{bareList(mapItems(endpoints, toWebhookEndpoint))}, nil
+	}
+	page, err := s.core.Webhooks.ListEndpointsPage(ctx, orgID, in.pageQuery())
 	if err != nil {
 		return nil, err
 	}
-	out := make([]webhookEndpointResponse, 0, len(endpoints))
-	for _, e := range endpoints {
-		out = append(out, toWebhookEndpoint(e))
-	}
-	return &body[[]webhookEndpointResponse]{out}, nil
+	return &body[listBody[webhookEndpointResponse]]{pageList(mapItems(page.Data, toWebhookEndpoint), page.NextCursor)}, nil
 }
 
 func (s *Server) createWebhook(ctx context.Context, in *body[createWebhookRequest]) (*body[createdWebhookEndpointResponse], error) {

@@ -232,7 +232,8 @@ type AuthService interface {
 type APIKeyService interface {
 	// ListAPIKeys returns the organization's keys, newest first. Errors: none beyond internal.
 	ListAPIKeys(ctx context.Context, orgID string) ([]APIKey, error)
-	// CreateAPIKey issues a key; nil scopes means DefaultScopes. Errors: invalid_argument.
+	// CreateAPIKey issues a key; nil scopes means DefaultScopes. Errors: invalid_argument,
+	// permission_denied with ReasonResourceLimit (the organization holds as many active keys as allowed).
 	CreateAPIKey(ctx context.Context, orgID, name string, scopes []string) (CreatedAPIKey, error)
 	// RevokeAPIKey revokes at once. Errors: not_found.
 	RevokeAPIKey(ctx context.Context, orgID, id string) error
@@ -323,7 +324,10 @@ type OrganizationStore interface {
 
 // APIKeyStore persists API keys. Every method but APIKeyByPrefix and TouchAPIKeys is scoped by organization.
 type APIKeyStore interface {
-	InsertAPIKey(ctx context.Context, k APIKey) error
+	// InsertAPIKeyWithin writes the key unless the organization already holds max keys that are not
+	// revoked (max < 1: no bound), counted and inserted in one atomic step so concurrent inserts never pass
+	// max. inserted is false, with nothing written, when the organization holds max already.
+	InsertAPIKeyWithin(ctx context.Context, k APIKey, max int) (inserted bool, err error)
 	// ListAPIKeys returns the organization's keys, newest first.
 	ListAPIKeys(ctx context.Context, orgID string) ([]APIKey, error)
 	// RevokeAPIKey sets revokedAt (keeping an earlier one); not_found when the key is not the organization's.

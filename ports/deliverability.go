@@ -20,9 +20,9 @@ type NewSuppression struct {
 	Reason  string // default manual
 }
 
-// PageQuery pages a list newest first.
+// PageQuery pages a list newest first (see page.go).
 type PageQuery struct {
-	Limit  int    // 1-100, default 25
+	Limit  int    // 1-100 from clients, default 25
 	Cursor string // opaque, from the previous page's NextCursor
 }
 
@@ -77,15 +77,19 @@ type ComplaintPage struct {
 // suppression of a whole recipient domain (the address must be a bare domain); recipient is a tenant
 // suppression of one address (the address must contain "@").
 type DeliverabilityService interface {
-	// ListSuppressions returns the organization's suppressions, newest first (global ones are not listed).
+	// ListSuppressions returns the organization's newest MaxUnpagedListRows suppressions, newest first
+	// (global ones are not listed): the bare-array form of GET /v1/suppressions.
 	ListSuppressions(ctx context.Context, orgID string) ([]Suppression, error)
+	// ListSuppressionsPage pages the organization's suppressions newest first. Errors: invalid_argument
+	// (limit outside 1-MaxListLimit, a cursor this service did not issue).
+	ListSuppressionsPage(ctx context.Context, orgID string, q PageQuery) (Page[Suppression], error)
 	// CreateSuppression adds a suppression, or returns the existing one with the same address and scope.
 	// Errors: invalid_argument, permission_denied (scope global).
 	CreateSuppression(ctx context.Context, orgID string, s NewSuppression) (Suppression, error)
 	// DeleteSuppression removes one; deleted is false when the organization has no suppression with id.
 	DeleteSuppression(ctx context.Context, orgID, id string) (deleted bool, err error)
 	// ListGlobalSuppressions, CreateGlobalSuppression and DeleteGlobalSuppression are the admin routes' view
-	// of platform-wide suppressions.
+	// of platform-wide suppressions; the list holds the newest MaxUnpagedListRows.
 	ListGlobalSuppressions(ctx context.Context) ([]Suppression, error)
 	CreateGlobalSuppression(ctx context.Context, s NewSuppression) (Suppression, error)
 	DeleteGlobalSuppression(ctx context.Context, id string) (deleted bool, err error)
@@ -169,8 +173,9 @@ type RecipientRef struct {
 
 // DeliverabilityStore persists suppressions, bounces and complaints.
 type DeliverabilityStore interface {
-	// ListSuppressions returns the organization's suppressions newest first; orgID "" lists global ones.
-	ListSuppressions(ctx context.Context, orgID string) ([]Suppression, error)
+	// ListSuppressions pages the organization's suppressions newest first (keyset on createdAt, id); orgID
+	// "" pages the global ones. q.Limit is 1-MaxUnpagedListRows. Errors: invalid_argument (limit, cursor).
+	ListSuppressions(ctx context.Context, orgID string, q PageQuery) (Page[Suppression], error)
 	// InsertSuppression writes a suppression (OrganizationID "" for global) or returns the existing row of
 	// the same organization, address and scope.
 	InsertSuppression(ctx context.Context, s Suppression) (Suppression, error)

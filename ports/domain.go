@@ -83,10 +83,16 @@ type TrackingSettings struct {
 
 // DomainService manages sending domains (SPEC §4.3, Session routes).
 type DomainService interface {
-	// CreateDomain errors: invalid_argument (grammar), already_exists (constraint domains_org_name_key).
+	// CreateDomain errors: invalid_argument (grammar), already_exists (constraint domains_org_name_key),
+	// resource_exhausted (the creation rate per organization: every creation generates an RSA key),
+	// permission_denied with ReasonResourceLimit (the organization holds as many domains as allowed).
 	CreateDomain(ctx context.Context, orgID, name string) (Domain, error)
-	// ListDomains returns the organization's domains, newest first, without records.
+	// ListDomains returns the organization's newest MaxUnpagedListRows domains, newest first, without
+	// records: the bare-array form of GET /v1/domains.
 	ListDomains(ctx context.Context, orgID string) ([]Domain, error)
+	// ListDomainsPage pages the organization's domains newest first, without records. Errors:
+	// invalid_argument (limit outside 1-MaxListLimit, a cursor this service did not issue).
+	ListDomainsPage(ctx context.Context, orgID string, q PageQuery) (Page[Domain], error)
 	// GetDomain returns the domain with its records. Errors: not_found.
 	GetDomain(ctx context.Context, orgID, id string) (Domain, error)
 	// VerifyDomain checks every record over DNS and applies SPEC §3's state table. Errors: not_found,
@@ -101,9 +107,15 @@ type DomainService interface {
 
 // DomainStore persists sending domains and their records; every method is scoped by organization.
 type DomainStore interface {
-	// InsertDomain writes the domain and its records. Errors: already_exists (domains_org_name_key).
-	InsertDomain(ctx context.Context, d Domain, e Event) error
-	ListDomains(ctx context.Context, orgID string) ([]Domain, error)
+	// InsertDomainWithin writes the domain, its records and e, unless the organization already holds max
+	// domains (max < 1: no bound). The count and the insert are one atomic step: concurrent inserts never
+	// take an organization past max. inserted is false, with nothing written, when the organization holds
+	// max already. Errors: already_exists (domains_org_name_key).
+	InsertDomainWithin(ctx context.Context, d Domain, e Event, max int) (inserted bool, err error)
+	// ListDomains pages the organization's domains newest first (keyset on createdAt, id), without
+	// records. q.Limit is 1-MaxUnpagedListRows; the caller checks the client's bound. Errors:
+	// invalid_argument (limit, a cursor this store did not issue).
+	ListDomains(ctx context.Context, orgID string, q PageQuery) (Page[Domain], error)
 	// GetDomain returns the domain with records. Errors: not_found.
 	GetDomain(ctx context.Context, orgID, id string) (Domain, error)
 	// DomainByName returns the domain (without records) for a sender's domain. Errors: not_found.

@@ -6,3 +6,32 @@ const (
 	DefaultListLimit = 25
 	MaxListLimit     = 100
 )
+
+// MaxUnpagedListRows bounds the bare-array form of the suppression, domain, template and webhook lists
+// (SPEC §9.2 keeps a bare array when the caller gives neither limit nor cursor): at most this many rows,
+// newest first. limit and cursor page through the rest.
+const MaxUnpagedListRows = 1000
+
+// Page is one page of a list, newest first. NextCursor is "" on the last page.
+type Page[T any] struct {
+	Data       []T
+	NextCursor string
+}
+
+// Checked applies DefaultListLimit to a query without a limit and refuses a limit outside 1-MaxListLimit
+// with a 400 at path limit. The cursor is the store's to judge: only the store can read it.
+func (q PageQuery) Checked() (PageQuery, error) {
+	if q.Limit == 0 {
+		q.Limit = DefaultListLimit
+	}
+	if q.Limit < 1 || q.Limit > MaxListLimit {
+		return q, ValidationError(FieldViolation{Path: "limit", Message: msgListLimit})
+	}
+	return q, nil
+}
+
+// msgListLimit is the violation of a limit outside 1-MaxListLimit.
+const msgListLimit = "must be between 1 and 100"
+
+// Unpaged is the query of a list's bare-array form: the first MaxUnpagedListRows rows.
+func Unpaged() PageQuery { return PageQuery{Limit: MaxUnpagedListRows} }

@@ -8,6 +8,9 @@ import (
 // Template bounds of SPEC §2 and §8.
 const (
 	MaxTemplateName = 120
+	// TemplateVersionsShown is how many versions GetTemplate includes: the newest ones, oldest first.
+	// Template.VersionsTruncated tells a client that older ones exist (ListTemplateVersions pages them).
+	TemplateVersionsShown = 50
 	// TemplatesConstraint names the templates table's key in the 400 "Referenced resource does not exist"
 	// of a send that references a template that does not exist, or has no published version.
 	TemplatesConstraint = "templates_pkey"
@@ -22,8 +25,10 @@ type Template struct {
 	CurrentVersion *int
 	CreatedAt      time.Time
 	UpdatedAt      time.Time
-	// Versions is filled only by GetTemplate, oldest first.
+	// Versions is filled only by GetTemplate: the newest TemplateVersionsShown versions, oldest first.
 	Versions []TemplateVersion
+	// VersionsTruncated is true when the template has versions older than those in Versions.
+	VersionsTruncated bool
 }
 
 // TemplateVersion is one immutable version. When ReactSource is given, HTML holds what it rendered to at
@@ -65,10 +70,18 @@ type TemplateService interface {
 	// PublishTemplate makes version the current one; later sends use it at once. Errors: invalid_argument
 	// (version < 1), not_found (no such template or version).
 	PublishTemplate(ctx context.Context, orgID, templateID string, version int) (Template, error)
-	// ListTemplates returns the organization's templates, newest first, without versions.
+	// ListTemplates returns the organization's newest MaxUnpagedListRows templates, newest first, without
+	// versions: the bare-array form of GET /v1/templates.
 	ListTemplates(ctx context.Context, orgID string) ([]Template, error)
-	// GetTemplate returns the template with its versions. Errors: not_found.
+	// ListTemplatesPage pages the organization's templates newest first, without versions. Errors:
+	// invalid_argument (limit outside 1-MaxListLimit, a cursor this service did not issue).
+	ListTemplatesPage(ctx context.Context, orgID string, q PageQuery) (Page[Template], error)
+	// GetTemplate returns the template with its newest TemplateVersionsShown versions, oldest first, and
+	// VersionsTruncated. Errors: not_found.
 	GetTemplate(ctx context.Context, orgID, id string) (Template, error)
+	// ListTemplateVersions pages a template's versions, newest first. Errors: not_found (no template),
+	// invalid_argument (limit, cursor).
+	ListTemplateVersions(ctx context.Context, orgID, templateID string, q PageQuery) (Page[TemplateVersion], error)
 }
 
 // TemplateRenderer is what the send path needs from templates.
@@ -97,10 +110,16 @@ type TemplateStore interface {
 	InsertTemplateVersion(ctx context.Context, orgID string, v TemplateVersion) (TemplateVersion, error)
 	// PublishTemplateVersion sets CurrentVersion. Errors: not_found (template or version).
 	PublishTemplateVersion(ctx context.Context, orgID, templateID string, version int, now time.Time) (Template, error)
-	// ListTemplates returns templates newest first, without versions.
-	ListTemplates(ctx context.Context, orgID string) ([]Template, error)
-	// GetTemplate returns the template with its versions, oldest first. Errors: not_found.
-	GetTemplate(ctx context.Context, orgID, id string) (Template, error)
+	// ListTemplates pages templates newest first (keyset on createdAt, id), without versions. q.Limit is
+	// 1-MaxUnpagedListRows. Errors: invalid_argument (limit, cursor).
+	ListTemplates(ctx context.Context, orgID string, q PageQuery) (Page[Template], error)
+	// GetTemplate returns the template with its newest `versions` versions, oldest first, and
+	// VersionsTruncated when older ones exist. Errors: not_found.
+	GetTemplate(ctx context.Context, orgID, id string, versions int) (Template, error)
+	// ListTemplateVersions pages a template's versions newest first (keyset on the version number). q.Limit
+	// is 1-MaxListLimit. Errors: not_found (no such template in the organization), invalid_argument
+	// (limit, cursor).
+	ListTemplateVersions(ctx context.Context, orgID, templateID string, q PageQuery) (Page[TemplateVersion], error)
 	// PublishedTemplateVersion returns the version a send renders. Errors: not_found (no template, or none
 	// published).
 	PublishedTemplateVersion(ctx context.Context, orgID, templateID string) (TemplateVersion, error)

@@ -65,10 +65,15 @@ type WebhookDelivery struct {
 
 // WebhookService manages endpoints and their deliveries (SPEC §4.6, Key routes).
 type WebhookService interface {
-	// CreateEndpoint errors: invalid_argument (URL not http/https, eventTypes empty or unknown).
+	// CreateEndpoint errors: invalid_argument (URL not http/https, eventTypes empty or unknown),
+	// permission_denied with ReasonResourceLimit (the organization holds as many endpoints as allowed).
 	CreateEndpoint(ctx context.Context, orgID, url string, eventTypes []string) (CreatedWebhookEndpoint, error)
-	// ListEndpoints returns the organization's endpoints, newest first, without secrets.
+	// ListEndpoints returns the organization's newest MaxUnpagedListRows endpoints, newest first, without
+	// secrets: the bare-array form of GET /v1/webhooks.
 	ListEndpoints(ctx context.Context, orgID string) ([]WebhookEndpoint, error)
+	// ListEndpointsPage pages the organization's endpoints newest first, without secrets. Errors:
+	// invalid_argument (limit outside 1-MaxListLimit, a cursor this service did not issue).
+	ListEndpointsPage(ctx context.Context, orgID string, q PageQuery) (Page[WebhookEndpoint], error)
 	// DeleteEndpoint deletes the endpoint and its deliveries. Errors: not_found.
 	DeleteEndpoint(ctx context.Context, orgID, id string) error
 	// TestEndpoint sends a sample email.delivered event now, whatever the subscriptions, and returns the
@@ -106,9 +111,13 @@ type WebhookAttempt struct {
 // WebhookStore persists endpoints and deliveries and fans events out. Tenant methods are scoped by
 // organization; the dispatcher's methods (FanOut, ClaimDue, RecordAttempts) work across organizations.
 type WebhookStore interface {
-	InsertEndpoint(ctx context.Context, e WebhookEndpoint) error
-	// ListEndpoints returns the organization's endpoints, newest first.
-	ListEndpoints(ctx context.Context, orgID string) ([]WebhookEndpoint, error)
+	// InsertEndpointWithin writes the endpoint unless the organization already holds max endpoints (max < 1:
+	// no bound), counted and inserted in one atomic step so concurrent inserts never pass max. inserted is
+	// false, with nothing written, when the organization holds max already.
+	InsertEndpointWithin(ctx context.Context, e WebhookEndpoint, max int) (inserted bool, err error)
+	// ListEndpoints pages the organization's endpoints newest first (keyset on createdAt, id). q.Limit is
+	// 1-MaxUnpagedListRows. Errors: invalid_argument (limit, cursor).
+	ListEndpoints(ctx context.Context, orgID string, q PageQuery) (Page[WebhookEndpoint], error)
 	// GetEndpoint errors: not_found.
 	GetEndpoint(ctx context.Context, orgID, id string) (WebhookEndpoint, error)
 	// DeleteEndpoint deletes the endpoint and its deliveries. Errors: not_found.

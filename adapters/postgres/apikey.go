@@ -14,25 +14,45 @@ var _ ports.APIKeyStore = (*APIKeys)(nil)
 // use.
 type APIKeys struct{ shared }
 
-// InsertAPIKey implements ports.APIKeyStore. A nil scope list is stored as an empty one, never NULL.
+// InsertAPIKey writes the key with no bound on the organization's keys: InsertAPIKeyWithin with max 0, for
+// tools and tests that place rows directly.
 func (s *APIKeys) InsertAPIKey(ctx context.Context, k ports.APIKey) error {
+	_, err := s.InsertAPIKeyWithin(ctx, k, 0)
+	return err
+}
+
+// InsertAPIKeyWithin implements ports.APIKeyStore in one transaction (one pipelined batch): a
+// per-organization advisory lock, then the insert only while the organization holds fewer than max keys
+// that are not revoked, counted after the lock so concurrent creations take turns. A nil scope list is
+// stored as an empty one, never NULL.
+func (s *APIKeys) InsertAPIKeyWithin(ctx context.Context, k ports.APIKey, max int) (bool, error) {
 	scopes := k.Scopes
 	if scopes == nil {
 		scopes = []string{}
 	}
-	err := s.queries.InsertAPIKey(ctx, db.InsertAPIKeyParams{
-		OrganizationID: k.OrganizationID,
-		ID:             k.ID,
-		Name:           k.Name,
-		Prefix:         k.Prefix,
-		TokenHash:      k.TokenHash,
-		Scopes:         scopes,
-		ScopesEnforced: k.ScopesEnforced,
-		LastUsedAt:     k.LastUsedAt,
-		RevokedAt:      k.RevokedAt,
-		CreatedAt:      k.CreatedAt,
-	})
-	return interpretError(err)
+	var n int64
+	err := runPipeline(ctx, s.pool,
+		func(q *db.Queries) error { return q.LockOrganizationAPIKeys(ctx, k.OrganizationID) },
+		func(q *db.Queries) (err error) {
+			n, err = q.InsertAPIKeyWithin(ctx, db.InsertAPIKeyWithinParams{
+				OrganizationID: k.OrganizationID,
+				ID:             k.ID,
+				Name:           k.Name,
+				Prefix:         k.Prefix,
+				TokenHash:      k.TokenHash,
+				Scopes:         scopes,
+				ScopesEnforced: k.ScopesEnforced,
+				LastUsedAt:     k.LastUsedAt,
+				RevokedAt:      k.RevokedAt,
+				CreatedAt:      k.CreatedAt,
+				MaxKeys:        clampInt32(max),
+			})
+			return err
+		})
+	if err != nil {
+		return false, interpretError(err)
+	}
+	return n > 0, nil
 }
 
 // ListAPIKeys implements ports.APIKeyStore: newest first (SPEC §4.1), revoked keys included.

@@ -16,23 +16,6 @@ var _ ports.DeliverabilityStore = (*Deliverability)(nil)
 // messages (ports.DeliverabilityStore). Safe for concurrent use.
 type Deliverability struct{ shared }
 
-// ListSuppressions implements ports.DeliverabilityStore: the organization's rows newest first, or the
-// platform-wide ones for orgID "".
-func (s *Deliverability) ListSuppressions(ctx context.Context, orgID string) ([]ports.Suppression, error) {
-	if orgID != "" && !isUUID(orgID) {
-		return []ports.Suppression{}, nil
-	}
-	rows, err := s.queries.ListSuppressions(ctx, orgID)
-	if err != nil {
-		return nil, interpretError(err)
-	}
-	out := make([]ports.Suppression, len(rows))
-	for i, r := range rows {
-		out[i] = suppressionFromFields(r.ID, r.OrganizationID, r.Address, r.Scope, r.Reason, r.CreatedAt)
-	}
-	return out, nil
-}
-
 // InsertSuppression implements ports.DeliverabilityStore. A row of the same organization (or none, for
 // global), address and scope is returned unchanged instead of a second one.
 func (s *Deliverability) InsertSuppression(ctx context.Context, sup ports.Suppression) (ports.Suppression, error) {

@@ -32,14 +32,14 @@ func TestSuppressions_CreateListDelete(t *testing.T) {
 		t.Fatalf("global insert = %+v (%v)", global, err)
 	}
 
-	list, err := s.ListSuppressions(ctx, a.org.ID)
+	list, err := dataOf(s.ListSuppressions(ctx, a.org.ID, ports.Unpaged()))
 	if err != nil || len(list) != 2 || list[0].Address != "example.org" || list[1].ID != first.ID {
 		t.Fatalf("A's list = %+v (%v), want its two rows newest first", list, err)
 	}
-	if list, _ := s.ListSuppressions(ctx, b.org.ID); len(list) != 0 {
+	if list, _ := dataOf(s.ListSuppressions(ctx, b.org.ID, ports.Unpaged())); len(list) != 0 {
 		t.Fatalf("B lists %+v", list)
 	}
-	globals, err := s.ListSuppressions(ctx, "")
+	globals, err := dataOf(s.ListSuppressions(ctx, "", ports.Unpaged()))
 	if err != nil || !containsSuppression(globals, global.ID) || containsSuppression(globals, first.ID) {
 		t.Fatalf("global list = %+v (%v)", globals, err)
 	}

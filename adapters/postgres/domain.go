@@ -17,50 +17,86 @@ var _ ports.DomainStore = (*Domains)(nil)
 // concurrent use.
 type Domains struct{ shared }
 
-// InsertDomain implements ports.DomainStore: the domain, its records (kept in the given order) and the
-// domain.created event in one transaction (one pipelined batch). Errors: already_exists naming
-// domains_org_name_key when the organization already has the name.
+// InsertDomain writes the domain, its records (kept in the given order) and the domain.created event with
+// no bound on the organization's domains: InsertDomainWithin with max 0, for tools and tests that place
+// rows directly. Errors: already_exists naming domains_org_name_key.
 func (s *Domains) InsertDomain(ctx context.Context, d ports.Domain, e ports.Event) error {
+	_, err := s.InsertDomainWithin(ctx, d, e, 0)
+	return err
+}
+
+// InsertDomainWithin implements ports.DomainStore in one transaction: a per-organization advisory lock,
+// then the domain inserted only while the organization holds fewer than max (the count is read after the
+// lock, so concurrent creations take turns and never pass max), then its records (kept in the given order)
+// and the domain.created event. Errors: already_exists naming domains_org_name_key when the organization
+// already has the name.
+func (s *Domains) InsertDomainWithin(ctx context.Context, d ports.Domain, e ports.Event, max int) (bool, error) {
 	status := d.Status
 	if status == "" {
 		status = ports.DomainPending
 	}
-	steps := []pipelineStep{func(q *db.Queries) error {
-		return q.InsertDomain(ctx, db.InsertDomainParams{
-			ID:             d.ID,
-			OrganizationID: d.OrganizationID,
-			Name:           d.Name,
-			Status:         string(status),
-			Region:         d.Region,
-			DkimSelector:   d.DKIMSelector,
-			DkimPrivateKey: d.DKIMPrivateKey,
-			DkimPublicKey:  d.DKIMPublicKey,
-			VerifiedAt:     d.VerifiedAt,
-			CreatedAt:      d.CreatedAt,
-		})
-	}}
-	if len(d.Records) > 0 {
-		p := insertDNSRecordsParams(d)
-		steps = append(steps, func(q *db.Queries) error { return q.InsertDNSRecords(ctx, p) })
+	inserted := false
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var n int64
+		err := runPipeline(ctx, tx,
+			func(q *db.Queries) error { return q.LockOrganizationDomains(ctx, d.OrganizationID) },
+			func(q *db.Queries) (err error) {
+				n, err = q.InsertDomainWithin(ctx, db.InsertDomainWithinParams{
+					ID:             d.ID,
+					OrganizationID: d.OrganizationID,
+					Name:           d.Name,
+					Status:         string(status),
+					Region:         d.Region,
+					DkimSelector:   d.DKIMSelector,
+					DkimPrivateKey: d.DKIMPrivateKey,
+					DkimPublicKey:  d.DKIMPublicKey,
+					VerifiedAt:     d.VerifiedAt,
+					CreatedAt:      d.CreatedAt,
+					MaxDomains:     clampInt32(max),
+				})
+				return err
+			})
+		if err != nil || n == 0 {
+			return err
+		}
+		inserted = true
+		var steps []pipelineStep
+		if len(d.Records) > 0 {
+			p := insertDNSRecordsParams(d)
+			steps = append(steps, func(q *db.Queries) error { return q.InsertDNSRecords(ctx, p) })
+		}
+		if e.Type != "" {
+			p := insertEventsParams(eventsAbout([]ports.Event{e}, d.OrganizationID, "", d.ID))
+			steps = append(steps, func(q *db.Queries) error { return q.InsertEvents(ctx, p) })
+		}
+		if len(steps) == 0 {
+			return nil
+		}
+		return runPipeline(ctx, tx, steps...)
+	})
+	if err != nil {
+		return false, interpretError(err)
 	}
-	if e.Type != "" {
-		p := insertEventsParams(eventsAbout([]ports.Event{e}, d.OrganizationID, "", d.ID))
-		steps = append(steps, func(q *db.Queries) error { return q.InsertEvents(ctx, p) })
-	}
-	return interpretError(runPipeline(ctx, s.pool, steps...))
+	return inserted, nil
 }
 
-// ListDomains implements ports.DomainStore: the organization's domains without records, newest first.
-func (s *Domains) ListDomains(ctx context.Context, orgID string) ([]ports.Domain, error) {
-	rows, err := s.queries.ListDomains(ctx, orgID)
+// ListDomains implements ports.DomainStore: the organization's domains without records, newest first, with
+// keyset paging on (created_at, id).
+func (s *Domains) ListDomains(ctx context.Context, orgID string, q ports.PageQuery) (ports.Page[ports.Domain], error) {
+	limit, beforeAt, beforeID, err := listBounds(q)
+	if err != nil {
+		return ports.Page[ports.Domain]{}, err
+	}
+	if !isUUID(orgID) {
+		return ports.Page[ports.Domain]{Data: []ports.Domain{}}, nil
+	}
+	rows, err := s.queries.ListDomains(ctx, db.ListDomainsParams{
+		OrganizationID: orgID, BeforeCreatedAt: beforeAt, BeforeID: beforeID, RowLimit: int32(limit + 1),
+	})
 	if err := listError(err); err != nil {
-		return nil, err
+		return ports.Page[ports.Domain]{}, err
 	}
-	out := make([]ports.Domain, len(rows))
-	for i, r := range rows {
-		out[i] = domainFromRow(r)
-	}
-	return out, nil
+	return pageOf(rows, limit, domainFromRow, func(r db.Domain) (time.Time, string) { return r.CreatedAt, r.ID }), nil
 }
 
 // GetDomain implements ports.DomainStore: the domain and its records in one round trip. Errors: not_found.

@@ -110,7 +110,7 @@ func TestDomain_InsertGetList(t *testing.T) {
 		t.Fatalf("default region = %q", got.Region)
 	}
 
-	list, err := s.ListDomains(ctx, a.org.ID)
+	list, err := dataOf(s.ListDomains(ctx, a.org.ID, ports.Unpaged()))
 	if err != nil || len(list) != 2 || list[0].ID != newer.ID || list[1].ID != older.ID {
 		t.Fatalf("ListDomains = %+v (%v), want newer then older", list, err)
 	}
@@ -276,7 +276,7 @@ func TestCrossOrganization_Domains(t *testing.T) {
 	b := mustSignup(t, s)
 	d := mustDomain(t, s, a.org.ID)
 
-	if list, err := s.ListDomains(ctx, b.org.ID); err != nil || len(list) != 0 {
+	if list, err := dataOf(s.ListDomains(ctx, b.org.ID, ports.Unpaged())); err != nil || len(list) != 0 {
 		t.Fatalf("B lists %d domains (%v), want none", len(list), err)
 	}
 	_, err := s.GetDomain(ctx, b.org.ID, d.ID)

@@ -81,3 +81,39 @@ func insertSuppressionsParams(sups []ports.Suppression) db.InsertSuppressionsPar
 	}
 	return p
 }
+
+// ListSuppressions implements ports.DeliverabilityStore: the organization's rows, or the platform-wide ones
+// for orgID "", newest first with keyset paging on (created_at, id).
+func (s *Deliverability) ListSuppressions(ctx context.Context, orgID string, q ports.PageQuery) (ports.Page[ports.Suppression], error) {
+	limit, beforeAt, beforeID, err := listBounds(q)
+	if err != nil {
+		return ports.Page[ports.Suppression]{}, err
+	}
+	key := func(r db.ListSuppressionsRow) (time.Time, string) { return r.CreatedAt, r.ID }
+	convert := func(r db.ListSuppressionsRow) ports.Suppression {
+		return suppressionFromFields(r.ID, r.OrganizationID, r.Address, r.Scope, r.Reason, r.CreatedAt)
+	}
+	if orgID == "" {
+		rows, err := s.queries.ListGlobalSuppressions(ctx, db.ListGlobalSuppressionsParams{
+			BeforeCreatedAt: beforeAt, BeforeID: beforeID, RowLimit: int32(limit + 1),
+		})
+		if err != nil {
+			return ports.Page[ports.Suppression]{}, interpretError(err)
+		}
+		same := make([]db.ListSuppressionsRow, len(rows))
+		for i, r := range rows {
+			same[i] = db.ListSuppressionsRow(r)
+		}
+		return pageOf(same, limit, convert, key), nil
+	}
+	if !isUUID(orgID) {
+		return ports.Page[ports.Suppression]{Data: []ports.Suppression{}}, nil
+	}
+	rows, err := s.queries.ListSuppressions(ctx, db.ListSuppressionsParams{
+		OrganizationID: orgID, BeforeCreatedAt: beforeAt, BeforeID: beforeID, RowLimit: int32(limit + 1),
+	})
+	if err != nil {
+		return ports.Page[ports.Suppression]{}, interpretError(err)
+	}
+	return pageOf(rows, limit, convert, key), nil
+}

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"math"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -83,30 +84,34 @@ func (s *Templates) PublishTemplateVersion(ctx context.Context, orgID, templateI
 	return ports.Template{}, ports.NotFound("template version %d not found", version)
 }
 
-// ListTemplates implements ports.TemplateStore: newest first, without versions.
-func (s *Templates) ListTemplates(ctx context.Context, orgID string) ([]ports.Template, error) {
-	if !isUUID(orgID) {
-		return []ports.Template{}, nil
-	}
-	rows, err := s.queries.ListTemplates(ctx, orgID)
+// ListTemplates implements ports.TemplateStore: newest first, without versions, keyset paging on
+// (created_at, id).
+func (s *Templates) ListTemplates(ctx context.Context, orgID string, q ports.PageQuery) (ports.Page[ports.Template], error) {
+	limit, beforeAt, beforeID, err := listBounds(q)
 	if err != nil {
-		return nil, interpretError(err)
+		return ports.Page[ports.Template]{}, err
 	}
-	out := make([]ports.Template, len(rows))
-	for i, r := range rows {
-		out[i] = templateFromRow(r)
+	if !isUUID(orgID) {
+		return ports.Page[ports.Template]{Data: []ports.Template{}}, nil
 	}
-	return out, nil
+	rows, err := s.queries.ListTemplates(ctx, db.ListTemplatesParams{
+		OrganizationID: orgID, BeforeCreatedAt: beforeAt, BeforeID: beforeID, RowLimit: int32(limit + 1),
+	})
+	if err != nil {
+		return ports.Page[ports.Template]{}, interpretError(err)
+	}
+	return pageOf(rows, limit, templateFromRow, func(r db.Template) (time.Time, string) { return r.CreatedAt, r.ID }), nil
 }
 
-// GetTemplate implements ports.TemplateStore: the template and its versions, oldest first, in one round
-// trip. Errors: not_found.
-func (s *Templates) GetTemplate(ctx context.Context, orgID, id string) (ports.Template, error) {
+// GetTemplate implements ports.TemplateStore: the template and its newest `versions` versions, oldest
+// first, in one round trip. One more version is read to tell whether older ones exist. Errors: not_found.
+func (s *Templates) GetTemplate(ctx context.Context, orgID, id string, versions int) (ports.Template, error) {
 	if !isUUID(orgID) || !isUUID(id) {
 		return ports.Template{}, ports.NotFound("template not found")
 	}
+	versions = max(versions, 0)
 	var t ports.Template
-	var versions []db.TemplateVersion
+	var rows []db.TemplateVersion
 	err := runPipeline(ctx, s.pool,
 		func(q *db.Queries) error {
 			row, err := q.TemplateByID(ctx, db.TemplateByIDParams{OrganizationID: orgID, ID: id})
@@ -114,17 +119,59 @@ func (s *Templates) GetTemplate(ctx context.Context, orgID, id string) (ports.Te
 			return err
 		},
 		func(q *db.Queries) (err error) {
-			versions, err = q.TemplateVersions(ctx, db.TemplateVersionsParams{OrganizationID: orgID, TemplateID: id})
+			rows, err = q.TemplateVersions(ctx, db.TemplateVersionsParams{
+				OrganizationID: orgID, TemplateID: id, BeforeVersion: math.MaxInt32, RowLimit: clampInt32(versions + 1),
+			})
 			return err
 		})
 	if err != nil {
 		return ports.Template{}, interpretErrorFor("template", err)
 	}
-	t.Versions = make([]ports.TemplateVersion, len(versions))
-	for i, v := range versions {
-		t.Versions[i] = templateVersionFromRow(v)
+	if len(rows) > versions {
+		rows, t.VersionsTruncated = rows[:versions], true
+	}
+	t.Versions = make([]ports.TemplateVersion, len(rows))
+	for i, v := range rows {
+		t.Versions[len(rows)-1-i] = templateVersionFromRow(v)
 	}
 	return t, nil
+}
+
+// ListTemplateVersions implements ports.TemplateStore: newest first, keyset paging on the version number.
+// The template is read in the same round trip, so a template that is not the organization's is not_found
+// rather than an empty page.
+func (s *Templates) ListTemplateVersions(ctx context.Context, orgID, templateID string, q ports.PageQuery) (ports.Page[ports.TemplateVersion], error) {
+	limit, before, err := versionBounds(q)
+	if err != nil {
+		return ports.Page[ports.TemplateVersion]{}, err
+	}
+	if !isUUID(orgID) || !isUUID(templateID) {
+		return ports.Page[ports.TemplateVersion]{}, ports.NotFound("template not found")
+	}
+	var rows []db.TemplateVersion
+	err = runPipeline(ctx, s.pool,
+		func(q *db.Queries) error {
+			_, err := q.TemplateByID(ctx, db.TemplateByIDParams{OrganizationID: orgID, ID: templateID})
+			return err
+		},
+		func(q *db.Queries) (err error) {
+			rows, err = q.TemplateVersions(ctx, db.TemplateVersionsParams{
+				OrganizationID: orgID, TemplateID: templateID, BeforeVersion: before, RowLimit: int32(limit + 1),
+			})
+			return err
+		})
+	if err != nil {
+		return ports.Page[ports.TemplateVersion]{}, interpretErrorFor("template", err)
+	}
+	page := ports.Page[ports.TemplateVersion]{Data: make([]ports.TemplateVersion, 0, min(len(rows), limit))}
+	if len(rows) > limit {
+		rows = rows[:limit]
+		page.NextCursor = encodeVersionCursor(int(rows[limit-1].Version))
+	}
+	for _, r := range rows {
+		page.Data = append(page.Data, templateVersionFromRow(r))
+	}
+	return page, nil
 }
 
 // PublishedTemplateVersion implements ports.TemplateStore. Errors: not_found (no such template, or none

@@ -47,11 +47,11 @@ func TestTemplateVersions_NumberedAndPublished(t *testing.T) {
 	if err != nil || pv.Version != 2 || pv.Subject != "Hi {{ name }}" {
 		t.Fatalf("published version = %+v (%v)", pv, err)
 	}
-	full, err := s.GetTemplate(ctx, a.org.ID, tpl.ID)
+	full, err := s.GetTemplate(ctx, a.org.ID, tpl.ID, ports.TemplateVersionsShown)
 	if err != nil || len(full.Versions) != 3 || full.Versions[0].Version != 1 || full.Versions[2].Version != 3 {
 		t.Fatalf("GetTemplate = %+v (%v)", full, err)
 	}
-	list, err := s.ListTemplates(ctx, a.org.ID)
+	list, err := dataOf(s.ListTemplates(ctx, a.org.ID, ports.Unpaged()))
 	if err != nil || len(list) != 1 || list[0].Versions != nil || *list[0].CurrentVersion != 2 {
 		t.Fatalf("ListTemplates = %+v (%v)", list, err)
 	}
@@ -109,14 +109,14 @@ func TestTemplates_CrossOrganization(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	requireCode(t, firstErr(s.GetTemplate(ctx, b.org.ID, tpl.ID)), ports.CodeNotFound)
+	requireCode(t, firstErr(s.GetTemplate(ctx, b.org.ID, tpl.ID, ports.TemplateVersionsShown)), ports.CodeNotFound)
 	requireCode(t, firstErr(s.InsertTemplateVersion(ctx, b.org.ID, ports.TemplateVersion{TemplateID: tpl.ID, Subject: "s", Text: "t"})), ports.CodeNotFound)
 	requireCode(t, firstErr(s.PublishTemplateVersion(ctx, b.org.ID, tpl.ID, 1, baseTime)), ports.CodeNotFound)
 	requireCode(t, firstErr(s.PublishedTemplateVersion(ctx, b.org.ID, tpl.ID)), ports.CodeNotFound)
-	if list, err := s.ListTemplates(ctx, b.org.ID); err != nil || len(list) != 0 {
+	if list, err := dataOf(s.ListTemplates(ctx, b.org.ID, ports.Unpaged())); err != nil || len(list) != 0 {
 		t.Fatalf("B lists %d templates (%v)", len(list), err)
 	}
-	full, err := s.GetTemplate(ctx, a.org.ID, tpl.ID)
+	full, err := s.GetTemplate(ctx, a.org.ID, tpl.ID, ports.TemplateVersionsShown)
 	if err != nil || len(full.Versions) != 1 {
 		t.Fatalf("A's template after B's attempts: %+v (%v)", full, err)
 	}

@@ -24,37 +24,62 @@ type Webhooks struct{ shared }
 // delivery must answer.
 const endpointFKey = "webhook_deliveries_endpoint_id_fkey"
 
-// InsertEndpoint implements ports.WebhookStore: the endpoint is stored as given, Enabled included, with its
-// secret still sealed. Errors: already_exists (webhook_endpoints_pkey) for a taken id, invalid_argument
-// (webhook_endpoints_organization_id_fkey) for an unknown organization.
+// InsertEndpoint writes the endpoint with no bound on the organization's endpoints: InsertEndpointWithin
+// with max 0, for tools and tests that place rows directly. Errors as InsertEndpointWithin.
 func (s *Webhooks) InsertEndpoint(ctx context.Context, e ports.WebhookEndpoint) error {
+	_, err := s.InsertEndpointWithin(ctx, e, 0)
+	return err
+}
+
+// InsertEndpointWithin implements ports.WebhookStore in one transaction (one pipelined batch): a
+// per-organization advisory lock, then the insert only while the organization holds fewer than max
+// endpoints, counted after the lock so concurrent creations take turns. The endpoint is stored as given,
+// Enabled included, with its secret still sealed. Errors: already_exists (webhook_endpoints_pkey) for a
+// taken id, invalid_argument (webhook_endpoints_organization_id_fkey) for an unknown organization.
+func (s *Webhooks) InsertEndpointWithin(ctx context.Context, e ports.WebhookEndpoint, max int) (bool, error) {
 	types := e.EventTypes
 	if types == nil {
 		types = []string{}
 	}
-	return interpretError(s.queries.InsertWebhookEndpoint(ctx, db.InsertWebhookEndpointParams{
-		ID:             e.ID,
-		OrganizationID: e.OrganizationID,
-		Url:            e.URL,
-		Enabled:        e.Enabled,
-		EventTypes:     types,
-		Secret:         e.Secret,
-		CreatedAt:      e.CreatedAt,
-	}))
+	var n int64
+	err := runPipeline(ctx, s.pool,
+		func(q *db.Queries) error { return q.LockOrganizationWebhookEndpoints(ctx, e.OrganizationID) },
+		func(q *db.Queries) (err error) {
+			n, err = q.InsertWebhookEndpointWithin(ctx, db.InsertWebhookEndpointWithinParams{
+				ID:             e.ID,
+				OrganizationID: e.OrganizationID,
+				Url:            e.URL,
+				Enabled:        e.Enabled,
+				EventTypes:     types,
+				Secret:         e.Secret,
+				CreatedAt:      e.CreatedAt,
+				MaxEndpoints:   clampInt32(max),
+			})
+			return err
+		})
+	if err != nil {
+		return false, interpretError(err)
+	}
+	return n > 0, nil
 }
 
-// ListEndpoints implements ports.WebhookStore: newest first by (createdAt, id). Secrets come back sealed;
-// the caller decides what to show.
-func (s *Webhooks) ListEndpoints(ctx context.Context, orgID string) ([]ports.WebhookEndpoint, error) {
-	rows, err := s.queries.ListWebhookEndpoints(ctx, orgID)
+// ListEndpoints implements ports.WebhookStore: newest first, keyset paging on (created_at, id). Secrets
+// come back sealed; the caller decides what to show.
+func (s *Webhooks) ListEndpoints(ctx context.Context, orgID string, q ports.PageQuery) (ports.Page[ports.WebhookEndpoint], error) {
+	limit, beforeAt, beforeID, err := listBounds(q)
+	if err != nil {
+		return ports.Page[ports.WebhookEndpoint]{}, err
+	}
+	if !isUUID(orgID) {
+		return ports.Page[ports.WebhookEndpoint]{Data: []ports.WebhookEndpoint{}}, nil
+	}
+	rows, err := s.queries.ListWebhookEndpoints(ctx, db.ListWebhookEndpointsParams{
+		OrganizationID: orgID, BeforeCreatedAt: beforeAt, BeforeID: beforeID, RowLimit: int32(limit + 1),
+	})
 	if err := listError(err); err != nil {
-		return nil, err
+		return ports.Page[ports.WebhookEndpoint]{}, err
 	}
-	out := make([]ports.WebhookEndpoint, len(rows))
-	for i, r := range rows {
-		out[i] = endpointFromRow(r)
-	}
-	return out, nil
+	return pageOf(rows, limit, endpointFromRow, func(r db.WebhookEndpoint) (time.Time, string) { return r.CreatedAt, r.ID }), nil
 }
 
 // GetEndpoint implements ports.WebhookStore. Errors: not_found, also for another organization's endpoint.

@@ -426,7 +426,7 @@ func TestCrossOrganization_Webhooks(t *testing.T) {
 	e := mustEndpoint(t, s, a.org.ID, baseTime, ports.EventEmailDelivered)
 	d := mustDelivery(t, s, e, ports.WebhookPending, nil, baseTime)
 
-	if list, err := s.ListEndpoints(ctx, b.org.ID); err != nil || len(list) != 0 {
+	if list, err := dataOf(s.ListEndpoints(ctx, b.org.ID, ports.Unpaged())); err != nil || len(list) != 0 {
 		t.Fatalf("B lists %d endpoints (%v), want none", len(list), err)
 	}
 	_, err := s.GetEndpoint(ctx, b.org.ID, e.ID)

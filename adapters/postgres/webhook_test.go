@@ -147,7 +147,7 @@ func TestWebhookEndpoints_CRUD(t *testing.T) {
 	s := pgtest.Store(t)
 	a := mustSignup(t, s)
 
-	if list, err := s.ListEndpoints(ctx, a.org.ID); err != nil || list == nil || len(list) != 0 {
+	if list, err := dataOf(s.ListEndpoints(ctx, a.org.ID, ports.Unpaged())); err != nil || list == nil || len(list) != 0 {
 		t.Fatalf("ListEndpoints of a new organization = %#v (%v), want an empty list", list, err)
 	}
 	older := mustEndpoint(t, s, a.org.ID, baseTime, ports.EventEmailDelivered)
@@ -156,7 +156,7 @@ func TestWebhookEndpoints_CRUD(t *testing.T) {
 	if err := s.InsertEndpoint(ctx, newer); err != nil {
 		t.Fatal(err)
 	}
-	list, err := s.ListEndpoints(ctx, a.org.ID)
+	list, err := dataOf(s.ListEndpoints(ctx, a.org.ID, ports.Unpaged()))
 	if err != nil || len(list) != 2 || list[0].ID != newer.ID || list[1].ID != older.ID {
 		t.Fatalf("ListEndpoints = %+v (%v), want newest first", list, err)
 	}
@@ -201,7 +201,7 @@ func TestWebhookEndpoints_CRUD(t *testing.T) {
 		requireCode(t, err, ports.CodeNotFound)
 		requireCode(t, s.DeleteEndpoint(ctx, a.org.ID, bad), ports.CodeNotFound)
 	}
-	if list, _ := s.ListEndpoints(ctx, a.org.ID); len(list) != 1 || list[0].ID != newer.ID {
+	if list, _ := dataOf(s.ListEndpoints(ctx, a.org.ID, ports.Unpaged())); len(list) != 1 || list[0].ID != newer.ID {
 		t.Fatalf("ListEndpoints after delete = %+v", list)
 	}
 }

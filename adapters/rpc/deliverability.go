@@ -41,6 +41,13 @@ func (s *deliverabilityServer) ListSuppressions(ctx context.Context, req *connec
 	})
 }
 
+func (s *deliverabilityServer) ListSuppressionsPage(ctx context.Context, req *connect.Request[deliverabilityv1.ListSuppressionsPageRequest]) (*connect.Response[deliverabilityv1.ListSuppressionsPageResponse], error) {
+	page, err := s.svc.ListSuppressionsPage(ctx, req.Msg.GetOrganizationId(), pageQueryFromProto(req.Msg.GetQuery()))
+	return respond(ctx, s.log, req, err, func() *deliverabilityv1.ListSuppressionsPageResponse {
+		return &deliverabilityv1.ListSuppressionsPageResponse{Suppressions: suppressionsToProto(page.Data), NextCursor: page.NextCursor}
+	})
+}
+
 func (s *deliverabilityServer) CreateSuppression(ctx context.Context, req *connect.Request[deliverabilityv1.CreateSuppressionRequest]) (*connect.Response[deliverabilityv1.CreateSuppressionResponse], error) {
 	sup, err := s.svc.CreateSuppression(ctx, req.Msg.GetOrganizationId(), newSuppressionFromProto(req.Msg.GetSuppression()))
 	return respond(ctx, s.log, req, err, func() *deliverabilityv1.CreateSuppressionResponse {
@@ -131,6 +138,14 @@ func (c *deliverabilityClient) ListSuppressions(ctx context.Context, orgID strin
 	return call(ctx, deliverabilityv1connect.DeliverabilityServiceListSuppressionsProcedure, c.conn.ListSuppressions,
 		&deliverabilityv1.ListSuppressionsRequest{OrganizationId: orgID},
 		pick((*deliverabilityv1.ListSuppressionsResponse).GetSuppressions, suppressionsFromProto))
+}
+
+func (c *deliverabilityClient) ListSuppressionsPage(ctx context.Context, orgID string, q ports.PageQuery) (ports.Page[ports.Suppression], error) {
+	return call(ctx, deliverabilityv1connect.DeliverabilityServiceListSuppressionsPageProcedure, c.conn.ListSuppressionsPage,
+		&deliverabilityv1.ListSuppressionsPageRequest{OrganizationId: orgID, Query: pageQueryToProto(q)},
+		func(m *deliverabilityv1.ListSuppressionsPageResponse) ports.Page[ports.Suppression] {
+			return ports.Page[ports.Suppression]{Data: suppressionsFromProto(m.GetSuppressions()), NextCursor: m.GetNextCursor()}
+		})
 }
 
 func (c *deliverabilityClient) CreateSuppression(ctx context.Context, orgID string, s ports.NewSuppression) (ports.Suppression, error) {

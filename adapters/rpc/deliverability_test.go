@@ -98,6 +98,18 @@ func deliverabilityRoundTrips() []roundTrip {
 			method: "ListSuppressions",
 			args:   []any{"org1"},
 		})
+		page := ports.Page[ports.Suppression]{Data: suppressions, NextCursor: "n"}
+		q := ports.PageQuery{Limit: 25, Cursor: "c"}
+		add(roundTrip{
+			name:   "ListSuppressionsPage/" + name,
+			answer: func(f *fakeCore) { f.suppressionPage = page },
+			call: func(ctx context.Context, c ports.Core) (any, error) {
+				return c.Deliverability.ListSuppressionsPage(ctx, "org1", q)
+			},
+			want:   page,
+			method: "ListSuppressionsPage",
+			args:   []any{"org1", q},
+		})
 		add(roundTrip{
 			name:   "ListGlobalSuppressions/" + name,
 			answer: func(f *fakeCore) { f.suppressions = suppressions },

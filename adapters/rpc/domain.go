@@ -43,6 +43,14 @@ func (s *domainServer) ListDomains(ctx context.Context, req *connect.Request[dom
 	})
 }
 
+func (s *domainServer) ListDomainsPage(ctx context.Context, req *connect.Request[domainv1.ListDomainsPageRequest]) (*connect.Response[domainv1.ListDomainsPageResponse], error) {
+	m := req.Msg
+	page, err := s.svc.ListDomainsPage(ctx, m.GetOrganizationId(), ports.PageQuery{Limit: int(m.GetLimit()), Cursor: m.GetCursor()})
+	return respond(ctx, s.log, req, err, func() *domainv1.ListDomainsPageResponse {
+		return &domainv1.ListDomainsPageResponse{Domains: domainsToProto(page.Data), NextCursor: page.NextCursor}
+	})
+}
+
 func (s *domainServer) GetDomain(ctx context.Context, req *connect.Request[domainv1.GetDomainRequest]) (*connect.Response[domainv1.GetDomainResponse], error) {
 	d, err := s.svc.GetDomain(ctx, req.Msg.GetOrganizationId(), req.Msg.GetId())
 	return respond(ctx, s.log, req, err, func() *domainv1.GetDomainResponse {
@@ -91,6 +99,14 @@ func (c *domainClient) ListDomains(ctx context.Context, orgID string) ([]ports.D
 	return call(ctx, domainv1connect.DomainServiceListDomainsProcedure, c.conn.ListDomains,
 		&domainv1.ListDomainsRequest{OrganizationId: orgID},
 		pick((*domainv1.ListDomainsResponse).GetDomains, domainsFromProto))
+}
+
+func (c *domainClient) ListDomainsPage(ctx context.Context, orgID string, q ports.PageQuery) (ports.Page[ports.Domain], error) {
+	return call(ctx, domainv1connect.DomainServiceListDomainsPageProcedure, c.conn.ListDomainsPage,
+		&domainv1.ListDomainsPageRequest{OrganizationId: orgID, Limit: int64(q.Limit), Cursor: q.Cursor},
+		func(m *domainv1.ListDomainsPageResponse) ports.Page[ports.Domain] {
+			return ports.Page[ports.Domain]{Data: domainsFromProto(m.GetDomains()), NextCursor: m.GetNextCursor()}
+		})
 }
 
 func (c *domainClient) GetDomain(ctx context.Context, orgID, id string) (ports.Domain, error) {

@@ -54,6 +54,13 @@ type fakeCore struct {
 	accepted      bool
 	clickURL      string
 
+	// The pages of the paged lists.
+	domainPage      ports.Page[ports.Domain]
+	templatePage    ports.Page[ports.Template]
+	versionPage     ports.Page[ports.TemplateVersion]
+	suppressionPage ports.Page[ports.Suppression]
+	endpointPage    ports.Page[ports.WebhookEndpoint]
+
 	// seen receives the context of each call, for tests of what travels in it.
 	seen func(ctx context.Context)
 }
@@ -200,6 +207,10 @@ func (f *fakeCore) ListDomains(ctx context.Context, orgID string) ([]ports.Domai
 	return f.domains, f.record(ctx, "ListDomains", orgID)
 }
 
+func (f *fakeCore) ListDomainsPage(ctx context.Context, orgID string, q ports.PageQuery) (ports.Page[ports.Domain], error) {
+	return f.domainPage, f.record(ctx, "ListDomainsPage", orgID, q)
+}
+
 func (f *fakeCore) GetDomain(ctx context.Context, orgID, id string) (ports.Domain, error) {
 	return f.domain, f.record(ctx, "GetDomain", orgID, id)
 }
@@ -252,6 +263,10 @@ func (f *fakeCore) ListEndpoints(ctx context.Context, orgID string) ([]ports.Web
 	return f.endpoints, f.record(ctx, "ListEndpoints", orgID)
 }
 
+func (f *fakeCore) ListEndpointsPage(ctx context.Context, orgID string, q ports.PageQuery) (ports.Page[ports.WebhookEndpoint], error) {
+	return f.endpointPage, f.record(ctx, "ListEndpointsPage", orgID, q)
+}
+
 func (f *fakeCore) DeleteEndpoint(ctx context.Context, orgID, id string) error {
 	return f.record(ctx, "DeleteEndpoint", orgID, id)
 }
@@ -288,8 +303,16 @@ func (f *fakeCore) ListTemplates(ctx context.Context, orgID string) ([]ports.Tem
 	return f.templates, f.record(ctx, "ListTemplates", orgID)
 }
 
+func (f *fakeCore) ListTemplatesPage(ctx context.Context, orgID string, q ports.PageQuery) (ports.Page[ports.Template], error) {
+	return f.templatePage, f.record(ctx, "ListTemplatesPage", orgID, q)
+}
+
 func (f *fakeCore) GetTemplate(ctx context.Context, orgID, id string) (ports.Template, error) {
 	return f.template, f.record(ctx, "GetTemplate", orgID, id)
+}
+
+func (f *fakeCore) ListTemplateVersions(ctx context.Context, orgID, templateID string, q ports.PageQuery) (ports.Page[ports.TemplateVersion], error) {
+	return f.versionPage, f.record(ctx, "ListTemplateVersions", orgID, templateID, q)
 }
 
 func (f *fakeCore) RenderTemplate(ctx context.Context, orgID, templateID string, vars map[string]any) (ports.RenderedTemplate, error) {
@@ -298,6 +321,10 @@ func (f *fakeCore) RenderTemplate(ctx context.Context, orgID, templateID string,
 
 func (f *fakeCore) ListSuppressions(ctx context.Context, orgID string) ([]ports.Suppression, error) {
 	return f.suppressions, f.record(ctx, "ListSuppressions", orgID)
+}
+
+func (f *fakeCore) ListSuppressionsPage(ctx context.Context, orgID string, q ports.PageQuery) (ports.Page[ports.Suppression], error) {
+	return f.suppressionPage, f.record(ctx, "ListSuppressionsPage", orgID, q)
 }
 
 func (f *fakeCore) CreateSuppression(ctx context.Context, orgID string, s ports.NewSuppression) (ports.Suppression, error) {

@@ -303,6 +303,18 @@ func sendingRoundTrips() []roundTrip {
 			method: "ListDomains",
 			args:   []any{"org1"},
 		})
+		page := ports.Page[ports.Domain]{Data: domains, NextCursor: "next"}
+		q := ports.PageQuery{Limit: 100, Cursor: "c1"}
+		add(roundTrip{
+			name:   "ListDomainsPage/" + name,
+			answer: func(f *fakeCore) { f.domainPage = page },
+			call: func(ctx context.Context, c ports.Core) (any, error) {
+				return c.Domains.ListDomainsPage(ctx, "org1", q)
+			},
+			want:   ports.Page[ports.Domain]{Data: want, NextCursor: "next"},
+			method: "ListDomainsPage",
+			args:   []any{"org1", q},
+		})
 	}
 
 	// Sends: every field; every list, map and byte slice nil; all of them empty; a template without

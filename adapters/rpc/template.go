@@ -80,6 +80,22 @@ func (s *templateServer) ListTemplates(ctx context.Context, req *connect.Request
 	})
 }
 
+func (s *templateServer) ListTemplatesPage(ctx context.Context, req *connect.Request[templatev1.ListTemplatesPageRequest]) (*connect.Response[templatev1.ListTemplatesPageResponse], error) {
+	m := req.Msg
+	page, err := s.svc.ListTemplatesPage(ctx, m.GetOrganizationId(), ports.PageQuery{Limit: int(m.GetLimit()), Cursor: m.GetCursor()})
+	return respond(ctx, s.log, req, err, func() *templatev1.ListTemplatesPageResponse {
+		return &templatev1.ListTemplatesPageResponse{Templates: templatesToProto(page.Data), NextCursor: page.NextCursor}
+	})
+}
+
+func (s *templateServer) ListTemplateVersions(ctx context.Context, req *connect.Request[templatev1.ListTemplateVersionsRequest]) (*connect.Response[templatev1.ListTemplateVersionsResponse], error) {
+	m := req.Msg
+	page, err := s.svc.ListTemplateVersions(ctx, m.GetOrganizationId(), m.GetTemplateId(), ports.PageQuery{Limit: int(m.GetLimit()), Cursor: m.GetCursor()})
+	return respond(ctx, s.log, req, err, func() *templatev1.ListTemplateVersionsResponse {
+		return &templatev1.ListTemplateVersionsResponse{Versions: templateVersionsToProto(page.Data), NextCursor: page.NextCursor}
+	})
+}
+
 func (s *templateServer) GetTemplate(ctx context.Context, req *connect.Request[templatev1.GetTemplateRequest]) (*connect.Response[templatev1.GetTemplateResponse], error) {
 	t, err := s.svc.GetTemplate(ctx, req.Msg.GetOrganizationId(), req.Msg.GetId())
 	return respond(ctx, s.log, req, err, func() *templatev1.GetTemplateResponse {
@@ -142,10 +158,26 @@ func (c *templateClient) ListTemplates(ctx context.Context, orgID string) ([]por
 		pick((*templatev1.ListTemplatesResponse).GetTemplates, templatesFromProto))
 }
 
+func (c *templateClient) ListTemplatesPage(ctx context.Context, orgID string, q ports.PageQuery) (ports.Page[ports.Template], error) {
+	return call(ctx, templatev1connect.TemplateServiceListTemplatesPageProcedure, c.conn.ListTemplatesPage,
+		&templatev1.ListTemplatesPageRequest{OrganizationId: orgID, Limit: int64(q.Limit), Cursor: q.Cursor},
+		func(m *templatev1.ListTemplatesPageResponse) ports.Page[ports.Template] {
+			return ports.Page[ports.Template]{Data: templatesFromProto(m.GetTemplates()), NextCursor: m.GetNextCursor()}
+		})
+}
+
 func (c *templateClient) GetTemplate(ctx context.Context, orgID, id string) (ports.Template, error) {
 	return call(ctx, templatev1connect.TemplateServiceGetTemplateProcedure, c.conn.GetTemplate,
 		&templatev1.GetTemplateRequest{OrganizationId: orgID, Id: id},
 		pick((*templatev1.GetTemplateResponse).GetTemplate, templateFromProto))
+}
+
+func (c *templateClient) ListTemplateVersions(ctx context.Context, orgID, templateID string, q ports.PageQuery) (ports.Page[ports.TemplateVersion], error) {
+	return call(ctx, templatev1connect.TemplateServiceListTemplateVersionsProcedure, c.conn.ListTemplateVersions,
+		&templatev1.ListTemplateVersionsRequest{OrganizationId: orgID, TemplateId: templateID, Limit: int64(q.Limit), Cursor: q.Cursor},
+		func(m *templatev1.ListTemplateVersionsResponse) ports.Page[ports.TemplateVersion] {
+			return ports.Page[ports.TemplateVersion]{Data: templateVersionsFromProto(m.GetVersions()), NextCursor: m.GetNextCursor()}
+		})
 }
 
 // rendererClient implements ports.TemplateRenderer over postmill.template.v1.TemplateService.
@@ -171,7 +203,7 @@ func (c *rendererClient) RenderTemplate(ctx context.Context, orgID, templateID s
 
 // CurrentVersion travels as an optional field, so a template never published (nil) and one whose
 // pointer is set come back as they left; Versions, filled only by GetTemplate, travels as an unset list
-// wrapper when nil.
+// wrapper when nil. Pages travel the same way, so a nil page of a fake and an empty one stay apart.
 
 func intPtrToProto(n *int) *int64 {
 	if n == nil {
@@ -231,25 +263,27 @@ func templateVersionsFromProto(l *templatev1.TemplateVersionList) []ports.Templa
 
 func templateToProto(t ports.Template) *templatev1.Template {
 	return &templatev1.Template{
-		Id:             t.ID,
-		OrganizationId: t.OrganizationID,
-		Name:           t.Name,
-		CurrentVersion: intPtrToProto(t.CurrentVersion),
-		CreatedAt:      timeToProto(t.CreatedAt),
-		UpdatedAt:      timeToProto(t.UpdatedAt),
-		Versions:       templateVersionsToProto(t.Versions),
+		Id:                t.ID,
+		OrganizationId:    t.OrganizationID,
+		Name:              t.Name,
+		CurrentVersion:    intPtrToProto(t.CurrentVersion),
+		CreatedAt:         timeToProto(t.CreatedAt),
+		UpdatedAt:         timeToProto(t.UpdatedAt),
+		Versions:          templateVersionsToProto(t.Versions),
+		VersionsTruncated: t.VersionsTruncated,
 	}
 }
 
 func templateFromProto(t *templatev1.Template) ports.Template {
 	return ports.Template{
-		ID:             t.GetId(),
-		OrganizationID: t.GetOrganizationId(),
-		Name:           t.GetName(),
-		CurrentVersion: intPtrFromProto(t.CurrentVersion),
-		CreatedAt:      timeFromProto(t.GetCreatedAt()),
-		UpdatedAt:      timeFromProto(t.GetUpdatedAt()),
-		Versions:       templateVersionsFromProto(t.GetVersions()),
+		ID:                t.GetId(),
+		OrganizationID:    t.GetOrganizationId(),
+		Name:              t.GetName(),
+		CurrentVersion:    intPtrFromProto(t.CurrentVersion),
+		CreatedAt:         timeFromProto(t.GetCreatedAt()),
+		UpdatedAt:         timeFromProto(t.GetUpdatedAt()),
+		Versions:          templateVersionsFromProto(t.GetVersions()),
+		VersionsTruncated: t.GetVersionsTruncated(),
 	}
 }
 

@@ -28,6 +28,7 @@ func fullTemplate() ports.Template {
 	return ports.Template{
 		ID: "tmpl1", OrganizationID: "org1", Name: "Welcome — ünïcödé", CurrentVersion: ptr(2),
 		CreatedAt: t0, UpdatedAt: t2, Versions: []ports.TemplateVersion{fullTemplateVersion(1), fullTemplateVersion(2)},
+		VersionsTruncated: true,
 	}
 }
 
@@ -136,6 +137,39 @@ func templateRoundTrips() []roundTrip {
 			want:   templates,
 			method: "ListTemplates",
 			args:   []any{"org1"},
+		})
+	}
+	for name, page := range map[string]ports.Page[ports.Template]{
+		"set":   {Data: []ports.Template{fullTemplate(), unpublished, {}}, NextCursor: "djI"},
+		"empty": {Data: []ports.Template{}},
+		"nil":   {},
+	} {
+		q := ports.PageQuery{Limit: 2, Cursor: "c1"}
+		add(roundTrip{
+			name:   "ListTemplatesPage/" + name,
+			answer: func(f *fakeCore) { f.templatePage = page },
+			call: func(ctx context.Context, c ports.Core) (any, error) {
+				return c.Templates.ListTemplatesPage(ctx, "org1", q)
+			},
+			want:   page,
+			method: "ListTemplatesPage",
+			args:   []any{"org1", q},
+		})
+	}
+	for name, page := range map[string]ports.Page[ports.TemplateVersion]{
+		"set":   {Data: []ports.TemplateVersion{fullTemplateVersion(2), {}}, NextCursor: "djI"},
+		"empty": {Data: []ports.TemplateVersion{}},
+		"nil":   {},
+	} {
+		add(roundTrip{
+			name:   "ListTemplateVersions/" + name,
+			answer: func(f *fakeCore) { f.versionPage = page },
+			call: func(ctx context.Context, c ports.Core) (any, error) {
+				return c.Templates.ListTemplateVersions(ctx, "org1", "tmpl1", ports.PageQuery{})
+			},
+			want:   page,
+			method: "ListTemplateVersions",
+			args:   []any{"org1", "tmpl1", ports.PageQuery{}},
 		})
 	}
 	// Variables hold only what a JSON decoder produces with UseNumber, so that the implementation

@@ -43,6 +43,14 @@ func (s *webhookServer) ListEndpoints(ctx context.Context, req *connect.Request[
 	})
 }
 
+func (s *webhookServer) ListEndpointsPage(ctx context.Context, req *connect.Request[webhookv1.ListEndpointsPageRequest]) (*connect.Response[webhookv1.ListEndpointsPageResponse], error) {
+	m := req.Msg
+	page, err := s.svc.ListEndpointsPage(ctx, m.GetOrganizationId(), ports.PageQuery{Limit: int(m.GetLimit()), Cursor: m.GetCursor()})
+	return respond(ctx, s.log, req, err, func() *webhookv1.ListEndpointsPageResponse {
+		return &webhookv1.ListEndpointsPageResponse{Endpoints: webhookEndpointsToProto(page.Data), NextCursor: page.NextCursor}
+	})
+}
+
 func (s *webhookServer) DeleteEndpoint(ctx context.Context, req *connect.Request[webhookv1.DeleteEndpointRequest]) (*connect.Response[webhookv1.DeleteEndpointResponse], error) {
 	err := s.svc.DeleteEndpoint(ctx, req.Msg.GetOrganizationId(), req.Msg.GetId())
 	return respond(ctx, s.log, req, err, empty[webhookv1.DeleteEndpointResponse])
@@ -99,6 +107,14 @@ func (c *webhookClient) ListEndpoints(ctx context.Context, orgID string) ([]port
 	return call(ctx, webhookv1connect.WebhookServiceListEndpointsProcedure, c.conn.ListEndpoints,
 		&webhookv1.ListEndpointsRequest{OrganizationId: orgID},
 		pick((*webhookv1.ListEndpointsResponse).GetEndpoints, webhookEndpointsFromProto))
+}
+
+func (c *webhookClient) ListEndpointsPage(ctx context.Context, orgID string, q ports.PageQuery) (ports.Page[ports.WebhookEndpoint], error) {
+	return call(ctx, webhookv1connect.WebhookServiceListEndpointsPageProcedure, c.conn.ListEndpointsPage,
+		&webhookv1.ListEndpointsPageRequest{OrganizationId: orgID, Limit: int64(q.Limit), Cursor: q.Cursor},
+		func(m *webhookv1.ListEndpointsPageResponse) ports.Page[ports.WebhookEndpoint] {
+			return ports.Page[ports.WebhookEndpoint]{Data: webhookEndpointsFromProto(m.GetEndpoints()), NextCursor: m.GetNextCursor()}
+		})
 }
 
 func (c *webhookClient) DeleteEndpoint(ctx context.Context, orgID, id string) error {

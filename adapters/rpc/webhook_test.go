@@ -120,6 +120,19 @@ func webhookRoundTrips() []roundTrip {
 			method: "ListEndpoints",
 			args:   []any{"org1"},
 		})
+		q := ports.PageQuery{Limit: 3}
+		add(roundTrip{
+			name: "ListEndpointsPage/" + name,
+			answer: func(f *fakeCore) {
+				f.endpointPage = ports.Page[ports.WebhookEndpoint]{Data: endpoints, NextCursor: "n"}
+			},
+			call: func(ctx context.Context, c ports.Core) (any, error) {
+				return c.Webhooks.ListEndpointsPage(ctx, "org1", q)
+			},
+			want:   ports.Page[ports.WebhookEndpoint]{Data: want, NextCursor: "n"},
+			method: "ListEndpointsPage",
+			args:   []any{"org1", q},
+		})
 	}
 	add(roundTrip{
 		name:   "DeleteEndpoint",

@@ -20,9 +20,18 @@ const touchFlushTimeout = 5 * time.Second
 
 const msgInvalidAPIKey = "invalid API key"
 
+// DefaultMaxAPIKeys is how many keys that are not revoked an organization may hold
+// (POSTMILL_MAX_API_KEYS_PER_ORG). Revoking a key makes room for another.
+const DefaultMaxAPIKeys = 100
+
+// MaxAPIKeysSetting names the configuration that raises Config.MaxAPIKeys, for the refusal's message.
+const MaxAPIKeysSetting = "POSTMILL_MAX_API_KEYS_PER_ORG"
+
 // CreateAPIKey issues a key with the given scopes (nil means ports.DefaultScopes) and returns its token, the
 // only time the plaintext exists. Only the prefix and the SHA-256 of the whole token are stored (SPEC §5
-// rule 3). New keys always enforce their scopes.
+// rule 3). New keys always enforce their scopes. The store inserts the key only while the organization
+// holds fewer than Config.MaxAPIKeys keys that are not revoked, decided atomically with the insert; past
+// it the answer is permission_denied (ports.ReasonResourceLimit).
 func (s *Service) CreateAPIKey(ctx context.Context, orgID, name string, scopes []string) (ports.CreatedAPIKey, error) {
 	var violations []ports.FieldViolation
 	name = strings.TrimSpace(name)
@@ -46,8 +55,13 @@ func (s *Service) CreateAPIKey(ctx context.Context, orgID, name string, scopes [
 		ScopesEnforced: true,
 		CreatedAt:      s.now(),
 	}
-	if err := s.apiKeys.InsertAPIKey(ctx, key); err != nil {
+	inserted, err := s.apiKeys.InsertAPIKeyWithin(ctx, key, s.cfg.MaxAPIKeys)
+	if err != nil {
 		return ports.CreatedAPIKey{}, fmt.Errorf("account: insert API key: %w", err)
+	}
+	if !inserted {
+		return ports.CreatedAPIKey{}, ports.ResourceLimitReached(ports.ResourceAPIKeys, "active API keys",
+			s.cfg.MaxAPIKeys, MaxAPIKeysSetting)
 	}
 	key.TokenHash = nil
 	return ports.CreatedAPIKey{APIKey: key, Token: token}, nil

@@ -62,6 +62,8 @@ type Config struct {
 	// DefaultLoginAccountWindow). Enrolment's password check counts against the same window.
 	LoginAccountLimit  int
 	LoginAccountWindow time.Duration
+	// MaxAPIKeys is how many keys that are not revoked an organization may hold (default DefaultMaxAPIKeys).
+	MaxAPIKeys int
 }
 
 func (c Config) withDefaults() Config {
@@ -89,6 +91,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.LoginAccountWindow == 0 {
 		c.LoginAccountWindow = DefaultLoginAccountWindow
+	}
+	if c.MaxAPIKeys == 0 {
+		c.MaxAPIKeys = DefaultMaxAPIKeys
 	}
 	return c
 }
@@ -123,6 +128,9 @@ func (c Config) Validate() error {
 	}
 	if c.LoginAccountLimit < 1 || c.LoginAccountWindow <= 0 {
 		errs = append(errs, errors.New("the per-account login limit and window must be positive"))
+	}
+	if c.MaxAPIKeys < 0 {
+		errs = append(errs, errors.New("the bound on an organization's API keys must be positive"))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("account config: %w", err)

@@ -28,8 +28,8 @@ func (s refusingStore) refuse(method string) error {
 	return errors.New("store refused")
 }
 
-func (s refusingStore) ListSuppressions(context.Context, string) ([]ports.Suppression, error) {
-	return nil, s.refuse("ListSuppressions")
+func (s refusingStore) ListSuppressions(context.Context, string, ports.PageQuery) (ports.Page[ports.Suppression], error) {
+	return ports.Page[ports.Suppression]{}, s.refuse("ListSuppressions")
 }
 
 func (s refusingStore) InsertSuppression(context.Context, ports.Suppression) (ports.Suppression, error) {
@@ -218,12 +218,17 @@ func TestSuppressionRoutesWithoutStore(t *testing.T) {
 			}
 			_, err = s.ListComplaints(ctx, "org", ports.PageQuery{Limit: limit})
 			wantCode(t, err, ports.CodeInvalidArgument)
+			_, err = s.ListSuppressionsPage(ctx, "org", ports.PageQuery{Limit: limit})
+			wantCode(t, err, ports.CodeInvalidArgument)
 		}
 	})
 	t.Run("an empty organization never reaches global rows", func(t *testing.T) {
 		t.Parallel()
 		if _, err := s.ListSuppressions(ctx, ""); err == nil {
 			t.Error("ListSuppressions with no organization succeeded")
+		}
+		if _, err := s.ListSuppressionsPage(ctx, "", ports.PageQuery{}); err == nil {
+			t.Error("ListSuppressionsPage with no organization succeeded")
 		}
 		if _, err := s.CreateSuppression(ctx, "", ports.NewSuppression{Address: "a@b.com"}); err == nil {
 			t.Error("CreateSuppression with no organization succeeded")

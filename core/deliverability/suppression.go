@@ -32,12 +32,27 @@ const (
 // msgLimit is the violation message of a page limit out of range.
 var msgLimit = fmt.Sprintf("must be between 1 and %d", ports.MaxListLimit)
 
-// ListSuppressions implements ports.DeliverabilityService: the organization's own rows, never global ones.
+// ListSuppressions implements ports.DeliverabilityService: the organization's own rows, never global ones,
+// the newest ports.MaxUnpagedListRows.
 func (s *Service) ListSuppressions(ctx context.Context, orgID string) ([]ports.Suppression, error) {
 	if orgID == "" {
 		return nil, errNoOrganization
 	}
-	return s.store.ListSuppressions(ctx, orgID)
+	page, err := s.store.ListSuppressions(ctx, orgID, ports.Unpaged())
+	return page.Data, err
+}
+
+// ListSuppressionsPage implements ports.DeliverabilityService: the organization's own rows a page at a
+// time. An organization id is required: the store reads "" as the global list.
+func (s *Service) ListSuppressionsPage(ctx context.Context, orgID string, q ports.PageQuery) (ports.Page[ports.Suppression], error) {
+	if orgID == "" {
+		return ports.Page[ports.Suppression]{}, errNoOrganization
+	}
+	q, err := q.Checked()
+	if err != nil {
+		return ports.Page[ports.Suppression]{}, err
+	}
+	return s.store.ListSuppressions(ctx, orgID, q)
 }
 
 // CreateSuppression implements ports.DeliverabilityService. Scope global is refused before anything else is
@@ -68,9 +83,11 @@ func (s *Service) DeleteSuppression(ctx context.Context, orgID, id string) (bool
 	return s.store.DeleteSuppression(ctx, orgID, id)
 }
 
-// ListGlobalSuppressions implements ports.DeliverabilityService for the admin routes.
+// ListGlobalSuppressions implements ports.DeliverabilityService for the admin routes: the newest
+// ports.MaxUnpagedListRows platform-wide rows.
 func (s *Service) ListGlobalSuppressions(ctx context.Context) ([]ports.Suppression, error) {
-	return s.store.ListSuppressions(ctx, "")
+	page, err := s.store.ListSuppressions(ctx, "", ports.Unpaged())
+	return page.Data, err
 }
 
 // CreateGlobalSuppression implements ports.DeliverabilityService for the admin routes. Whatever scope the

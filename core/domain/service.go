@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"strings"
 	"time"
 
@@ -37,6 +38,17 @@ const (
 	RecordTTL = 3600
 	// VerifyRateKeyPrefix prefixes the organization id in the rate-limit key of VerifyDomain.
 	VerifyRateKeyPrefix = "verify:"
+	// DefaultCreateLimit and DefaultCreateWindow bound CreateDomain per organization like verification:
+	// every creation generates an RSA key, tens of milliseconds of CPU that a loop of calls would
+	// otherwise take from every tenant.
+	DefaultCreateLimit  = 10
+	DefaultCreateWindow = time.Hour
+	// CreateRateKeyPrefix prefixes the organization id in the rate-limit key of CreateDomain.
+	CreateRateKeyPrefix = "domain-create:"
+	// DefaultMaxDomains is how many domains an organization may hold (POSTMILL_MAX_DOMAINS_PER_ORG).
+	DefaultMaxDomains = 100
+	// MaxDomainsSetting names the configuration that raises MaxDomains, for the refusal's message.
+	MaxDomainsSetting = "POSTMILL_MAX_DOMAINS_PER_ORG"
 )
 
 // Config holds the hosts the generated records point at and the limits of verification. The four hosts have
@@ -58,6 +70,12 @@ type Config struct {
 	// VerifyLimit calls to VerifyDomain are allowed per organization per VerifyWindow (default 10 per hour).
 	VerifyLimit  int
 	VerifyWindow time.Duration
+	// CreateLimit calls to CreateDomain are allowed per organization per CreateWindow (default 10 per hour).
+	CreateLimit  int
+	CreateWindow time.Duration
+	// MaxDomains is how many domains an organization may hold (default DefaultMaxDomains); a creation past
+	// it is refused with 403 until one is removed or the bound raised.
+	MaxDomains int
 }
 
 func (c Config) withDefaults() Config {
@@ -76,6 +94,15 @@ func (c Config) withDefaults() Config {
 	}
 	if c.VerifyWindow == 0 {
 		c.VerifyWindow = DefaultVerifyWindow
+	}
+	if c.CreateLimit == 0 {
+		c.CreateLimit = DefaultCreateLimit
+	}
+	if c.CreateWindow == 0 {
+		c.CreateWindow = DefaultCreateWindow
+	}
+	if c.MaxDomains == 0 {
+		c.MaxDomains = DefaultMaxDomains
 	}
 	return c
 }
@@ -109,6 +136,12 @@ func (c Config) Validate() error {
 	}
 	if c.VerifyLimit < 0 || c.VerifyWindow < 0 {
 		errs = append(errs, errors.New("verify rate limit must be positive"))
+	}
+	if c.CreateLimit < 0 || c.CreateWindow < 0 {
+		errs = append(errs, errors.New("create rate limit must be positive"))
+	}
+	if c.MaxDomains < 0 {
+		errs = append(errs, errors.New("the bound on an organization's domains must be positive"))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("domain config: %w", err)
@@ -191,9 +224,20 @@ func (s *Service) now() time.Time { return s.clock.Now().UTC() }
 
 // CreateDomain registers name for the organization with a fresh DKIM keypair, a new selector and the five
 // records of SPEC §2, in status pending, and records domain.created in the same transaction. The private key
-// is sealed before it reaches the store and is not part of the answer.
+// is sealed before it reaches the store and is not part of the answer. Like VerifyDomain, the call is
+// counted against the organization's window first, before the name is even read, so a loop of calls costs
+// no key generation once refused; and the store inserts only while the organization holds fewer than
+// MaxDomains, decided atomically with the insert. Errors: resource_exhausted, invalid_argument,
+// already_exists, permission_denied (ports.ReasonResourceLimit).
 func (s *Service) CreateDomain(ctx context.Context, orgID, name string) (ports.Domain, error) {
-	name, err := normaliseName(name)
+	dec, err := s.limiter.Allow(ctx, CreateRateKeyPrefix+orgID, s.cfg.CreateLimit, s.cfg.CreateWindow)
+	if err != nil {
+		return ports.Domain{}, fmt.Errorf("domain: create rate limit: %w", err)
+	}
+	if !dec.Allowed {
+		return ports.Domain{}, ports.RateLimited(int(math.Ceil(dec.RetryAfter.Seconds())))
+	}
+	name, err = normaliseName(name)
 	if err != nil {
 		return ports.Domain{}, err
 	}
@@ -222,22 +266,42 @@ func (s *Service) CreateDomain(ctx context.Context, orgID, name string) (ports.D
 		Records:        buildRecords(s.cfg, id, name, selector, publicKey, newID),
 	}
 	ev := domainEvent(orgID, id, ports.EventDomainCreated, now)
-	if err := s.domains.InsertDomain(ctx, d, ev); err != nil {
+	inserted, err := s.domains.InsertDomainWithin(ctx, d, ev, s.cfg.MaxDomains)
+	if err != nil {
 		return ports.Domain{}, fmt.Errorf("domain: insert: %w", err)
+	}
+	if !inserted {
+		return ports.Domain{}, ports.ResourceLimitReached(ports.ResourceDomains, "domains", s.cfg.MaxDomains, MaxDomainsSetting)
 	}
 	return withoutPrivateKey(d), nil
 }
 
-// ListDomains returns the organization's domains, newest first, without records.
+// ListDomains returns the organization's newest ports.MaxUnpagedListRows domains, newest first, without
+// records.
 func (s *Service) ListDomains(ctx context.Context, orgID string) ([]ports.Domain, error) {
-	ds, err := s.domains.ListDomains(ctx, orgID)
+	page, err := s.listDomains(ctx, orgID, ports.Unpaged())
+	return page.Data, err
+}
+
+// ListDomainsPage pages the organization's domains newest first, without records. Errors:
+// invalid_argument (limit outside 1-100, a cursor the store did not issue).
+func (s *Service) ListDomainsPage(ctx context.Context, orgID string, q ports.PageQuery) (ports.Page[ports.Domain], error) {
+	q, err := q.Checked()
 	if err != nil {
-		return nil, fmt.Errorf("domain: list: %w", err)
+		return ports.Page[ports.Domain]{}, err
 	}
-	for i := range ds {
-		ds[i] = withoutPrivateKey(ds[i])
+	return s.listDomains(ctx, orgID, q)
+}
+
+func (s *Service) listDomains(ctx context.Context, orgID string, q ports.PageQuery) (ports.Page[ports.Domain], error) {
+	page, err := s.domains.ListDomains(ctx, orgID, q)
+	if err != nil {
+		return ports.Page[ports.Domain]{}, fmt.Errorf("domain: list: %w", err)
 	}
-	return ds, nil
+	for i := range page.Data {
+		page.Data[i] = withoutPrivateKey(page.Data[i])
+	}
+	return page, nil
 }
 
 // GetDomain returns the domain with its records and their last check results. Errors: not_found.

@@ -51,6 +51,21 @@ const (
 	headerOwnedTemplate = "Postmill sets the %s header itself%s"
 )
 
+// Violation messages of the bounds in ports/limits.go.
+var (
+	msgTooManyRecipients = fmt.Sprintf("to, cc and bcc must hold at most %d addresses together", ports.MaxRecipients)
+	msgSubjectLen        = fmt.Sprintf("must be at most %d characters", ports.MaxSubjectChars)
+	msgBodyPartLen       = fmt.Sprintf("must be at most %d MiB", ports.MaxBodyPartBytes>>20)
+	msgTooManyTags       = fmt.Sprintf("must hold at most %d entries", ports.MaxTags)
+	msgTagKeyLen         = fmt.Sprintf("keys must be at most %d characters", ports.MaxTagChars)
+	msgTagValueLen       = fmt.Sprintf("must be at most %d characters", ports.MaxTagChars)
+	msgMetadataLen       = fmt.Sprintf("must be at most %d KiB as JSON", ports.MaxMetadataBytes>>10)
+	msgTooManyHeaders    = fmt.Sprintf("must hold at most %d entries", ports.MaxHeaders)
+	msgHeaderNameLen     = fmt.Sprintf("names must be at most %d characters", ports.MaxHeaderLineChars-2)
+	msgHeaderLineLen     = fmt.Sprintf("must fit one %d-character header line with its name (RFC 5322 §2.1.1)", ports.MaxHeaderLineChars)
+	msgAttachFieldLen    = fmt.Sprintf("must be at most %d characters", ports.MaxAttachmentFieldChars)
+)
+
 // ownedHeaders are the headers Postmill writes itself (RFC 5322 §3.6, RFC 2045 §3-6, RFC 6376 §3.5, RFC 5321
 // §4.4): letting a caller set them would duplicate or contradict the real ones, break the DKIM signature or
 // the bounce routing. The value is the hint shown with the refusal; keys are lower-case.
@@ -90,6 +105,9 @@ func validateSend(req ports.SendRequest) (ports.SendRequest, []ports.FieldViolat
 	if len(req.To)+len(req.Cc)+len(req.Bcc) == 0 {
 		v.add("to", msgToRequired)
 	}
+	if len(req.To)+len(req.Cc)+len(req.Bcc) > ports.MaxRecipients {
+		v.add("", msgTooManyRecipients)
+	}
 	req.To = normaliseRecipients(&v, "to", req.To)
 	req.Cc = normaliseRecipients(&v, "cc", req.Cc)
 	req.Bcc = normaliseRecipients(&v, "bcc", req.Bcc)
@@ -109,15 +127,19 @@ func validateSend(req ports.SendRequest) (ports.SendRequest, []ports.FieldViolat
 		v.add("subject", msgNoCRLF)
 	case !storable(req.Subject):
 		v.add("subject", msgStorable)
+	case utf8.RuneCountInString(req.Subject) > ports.MaxSubjectChars:
+		v.add("subject", msgSubjectLen)
 	}
 	if req.HTML == "" && req.Text == "" && req.Template == nil {
 		v.add("", msgBodyRequired)
 	}
-	if !storable(req.HTML) {
-		v.add("html", msgStorable)
-	}
-	if !storable(req.Text) {
-		v.add("text", msgStorable)
+	for _, part := range []struct{ path, body string }{{"html", req.HTML}, {"text", req.Text}} {
+		switch {
+		case len(part.body) > ports.MaxBodyPartBytes:
+			v.add(part.path, msgBodyPartLen)
+		case !storable(part.body):
+			v.add(part.path, msgStorable)
+		}
 	}
 
 	if req.Template != nil {
@@ -127,11 +149,7 @@ func validateSend(req ports.SendRequest) (ports.SendRequest, []ports.FieldViolat
 	}
 
 	validateHeaders(&v, req.Headers)
-	for _, k := range sortedKeys(req.Tags) {
-		if !storable(k) || !storable(req.Tags[k]) {
-			v.add("tags."+k, msgStorable)
-		}
-	}
+	validateTags(&v, req.Tags)
 
 	metadata, msg := normaliseMetadata(req.Metadata)
 	if msg != "" {
@@ -253,14 +271,44 @@ func addressDomain(addr string) string {
 	return strings.ToLower(addr[strings.LastIndexByte(addr, '@')+1:])
 }
 
-// validateHeaders checks custom headers in name order so the details are stable: names match
-// ^[A-Za-z0-9-]+$ (SPEC §8), values carry no CR or LF (no header injection, RFC 5322 §2.2), and the headers
-// Postmill owns are refused.
+// validateTags bounds tags (ports.MaxTags entries, keys and values of ports.MaxTagChars characters) and
+// checks that PostgreSQL can store them. An over-long key is reported against tags, never in a path that
+// would echo it.
+func validateTags(v *violations, tags map[string]string) {
+	if len(tags) > ports.MaxTags {
+		v.add("tags", msgTooManyTags)
+	}
+	longKey := false
+	for _, k := range sortedKeys(tags) {
+		switch {
+		case utf8.RuneCountInString(k) > ports.MaxTagChars:
+			longKey = true
+		case !storable(k) || !storable(tags[k]):
+			v.add("tags."+k, msgStorable)
+		case utf8.RuneCountInString(tags[k]) > ports.MaxTagChars:
+			v.add("tags."+k, msgTagValueLen)
+		}
+	}
+	if longKey {
+		v.add("tags", msgTagKeyLen)
+	}
+}
+
+// validateHeaders checks custom headers in name order so the details are stable: at most ports.MaxHeaders,
+// names match ^[A-Za-z0-9-]+$ (SPEC §8), values carry no CR or LF (no header injection, RFC 5322 §2.2),
+// each "Name: value" fits one RFC 5322 §2.1.1 line, and the headers Postmill owns are refused. An
+// over-long name is reported against headers, never in a path that would echo it.
 func validateHeaders(v *violations, headers map[string]string) {
+	if len(headers) > ports.MaxHeaders {
+		v.add("headers", msgTooManyHeaders)
+	}
+	longName := false
 	for _, name := range sortedKeys(headers) {
 		path := "headers." + name
 		value := headers[name]
 		switch {
+		case len(name) > ports.MaxHeaderLineChars-2:
+			longName = true
 		case !validHeaderName(name):
 			v.add(path, msgHeaderName)
 		case ownedHeaders[strings.ToLower(name)].name != "":
@@ -270,7 +318,12 @@ func validateHeaders(v *violations, headers map[string]string) {
 			v.add(path, msgNoCRLF)
 		case !storable(value):
 			v.add(path, msgStorable)
+		case len(name)+2+utf8.RuneCountInString(value) > ports.MaxHeaderLineChars:
+			v.add(path, msgHeaderLineLen)
 		}
+	}
+	if longName {
+		v.add("headers", msgHeaderNameLen)
 	}
 }
 
@@ -287,12 +340,15 @@ func validHeaderName(name string) bool {
 	return true
 }
 
-// normaliseMetadata accepts absent metadata, JSON null (the same thing) or a JSON object. A \u0000 escape is
-// refused because PostgreSQL's jsonb cannot store it.
+// normaliseMetadata accepts absent metadata, JSON null (the same thing) or a JSON object of at most
+// ports.MaxMetadataBytes. A \u0000 escape is refused because PostgreSQL's jsonb cannot store it.
 func normaliseMetadata(raw json.RawMessage) (json.RawMessage, string) {
 	trimmed := bytes.TrimSpace(raw)
 	if len(trimmed) == 0 || string(trimmed) == "null" {
 		return nil, ""
+	}
+	if len(trimmed) > ports.MaxMetadataBytes {
+		return nil, msgMetadataLen
 	}
 	if trimmed[0] != '{' || !json.Valid(trimmed) {
 		return nil, msgMetadataObject
@@ -317,20 +373,29 @@ func validateAttachments(v *violations, atts []ports.Attachment) []ports.Attachm
 	var total int64
 	for i, a := range atts {
 		path := "attachments." + strconv.Itoa(i)
-		if a.Filename == "" || strings.ContainsAny(a.Filename, "\r\n") || !storable(a.Filename) {
+		switch {
+		case a.Filename == "" || strings.ContainsAny(a.Filename, "\r\n") || !storable(a.Filename):
 			v.add(path+".filename", msgFilename)
+		case utf8.RuneCountInString(a.Filename) > ports.MaxAttachmentFieldChars:
+			v.add(path+".filename", msgAttachFieldLen)
 		}
-		if a.ContentType == "" || strings.ContainsAny(a.ContentType, "\r\n") || !storable(a.ContentType) {
+		switch {
+		case a.ContentType == "" || strings.ContainsAny(a.ContentType, "\r\n") || !storable(a.ContentType):
 			v.add(path+".contentType", msgContentType)
+		case utf8.RuneCountInString(a.ContentType) > ports.MaxAttachmentFieldChars:
+			v.add(path+".contentType", msgAttachFieldLen)
 		}
 		if len(a.Content) > ports.MaxAttachmentBytes {
 			v.add(path+".content", msgAttachTooLarge)
 		}
 		total += int64(len(a.Content))
 		a.ContentID = strings.TrimSpace(strings.TrimSuffix(strings.TrimPrefix(strings.TrimSpace(a.ContentID), "<"), ">"))
-		if strings.ContainsAny(a.ContentID, "\r\n<>") || !storable(a.ContentID) {
+		switch {
+		case strings.ContainsAny(a.ContentID, "\r\n<>") || !storable(a.ContentID):
 			v.add(path+".contentId", msgContentID)
-		} else if a.Inline && a.ContentID == "" {
+		case utf8.RuneCountInString(a.ContentID) > ports.MaxAttachmentFieldChars:
+			v.add(path+".contentId", msgAttachFieldLen)
+		case a.Inline && a.ContentID == "":
 			v.add(path, msgInlineContentID)
 		}
 		out[i] = a

@@ -199,17 +199,43 @@ func (s *Service) PublishTemplate(ctx context.Context, orgID, templateID string,
 	return s.store.PublishTemplateVersion(ctx, orgID, templateID, version, s.now())
 }
 
-// ListTemplates returns the organization's templates, newest first.
+// ListTemplates returns the organization's newest ports.MaxUnpagedListRows templates, newest first.
 func (s *Service) ListTemplates(ctx context.Context, orgID string) ([]ports.Template, error) {
-	return s.store.ListTemplates(ctx, orgID)
+	page, err := s.store.ListTemplates(ctx, orgID, ports.Unpaged())
+	return page.Data, err
 }
 
-// GetTemplate returns a template with its versions.
+// ListTemplatesPage pages the organization's templates newest first. Errors: invalid_argument (limit
+// outside 1-100, a cursor the store did not issue).
+func (s *Service) ListTemplatesPage(ctx context.Context, orgID string, q ports.PageQuery) (ports.Page[ports.Template], error) {
+	q, err := q.Checked()
+	if err != nil {
+		return ports.Page[ports.Template]{}, err
+	}
+	return s.store.ListTemplates(ctx, orgID, q)
+}
+
+// GetTemplate returns a template with its newest ports.TemplateVersionsShown versions, oldest first: a
+// template edited for years must not make one answer unbounded. VersionsTruncated says that
+// ListTemplateVersions has more.
 func (s *Service) GetTemplate(ctx context.Context, orgID, id string) (ports.Template, error) {
 	if !validID(id) {
 		return ports.Template{}, ports.NotFound(msgTemplateMissing)
 	}
-	return s.store.GetTemplate(ctx, orgID, id)
+	return s.store.GetTemplate(ctx, orgID, id, ports.TemplateVersionsShown)
+}
+
+// ListTemplateVersions pages a template's versions, newest first. Errors: not_found, invalid_argument
+// (limit outside 1-100, a cursor the store did not issue).
+func (s *Service) ListTemplateVersions(ctx context.Context, orgID, templateID string, q ports.PageQuery) (ports.Page[ports.TemplateVersion], error) {
+	q, err := q.Checked()
+	if err != nil {
+		return ports.Page[ports.TemplateVersion]{}, err
+	}
+	if !validID(templateID) {
+		return ports.Page[ports.TemplateVersion]{}, ports.NotFound(msgTemplateMissing)
+	}
+	return s.store.ListTemplateVersions(ctx, orgID, templateID, q)
 }
 
 // RenderTemplate renders the template's published version with vars. A template that is not the

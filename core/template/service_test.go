@@ -38,6 +38,10 @@ type storeSpy struct {
 	publishedErr     error
 	publishedCalls   int
 	idCalls          int
+	// lists allows the list and get methods; they record what they were asked.
+	lists         bool
+	listQuery     ports.PageQuery
+	versionsShown int
 }
 
 func (s *storeSpy) InsertTemplate(_ context.Context, t ports.Template) error {
@@ -59,14 +63,31 @@ func (s *storeSpy) PublishTemplateVersion(_ context.Context, _, _ string, versio
 	return ports.Template{CurrentVersion: &version}, nil
 }
 
-func (s *storeSpy) ListTemplates(context.Context, string) ([]ports.Template, error) {
-	s.tb.Error("ListTemplates was not expected")
-	return nil, errors.New("unexpected")
+func (s *storeSpy) ListTemplates(_ context.Context, _ string, q ports.PageQuery) (ports.Page[ports.Template], error) {
+	if !s.lists {
+		s.tb.Error("ListTemplates was not expected")
+		return ports.Page[ports.Template]{}, errors.New("unexpected")
+	}
+	s.listQuery = q
+	return ports.Page[ports.Template]{Data: []ports.Template{}}, nil
 }
 
-func (s *storeSpy) GetTemplate(context.Context, string, string) (ports.Template, error) {
-	s.tb.Error("GetTemplate was not expected")
-	return ports.Template{}, errors.New("unexpected")
+func (s *storeSpy) GetTemplate(_ context.Context, _, _ string, versions int) (ports.Template, error) {
+	if !s.lists {
+		s.tb.Error("GetTemplate was not expected")
+		return ports.Template{}, errors.New("unexpected")
+	}
+	s.versionsShown = versions
+	return ports.Template{}, nil
+}
+
+func (s *storeSpy) ListTemplateVersions(_ context.Context, _, _ string, q ports.PageQuery) (ports.Page[ports.TemplateVersion], error) {
+	if !s.lists {
+		s.tb.Error("ListTemplateVersions was not expected")
+		return ports.Page[ports.TemplateVersion]{}, errors.New("unexpected")
+	}
+	s.listQuery = q
+	return ports.Page[ports.TemplateVersion]{}, nil
 }
 
 func (s *storeSpy) PublishedTemplateVersion(context.Context, string, string) (ports.TemplateVersion, error) {
@@ -405,3 +426,38 @@ func TestRenderTemplate(t *testing.T) {
 		t.Errorf("stored version that does not compile: %v", err)
 	}
 }
+
+// TestListsAndVersionWindow checks what the Service asks the store for: the unpaged form of a list takes
+// ports.MaxUnpagedListRows, a page the client's limit (default 25, at most 100), a template its newest
+// ports.TemplateVersionsShown versions; a limit out of range or an id that is no UUID never reaches it.
+func TestListsAndVersionWindow(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t, nil)
+	b.store.lists = true
+	if _, err := b.svc.ListTemplates(ctx, testOrg); err != nil || b.store.listQuery != ports.Unpaged() {
+		t.Fatalf("ListTemplates asked %+v (%v)", b.store.listQuery, err)
+	}
+	if _, err := b.svc.ListTemplatesPage(ctx, testOrg, ports.PageQuery{Cursor: "c"}); err != nil || b.store.listQuery != (ports.PageQuery{Limit: 25, Cursor: "c"}) {
+		t.Fatalf("ListTemplatesPage asked %+v (%v)", b.store.listQuery, err)
+	}
+	if _, err := b.svc.GetTemplate(ctx, testOrg, uuid.NewString()); err != nil || b.store.versionsShown != ports.TemplateVersionsShown {
+		t.Fatalf("GetTemplate asked for %d versions (%v)", b.store.versionsShown, err)
+	}
+	if _, err := b.svc.ListTemplateVersions(ctx, testOrg, uuid.NewString(), ports.PageQuery{Limit: 100}); err != nil || b.store.listQuery.Limit != 100 {
+		t.Fatalf("ListTemplateVersions asked %+v (%v)", b.store.listQuery, err)
+	}
+
+	b.store.lists = false // nothing below may reach the store
+	for _, limit := range []int{-1, 101} {
+		requireViolations(t, firstErr(b.svc.ListTemplatesPage(ctx, testOrg, ports.PageQuery{Limit: limit})),
+			ports.FieldViolation{Path: "limit", Message: "must be between 1 and 100"})
+		requireViolations(t, firstErr(b.svc.ListTemplateVersions(ctx, testOrg, uuid.NewString(), ports.PageQuery{Limit: limit})),
+			ports.FieldViolation{Path: "limit", Message: "must be between 1 and 100"})
+	}
+	if _, err := b.svc.ListTemplateVersions(ctx, testOrg, "nope", ports.PageQuery{}); ports.ErrorCode(err) != ports.CodeNotFound {
+		t.Fatalf("versions of a non-UUID template: %v", err)
+	}
+}
+
+func firstErr[T any](_ T, err error) error { return err }

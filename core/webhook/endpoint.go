@@ -17,6 +17,13 @@ const MaxURLLength = 2048
 // RecentDeliveries is SPEC §8's webhook-events window: the most recent deliveries listed, without paging.
 const RecentDeliveries = 100
 
+// DefaultMaxEndpoints is how many endpoints an organization may hold (POSTMILL_MAX_WEBHOOKS_PER_ORG): every
+// event is fanned out to each subscribed endpoint, so the count multiplies the work of every send.
+const DefaultMaxEndpoints = 20
+
+// MaxEndpointsSetting names the configuration that raises Config.MaxEndpoints, for the refusal's message.
+const MaxEndpointsSetting = "POSTMILL_MAX_WEBHOOKS_PER_ORG"
+
 // Event id prefixes of deliveries that do not come from the outbox (SPEC §6).
 const (
 	TestEventPrefix   = "evt_test_"
@@ -25,8 +32,10 @@ const (
 
 // CreateEndpoint registers a URL for the given event types, enabled, with a fresh signing secret sealed
 // under the endpoint id. The answer is the only time the plaintext secret is shown. Duplicate event types
-// are kept once. Errors: invalid_argument (url: not an http or https URL with a host, or too long;
-// eventTypes: empty; eventTypes.N: not an event type of SPEC §6).
+// are kept once. The store inserts it only while the organization holds fewer than Config.MaxEndpoints,
+// decided atomically with the insert. Errors: invalid_argument (url: not an http or https URL with a host,
+// or too long; eventTypes: empty; eventTypes.N: not an event type of SPEC §6), permission_denied
+// (ports.ReasonResourceLimit).
 func (s *Service) CreateEndpoint(ctx context.Context, orgID, rawURL string, eventTypes []string) (ports.CreatedWebhookEndpoint, error) {
 	var violations []ports.FieldViolation
 	if v, ok := validateURL(rawURL); !ok {
@@ -51,24 +60,44 @@ func (s *Service) CreateEndpoint(ctx context.Context, orgID, rawURL string, even
 		return ports.CreatedWebhookEndpoint{}, fmt.Errorf("webhook: seal secret: %w", err)
 	}
 	ep.Secret = sealed
-	if err := s.store.InsertEndpoint(ctx, ep); err != nil {
+	inserted, err := s.store.InsertEndpointWithin(ctx, ep, s.cfg.MaxEndpoints)
+	if err != nil {
 		return ports.CreatedWebhookEndpoint{}, fmt.Errorf("webhook: insert endpoint: %w", err)
+	}
+	if !inserted {
+		return ports.CreatedWebhookEndpoint{}, ports.ResourceLimitReached(ports.ResourceWebhooks, "webhook endpoints",
+			s.cfg.MaxEndpoints, MaxEndpointsSetting)
 	}
 	ep.Secret = nil
 	return ports.CreatedWebhookEndpoint{WebhookEndpoint: ep, PlainSecret: plain}, nil
 }
 
-// ListEndpoints returns the organization's endpoints, newest first, with their sealed secrets removed: the
-// edge shows MaskedSecret.
+// ListEndpoints returns the organization's newest ports.MaxUnpagedListRows endpoints, newest first, with
+// their sealed secrets removed: the edge shows MaskedSecret.
 func (s *Service) ListEndpoints(ctx context.Context, orgID string) ([]ports.WebhookEndpoint, error) {
-	eps, err := s.store.ListEndpoints(ctx, orgID)
+	page, err := s.listEndpoints(ctx, orgID, ports.Unpaged())
+	return page.Data, err
+}
+
+// ListEndpointsPage pages the organization's endpoints newest first, without secrets. Errors:
+// invalid_argument (limit outside 1-100, a cursor the store did not issue).
+func (s *Service) ListEndpointsPage(ctx context.Context, orgID string, q ports.PageQuery) (ports.Page[ports.WebhookEndpoint], error) {
+	q, err := q.Checked()
 	if err != nil {
-		return nil, fmt.Errorf("webhook: list endpoints: %w", err)
+		return ports.Page[ports.WebhookEndpoint]{}, err
 	}
-	for i := range eps {
-		eps[i].Secret = nil
+	return s.listEndpoints(ctx, orgID, q)
+}
+
+func (s *Service) listEndpoints(ctx context.Context, orgID string, q ports.PageQuery) (ports.Page[ports.WebhookEndpoint], error) {
+	page, err := s.store.ListEndpoints(ctx, orgID, q)
+	if err != nil {
+		return ports.Page[ports.WebhookEndpoint]{}, fmt.Errorf("webhook: list endpoints: %w", err)
 	}
-	return eps, nil
+	for i := range page.Data {
+		page.Data[i].Secret = nil
+	}
+	return page, nil
 }
 
 // DeleteEndpoint deletes the endpoint and its deliveries; a claimed delivery's late result is then ignored

@@ -85,6 +85,8 @@ type Config struct {
 	Schedule []time.Duration
 	// AttemptTimeout bounds one request (default 10 s, SPEC §6's timeout).
 	AttemptTimeout time.Duration
+	// MaxEndpoints is how many endpoints an organization may hold (default DefaultMaxEndpoints).
+	MaxEndpoints int
 }
 
 func (c Config) withDefaults() Config {
@@ -121,6 +123,9 @@ func (c Config) withDefaults() Config {
 	if c.AttemptTimeout == 0 {
 		c.AttemptTimeout = DefaultAttemptTimeout
 	}
+	if c.MaxEndpoints == 0 {
+		c.MaxEndpoints = DefaultMaxEndpoints
+	}
 	return c
 }
 
@@ -148,6 +153,9 @@ func (c Config) Validate() error {
 	}
 	if c.AttemptTimeout < 0 {
 		errs = append(errs, errors.New("attempt timeout must be positive"))
+	}
+	if c.MaxEndpoints < 0 {
+		errs = append(errs, errors.New("the bound on an organization's endpoints must be positive"))
 	}
 	if c.Lease < 2*c.AttemptTimeout {
 		errs = append(errs, fmt.Errorf("lease %s must be at least twice the attempt timeout %s, or a result could arrive after another dispatcher took the delivery", c.Lease, c.AttemptTimeout))

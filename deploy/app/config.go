@@ -103,6 +103,12 @@ type Config struct {
 	// WebhookSchedule replaces SPEC §6's retry waits (15m, 30m, 1h, 2h). Tests set it; there is no
 	// environment variable, because the schedule is part of the contract with receivers.
 	WebhookSchedule []time.Duration
+	// MaxDomainsPerOrg, MaxWebhooksPerOrg and MaxAPIKeysPerOrg bound what one organization may hold
+	// (domains, webhook endpoints, API keys that are not revoked); creating one more is a 403. Zero keeps
+	// the core's default (100, 20, 100).
+	MaxDomainsPerOrg  int
+	MaxWebhooksPerOrg int
+	MaxAPIKeysPerOrg  int
 }
 
 // Getenv reads one variable; LoadEnv takes it as a parameter so tests need not touch the process
@@ -231,6 +237,16 @@ func LoadEnv(getenv Getenv) (Config, error) {
 	c.SMTPMaxConnectionsPerIP = int(integer("POSTMILL_SMTP_MAX_CONNECTIONS_PER_IP", 0))
 	c.SubmissionMaxConnections = int(integer("POSTMILL_SUBMISSION_MAX_CONNECTIONS", 0))
 	c.SubmissionMaxConnectionsPerIP = int(integer("POSTMILL_SUBMISSION_MAX_CONNECTIONS_PER_IP", 0))
+	for _, v := range []struct {
+		name string
+		def  int64
+		to   *int
+	}{{"POSTMILL_MAX_DOMAINS_PER_ORG", 100, &c.MaxDomainsPerOrg}, {"POSTMILL_MAX_WEBHOOKS_PER_ORG", 20, &c.MaxWebhooksPerOrg},
+		{"POSTMILL_MAX_API_KEYS_PER_ORG", 100, &c.MaxAPIKeysPerOrg}} {
+		if *v.to = int(integer(v.name, v.def)); *v.to < 1 {
+			errs = append(errs, fmt.Errorf("%s must be at least 1", v.name))
+		}
+	}
 	if err := c.LogLevel.UnmarshalText([]byte(str("POSTMILL_LOG_LEVEL", "info"))); err != nil {
 		errs = append(errs, fmt.Errorf("POSTMILL_LOG_LEVEL: %w", err))
 	}
@@ -323,6 +339,9 @@ func (c *Config) Validate(targets Targets) error {
 	}
 	if c.DefaultMonthly < 0 || c.DefaultWarmupCap < 0 {
 		errs = append(errs, errors.New("POSTMILL_DEFAULT_MONTHLY_LIMIT and POSTMILL_DEFAULT_WARMUP_CAP must be >= 0"))
+	}
+	if c.MaxDomainsPerOrg < 0 || c.MaxWebhooksPerOrg < 0 || c.MaxAPIKeysPerOrg < 0 {
+		errs = append(errs, errors.New("POSTMILL_MAX_DOMAINS_PER_ORG, POSTMILL_MAX_WEBHOOKS_PER_ORG and POSTMILL_MAX_API_KEYS_PER_ORG must be at least 1"))
 	}
 	return errors.Join(errs...)
 }

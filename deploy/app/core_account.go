@@ -15,6 +15,7 @@ func (a *App) coreAccount(env *coreEnv) error {
 		DefaultPlan:    ports.Plan{MonthlyLimit: a.cfg.DefaultMonthly, WarmupCap: a.cfg.DefaultWarmupCap},
 		SubmissionHost: host,
 		SubmissionPort: port,
+		MaxAPIKeys:     a.cfg.MaxAPIKeysPerOrg,
 	}, account.Deps{
 		Accounts: env.store, Organizations: env.store, APIKeys: env.store, SMTPCredentials: env.store,
 		RateLimiter: env.core.RateLimiter, Clock: env.clock, Keyring: env.keyring, Logger: env.logger,

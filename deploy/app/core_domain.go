@@ -7,7 +7,7 @@ import "github.com/postmill/postmill/core/domain"
 func (a *App) coreDomain(env *coreEnv) error {
 	domains, err := domain.New(domain.Config{
 		SPFInclude: a.cfg.SpfInclude, ReturnPathHost: a.cfg.ReturnPathHost,
-		TrackingHost: a.cfg.TrackingHost, DMARCRua: a.cfg.DMARCRua,
+		TrackingHost: a.cfg.TrackingHost, DMARCRua: a.cfg.DMARCRua, MaxDomains: a.cfg.MaxDomainsPerOrg,
 	}, domain.Deps{Domains: env.store, Resolver: a.dnsResolver(), RateLimiter: env.core.RateLimiter, Keyring: env.keyring,
 		Clock: env.clock, Logger: env.logger})
 	if err != nil {

@@ -12,7 +12,7 @@ func (a *App) coreWebhook(env *coreEnv) error {
 	if err != nil {
 		return err
 	}
-	hooks, err := webhook.New(webhook.Config{Schedule: a.cfg.WebhookSchedule}, webhook.Deps{
+	hooks, err := webhook.New(webhook.Config{Schedule: a.cfg.WebhookSchedule, MaxEndpoints: a.cfg.MaxWebhooksPerOrg}, webhook.Deps{
 		Store: env.store, Sender: sender, Stream: stream, Keyring: env.keyring, Clock: env.clock, Logger: env.logger,
 	})
 	if err != nil {

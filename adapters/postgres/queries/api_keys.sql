@@ -1,6 +1,16 @@
--- name: InsertAPIKey :exec
+-- name: LockOrganizationAPIKeys :exec
+-- Serialises key creation within one organization until the transaction ends, so the count that
+-- InsertAPIKeyWithin checks cannot change before its insert commits (lock class 7305).
+SELECT pg_advisory_xact_lock(7305, hashtext(sqlc.arg(organization_id)::text));
+
+-- name: InsertAPIKeyWithin :execrows
+-- The key, unless the organization already holds max_keys keys that are not revoked (below 1: no bound).
 INSERT INTO api_keys (organization_id, id, name, prefix, token_hash, scopes, scopes_enforced, last_used_at, revoked_at, created_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10);
+SELECT @organization_id::uuid, @id::uuid, @name::text, @prefix::text, @token_hash::bytea, @scopes::text[],
+    @scopes_enforced::boolean, sqlc.narg(last_used_at)::timestamptz, sqlc.narg(revoked_at)::timestamptz,
+    @created_at::timestamptz
+WHERE @max_keys::int < 1
+   OR (SELECT count(*) FROM api_keys WHERE organization_id = @organization_id::uuid AND revoked_at IS NULL) < @max_keys::int;
 
 -- name: ListAPIKeys :many
 SELECT * FROM api_keys

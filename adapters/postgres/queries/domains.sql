@@ -1,9 +1,3 @@
--- name: InsertDomain :exec
-INSERT INTO domains (id, organization_id, name, status, region, dkim_selector, dkim_private_key, dkim_public_key,
-    verified_at, created_at)
-VALUES (@id, @organization_id, @name, @status, COALESCE(NULLIF(@region::text, ''), 'us-east-1'), @dkim_selector,
-    @dkim_private_key, @dkim_public_key, @verified_at, @created_at);
-
 -- name: InsertDNSRecords :exec
 -- Set-returning functions in one select list advance in lockstep: element i of each array describes
 -- record i.
@@ -22,10 +16,29 @@ FROM (SELECT
         unnest(@checked::bool[]) AS checked,
         unnest(@checked_at::timestamptz[]) AS checked_at) AS r;
 
+-- name: LockOrganizationDomains :exec
+-- Serialises domain creation within one organization until the transaction ends, so the count that
+-- InsertDomainWithin checks cannot change before its insert commits (lock class 7303, see accounts.sql).
+SELECT pg_advisory_xact_lock(7303, hashtext(sqlc.arg(organization_id)::text));
+
+-- name: InsertDomainWithin :execrows
+-- The domain, unless the organization already holds max_domains domains (below 1: no bound). Runs after
+-- LockOrganizationDomains in the same transaction, so its snapshot sees every domain committed before.
+INSERT INTO domains (id, organization_id, name, status, region, dkim_selector, dkim_private_key, dkim_public_key,
+    verified_at, created_at)
+SELECT @id::uuid, @organization_id::uuid, @name::text, @status::text, COALESCE(NULLIF(@region::text, ''), 'us-east-1'),
+    @dkim_selector::text, @dkim_private_key::bytea, @dkim_public_key::text, sqlc.narg(verified_at)::timestamptz,
+    @created_at::timestamptz
+WHERE @max_domains::int < 1
+   OR (SELECT count(*) FROM domains WHERE organization_id = @organization_id::uuid) < @max_domains::int;
+
 -- name: ListDomains :many
+-- Keyset paging newest first; the first page passes a cursor after every row.
 SELECT * FROM domains
 WHERE organization_id = @organization_id
-ORDER BY created_at DESC, id DESC;
+  AND (created_at, id) < (@before_created_at::timestamptz, @before_id::uuid)
+ORDER BY created_at DESC, id DESC
+LIMIT @row_limit;
 
 -- name: DomainByID :one
 SELECT * FROM domains WHERE organization_id = @organization_id AND id = @id;

@@ -21,3 +21,21 @@ FROM (SELECT
         unnest(@reasons::text[]) AS reason,
         unnest(@created_at::timestamptz[]) AS created_at) AS s
 ON CONFLICT DO NOTHING;
+
+-- name: ListSuppressions :many
+-- Keyset paging newest first over one organization's rows; the first page passes a cursor after every row.
+SELECT id, organization_id::text AS organization_id, address, scope, reason, created_at
+FROM suppressions
+WHERE organization_id = @organization_id::uuid
+  AND (created_at, id) < (@before_created_at::timestamptz, @before_id::uuid)
+ORDER BY created_at DESC, id DESC
+LIMIT @row_limit;
+
+-- name: ListGlobalSuppressions :many
+-- The platform-wide rows (no organization), paged like ListSuppressions.
+SELECT id, ''::text AS organization_id, address, scope, reason, created_at
+FROM suppressions
+WHERE organization_id IS NULL
+  AND (created_at, id) < (@before_created_at::timestamptz, @before_id::uuid)
+ORDER BY created_at DESC, id DESC
+LIMIT @row_limit;

@@ -31,14 +31,19 @@ RETURNING *;
 SELECT * FROM templates WHERE organization_id = @organization_id AND id = @id;
 
 -- name: ListTemplates :many
+-- Keyset paging newest first; the first page passes a cursor after every row.
 SELECT * FROM templates
 WHERE organization_id = @organization_id
-ORDER BY created_at DESC, id DESC;
+  AND (created_at, id) < (@before_created_at::timestamptz, @before_id::uuid)
+ORDER BY created_at DESC, id DESC
+LIMIT @row_limit;
 
 -- name: TemplateVersions :many
+-- Keyset paging on the version number, newest first; the first page passes a number above every version.
 SELECT * FROM template_versions
-WHERE organization_id = @organization_id AND template_id = @template_id
-ORDER BY version;
+WHERE organization_id = @organization_id AND template_id = @template_id AND version < @before_version::int
+ORDER BY version DESC
+LIMIT @row_limit;
 
 -- name: PublishedTemplateVersionID :one
 -- The id alone: the send path's cache holds compiled versions by id, so a hit reads no bodies.

@@ -1,11 +1,23 @@
--- name: InsertWebhookEndpoint :exec
+-- name: LockOrganizationWebhookEndpoints :exec
+-- Serialises endpoint creation within one organization until the transaction ends, so the count that
+-- InsertWebhookEndpointWithin checks cannot change before its insert commits (lock class 7304).
+SELECT pg_advisory_xact_lock(7304, hashtext(sqlc.arg(organization_id)::text));
+
+-- name: InsertWebhookEndpointWithin :execrows
+-- The endpoint, unless the organization already holds max_endpoints endpoints (below 1: no bound).
 INSERT INTO webhook_endpoints (id, organization_id, url, enabled, event_types, secret, created_at)
-VALUES (@id, @organization_id, @url, @enabled, @event_types::text[], @secret, @created_at);
+SELECT @id::uuid, @organization_id::uuid, @url::text, @enabled::boolean, @event_types::text[], @secret::bytea,
+    @created_at::timestamptz
+WHERE @max_endpoints::int < 1
+   OR (SELECT count(*) FROM webhook_endpoints WHERE organization_id = @organization_id::uuid) < @max_endpoints::int;
 
 -- name: ListWebhookEndpoints :many
+-- Keyset paging newest first; the first page passes a cursor after every row.
 SELECT * FROM webhook_endpoints
 WHERE organization_id = @organization_id
-ORDER BY created_at DESC, id DESC;
+  AND (created_at, id) < (@before_created_at::timestamptz, @before_id::uuid)
+ORDER BY created_at DESC, id DESC
+LIMIT @row_limit;
 
 -- name: WebhookEndpointByID :one
 SELECT * FROM webhook_endpoints WHERE organization_id = @organization_id AND id = @id;

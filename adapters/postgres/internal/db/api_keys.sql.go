@@ -32,12 +32,16 @@ func (q *Queries) APIKeyByPrefix(ctx context.Context, prefix string) (ApiKey, er
 	return i, err
 }
 
-const insertAPIKey = `-- name: InsertAPIKey :exec
+const insertAPIKeyWithin = `-- name: InsertAPIKeyWithin :execrows
 INSERT INTO api_keys (organization_id, id, name, prefix, token_hash, scopes, scopes_enforced, last_used_at, revoked_at, created_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+SELECT $1::uuid, $2::uuid, $3::text, $4::text, $5::bytea, $6::text[],
+    $7::boolean, $8::timestamptz, $9::timestamptz,
+    $10::timestamptz
+WHERE $11::int < 1
+   OR (SELECT count(*) FROM api_keys WHERE organization_id = $1::uuid AND revoked_at IS NULL) < $11::int
 `
 
-type InsertAPIKeyParams struct {
+type InsertAPIKeyWithinParams struct {
 	OrganizationID string
 	ID             string
 	Name           string
@@ -48,10 +52,12 @@ type InsertAPIKeyParams struct {
 	LastUsedAt     *time.Time
 	RevokedAt      *time.Time
 	CreatedAt      time.Time
+	MaxKeys        int32
 }
 
-func (q *Queries) InsertAPIKey(ctx context.Context, arg InsertAPIKeyParams) error {
-	_, err := q.db.Exec(ctx, insertAPIKey,
+// The key, unless the organization already holds max_keys keys that are not revoked (below 1: no bound).
+func (q *Queries) InsertAPIKeyWithin(ctx context.Context, arg InsertAPIKeyWithinParams) (int64, error) {
+	result, err := q.db.Exec(ctx, insertAPIKeyWithin,
 		arg.OrganizationID,
 		arg.ID,
 		arg.Name,
@@ -62,8 +68,12 @@ func (q *Queries) InsertAPIKey(ctx context.Context, arg InsertAPIKeyParams) erro
 		arg.LastUsedAt,
 		arg.RevokedAt,
 		arg.CreatedAt,
+		arg.MaxKeys,
 	)
-	return err
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
 }
 
 const listAPIKeys = `-- name: ListAPIKeys :many
@@ -101,6 +111,17 @@ func (q *Queries) ListAPIKeys(ctx context.Context, organizationID string) ([]Api
 		return nil, err
 	}
 	return items, nil
+}
+
+const lockOrganizationAPIKeys = `-- name: LockOrganizationAPIKeys :exec
+SELECT pg_advisory_xact_lock(7305, hashtext($1::text))
+`
+
+// Serialises key creation within one organization until the transaction ends, so the count that
+// InsertAPIKeyWithin checks cannot change before its insert commits (lock class 7305).
+func (q *Queries) LockOrganizationAPIKeys(ctx context.Context, organizationID string) error {
+	_, err := q.db.Exec(ctx, lockOrganizationAPIKeys, organizationID)
+	return err
 }
 
 const revokeAPIKey = `-- name: RevokeAPIKey :execrows

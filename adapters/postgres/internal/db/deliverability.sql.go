@@ -290,50 +290,6 @@ func (q *Queries) ListComplaints(ctx context.Context, arg ListComplaintsParams) 
 	return items, nil
 }
 
-const listSuppressions = `-- name: ListSuppressions :many
-SELECT id, COALESCE(organization_id::text, '')::text AS organization_id, address, scope, reason, created_at
-FROM suppressions
-WHERE organization_id IS NOT DISTINCT FROM NULLIF($1::text, '')::uuid
-ORDER BY created_at DESC, id DESC
-`
-
-type ListSuppressionsRow struct {
-	ID             string
-	OrganizationID string
-	Address        string
-	Scope          string
-	Reason         string
-	CreatedAt      time.Time
-}
-
-// An empty organization id lists the platform-wide (global) rows.
-func (q *Queries) ListSuppressions(ctx context.Context, organizationID string) ([]ListSuppressionsRow, error) {
-	rows, err := q.db.Query(ctx, listSuppressions, organizationID)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []ListSuppressionsRow
-	for rows.Next() {
-		var i ListSuppressionsRow
-		if err := rows.Scan(
-			&i.ID,
-			&i.OrganizationID,
-			&i.Address,
-			&i.Scope,
-			&i.Reason,
-			&i.CreatedAt,
-		); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
 const messageOrganization = `-- name: MessageOrganization :one
 SELECT organization_id FROM messages WHERE id = $1
 `

@@ -163,14 +163,17 @@ func (q *Queries) InsertDNSRecords(ctx context.Context, arg InsertDNSRecordsPara
 	return err
 }
 
-const insertDomain = `-- name: InsertDomain :exec
+const insertDomainWithin = `-- name: InsertDomainWithin :execrows
 INSERT INTO domains (id, organization_id, name, status, region, dkim_selector, dkim_private_key, dkim_public_key,
     verified_at, created_at)
-VALUES ($1, $2, $3, $4, COALESCE(NULLIF($5::text, ''), 'us-east-1'), $6,
-    $7, $8, $9, $10)
+SELECT $1::uuid, $2::uuid, $3::text, $4::text, COALESCE(NULLIF($5::text, ''), 'us-east-1'),
+    $6::text, $7::bytea, $8::text, $9::timestamptz,
+    $10::timestamptz
+WHERE $11::int < 1
+   OR (SELECT count(*) FROM domains WHERE organization_id = $2::uuid) < $11::int
 `
 
-type InsertDomainParams struct {
+type InsertDomainWithinParams struct {
 	ID             string
 	OrganizationID string
 	Name           string
@@ -181,10 +184,13 @@ type InsertDomainParams struct {
 	DkimPublicKey  string
 	VerifiedAt     *time.Time
 	CreatedAt      time.Time
+	MaxDomains     int32
 }
 
-func (q *Queries) InsertDomain(ctx context.Context, arg InsertDomainParams) error {
-	_, err := q.db.Exec(ctx, insertDomain,
+// The domain, unless the organization already holds max_domains domains (below 1: no bound). Runs after
+// LockOrganizationDomains in the same transaction, so its snapshot sees every domain committed before.
+func (q *Queries) InsertDomainWithin(ctx context.Context, arg InsertDomainWithinParams) (int64, error) {
+	result, err := q.db.Exec(ctx, insertDomainWithin,
 		arg.ID,
 		arg.OrganizationID,
 		arg.Name,
@@ -195,18 +201,37 @@ func (q *Queries) InsertDomain(ctx context.Context, arg InsertDomainParams) erro
 		arg.DkimPublicKey,
 		arg.VerifiedAt,
 		arg.CreatedAt,
+		arg.MaxDomains,
 	)
-	return err
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
 }
 
 const listDomains = `-- name: ListDomains :many
 SELECT id, organization_id, name, status, region, dkim_selector, dkim_private_key, dkim_public_key, verified_at, created_at, open_tracking, click_tracking FROM domains
 WHERE organization_id = $1
+  AND (created_at, id) < ($2::timestamptz, $3::uuid)
 ORDER BY created_at DESC, id DESC
+LIMIT $4
 `
 
-func (q *Queries) ListDomains(ctx context.Context, organizationID string) ([]Domain, error) {
-	rows, err := q.db.Query(ctx, listDomains, organizationID)
+type ListDomainsParams struct {
+	OrganizationID  string
+	BeforeCreatedAt time.Time
+	BeforeID        string
+	RowLimit        int32
+}
+
+// Keyset paging newest first; the first page passes a cursor after every row.
+func (q *Queries) ListDomains(ctx context.Context, arg ListDomainsParams) ([]Domain, error) {
+	rows, err := q.db.Query(ctx, listDomains,
+		arg.OrganizationID,
+		arg.BeforeCreatedAt,
+		arg.BeforeID,
+		arg.RowLimit,
+	)
 	if err != nil {
 		return nil, err
 	}
@@ -236,6 +261,17 @@ func (q *Queries) ListDomains(ctx context.Context, organizationID string) ([]Dom
 		return nil, err
 	}
 	return items, nil
+}
+
+const lockOrganizationDomains = `-- name: LockOrganizationDomains :exec
+SELECT pg_advisory_xact_lock(7303, hashtext($1::text))
+`
+
+// Serialises domain creation within one organization until the transaction ends, so the count that
+// InsertDomainWithin checks cannot change before its insert commits (lock class 7303, see accounts.sql).
+func (q *Queries) LockOrganizationDomains(ctx context.Context, organizationID string) error {
+	_, err := q.db.Exec(ctx, lockOrganizationDomains, organizationID)
+	return err
 }
 
 const saveDNSRecordChecks = `-- name: SaveDNSRecordChecks :exec

@@ -70,6 +70,20 @@ type Complaint struct {
 	CreatedAt      time.Time
 }
 
+type DeliveryHeld struct {
+	ID             string
+	OrganizationID string
+	MessageID      string
+	Domain         string
+	RecipientIds   []string
+	Attempt        int32
+	FirstQueuedAt  time.Time
+	NotBefore      time.Time
+	DomainID       string
+	Reason         string
+	HeldAt         time.Time
+}
+
 type DeliveryOutbox struct {
 	ID             string
 	OrganizationID string

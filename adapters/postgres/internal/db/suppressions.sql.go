@@ -45,6 +45,116 @@ func (q *Queries) InsertSuppressions(ctx context.Context, arg InsertSuppressions
 	return err
 }
 
+const listGlobalSuppressions = `-- name: ListGlobalSuppressions :many
+SELECT id, ''::text AS organization_id, address, scope, reason, created_at
+FROM suppressions
+WHERE organization_id IS NULL
+  AND (created_at, id) < ($1::timestamptz, $2::uuid)
+ORDER BY created_at DESC, id DESC
+LIMIT $3
+`
+
+type ListGlobalSuppressionsParams struct {
+	BeforeCreatedAt time.Time
+	BeforeID        string
+	RowLimit        int32
+}
+
+type ListGlobalSuppressionsRow struct {
+	ID             string
+	OrganizationID string
+	Address        string
+	Scope          string
+	Reason         string
+	CreatedAt      time.Time
+}
+
+// The platform-wide rows (no organization), paged like ListSuppressions.
+func (q *Queries) ListGlobalSuppressions(ctx context.Context, arg ListGlobalSuppressionsParams) ([]ListGlobalSuppressionsRow, error) {
+	rows, err := q.db.Query(ctx, listGlobalSuppressions, arg.BeforeCreatedAt, arg.BeforeID, arg.RowLimit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []ListGlobalSuppressionsRow
+	for rows.Next() {
+		var i ListGlobalSuppressionsRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.OrganizationID,
+			&i.Address,
+			&i.Scope,
+			&i.Reason,
+			&i.CreatedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const listSuppressions = `-- name: ListSuppressions :many
+SELECT id, organization_id::text AS organization_id, address, scope, reason, created_at
+FROM suppressions
+WHERE organization_id = $1::uuid
+  AND (created_at, id) < ($2::timestamptz, $3::uuid)
+ORDER BY created_at DESC, id DESC
+LIMIT $4
+`
+
+type ListSuppressionsParams struct {
+	OrganizationID  string
+	BeforeCreatedAt time.Time
+	BeforeID        string
+	RowLimit        int32
+}
+
+type ListSuppressionsRow struct {
+	ID             string
+	OrganizationID string
+	Address        string
+	Scope          string
+	Reason         string
+	CreatedAt      time.Time
+}
+
+// Keyset paging newest first over one organization's rows; the first page passes a cursor after every row.
+func (q *Queries) ListSuppressions(ctx context.Context, arg ListSuppressionsParams) ([]ListSuppressionsRow, error) {
+	rows, err := q.db.Query(ctx, listSuppressions,
+		arg.OrganizationID,
+		arg.BeforeCreatedAt,
+		arg.BeforeID,
+		arg.RowLimit,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []ListSuppressionsRow
+	for rows.Next() {
+		var i ListSuppressionsRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.OrganizationID,
+			&i.Address,
+			&i.Scope,
+			&i.Reason,
+			&i.CreatedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const suppressedAmong = `-- name: SuppressedAmong :many
 SELECT DISTINCT a.address::text AS address
 FROM unnest($1::text[]) AS a(address)

@@ -87,11 +87,26 @@ func (q *Queries) InsertTemplateVersion(ctx context.Context, arg InsertTemplateV
 const listTemplates = `-- name: ListTemplates :many
 SELECT id, organization_id, name, current_version, created_at, updated_at FROM templates
 WHERE organization_id = $1
+  AND (created_at, id) < ($2::timestamptz, $3::uuid)
 ORDER BY created_at DESC, id DESC
+LIMIT $4
 `
 
-func (q *Queries) ListTemplates(ctx context.Context, organizationID string) ([]Template, error) {
-	rows, err := q.db.Query(ctx, listTemplates, organizationID)
+type ListTemplatesParams struct {
+	OrganizationID  string
+	BeforeCreatedAt time.Time
+	BeforeID        string
+	RowLimit        int32
+}
+
+// Keyset paging newest first; the first page passes a cursor after every row.
+func (q *Queries) ListTemplates(ctx context.Context, arg ListTemplatesParams) ([]Template, error) {
+	rows, err := q.db.Query(ctx, listTemplates,
+		arg.OrganizationID,
+		arg.BeforeCreatedAt,
+		arg.BeforeID,
+		arg.RowLimit,
+	)
 	if err != nil {
 		return nil, err
 	}
@@ -241,17 +256,26 @@ func (q *Queries) TemplateByID(ctx context.Context, arg TemplateByIDParams) (Tem
 
 const templateVersions = `-- name: TemplateVersions :many
 SELECT id, organization_id, template_id, version, subject, html_body, text_body, react_source, created_at FROM template_versions
-WHERE organization_id = $1 AND template_id = $2
-ORDER BY version
+WHERE organization_id = $1 AND template_id = $2 AND version < $3::int
+ORDER BY version DESC
+LIMIT $4
 `
 
 type TemplateVersionsParams struct {
 	OrganizationID string
 	TemplateID     string
+	BeforeVersion  int32
+	RowLimit       int32
 }
 
+// Keyset paging on the version number, newest first; the first page passes a number above every version.
 func (q *Queries) TemplateVersions(ctx context.Context, arg TemplateVersionsParams) ([]TemplateVersion, error) {
-	rows, err := q.db.Query(ctx, templateVersions, arg.OrganizationID, arg.TemplateID)
+	rows, err := q.db.Query(ctx, templateVersions,
+		arg.OrganizationID,
+		arg.TemplateID,
+		arg.BeforeVersion,
+		arg.RowLimit,
+	)
 	if err != nil {
 		return nil, err
 	}

@@ -217,12 +217,15 @@ func (q *Queries) InsertWebhookDelivery(ctx context.Context, arg InsertWebhookDe
 	return err
 }
 
-const insertWebhookEndpoint = `-- name: InsertWebhookEndpoint :exec
+const insertWebhookEndpointWithin = `-- name: InsertWebhookEndpointWithin :execrows
 INSERT INTO webhook_endpoints (id, organization_id, url, enabled, event_types, secret, created_at)
-VALUES ($1, $2, $3, $4, $5::text[], $6, $7)
+SELECT $1::uuid, $2::uuid, $3::text, $4::boolean, $5::text[], $6::bytea,
+    $7::timestamptz
+WHERE $8::int < 1
+   OR (SELECT count(*) FROM webhook_endpoints WHERE organization_id = $2::uuid) < $8::int
 `
 
-type InsertWebhookEndpointParams struct {
+type InsertWebhookEndpointWithinParams struct {
 	ID             string
 	OrganizationID string
 	Url            string
@@ -230,10 +233,12 @@ type InsertWebhookEndpointParams struct {
 	EventTypes     []string
 	Secret         []byte
 	CreatedAt      time.Time
+	MaxEndpoints   int32
 }
 
-func (q *Queries) InsertWebhookEndpoint(ctx context.Context, arg InsertWebhookEndpointParams) error {
-	_, err := q.db.Exec(ctx, insertWebhookEndpoint,
+// The endpoint, unless the organization already holds max_endpoints endpoints (below 1: no bound).
+func (q *Queries) InsertWebhookEndpointWithin(ctx context.Context, arg InsertWebhookEndpointWithinParams) (int64, error) {
+	result, err := q.db.Exec(ctx, insertWebhookEndpointWithin,
 		arg.ID,
 		arg.OrganizationID,
 		arg.Url,
@@ -241,8 +246,12 @@ func (q *Queries) InsertWebhookEndpoint(ctx context.Context, arg InsertWebhookEn
 		arg.EventTypes,
 		arg.Secret,
 		arg.CreatedAt,
+		arg.MaxEndpoints,
 	)
-	return err
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
 }
 
 const listRecentWebhookDeliveries = `-- name: ListRecentWebhookDeliveries :many
@@ -315,11 +324,26 @@ func (q *Queries) ListRecentWebhookDeliveries(ctx context.Context, arg ListRecen
 const listWebhookEndpoints = `-- name: ListWebhookEndpoints :many
 SELECT id, organization_id, url, enabled, event_types, secret, created_at FROM webhook_endpoints
 WHERE organization_id = $1
+  AND (created_at, id) < ($2::timestamptz, $3::uuid)
 ORDER BY created_at DESC, id DESC
+LIMIT $4
 `
 
-func (q *Queries) ListWebhookEndpoints(ctx context.Context, organizationID string) ([]WebhookEndpoint, error) {
-	rows, err := q.db.Query(ctx, listWebhookEndpoints, organizationID)
+type ListWebhookEndpointsParams struct {
+	OrganizationID  string
+	BeforeCreatedAt time.Time
+	BeforeID        string
+	RowLimit        int32
+}
+
+// Keyset paging newest first; the first page passes a cursor after every row.
+func (q *Queries) ListWebhookEndpoints(ctx context.Context, arg ListWebhookEndpointsParams) ([]WebhookEndpoint, error) {
+	rows, err := q.db.Query(ctx, listWebhookEndpoints,
+		arg.OrganizationID,
+		arg.BeforeCreatedAt,
+		arg.BeforeID,
+		arg.RowLimit,
+	)
 	if err != nil {
 		return nil, err
 	}
@@ -344,6 +368,17 @@ func (q *Queries) ListWebhookEndpoints(ctx context.Context, organizationID strin
 		return nil, err
 	}
 	return items, nil
+}
+
+const lockOrganizationWebhookEndpoints = `-- name: LockOrganizationWebhookEndpoints :exec
+SELECT pg_advisory_xact_lock(7304, hashtext($1::text))
+`
+
+// Serialises endpoint creation within one organization until the transaction ends, so the count that
+// InsertWebhookEndpointWithin checks cannot change before its insert commits (lock class 7304).
+func (q *Queries) LockOrganizationWebhookEndpoints(ctx context.Context, organizationID string) error {
+	_, err := q.db.Exec(ctx, lockOrganizationWebhookEndpoints, organizationID)
+	return err
 }
 
 const markEventsFannedOut = `-- name: MarkEventsFannedOut :exec

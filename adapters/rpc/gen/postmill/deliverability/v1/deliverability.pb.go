@@ -1060,6 +1060,112 @@ func (x *ListSuppressionsResponse) GetSuppressions() *SuppressionList {
 	return nil
 }
 
+// ListSuppressionsPageRequest names the organization and the page.
+type ListSuppressionsPageRequest struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	OrganizationId string                 `protobuf:"bytes,1,opt,name=organization_id,json=organizationId,proto3" json:"organization_id,omitempty"`
+	Query          *PageQuery             `protobuf:"bytes,2,opt,name=query,proto3" json:"query,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *ListSuppressionsPageRequest) Reset() {
+	*x = ListSuppressionsPageRequest{}
+	mi := &file_postmill_deliverability_v1_deliverability_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListSuppressionsPageRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListSuppressionsPageRequest) ProtoMessage() {}
+
+func (x *ListSuppressionsPageRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_postmill_deliverability_v1_deliverability_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListSuppressionsPageRequest.ProtoReflect.Descriptor instead.
+func (*ListSuppressionsPageRequest) Descriptor() ([]byte, []int) {
+	return file_postmill_deliverability_v1_deliverability_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *ListSuppressionsPageRequest) GetOrganizationId() string {
+	if x != nil {
+		return x.OrganizationId
+	}
+	return ""
+}
+
+func (x *ListSuppressionsPageRequest) GetQuery() *PageQuery {
+	if x != nil {
+		return x.Query
+	}
+	return nil
+}
+
+// ListSuppressionsPageResponse mirrors ports.Page of suppressions; next_cursor is empty on the last page.
+type ListSuppressionsPageResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Suppressions  *SuppressionList       `protobuf:"bytes,1,opt,name=suppressions,proto3" json:"suppressions,omitempty"`
+	NextCursor    string                 `protobuf:"bytes,2,opt,name=next_cursor,json=nextCursor,proto3" json:"next_cursor,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListSuppressionsPageResponse) Reset() {
+	*x = ListSuppressionsPageResponse{}
+	mi := &file_postmill_deliverability_v1_deliverability_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListSuppressionsPageResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListSuppressionsPageResponse) ProtoMessage() {}
+
+func (x *ListSuppressionsPageResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_postmill_deliverability_v1_deliverability_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListSuppressionsPageResponse.ProtoReflect.Descriptor instead.
+func (*ListSuppressionsPageResponse) Descriptor() ([]byte, []int) {
+	return file_postmill_deliverability_v1_deliverability_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *ListSuppressionsPageResponse) GetSuppressions() *SuppressionList {
+	if x != nil {
+		return x.Suppressions
+	}
+	return nil
+}
+
+func (x *ListSuppressionsPageResponse) GetNextCursor() string {
+	if x != nil {
+		return x.NextCursor
+	}
+	return ""
+}
+
 // CreateSuppressionRequest names the organization and carries the suppression to add.
 type CreateSuppressionRequest struct {
 	state          protoimpl.MessageState `protogen:"open.v1"`
@@ -1071,7 +1177,7 @@ type CreateSuppressionRequest struct {
 
 func (x *CreateSuppressionRequest) Reset() {
 	*x = CreateSuppressionRequest{}
-	mi := &file_postmill_deliverability_v1_deliverability_proto_msgTypes[14]
+	mi := &file_postmill_deliverability_v1_deliverability_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1083,7 +1189,7 @@ func (x *CreateSuppressionRequest) String() string {
 func (*CreateSuppressionRequest) ProtoMessage() {}
 
 func (x *CreateSuppressionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_postmill_deliverability_v1_deliverability_proto_msgTypes[14]
+	mi := &file_postmill_deliverability_v1_deliverability_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1096,7 +1202,7 @@ func (x *CreateSuppressionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateSuppressionRequest.ProtoReflect.Descriptor instead.
 func (*CreateSuppressionRequest) Descriptor() ([]byte, []int) {
-	return file_postmill_deliverability_v1_deliverability_proto_rawDescGZIP(), []int{14}
+	return file_postmill_deliverability_v1_deliverability_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *CreateSuppressionRequest) GetOrganizationId() string {
@@ -1123,7 +1229,7 @@ type CreateSuppressionResponse struct {
 
 func (x *CreateSuppressionResponse) Reset() {
 	*x = CreateSuppressionResponse{}
-	mi := &file_postmill_deliverability_v1_deliverability_proto_msgTypes[15]
+	mi := &file_postmill_deliverability_v1_deliverability_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1135,7 +1241,7 @@ func (x *CreateSuppressionResponse) String() string {
 func (*CreateSuppressionResponse) ProtoMessage() {}
 
 func (x *CreateSuppressionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_postmill_deliverability_v1_deliverability_proto_msgTypes[15]
+	mi := &file_postmill_deliverability_v1_deliverability_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1148,7 +1254,7 @@ func (x *CreateSuppressionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateSuppressionResponse.ProtoReflect.Descriptor instead.
 func (*CreateSuppressionResponse) Descriptor() ([]byte, []int) {
-	return file_postmill_deliverability_v1_deliverability_proto_rawDescGZIP(), []int{15}
+	return file_postmill_deliverability_v1_deliverability_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *CreateSuppressionResponse) GetSuppression() *Suppression {
@@ -1169,7 +1275,7 @@ type DeleteSuppressionRequest struct {
 
 func (x *DeleteSuppressionRequest) Reset() {
 	*x = DeleteSuppressionRequest{}
-	mi := &file_postmill_deliverability_v1_deliverability_proto_msgTypes[16]
+	mi := &file_postmill_deliverability_v1_deliverability_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1181,7 +1287,7 @@ func (x *DeleteSuppressionRequest) String() string {
 func (*DeleteSuppressionRequest) ProtoMessage() {}
 
 func (x *DeleteSuppressionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_postmill_deliverability_v1_deliverability_proto_msgTypes[16]
+	mi := &file_postmill_deliverability_v1_deliverability_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1194,7 +1300,7 @@ func (x *DeleteSuppressionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteSuppressionRequest.ProtoReflect.Descriptor instead.
 func (*DeleteSuppressionRequest) Descriptor() ([]byte, []int) {
-	return file_postmill_deliverability_v1_deliverability_proto_rawDescGZIP(), []int{16}
+	return file_postmill_deliverability_v1_deliverability_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *DeleteSuppressionRequest) GetOrganizationId() string {
@@ -1221,7 +1327,7 @@ type DeleteSuppressionResponse struct {
 
 func (x *DeleteSuppressionResponse) Reset() {
 	*x = DeleteSuppressionResponse{}
-	mi := &file_postmill_deliverability_v1_deliverability_proto_msgTypes[17]
+	mi := &file_postmill_deliverability_v1_deliverability_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1233,7 +1339,7 @@ func (x *DeleteSuppressionResponse) String() string {
 func (*DeleteSuppressionResponse) ProtoMessage() {}
 
 func (x *DeleteSuppressionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_postmill_deliverability_v1_deliverability_proto_msgTypes[17]
+	mi := &file_postmill_deliverability_v1_deliverability_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1246,7 +1352,7 @@ func (x *DeleteSuppressionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteSuppressionResponse.ProtoReflect.Descriptor instead.
 func (*DeleteSuppressionResponse) Descriptor() ([]byte, []int) {
-	return file_postmill_deliverability_v1_deliverability_proto_rawDescGZIP(), []int{17}
+	return file_postmill_deliverability_v1_deliverability_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *DeleteSuppressionResponse) GetDeleted() bool {
@@ -1265,7 +1371,7 @@ type ListGlobalSuppressionsRequest struct {
 
 func (x *ListGlobalSuppressionsRequest) Reset() {
 	*x = ListGlobalSuppressionsRequest{}
-	mi := &file_postmill_deliverability_v1_deliverability_proto_msgTypes[18]
+	mi := &file_postmill_deliverability_v1_deliverability_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1277,7 +1383,7 @@ func (x *ListGlobalSuppressionsRequest) String() string {
 func (*ListGlobalSuppressionsRequest) ProtoMessage() {}
 
 func (x *ListGlobalSuppressionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_postmill_deliverability_v1_deliverability_proto_msgTypes[18]
+	mi := &file_postmill_deliverability_v1_deliverability_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1290,7 +1396,7 @@ func (x *ListGlobalSuppressionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListGlobalSuppressionsRequest.ProtoReflect.Descriptor instead.
 func (*ListGlobalSuppressionsRequest) Descriptor() ([]byte, []int) {
-	return file_postmill_deliverability_v1_deliverability_proto_rawDescGZIP(), []int{18}
+	return file_postmill_deliverability_v1_deliverability_proto_rawDescGZIP(), []int{20}
 }
 
 // ListGlobalSuppressionsResponse carries the global suppressions; unset when the service returned nil.
@@ -1303,7 +1409,7 @@ type ListGlobalSuppressionsResponse struct {
 
 func (x *ListGlobalSuppressionsResponse) Reset() {
 	*x = ListGlobalSuppressionsResponse{}
-	mi := &file_postmill_deliverability_v1_deliverability_proto_msgTypes[19]
+	mi := &file_postmill_deliverability_v1_deliverability_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1315,7 +1421,7 @@ func (x *ListGlobalSuppressionsResponse) String() string {
 func (*ListGlobalSuppressionsResponse) ProtoMessage() {}
 
 func (x *ListGlobalSuppressionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_postmill_deliverability_v1_deliverability_proto_msgTypes[19]
+	mi := &file_postmill_deliverability_v1_deliverability_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1328,7 +1434,7 @@ func (x *ListGlobalSuppressionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListGlobalSuppressionsResponse.ProtoReflect.Descriptor instead.
 func (*ListGlobalSuppressionsResponse) Descriptor() ([]byte, []int) {
-	return file_postmill_deliverability_v1_deliverability_proto_rawDescGZIP(), []int{19}
+	return file_postmill_deliverability_v1_deliverability_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ListGlobalSuppressionsResponse) GetSuppressions() *SuppressionList {
@@ -1348,7 +1454,7 @@ type CreateGlobalSuppressionRequest struct {
 
 func (x *CreateGlobalSuppressionRequest) Reset() {
 	*x = CreateGlobalSuppressionRequest{}
-	mi := &file_postmill_deliverability_v1_deliverability_proto_msgTypes[20]
+	mi := &file_postmill_deliverability_v1_deliverability_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1360,7 +1466,7 @@ func (x *CreateGlobalSuppressionRequest) String() string {
 func (*CreateGlobalSuppressionRequest) ProtoMessage() {}
 
 func (x *CreateGlobalSuppressionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_postmill_deliverability_v1_deliverability_proto_msgTypes[20]
+	mi := &file_postmill_deliverability_v1_deliverability_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1373,7 +1479,7 @@ func (x *CreateGlobalSuppressionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateGlobalSuppressionRequest.ProtoReflect.Descriptor instead.
 func (*CreateGlobalSuppressionRequest) Descriptor() ([]byte, []int) {
-	return file_postmill_deliverability_v1_deliverability_proto_rawDescGZIP(), []int{20}
+	return file_postmill_deliverability_v1_deliverability_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *CreateGlobalSuppressionRequest) GetSuppression() *NewSuppression {
@@ -1393,7 +1499,7 @@ type CreateGlobalSuppressionResponse struct {
 
 func (x *CreateGlobalSuppressionResponse) Reset() {
 	*x = CreateGlobalSuppressionResponse{}
-	mi := &file_postmill_deliverability_v1_deliverability_proto_msgTypes[21]
+	mi := &file_postmill_deliverability_v1_deliverability_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1405,7 +1511,7 @@ func (x *CreateGlobalSuppressionResponse) String() string {
 func (*CreateGlobalSuppressionResponse) ProtoMessage() {}
 
 func (x *CreateGlobalSuppressionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_postmill_deliverability_v1_deliverability_proto_msgTypes[21]
+	mi := &file_postmill_deliverability_v1_deliverability_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1418,7 +1524,7 @@ func (x *CreateGlobalSuppressionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateGlobalSuppressionResponse.ProtoReflect.Descriptor instead.
 func (*CreateGlobalSuppressionResponse) Descriptor() ([]byte, []int) {
-	return file_postmill_deliverability_v1_deliverability_proto_rawDescGZIP(), []int{21}
+	return file_postmill_deliverability_v1_deliverability_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *CreateGlobalSuppressionResponse) GetSuppression() *Suppression {
@@ -1438,7 +1544,7 @@ type DeleteGlobalSuppressionRequest struct {
 
 func (x *DeleteGlobalSuppressionRequest) Reset() {
 	*x = DeleteGlobalSuppressionRequest{}
-	mi := &file_postmill_deliverability_v1_deliverability_proto_msgTypes[22]
+	mi := &file_postmill_deliverability_v1_deliverability_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1450,7 +1556,7 @@ func (x *DeleteGlobalSuppressionRequest) String() string {
 func (*DeleteGlobalSuppressionRequest) ProtoMessage() {}
 
 func (x *DeleteGlobalSuppressionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_postmill_deliverability_v1_deliverability_proto_msgTypes[22]
+	mi := &file_postmill_deliverability_v1_deliverability_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1463,7 +1569,7 @@ func (x *DeleteGlobalSuppressionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteGlobalSuppressionRequest.ProtoReflect.Descriptor instead.
 func (*DeleteGlobalSuppressionRequest) Descriptor() ([]byte, []int) {
-	return file_postmill_deliverability_v1_deliverability_proto_rawDescGZIP(), []int{22}
+	return file_postmill_deliverability_v1_deliverability_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *DeleteGlobalSuppressionRequest) GetId() string {
@@ -1483,7 +1589,7 @@ type DeleteGlobalSuppressionResponse struct {
 
 func (x *DeleteGlobalSuppressionResponse) Reset() {
 	*x = DeleteGlobalSuppressionResponse{}
-	mi := &file_postmill_deliverability_v1_deliverability_proto_msgTypes[23]
+	mi := &file_postmill_deliverability_v1_deliverability_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1495,7 +1601,7 @@ func (x *DeleteGlobalSuppressionResponse) String() string {
 func (*DeleteGlobalSuppressionResponse) ProtoMessage() {}
 
 func (x *DeleteGlobalSuppressionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_postmill_deliverability_v1_deliverability_proto_msgTypes[23]
+	mi := &file_postmill_deliverability_v1_deliverability_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1508,7 +1614,7 @@ func (x *DeleteGlobalSuppressionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteGlobalSuppressionResponse.ProtoReflect.Descriptor instead.
 func (*DeleteGlobalSuppressionResponse) Descriptor() ([]byte, []int) {
-	return file_postmill_deliverability_v1_deliverability_proto_rawDescGZIP(), []int{23}
+	return file_postmill_deliverability_v1_deliverability_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *DeleteGlobalSuppressionResponse) GetDeleted() bool {
@@ -1529,7 +1635,7 @@ type ListBouncesRequest struct {
 
 func (x *ListBouncesRequest) Reset() {
 	*x = ListBouncesRequest{}
-	mi := &file_postmill_deliverability_v1_deliverability_proto_msgTypes[24]
+	mi := &file_postmill_deliverability_v1_deliverability_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1541,7 +1647,7 @@ func (x *ListBouncesRequest) String() string {
 func (*ListBouncesRequest) ProtoMessage() {}
 
 func (x *ListBouncesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_postmill_deliverability_v1_deliverability_proto_msgTypes[24]
+	mi := &file_postmill_deliverability_v1_deliverability_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1554,7 +1660,7 @@ func (x *ListBouncesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListBouncesRequest.ProtoReflect.Descriptor instead.
 func (*ListBouncesRequest) Descriptor() ([]byte, []int) {
-	return file_postmill_deliverability_v1_deliverability_proto_rawDescGZIP(), []int{24}
+	return file_postmill_deliverability_v1_deliverability_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *ListBouncesRequest) GetOrganizationId() string {
@@ -1583,7 +1689,7 @@ type ListBouncesResponse struct {
 
 func (x *ListBouncesResponse) Reset() {
 	*x = ListBouncesResponse{}
-	mi := &file_postmill_deliverability_v1_deliverability_proto_msgTypes[25]
+	mi := &file_postmill_deliverability_v1_deliverability_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1595,7 +1701,7 @@ func (x *ListBouncesResponse) String() string {
 func (*ListBouncesResponse) ProtoMessage() {}
 
 func (x *ListBouncesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_postmill_deliverability_v1_deliverability_proto_msgTypes[25]
+	mi := &file_postmill_deliverability_v1_deliverability_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1608,7 +1714,7 @@ func (x *ListBouncesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListBouncesResponse.ProtoReflect.Descriptor instead.
 func (*ListBouncesResponse) Descriptor() ([]byte, []int) {
-	return file_postmill_deliverability_v1_deliverability_proto_rawDescGZIP(), []int{25}
+	return file_postmill_deliverability_v1_deliverability_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *ListBouncesResponse) GetData() *BounceList {
@@ -1636,7 +1742,7 @@ type ListComplaintsRequest struct {
 
 func (x *ListComplaintsRequest) Reset() {
 	*x = ListComplaintsRequest{}
-	mi := &file_postmill_deliverability_v1_deliverability_proto_msgTypes[26]
+	mi := &file_postmill_deliverability_v1_deliverability_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1648,7 +1754,7 @@ func (x *ListComplaintsRequest) String() string {
 func (*ListComplaintsRequest) ProtoMessage() {}
 
 func (x *ListComplaintsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_postmill_deliverability_v1_deliverability_proto_msgTypes[26]
+	mi := &file_postmill_deliverability_v1_deliverability_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1661,7 +1767,7 @@ func (x *ListComplaintsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListComplaintsRequest.ProtoReflect.Descriptor instead.
 func (*ListComplaintsRequest) Descriptor() ([]byte, []int) {
-	return file_postmill_deliverability_v1_deliverability_proto_rawDescGZIP(), []int{26}
+	return file_postmill_deliverability_v1_deliverability_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ListComplaintsRequest) GetOrganizationId() string {
@@ -1690,7 +1796,7 @@ type ListComplaintsResponse struct {
 
 func (x *ListComplaintsResponse) Reset() {
 	*x = ListComplaintsResponse{}
-	mi := &file_postmill_deliverability_v1_deliverability_proto_msgTypes[27]
+	mi := &file_postmill_deliverability_v1_deliverability_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1702,7 +1808,7 @@ func (x *ListComplaintsResponse) String() string {
 func (*ListComplaintsResponse) ProtoMessage() {}
 
 func (x *ListComplaintsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_postmill_deliverability_v1_deliverability_proto_msgTypes[27]
+	mi := &file_postmill_deliverability_v1_deliverability_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1715,7 +1821,7 @@ func (x *ListComplaintsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListComplaintsResponse.ProtoReflect.Descriptor instead.
 func (*ListComplaintsResponse) Descriptor() ([]byte, []int) {
-	return file_postmill_deliverability_v1_deliverability_proto_rawDescGZIP(), []int{27}
+	return file_postmill_deliverability_v1_deliverability_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ListComplaintsResponse) GetData() *ComplaintList {
@@ -1746,7 +1852,7 @@ type AcceptsRecipientRequest struct {
 
 func (x *AcceptsRecipientRequest) Reset() {
 	*x = AcceptsRecipientRequest{}
-	mi := &file_postmill_deliverability_v1_deliverability_proto_msgTypes[28]
+	mi := &file_postmill_deliverability_v1_deliverability_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1758,7 +1864,7 @@ func (x *AcceptsRecipientRequest) String() string {
 func (*AcceptsRecipientRequest) ProtoMessage() {}
 
 func (x *AcceptsRecipientRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_postmill_deliverability_v1_deliverability_proto_msgTypes[28]
+	mi := &file_postmill_deliverability_v1_deliverability_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1771,7 +1877,7 @@ func (x *AcceptsRecipientRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AcceptsRecipientRequest.ProtoReflect.Descriptor instead.
 func (*AcceptsRecipientRequest) Descriptor() ([]byte, []int) {
-	return file_postmill_deliverability_v1_deliverability_proto_rawDescGZIP(), []int{28}
+	return file_postmill_deliverability_v1_deliverability_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *AcceptsRecipientRequest) GetRcpt() []byte {
@@ -1791,7 +1897,7 @@ type AcceptsRecipientResponse struct {
 
 func (x *AcceptsRecipientResponse) Reset() {
 	*x = AcceptsRecipientResponse{}
-	mi := &file_postmill_deliverability_v1_deliverability_proto_msgTypes[29]
+	mi := &file_postmill_deliverability_v1_deliverability_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1803,7 +1909,7 @@ func (x *AcceptsRecipientResponse) String() string {
 func (*AcceptsRecipientResponse) ProtoMessage() {}
 
 func (x *AcceptsRecipientResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_postmill_deliverability_v1_deliverability_proto_msgTypes[29]
+	mi := &file_postmill_deliverability_v1_deliverability_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1816,7 +1922,7 @@ func (x *AcceptsRecipientResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AcceptsRecipientResponse.ProtoReflect.Descriptor instead.
 func (*AcceptsRecipientResponse) Descriptor() ([]byte, []int) {
-	return file_postmill_deliverability_v1_deliverability_proto_rawDescGZIP(), []int{29}
+	return file_postmill_deliverability_v1_deliverability_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *AcceptsRecipientResponse) GetAccepted() bool {
@@ -1836,7 +1942,7 @@ type RecordBounceRequest struct {
 
 func (x *RecordBounceRequest) Reset() {
 	*x = RecordBounceRequest{}
-	mi := &file_postmill_deliverability_v1_deliverability_proto_msgTypes[30]
+	mi := &file_postmill_deliverability_v1_deliverability_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1848,7 +1954,7 @@ func (x *RecordBounceRequest) String() string {
 func (*RecordBounceRequest) ProtoMessage() {}
 
 func (x *RecordBounceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_postmill_deliverability_v1_deliverability_proto_msgTypes[30]
+	mi := &file_postmill_deliverability_v1_deliverability_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1861,7 +1967,7 @@ func (x *RecordBounceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordBounceRequest.ProtoReflect.Descriptor instead.
 func (*RecordBounceRequest) Descriptor() ([]byte, []int) {
-	return file_postmill_deliverability_v1_deliverability_proto_rawDescGZIP(), []int{30}
+	return file_postmill_deliverability_v1_deliverability_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *RecordBounceRequest) GetReport() *BounceReport {
@@ -1880,7 +1986,7 @@ type RecordBounceResponse struct {
 
 func (x *RecordBounceResponse) Reset() {
 	*x = RecordBounceResponse{}
-	mi := &file_postmill_deliverability_v1_deliverability_proto_msgTypes[31]
+	mi := &file_postmill_deliverability_v1_deliverability_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1892,7 +1998,7 @@ func (x *RecordBounceResponse) String() string {
 func (*RecordBounceResponse) ProtoMessage() {}
 
 func (x *RecordBounceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_postmill_deliverability_v1_deliverability_proto_msgTypes[31]
+	mi := &file_postmill_deliverability_v1_deliverability_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1905,7 +2011,7 @@ func (x *RecordBounceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordBounceResponse.ProtoReflect.Descriptor instead.
 func (*RecordBounceResponse) Descriptor() ([]byte, []int) {
-	return file_postmill_deliverability_v1_deliverability_proto_rawDescGZIP(), []int{31}
+	return file_postmill_deliverability_v1_deliverability_proto_rawDescGZIP(), []int{33}
 }
 
 // RecordComplaintRequest carries the parsed feedback report.
@@ -1918,7 +2024,7 @@ type RecordComplaintRequest struct {
 
 func (x *RecordComplaintRequest) Reset() {
 	*x = RecordComplaintRequest{}
-	mi := &file_postmill_deliverability_v1_deliverability_proto_msgTypes[32]
+	mi := &file_postmill_deliverability_v1_deliverability_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1930,7 +2036,7 @@ func (x *RecordComplaintRequest) String() string {
 func (*RecordComplaintRequest) ProtoMessage() {}
 
 func (x *RecordComplaintRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_postmill_deliverability_v1_deliverability_proto_msgTypes[32]
+	mi := &file_postmill_deliverability_v1_deliverability_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1943,7 +2049,7 @@ func (x *RecordComplaintRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordComplaintRequest.ProtoReflect.Descriptor instead.
 func (*RecordComplaintRequest) Descriptor() ([]byte, []int) {
-	return file_postmill_deliverability_v1_deliverability_proto_rawDescGZIP(), []int{32}
+	return file_postmill_deliverability_v1_deliverability_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *RecordComplaintRequest) GetReport() *ComplaintReport {
@@ -1962,7 +2068,7 @@ type RecordComplaintResponse struct {
 
 func (x *RecordComplaintResponse) Reset() {
 	*x = RecordComplaintResponse{}
-	mi := &file_postmill_deliverability_v1_deliverability_proto_msgTypes[33]
+	mi := &file_postmill_deliverability_v1_deliverability_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1974,7 +2080,7 @@ func (x *RecordComplaintResponse) String() string {
 func (*RecordComplaintResponse) ProtoMessage() {}
 
 func (x *RecordComplaintResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_postmill_deliverability_v1_deliverability_proto_msgTypes[33]
+	mi := &file_postmill_deliverability_v1_deliverability_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1987,7 +2093,7 @@ func (x *RecordComplaintResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordComplaintResponse.ProtoReflect.Descriptor instead.
 func (*RecordComplaintResponse) Descriptor() ([]byte, []int) {
-	return file_postmill_deliverability_v1_deliverability_proto_rawDescGZIP(), []int{33}
+	return file_postmill_deliverability_v1_deliverability_proto_rawDescGZIP(), []int{35}
 }
 
 var File_postmill_deliverability_v1_deliverability_proto protoreflect.FileDescriptor
@@ -2086,7 +2192,14 @@ const file_postmill_deliverability_v1_deliverability_proto_rawDesc = "" +
 	"\x17ListSuppressionsRequest\x12'\n" +
 	"\x0forganization_id\x18\x01 \x01(\tR\x0eorganizationId\"k\n" +
 	"\x18ListSuppressionsResponse\x12O\n" +
-	"\fsuppressions\x18\x01 \x01(\v2+.postmill.deliverability.v1.SuppressionListR\fsuppressions\"\x91\x01\n" +
+	"\fsuppressions\x18\x01 \x01(\v2+.postmill.deliverability.v1.SuppressionListR\fsuppressions\"\x83\x01\n" +
+	"\x1bListSuppressionsPageRequest\x12'\n" +
+	"\x0forganization_id\x18\x01 \x01(\tR\x0eorganizationId\x12;\n" +
+	"\x05query\x18\x02 \x01(\v2%.postmill.deliverability.v1.PageQueryR\x05query\"\x90\x01\n" +
+	"\x1cListSuppressionsPageResponse\x12O\n" +
+	"\fsuppressions\x18\x01 \x01(\v2+.postmill.deliverability.v1.SuppressionListR\fsuppressions\x12\x1f\n" +
+	"\vnext_cursor\x18\x02 \x01(\tR\n" +
+	"nextCursor\"\x91\x01\n" +
 	"\x18CreateSuppressionRequest\x12'\n" +
 	"\x0forganization_id\x18\x01 \x01(\tR\x0eorganizationId\x12L\n" +
 	"\vsuppression\x18\x02 \x01(\v2*.postmill.deliverability.v1.NewSuppressionR\vsuppression\"f\n" +
@@ -2131,9 +2244,10 @@ const file_postmill_deliverability_v1_deliverability_proto_rawDesc = "" +
 	"\x14RecordBounceResponse\"]\n" +
 	"\x16RecordComplaintRequest\x12C\n" +
 	"\x06report\x18\x01 \x01(\v2+.postmill.deliverability.v1.ComplaintReportR\x06report\"\x19\n" +
-	"\x17RecordComplaintResponse2\xc1\b\n" +
+	"\x17RecordComplaintResponse2\xcd\t\n" +
 	"\x15DeliverabilityService\x12}\n" +
-	"\x10ListSuppressions\x123.postmill.deliverability.v1.ListSuppressionsRequest\x1a4.postmill.deliverability.v1.ListSuppressionsResponse\x12\x80\x01\n" +
+	"\x10ListSuppressions\x123.postmill.deliverability.v1.ListSuppressionsRequest\x1a4.postmill.deliverability.v1.ListSuppressionsResponse\x12\x89\x01\n" +
+	"\x14ListSuppressionsPage\x127.postmill.deliverability.v1.ListSuppressionsPageRequest\x1a8.postmill.deliverability.v1.ListSuppressionsPageResponse\x12\x80\x01\n" +
 	"\x11CreateSuppression\x124.postmill.deliverability.v1.CreateSuppressionRequest\x1a5.postmill.deliverability.v1.CreateSuppressionResponse\x12\x80\x01\n" +
 	"\x11DeleteSuppression\x124.postmill.deliverability.v1.DeleteSuppressionRequest\x1a5.postmill.deliverability.v1.DeleteSuppressionResponse\x12\x8f\x01\n" +
 	"\x16ListGlobalSuppressions\x129.postmill.deliverability.v1.ListGlobalSuppressionsRequest\x1a:.postmill.deliverability.v1.ListGlobalSuppressionsResponse\x12\x92\x01\n" +
@@ -2159,7 +2273,7 @@ func file_postmill_deliverability_v1_deliverability_proto_rawDescGZIP() []byte {
 	return file_postmill_deliverability_v1_deliverability_proto_rawDescData
 }
 
-var file_postmill_deliverability_v1_deliverability_proto_msgTypes = make([]protoimpl.MessageInfo, 34)
+var file_postmill_deliverability_v1_deliverability_proto_msgTypes = make([]protoimpl.MessageInfo, 36)
 var file_postmill_deliverability_v1_deliverability_proto_goTypes = []any{
 	(*Suppression)(nil),                     // 0: postmill.deliverability.v1.Suppression
 	(*SuppressionList)(nil),                 // 1: postmill.deliverability.v1.SuppressionList
@@ -2175,82 +2289,88 @@ var file_postmill_deliverability_v1_deliverability_proto_goTypes = []any{
 	(*ComplaintReport)(nil),                 // 11: postmill.deliverability.v1.ComplaintReport
 	(*ListSuppressionsRequest)(nil),         // 12: postmill.deliverability.v1.ListSuppressionsRequest
 	(*ListSuppressionsResponse)(nil),        // 13: postmill.deliverability.v1.ListSuppressionsResponse
-	(*CreateSuppressionRequest)(nil),        // 14: postmill.deliverability.v1.CreateSuppressionRequest
-	(*CreateSuppressionResponse)(nil),       // 15: postmill.deliverability.v1.CreateSuppressionResponse
-	(*DeleteSuppressionRequest)(nil),        // 16: postmill.deliverability.v1.DeleteSuppressionRequest
-	(*DeleteSuppressionResponse)(nil),       // 17: postmill.deliverability.v1.DeleteSuppressionResponse
-	(*ListGlobalSuppressionsRequest)(nil),   // 18: postmill.deliverability.v1.ListGlobalSuppressionsRequest
-	(*ListGlobalSuppressionsResponse)(nil),  // 19: postmill.deliverability.v1.ListGlobalSuppressionsResponse
-	(*CreateGlobalSuppressionRequest)(nil),  // 20: postmill.deliverability.v1.CreateGlobalSuppressionRequest
-	(*CreateGlobalSuppressionResponse)(nil), // 21: postmill.deliverability.v1.CreateGlobalSuppressionResponse
-	(*DeleteGlobalSuppressionRequest)(nil),  // 22: postmill.deliverability.v1.DeleteGlobalSuppressionRequest
-	(*DeleteGlobalSuppressionResponse)(nil), // 23: postmill.deliverability.v1.DeleteGlobalSuppressionResponse
-	(*ListBouncesRequest)(nil),              // 24: postmill.deliverability.v1.ListBouncesRequest
-	(*ListBouncesResponse)(nil),             // 25: postmill.deliverability.v1.ListBouncesResponse
-	(*ListComplaintsRequest)(nil),           // 26: postmill.deliverability.v1.ListComplaintsRequest
-	(*ListComplaintsResponse)(nil),          // 27: postmill.deliverability.v1.ListComplaintsResponse
-	(*AcceptsRecipientRequest)(nil),         // 28: postmill.deliverability.v1.AcceptsRecipientRequest
-	(*AcceptsRecipientResponse)(nil),        // 29: postmill.deliverability.v1.AcceptsRecipientResponse
-	(*RecordBounceRequest)(nil),             // 30: postmill.deliverability.v1.RecordBounceRequest
-	(*RecordBounceResponse)(nil),            // 31: postmill.deliverability.v1.RecordBounceResponse
-	(*RecordComplaintRequest)(nil),          // 32: postmill.deliverability.v1.RecordComplaintRequest
-	(*RecordComplaintResponse)(nil),         // 33: postmill.deliverability.v1.RecordComplaintResponse
-	(*timestamppb.Timestamp)(nil),           // 34: google.protobuf.Timestamp
-	(*v1.StringList)(nil),                   // 35: postmill.email.v1.StringList
+	(*ListSuppressionsPageRequest)(nil),     // 14: postmill.deliverability.v1.ListSuppressionsPageRequest
+	(*ListSuppressionsPageResponse)(nil),    // 15: postmill.deliverability.v1.ListSuppressionsPageResponse
+	(*CreateSuppressionRequest)(nil),        // 16: postmill.deliverability.v1.CreateSuppressionRequest
+	(*CreateSuppressionResponse)(nil),       // 17: postmill.deliverability.v1.CreateSuppressionResponse
+	(*DeleteSuppressionRequest)(nil),        // 18: postmill.deliverability.v1.DeleteSuppressionRequest
+	(*DeleteSuppressionResponse)(nil),       // 19: postmill.deliverability.v1.DeleteSuppressionResponse
+	(*ListGlobalSuppressionsRequest)(nil),   // 20: postmill.deliverability.v1.ListGlobalSuppressionsRequest
+	(*ListGlobalSuppressionsResponse)(nil),  // 21: postmill.deliverability.v1.ListGlobalSuppressionsResponse
+	(*CreateGlobalSuppressionRequest)(nil),  // 22: postmill.deliverability.v1.CreateGlobalSuppressionRequest
+	(*CreateGlobalSuppressionResponse)(nil), // 23: postmill.deliverability.v1.CreateGlobalSuppressionResponse
+	(*DeleteGlobalSuppressionRequest)(nil),  // 24: postmill.deliverability.v1.DeleteGlobalSuppressionRequest
+	(*DeleteGlobalSuppressionResponse)(nil), // 25: postmill.deliverability.v1.DeleteGlobalSuppressionResponse
+	(*ListBouncesRequest)(nil),              // 26: postmill.deliverability.v1.ListBouncesRequest
+	(*ListBouncesResponse)(nil),             // 27: postmill.deliverability.v1.ListBouncesResponse
+	(*ListComplaintsRequest)(nil),           // 28: postmill.deliverability.v1.ListComplaintsRequest
+	(*ListComplaintsResponse)(nil),          // 29: postmill.deliverability.v1.ListComplaintsResponse
+	(*AcceptsRecipientRequest)(nil),         // 30: postmill.deliverability.v1.AcceptsRecipientRequest
+	(*AcceptsRecipientResponse)(nil),        // 31: postmill.deliverability.v1.AcceptsRecipientResponse
+	(*RecordBounceRequest)(nil),             // 32: postmill.deliverability.v1.RecordBounceRequest
+	(*RecordBounceResponse)(nil),            // 33: postmill.deliverability.v1.RecordBounceResponse
+	(*RecordComplaintRequest)(nil),          // 34: postmill.deliverability.v1.RecordComplaintRequest
+	(*RecordComplaintResponse)(nil),         // 35: postmill.deliverability.v1.RecordComplaintResponse
+	(*timestamppb.Timestamp)(nil),           // 36: google.protobuf.Timestamp
+	(*v1.StringList)(nil),                   // 37: postmill.email.v1.StringList
 }
 var file_postmill_deliverability_v1_deliverability_proto_depIdxs = []int32{
-	34, // 0: postmill.deliverability.v1.Suppression.created_at:type_name -> google.protobuf.Timestamp
+	36, // 0: postmill.deliverability.v1.Suppression.created_at:type_name -> google.protobuf.Timestamp
 	0,  // 1: postmill.deliverability.v1.SuppressionList.items:type_name -> postmill.deliverability.v1.Suppression
-	34, // 2: postmill.deliverability.v1.Bounce.created_at:type_name -> google.protobuf.Timestamp
+	36, // 2: postmill.deliverability.v1.Bounce.created_at:type_name -> google.protobuf.Timestamp
 	4,  // 3: postmill.deliverability.v1.BounceList.items:type_name -> postmill.deliverability.v1.Bounce
-	34, // 4: postmill.deliverability.v1.Complaint.arrival_date:type_name -> google.protobuf.Timestamp
-	34, // 5: postmill.deliverability.v1.Complaint.created_at:type_name -> google.protobuf.Timestamp
+	36, // 4: postmill.deliverability.v1.Complaint.arrival_date:type_name -> google.protobuf.Timestamp
+	36, // 5: postmill.deliverability.v1.Complaint.created_at:type_name -> google.protobuf.Timestamp
 	6,  // 6: postmill.deliverability.v1.ComplaintList.items:type_name -> postmill.deliverability.v1.Complaint
 	8,  // 7: postmill.deliverability.v1.DSNRecipientList.items:type_name -> postmill.deliverability.v1.DSNRecipient
 	9,  // 8: postmill.deliverability.v1.BounceReport.recipients:type_name -> postmill.deliverability.v1.DSNRecipientList
-	34, // 9: postmill.deliverability.v1.BounceReport.arrived_at:type_name -> google.protobuf.Timestamp
-	35, // 10: postmill.deliverability.v1.ComplaintReport.original_rcpt_to:type_name -> postmill.email.v1.StringList
-	34, // 11: postmill.deliverability.v1.ComplaintReport.arrival_date:type_name -> google.protobuf.Timestamp
-	34, // 12: postmill.deliverability.v1.ComplaintReport.arrived_at:type_name -> google.protobuf.Timestamp
+	36, // 9: postmill.deliverability.v1.BounceReport.arrived_at:type_name -> google.protobuf.Timestamp
+	37, // 10: postmill.deliverability.v1.ComplaintReport.original_rcpt_to:type_name -> postmill.email.v1.StringList
+	36, // 11: postmill.deliverability.v1.ComplaintReport.arrival_date:type_name -> google.protobuf.Timestamp
+	36, // 12: postmill.deliverability.v1.ComplaintReport.arrived_at:type_name -> google.protobuf.Timestamp
 	1,  // 13: postmill.deliverability.v1.ListSuppressionsResponse.suppressions:type_name -> postmill.deliverability.v1.SuppressionList
-	2,  // 14: postmill.deliverability.v1.CreateSuppressionRequest.suppression:type_name -> postmill.deliverability.v1.NewSuppression
-	0,  // 15: postmill.deliverability.v1.CreateSuppressionResponse.suppression:type_name -> postmill.deliverability.v1.Suppression
-	1,  // 16: postmill.deliverability.v1.ListGlobalSuppressionsResponse.suppressions:type_name -> postmill.deliverability.v1.SuppressionList
-	2,  // 17: postmill.deliverability.v1.CreateGlobalSuppressionRequest.suppression:type_name -> postmill.deliverability.v1.NewSuppression
-	0,  // 18: postmill.deliverability.v1.CreateGlobalSuppressionResponse.suppression:type_name -> postmill.deliverability.v1.Suppression
-	3,  // 19: postmill.deliverability.v1.ListBouncesRequest.query:type_name -> postmill.deliverability.v1.PageQuery
-	5,  // 20: postmill.deliverability.v1.ListBouncesResponse.data:type_name -> postmill.deliverability.v1.BounceList
-	3,  // 21: postmill.deliverability.v1.ListComplaintsRequest.query:type_name -> postmill.deliverability.v1.PageQuery
-	7,  // 22: postmill.deliverability.v1.ListComplaintsResponse.data:type_name -> postmill.deliverability.v1.ComplaintList
-	10, // 23: postmill.deliverability.v1.RecordBounceRequest.report:type_name -> postmill.deliverability.v1.BounceReport
-	11, // 24: postmill.deliverability.v1.RecordComplaintRequest.report:type_name -> postmill.deliverability.v1.ComplaintReport
-	12, // 25: postmill.deliverability.v1.DeliverabilityService.ListSuppressions:input_type -> postmill.deliverability.v1.ListSuppressionsRequest
-	14, // 26: postmill.deliverability.v1.DeliverabilityService.CreateSuppression:input_type -> postmill.deliverability.v1.CreateSuppressionRequest
-	16, // 27: postmill.deliverability.v1.DeliverabilityService.DeleteSuppression:input_type -> postmill.deliverability.v1.DeleteSuppressionRequest
-	18, // 28: postmill.deliverability.v1.DeliverabilityService.ListGlobalSuppressions:input_type -> postmill.deliverability.v1.ListGlobalSuppressionsRequest
-	20, // 29: postmill.deliverability.v1.DeliverabilityService.CreateGlobalSuppression:input_type -> postmill.deliverability.v1.CreateGlobalSuppressionRequest
-	22, // 30: postmill.deliverability.v1.DeliverabilityService.DeleteGlobalSuppression:input_type -> postmill.deliverability.v1.DeleteGlobalSuppressionRequest
-	24, // 31: postmill.deliverability.v1.DeliverabilityService.ListBounces:input_type -> postmill.deliverability.v1.ListBouncesRequest
-	26, // 32: postmill.deliverability.v1.DeliverabilityService.ListComplaints:input_type -> postmill.deliverability.v1.ListComplaintsRequest
-	28, // 33: postmill.deliverability.v1.FeedbackService.AcceptsRecipient:input_type -> postmill.deliverability.v1.AcceptsRecipientRequest
-	30, // 34: postmill.deliverability.v1.FeedbackService.RecordBounce:input_type -> postmill.deliverability.v1.RecordBounceRequest
-	32, // 35: postmill.deliverability.v1.FeedbackService.RecordComplaint:input_type -> postmill.deliverability.v1.RecordComplaintRequest
-	13, // 36: postmill.deliverability.v1.DeliverabilityService.ListSuppressions:output_type -> postmill.deliverability.v1.ListSuppressionsResponse
-	15, // 37: postmill.deliverability.v1.DeliverabilityService.CreateSuppression:output_type -> postmill.deliverability.v1.CreateSuppressionResponse
-	17, // 38: postmill.deliverability.v1.DeliverabilityService.DeleteSuppression:output_type -> postmill.deliverability.v1.DeleteSuppressionResponse
-	19, // 39: postmill.deliverability.v1.DeliverabilityService.ListGlobalSuppressions:output_type -> postmill.deliverability.v1.ListGlobalSuppressionsResponse
-	21, // 40: postmill.deliverability.v1.DeliverabilityService.CreateGlobalSuppression:output_type -> postmill.deliverability.v1.CreateGlobalSuppressionResponse
-	23, // 41: postmill.deliverability.v1.DeliverabilityService.DeleteGlobalSuppression:output_type -> postmill.deliverability.v1.DeleteGlobalSuppressionResponse
-	25, // 42: postmill.deliverability.v1.DeliverabilityService.ListBounces:output_type -> postmill.deliverability.v1.ListBouncesResponse
-	27, // 43: postmill.deliverability.v1.DeliverabilityService.ListComplaints:output_type -> postmill.deliverability.v1.ListComplaintsResponse
-	29, // 44: postmill.deliverability.v1.FeedbackService.AcceptsRecipient:output_type -> postmill.deliverability.v1.AcceptsRecipientResponse
-	31, // 45: postmill.deliverability.v1.FeedbackService.RecordBounce:output_type -> postmill.deliverability.v1.RecordBounceResponse
-	33, // 46: postmill.deliverability.v1.FeedbackService.RecordComplaint:output_type -> postmill.deliverability.v1.RecordComplaintResponse
-	36, // [36:47] is the sub-list for method output_type
-	25, // [25:36] is the sub-list for method input_type
-	25, // [25:25] is the sub-list for extension type_name
-	25, // [25:25] is the sub-list for extension extendee
-	0,  // [0:25] is the sub-list for field type_name
+	3,  // 14: postmill.deliverability.v1.ListSuppressionsPageRequest.query:type_name -> postmill.deliverability.v1.PageQuery
+	1,  // 15: postmill.deliverability.v1.ListSuppressionsPageResponse.suppressions:type_name -> postmill.deliverability.v1.SuppressionList
+	2,  // 16: postmill.deliverability.v1.CreateSuppressionRequest.suppression:type_name -> postmill.deliverability.v1.NewSuppression
+	0,  // 17: postmill.deliverability.v1.CreateSuppressionResponse.suppression:type_name -> postmill.deliverability.v1.Suppression
+	1,  // 18: postmill.deliverability.v1.ListGlobalSuppressionsResponse.suppressions:type_name -> postmill.deliverability.v1.SuppressionList
+	2,  // 19: postmill.deliverability.v1.CreateGlobalSuppressionRequest.suppression:type_name -> postmill.deliverability.v1.NewSuppression
+	0,  // 20: postmill.deliverability.v1.CreateGlobalSuppressionResponse.suppression:type_name -> postmill.deliverability.v1.Suppression
+	3,  // 21: postmill.deliverability.v1.ListBouncesRequest.query:type_name -> postmill.deliverability.v1.PageQuery
+	5,  // 22: postmill.deliverability.v1.ListBouncesResponse.data:type_name -> postmill.deliverability.v1.BounceList
+	3,  // 23: postmill.deliverability.v1.ListComplaintsRequest.query:type_name -> postmill.deliverability.v1.PageQuery
+	7,  // 24: postmill.deliverability.v1.ListComplaintsResponse.data:type_name -> postmill.deliverability.v1.ComplaintList
+	10, // 25: postmill.deliverability.v1.RecordBounceRequest.report:type_name -> postmill.deliverability.v1.BounceReport
+	11, // 26: postmill.deliverability.v1.RecordComplaintRequest.report:type_name -> postmill.deliverability.v1.ComplaintReport
+	12, // 27: postmill.deliverability.v1.DeliverabilityService.ListSuppressions:input_type -> postmill.deliverability.v1.ListSuppressionsRequest
+	14, // 28: postmill.deliverability.v1.DeliverabilityService.ListSuppressionsPage:input_type -> postmill.deliverability.v1.ListSuppressionsPageRequest
+	16, // 29: postmill.deliverability.v1.DeliverabilityService.CreateSuppression:input_type -> postmill.deliverability.v1.CreateSuppressionRequest
+	18, // 30: postmill.deliverability.v1.DeliverabilityService.DeleteSuppression:input_type -> postmill.deliverability.v1.DeleteSuppressionRequest
+	20, // 31: postmill.deliverability.v1.DeliverabilityService.ListGlobalSuppressions:input_type -> postmill.deliverability.v1.ListGlobalSuppressionsRequest
+	22, // 32: postmill.deliverability.v1.DeliverabilityService.CreateGlobalSuppression:input_type -> postmill.deliverability.v1.CreateGlobalSuppressionRequest
+	24, // 33: postmill.deliverability.v1.DeliverabilityService.DeleteGlobalSuppression:input_type -> postmill.deliverability.v1.DeleteGlobalSuppressionRequest
+	26, // 34: postmill.deliverability.v1.DeliverabilityService.ListBounces:input_type -> postmill.deliverability.v1.ListBouncesRequest
+	28, // 35: postmill.deliverability.v1.DeliverabilityService.ListComplaints:input_type -> postmill.deliverability.v1.ListComplaintsRequest
+	30, // 36: postmill.deliverability.v1.FeedbackService.AcceptsRecipient:input_type -> postmill.deliverability.v1.AcceptsRecipientRequest
+	32, // 37: postmill.deliverability.v1.FeedbackService.RecordBounce:input_type -> postmill.deliverability.v1.RecordBounceRequest
+	34, // 38: postmill.deliverability.v1.FeedbackService.RecordComplaint:input_type -> postmill.deliverability.v1.RecordComplaintRequest
+	13, // 39: postmill.deliverability.v1.DeliverabilityService.ListSuppressions:output_type -> postmill.deliverability.v1.ListSuppressionsResponse
+	15, // 40: postmill.deliverability.v1.DeliverabilityService.ListSuppressionsPage:output_type -> postmill.deliverability.v1.ListSuppressionsPageResponse
+	17, // 41: postmill.deliverability.v1.DeliverabilityService.CreateSuppression:output_type -> postmill.deliverability.v1.CreateSuppressionResponse
+	19, // 42: postmill.deliverability.v1.DeliverabilityService.DeleteSuppression:output_type -> postmill.deliverability.v1.DeleteSuppressionResponse
+	21, // 43: postmill.deliverability.v1.DeliverabilityService.ListGlobalSuppressions:output_type -> postmill.deliverability.v1.ListGlobalSuppressionsResponse
+	23, // 44: postmill.deliverability.v1.DeliverabilityService.CreateGlobalSuppression:output_type -> postmill.deliverability.v1.CreateGlobalSuppressionResponse
+	25, // 45: postmill.deliverability.v1.DeliverabilityService.DeleteGlobalSuppression:output_type -> postmill.deliverability.v1.DeleteGlobalSuppressionResponse
+	27, // 46: postmill.deliverability.v1.DeliverabilityService.ListBounces:output_type -> postmill.deliverability.v1.ListBouncesResponse
+	29, // 47: postmill.deliverability.v1.DeliverabilityService.ListComplaints:output_type -> postmill.deliverability.v1.ListComplaintsResponse
+	31, // 48: postmill.deliverability.v1.FeedbackService.AcceptsRecipient:output_type -> postmill.deliverability.v1.AcceptsRecipientResponse
+	33, // 49: postmill.deliverability.v1.FeedbackService.RecordBounce:output_type -> postmill.deliverability.v1.RecordBounceResponse
+	35, // 50: postmill.deliverability.v1.FeedbackService.RecordComplaint:output_type -> postmill.deliverability.v1.RecordComplaintResponse
+	39, // [39:51] is the sub-list for method output_type
+	27, // [27:39] is the sub-list for method input_type
+	27, // [27:27] is the sub-list for extension type_name
+	27, // [27:27] is the sub-list for extension extendee
+	0,  // [0:27] is the sub-list for field type_name
 }
 
 func init() { file_postmill_deliverability_v1_deliverability_proto_init() }
@@ -2264,7 +2384,7 @@ func file_postmill_deliverability_v1_deliverability_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_postmill_deliverability_v1_deliverability_proto_rawDesc), len(file_postmill_deliverability_v1_deliverability_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   34,
+			NumMessages:   36,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

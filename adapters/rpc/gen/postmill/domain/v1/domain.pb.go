@@ -584,6 +584,121 @@ func (x *ListDomainsResponse) GetDomains() *DomainList {
 	return nil
 }
 
+// ListDomainsPageRequest names the organization and the page: limit 0 means the default page size, cursor
+// is opaque, from a previous page's next_cursor.
+type ListDomainsPageRequest struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	OrganizationId string                 `protobuf:"bytes,1,opt,name=organization_id,json=organizationId,proto3" json:"organization_id,omitempty"`
+	Limit          int64                  `protobuf:"varint,2,opt,name=limit,proto3" json:"limit,omitempty"`
+	Cursor         string                 `protobuf:"bytes,3,opt,name=cursor,proto3" json:"cursor,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *ListDomainsPageRequest) Reset() {
+	*x = ListDomainsPageRequest{}
+	mi := &file_postmill_domain_v1_domain_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListDomainsPageRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListDomainsPageRequest) ProtoMessage() {}
+
+func (x *ListDomainsPageRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_postmill_domain_v1_domain_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListDomainsPageRequest.ProtoReflect.Descriptor instead.
+func (*ListDomainsPageRequest) Descriptor() ([]byte, []int) {
+	return file_postmill_domain_v1_domain_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *ListDomainsPageRequest) GetOrganizationId() string {
+	if x != nil {
+		return x.OrganizationId
+	}
+	return ""
+}
+
+func (x *ListDomainsPageRequest) GetLimit() int64 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+func (x *ListDomainsPageRequest) GetCursor() string {
+	if x != nil {
+		return x.Cursor
+	}
+	return ""
+}
+
+// ListDomainsPageResponse mirrors ports.Page of domains; next_cursor is empty on the last page.
+type ListDomainsPageResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Domains       *DomainList            `protobuf:"bytes,1,opt,name=domains,proto3" json:"domains,omitempty"`
+	NextCursor    string                 `protobuf:"bytes,2,opt,name=next_cursor,json=nextCursor,proto3" json:"next_cursor,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListDomainsPageResponse) Reset() {
+	*x = ListDomainsPageResponse{}
+	mi := &file_postmill_domain_v1_domain_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListDomainsPageResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListDomainsPageResponse) ProtoMessage() {}
+
+func (x *ListDomainsPageResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_postmill_domain_v1_domain_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListDomainsPageResponse.ProtoReflect.Descriptor instead.
+func (*ListDomainsPageResponse) Descriptor() ([]byte, []int) {
+	return file_postmill_domain_v1_domain_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *ListDomainsPageResponse) GetDomains() *DomainList {
+	if x != nil {
+		return x.Domains
+	}
+	return nil
+}
+
+func (x *ListDomainsPageResponse) GetNextCursor() string {
+	if x != nil {
+		return x.NextCursor
+	}
+	return ""
+}
+
 // GetDomainRequest names the domain and its organization.
 type GetDomainRequest struct {
 	state          protoimpl.MessageState `protogen:"open.v1"`
@@ -595,7 +710,7 @@ type GetDomainRequest struct {
 
 func (x *GetDomainRequest) Reset() {
 	*x = GetDomainRequest{}
-	mi := &file_postmill_domain_v1_domain_proto_msgTypes[8]
+	mi := &file_postmill_domain_v1_domain_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -607,7 +722,7 @@ func (x *GetDomainRequest) String() string {
 func (*GetDomainRequest) ProtoMessage() {}
 
 func (x *GetDomainRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_postmill_domain_v1_domain_proto_msgTypes[8]
+	mi := &file_postmill_domain_v1_domain_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -620,7 +735,7 @@ func (x *GetDomainRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetDomainRequest.ProtoReflect.Descriptor instead.
 func (*GetDomainRequest) Descriptor() ([]byte, []int) {
-	return file_postmill_domain_v1_domain_proto_rawDescGZIP(), []int{8}
+	return file_postmill_domain_v1_domain_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *GetDomainRequest) GetOrganizationId() string {
@@ -647,7 +762,7 @@ type GetDomainResponse struct {
 
 func (x *GetDomainResponse) Reset() {
 	*x = GetDomainResponse{}
-	mi := &file_postmill_domain_v1_domain_proto_msgTypes[9]
+	mi := &file_postmill_domain_v1_domain_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -659,7 +774,7 @@ func (x *GetDomainResponse) String() string {
 func (*GetDomainResponse) ProtoMessage() {}
 
 func (x *GetDomainResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_postmill_domain_v1_domain_proto_msgTypes[9]
+	mi := &file_postmill_domain_v1_domain_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -672,7 +787,7 @@ func (x *GetDomainResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetDomainResponse.ProtoReflect.Descriptor instead.
 func (*GetDomainResponse) Descriptor() ([]byte, []int) {
-	return file_postmill_domain_v1_domain_proto_rawDescGZIP(), []int{9}
+	return file_postmill_domain_v1_domain_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *GetDomainResponse) GetDomain() *Domain {
@@ -693,7 +808,7 @@ type VerifyDomainRequest struct {
 
 func (x *VerifyDomainRequest) Reset() {
 	*x = VerifyDomainRequest{}
-	mi := &file_postmill_domain_v1_domain_proto_msgTypes[10]
+	mi := &file_postmill_domain_v1_domain_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -705,7 +820,7 @@ func (x *VerifyDomainRequest) String() string {
 func (*VerifyDomainRequest) ProtoMessage() {}
 
 func (x *VerifyDomainRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_postmill_domain_v1_domain_proto_msgTypes[10]
+	mi := &file_postmill_domain_v1_domain_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -718,7 +833,7 @@ func (x *VerifyDomainRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VerifyDomainRequest.ProtoReflect.Descriptor instead.
 func (*VerifyDomainRequest) Descriptor() ([]byte, []int) {
-	return file_postmill_domain_v1_domain_proto_rawDescGZIP(), []int{10}
+	return file_postmill_domain_v1_domain_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *VerifyDomainRequest) GetOrganizationId() string {
@@ -745,7 +860,7 @@ type VerifyDomainResponse struct {
 
 func (x *VerifyDomainResponse) Reset() {
 	*x = VerifyDomainResponse{}
-	mi := &file_postmill_domain_v1_domain_proto_msgTypes[11]
+	mi := &file_postmill_domain_v1_domain_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -757,7 +872,7 @@ func (x *VerifyDomainResponse) String() string {
 func (*VerifyDomainResponse) ProtoMessage() {}
 
 func (x *VerifyDomainResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_postmill_domain_v1_domain_proto_msgTypes[11]
+	mi := &file_postmill_domain_v1_domain_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -770,7 +885,7 @@ func (x *VerifyDomainResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VerifyDomainResponse.ProtoReflect.Descriptor instead.
 func (*VerifyDomainResponse) Descriptor() ([]byte, []int) {
-	return file_postmill_domain_v1_domain_proto_rawDescGZIP(), []int{11}
+	return file_postmill_domain_v1_domain_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *VerifyDomainResponse) GetDomain() *Domain {
@@ -791,7 +906,7 @@ type SuspendDomainRequest struct {
 
 func (x *SuspendDomainRequest) Reset() {
 	*x = SuspendDomainRequest{}
-	mi := &file_postmill_domain_v1_domain_proto_msgTypes[12]
+	mi := &file_postmill_domain_v1_domain_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -803,7 +918,7 @@ func (x *SuspendDomainRequest) String() string {
 func (*SuspendDomainRequest) ProtoMessage() {}
 
 func (x *SuspendDomainRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_postmill_domain_v1_domain_proto_msgTypes[12]
+	mi := &file_postmill_domain_v1_domain_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -816,7 +931,7 @@ func (x *SuspendDomainRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SuspendDomainRequest.ProtoReflect.Descriptor instead.
 func (*SuspendDomainRequest) Descriptor() ([]byte, []int) {
-	return file_postmill_domain_v1_domain_proto_rawDescGZIP(), []int{12}
+	return file_postmill_domain_v1_domain_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *SuspendDomainRequest) GetOrganizationId() string {
@@ -843,7 +958,7 @@ type SuspendDomainResponse struct {
 
 func (x *SuspendDomainResponse) Reset() {
 	*x = SuspendDomainResponse{}
-	mi := &file_postmill_domain_v1_domain_proto_msgTypes[13]
+	mi := &file_postmill_domain_v1_domain_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -855,7 +970,7 @@ func (x *SuspendDomainResponse) String() string {
 func (*SuspendDomainResponse) ProtoMessage() {}
 
 func (x *SuspendDomainResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_postmill_domain_v1_domain_proto_msgTypes[13]
+	mi := &file_postmill_domain_v1_domain_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -868,7 +983,7 @@ func (x *SuspendDomainResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SuspendDomainResponse.ProtoReflect.Descriptor instead.
 func (*SuspendDomainResponse) Descriptor() ([]byte, []int) {
-	return file_postmill_domain_v1_domain_proto_rawDescGZIP(), []int{13}
+	return file_postmill_domain_v1_domain_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *SuspendDomainResponse) GetDomain() *Domain {
@@ -890,7 +1005,7 @@ type TrackingSettings struct {
 
 func (x *TrackingSettings) Reset() {
 	*x = TrackingSettings{}
-	mi := &file_postmill_domain_v1_domain_proto_msgTypes[14]
+	mi := &file_postmill_domain_v1_domain_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -902,7 +1017,7 @@ func (x *TrackingSettings) String() string {
 func (*TrackingSettings) ProtoMessage() {}
 
 func (x *TrackingSettings) ProtoReflect() protoreflect.Message {
-	mi := &file_postmill_domain_v1_domain_proto_msgTypes[14]
+	mi := &file_postmill_domain_v1_domain_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -915,7 +1030,7 @@ func (x *TrackingSettings) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TrackingSettings.ProtoReflect.Descriptor instead.
 func (*TrackingSettings) Descriptor() ([]byte, []int) {
-	return file_postmill_domain_v1_domain_proto_rawDescGZIP(), []int{14}
+	return file_postmill_domain_v1_domain_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *TrackingSettings) GetOpenTracking() bool {
@@ -944,7 +1059,7 @@ type UpdateDomainTrackingRequest struct {
 
 func (x *UpdateDomainTrackingRequest) Reset() {
 	*x = UpdateDomainTrackingRequest{}
-	mi := &file_postmill_domain_v1_domain_proto_msgTypes[15]
+	mi := &file_postmill_domain_v1_domain_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -956,7 +1071,7 @@ func (x *UpdateDomainTrackingRequest) String() string {
 func (*UpdateDomainTrackingRequest) ProtoMessage() {}
 
 func (x *UpdateDomainTrackingRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_postmill_domain_v1_domain_proto_msgTypes[15]
+	mi := &file_postmill_domain_v1_domain_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -969,7 +1084,7 @@ func (x *UpdateDomainTrackingRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateDomainTrackingRequest.ProtoReflect.Descriptor instead.
 func (*UpdateDomainTrackingRequest) Descriptor() ([]byte, []int) {
-	return file_postmill_domain_v1_domain_proto_rawDescGZIP(), []int{15}
+	return file_postmill_domain_v1_domain_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *UpdateDomainTrackingRequest) GetOrganizationId() string {
@@ -1003,7 +1118,7 @@ type UpdateDomainTrackingResponse struct {
 
 func (x *UpdateDomainTrackingResponse) Reset() {
 	*x = UpdateDomainTrackingResponse{}
-	mi := &file_postmill_domain_v1_domain_proto_msgTypes[16]
+	mi := &file_postmill_domain_v1_domain_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1015,7 +1130,7 @@ func (x *UpdateDomainTrackingResponse) String() string {
 func (*UpdateDomainTrackingResponse) ProtoMessage() {}
 
 func (x *UpdateDomainTrackingResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_postmill_domain_v1_domain_proto_msgTypes[16]
+	mi := &file_postmill_domain_v1_domain_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1028,7 +1143,7 @@ func (x *UpdateDomainTrackingResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateDomainTrackingResponse.ProtoReflect.Descriptor instead.
 func (*UpdateDomainTrackingResponse) Descriptor() ([]byte, []int) {
-	return file_postmill_domain_v1_domain_proto_rawDescGZIP(), []int{16}
+	return file_postmill_domain_v1_domain_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *UpdateDomainTrackingResponse) GetDomain() *Domain {
@@ -1088,7 +1203,15 @@ const file_postmill_domain_v1_domain_proto_rawDesc = "" +
 	"\x12ListDomainsRequest\x12'\n" +
 	"\x0forganization_id\x18\x01 \x01(\tR\x0eorganizationId\"O\n" +
 	"\x13ListDomainsResponse\x128\n" +
-	"\adomains\x18\x01 \x01(\v2\x1e.postmill.domain.v1.DomainListR\adomains\"K\n" +
+	"\adomains\x18\x01 \x01(\v2\x1e.postmill.domain.v1.DomainListR\adomains\"o\n" +
+	"\x16ListDomainsPageRequest\x12'\n" +
+	"\x0forganization_id\x18\x01 \x01(\tR\x0eorganizationId\x12\x14\n" +
+	"\x05limit\x18\x02 \x01(\x03R\x05limit\x12\x16\n" +
+	"\x06cursor\x18\x03 \x01(\tR\x06cursor\"t\n" +
+	"\x17ListDomainsPageResponse\x128\n" +
+	"\adomains\x18\x01 \x01(\v2\x1e.postmill.domain.v1.DomainListR\adomains\x12\x1f\n" +
+	"\vnext_cursor\x18\x02 \x01(\tR\n" +
+	"nextCursor\"K\n" +
 	"\x10GetDomainRequest\x12'\n" +
 	"\x0forganization_id\x18\x01 \x01(\tR\x0eorganizationId\x12\x0e\n" +
 	"\x02id\x18\x02 \x01(\tR\x02id\"G\n" +
@@ -1114,10 +1237,11 @@ const file_postmill_domain_v1_domain_proto_rawDesc = "" +
 	"\x02id\x18\x02 \x01(\tR\x02id\x12@\n" +
 	"\btracking\x18\x03 \x01(\v2$.postmill.domain.v1.TrackingSettingsR\btracking\"R\n" +
 	"\x1cUpdateDomainTrackingResponse\x122\n" +
-	"\x06domain\x18\x01 \x01(\v2\x1a.postmill.domain.v1.DomainR\x06domain2\xf0\x04\n" +
+	"\x06domain\x18\x01 \x01(\v2\x1a.postmill.domain.v1.DomainR\x06domain2\xdc\x05\n" +
 	"\rDomainService\x12a\n" +
 	"\fCreateDomain\x12'.postmill.domain.v1.CreateDomainRequest\x1a(.postmill.domain.v1.CreateDomainResponse\x12^\n" +
-	"\vListDomains\x12&.postmill.domain.v1.ListDomainsRequest\x1a'.postmill.domain.v1.ListDomainsResponse\x12X\n" +
+	"\vListDomains\x12&.postmill.domain.v1.ListDomainsRequest\x1a'.postmill.domain.v1.ListDomainsResponse\x12j\n" +
+	"\x0fListDomainsPage\x12*.postmill.domain.v1.ListDomainsPageRequest\x1a+.postmill.domain.v1.ListDomainsPageResponse\x12X\n" +
 	"\tGetDomain\x12$.postmill.domain.v1.GetDomainRequest\x1a%.postmill.domain.v1.GetDomainResponse\x12a\n" +
 	"\fVerifyDomain\x12'.postmill.domain.v1.VerifyDomainRequest\x1a(.postmill.domain.v1.VerifyDomainResponse\x12d\n" +
 	"\rSuspendDomain\x12(.postmill.domain.v1.SuspendDomainRequest\x1a).postmill.domain.v1.SuspendDomainResponse\x12y\n" +
@@ -1136,7 +1260,7 @@ func file_postmill_domain_v1_domain_proto_rawDescGZIP() []byte {
 	return file_postmill_domain_v1_domain_proto_rawDescData
 }
 
-var file_postmill_domain_v1_domain_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
+var file_postmill_domain_v1_domain_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
 var file_postmill_domain_v1_domain_proto_goTypes = []any{
 	(*DNSRecord)(nil),                    // 0: postmill.domain.v1.DNSRecord
 	(*DNSRecordList)(nil),                // 1: postmill.domain.v1.DNSRecordList
@@ -1146,48 +1270,53 @@ var file_postmill_domain_v1_domain_proto_goTypes = []any{
 	(*CreateDomainResponse)(nil),         // 5: postmill.domain.v1.CreateDomainResponse
 	(*ListDomainsRequest)(nil),           // 6: postmill.domain.v1.ListDomainsRequest
 	(*ListDomainsResponse)(nil),          // 7: postmill.domain.v1.ListDomainsResponse
-	(*GetDomainRequest)(nil),             // 8: postmill.domain.v1.GetDomainRequest
-	(*GetDomainResponse)(nil),            // 9: postmill.domain.v1.GetDomainResponse
-	(*VerifyDomainRequest)(nil),          // 10: postmill.domain.v1.VerifyDomainRequest
-	(*VerifyDomainResponse)(nil),         // 11: postmill.domain.v1.VerifyDomainResponse
-	(*SuspendDomainRequest)(nil),         // 12: postmill.domain.v1.SuspendDomainRequest
-	(*SuspendDomainResponse)(nil),        // 13: postmill.domain.v1.SuspendDomainResponse
-	(*TrackingSettings)(nil),             // 14: postmill.domain.v1.TrackingSettings
-	(*UpdateDomainTrackingRequest)(nil),  // 15: postmill.domain.v1.UpdateDomainTrackingRequest
-	(*UpdateDomainTrackingResponse)(nil), // 16: postmill.domain.v1.UpdateDomainTrackingResponse
-	(*timestamppb.Timestamp)(nil),        // 17: google.protobuf.Timestamp
+	(*ListDomainsPageRequest)(nil),       // 8: postmill.domain.v1.ListDomainsPageRequest
+	(*ListDomainsPageResponse)(nil),      // 9: postmill.domain.v1.ListDomainsPageResponse
+	(*GetDomainRequest)(nil),             // 10: postmill.domain.v1.GetDomainRequest
+	(*GetDomainResponse)(nil),            // 11: postmill.domain.v1.GetDomainResponse
+	(*VerifyDomainRequest)(nil),          // 12: postmill.domain.v1.VerifyDomainRequest
+	(*VerifyDomainResponse)(nil),         // 13: postmill.domain.v1.VerifyDomainResponse
+	(*SuspendDomainRequest)(nil),         // 14: postmill.domain.v1.SuspendDomainRequest
+	(*SuspendDomainResponse)(nil),        // 15: postmill.domain.v1.SuspendDomainResponse
+	(*TrackingSettings)(nil),             // 16: postmill.domain.v1.TrackingSettings
+	(*UpdateDomainTrackingRequest)(nil),  // 17: postmill.domain.v1.UpdateDomainTrackingRequest
+	(*UpdateDomainTrackingResponse)(nil), // 18: postmill.domain.v1.UpdateDomainTrackingResponse
+	(*timestamppb.Timestamp)(nil),        // 19: google.protobuf.Timestamp
 }
 var file_postmill_domain_v1_domain_proto_depIdxs = []int32{
-	17, // 0: postmill.domain.v1.DNSRecord.checked_at:type_name -> google.protobuf.Timestamp
+	19, // 0: postmill.domain.v1.DNSRecord.checked_at:type_name -> google.protobuf.Timestamp
 	0,  // 1: postmill.domain.v1.DNSRecordList.items:type_name -> postmill.domain.v1.DNSRecord
-	17, // 2: postmill.domain.v1.Domain.verified_at:type_name -> google.protobuf.Timestamp
-	17, // 3: postmill.domain.v1.Domain.created_at:type_name -> google.protobuf.Timestamp
+	19, // 2: postmill.domain.v1.Domain.verified_at:type_name -> google.protobuf.Timestamp
+	19, // 3: postmill.domain.v1.Domain.created_at:type_name -> google.protobuf.Timestamp
 	1,  // 4: postmill.domain.v1.Domain.records:type_name -> postmill.domain.v1.DNSRecordList
 	2,  // 5: postmill.domain.v1.DomainList.items:type_name -> postmill.domain.v1.Domain
 	2,  // 6: postmill.domain.v1.CreateDomainResponse.domain:type_name -> postmill.domain.v1.Domain
 	3,  // 7: postmill.domain.v1.ListDomainsResponse.domains:type_name -> postmill.domain.v1.DomainList
-	2,  // 8: postmill.domain.v1.GetDomainResponse.domain:type_name -> postmill.domain.v1.Domain
-	2,  // 9: postmill.domain.v1.VerifyDomainResponse.domain:type_name -> postmill.domain.v1.Domain
-	2,  // 10: postmill.domain.v1.SuspendDomainResponse.domain:type_name -> postmill.domain.v1.Domain
-	14, // 11: postmill.domain.v1.UpdateDomainTrackingRequest.tracking:type_name -> postmill.domain.v1.TrackingSettings
-	2,  // 12: postmill.domain.v1.UpdateDomainTrackingResponse.domain:type_name -> postmill.domain.v1.Domain
-	4,  // 13: postmill.domain.v1.DomainService.CreateDomain:input_type -> postmill.domain.v1.CreateDomainRequest
-	6,  // 14: postmill.domain.v1.DomainService.ListDomains:input_type -> postmill.domain.v1.ListDomainsRequest
-	8,  // 15: postmill.domain.v1.DomainService.GetDomain:input_type -> postmill.domain.v1.GetDomainRequest
-	10, // 16: postmill.domain.v1.DomainService.VerifyDomain:input_type -> postmill.domain.v1.VerifyDomainRequest
-	12, // 17: postmill.domain.v1.DomainService.SuspendDomain:input_type -> postmill.domain.v1.SuspendDomainRequest
-	15, // 18: postmill.domain.v1.DomainService.UpdateDomainTracking:input_type -> postmill.domain.v1.UpdateDomainTrackingRequest
-	5,  // 19: postmill.domain.v1.DomainService.CreateDomain:output_type -> postmill.domain.v1.CreateDomainResponse
-	7,  // 20: postmill.domain.v1.DomainService.ListDomains:output_type -> postmill.domain.v1.ListDomainsResponse
-	9,  // 21: postmill.domain.v1.DomainService.GetDomain:output_type -> postmill.domain.v1.GetDomainResponse
-	11, // 22: postmill.domain.v1.DomainService.VerifyDomain:output_type -> postmill.domain.v1.VerifyDomainResponse
-	13, // 23: postmill.domain.v1.DomainService.SuspendDomain:output_type -> postmill.domain.v1.SuspendDomainResponse
-	16, // 24: postmill.domain.v1.DomainService.UpdateDomainTracking:output_type -> postmill.domain.v1.UpdateDomainTrackingResponse
-	19, // [19:25] is the sub-list for method output_type
-	13, // [13:19] is the sub-list for method input_type
-	13, // [13:13] is the sub-list for extension type_name
-	13, // [13:13] is the sub-list for extension extendee
-	0,  // [0:13] is the sub-list for field type_name
+	3,  // 8: postmill.domain.v1.ListDomainsPageResponse.domains:type_name -> postmill.domain.v1.DomainList
+	2,  // 9: postmill.domain.v1.GetDomainResponse.domain:type_name -> postmill.domain.v1.Domain
+	2,  // 10: postmill.domain.v1.VerifyDomainResponse.domain:type_name -> postmill.domain.v1.Domain
+	2,  // 11: postmill.domain.v1.SuspendDomainResponse.domain:type_name -> postmill.domain.v1.Domain
+	16, // 12: postmill.domain.v1.UpdateDomainTrackingRequest.tracking:type_name -> postmill.domain.v1.TrackingSettings
+	2,  // 13: postmill.domain.v1.UpdateDomainTrackingResponse.domain:type_name -> postmill.domain.v1.Domain
+	4,  // 14: postmill.domain.v1.DomainService.CreateDomain:input_type -> postmill.domain.v1.CreateDomainRequest
+	6,  // 15: postmill.domain.v1.DomainService.ListDomains:input_type -> postmill.domain.v1.ListDomainsRequest
+	8,  // 16: postmill.domain.v1.DomainService.ListDomainsPage:input_type -> postmill.domain.v1.ListDomainsPageRequest
+	10, // 17: postmill.domain.v1.DomainService.GetDomain:input_type -> postmill.domain.v1.GetDomainRequest
+	12, // 18: postmill.domain.v1.DomainService.VerifyDomain:input_type -> postmill.domain.v1.VerifyDomainRequest
+	14, // 19: postmill.domain.v1.DomainService.SuspendDomain:input_type -> postmill.domain.v1.SuspendDomainRequest
+	17, // 20: postmill.domain.v1.DomainService.UpdateDomainTracking:input_type -> postmill.domain.v1.UpdateDomainTrackingRequest
+	5,  // 21: postmill.domain.v1.DomainService.CreateDomain:output_type -> postmill.domain.v1.CreateDomainResponse
+	7,  // 22: postmill.domain.v1.DomainService.ListDomains:output_type -> postmill.domain.v1.ListDomainsResponse
+	9,  // 23: postmill.domain.v1.DomainService.ListDomainsPage:output_type -> postmill.domain.v1.ListDomainsPageResponse
+	11, // 24: postmill.domain.v1.DomainService.GetDomain:output_type -> postmill.domain.v1.GetDomainResponse
+	13, // 25: postmill.domain.v1.DomainService.VerifyDomain:output_type -> postmill.domain.v1.VerifyDomainResponse
+	15, // 26: postmill.domain.v1.DomainService.SuspendDomain:output_type -> postmill.domain.v1.SuspendDomainResponse
+	18, // 27: postmill.domain.v1.DomainService.UpdateDomainTracking:output_type -> postmill.domain.v1.UpdateDomainTrackingResponse
+	21, // [21:28] is the sub-list for method output_type
+	14, // [14:21] is the sub-list for method input_type
+	14, // [14:14] is the sub-list for extension type_name
+	14, // [14:14] is the sub-list for extension extendee
+	0,  // [0:14] is the sub-list for field type_name
 }
 
 func init() { file_postmill_domain_v1_domain_proto_init() }
@@ -1195,14 +1324,14 @@ func file_postmill_domain_v1_domain_proto_init() {
 	if File_postmill_domain_v1_domain_proto != nil {
 		return
 	}
-	file_postmill_domain_v1_domain_proto_msgTypes[14].OneofWrappers = []any{}
+	file_postmill_domain_v1_domain_proto_msgTypes[16].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_postmill_domain_v1_domain_proto_rawDesc), len(file_postmill_domain_v1_domain_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   17,
+			NumMessages:   19,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

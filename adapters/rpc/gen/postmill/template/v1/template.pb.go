@@ -186,9 +186,11 @@ type Template struct {
 	CreatedAt      *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
 	UpdatedAt      *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
 	// versions is unset when ports.Template.Versions is nil.
-	Versions      *TemplateVersionList `protobuf:"bytes,7,opt,name=versions,proto3" json:"versions,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Versions *TemplateVersionList `protobuf:"bytes,7,opt,name=versions,proto3" json:"versions,omitempty"`
+	// versions_truncated is true when the template has versions older than those in versions.
+	VersionsTruncated bool `protobuf:"varint,8,opt,name=versions_truncated,json=versionsTruncated,proto3" json:"versions_truncated,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *Template) Reset() {
@@ -268,6 +270,13 @@ func (x *Template) GetVersions() *TemplateVersionList {
 		return x.Versions
 	}
 	return nil
+}
+
+func (x *Template) GetVersionsTruncated() bool {
+	if x != nil {
+		return x.VersionsTruncated
+	}
+	return false
 }
 
 // TemplateList wraps a list of templates so that a nil result and an empty one stay distinct.
@@ -845,6 +854,243 @@ func (x *ListTemplatesResponse) GetTemplates() *TemplateList {
 	return nil
 }
 
+// ListTemplatesPageRequest names the organization and the page: limit 0 means the default page size,
+// cursor is opaque, from a previous page's next_cursor.
+type ListTemplatesPageRequest struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	OrganizationId string                 `protobuf:"bytes,1,opt,name=organization_id,json=organizationId,proto3" json:"organization_id,omitempty"`
+	Limit          int64                  `protobuf:"varint,2,opt,name=limit,proto3" json:"limit,omitempty"`
+	Cursor         string                 `protobuf:"bytes,3,opt,name=cursor,proto3" json:"cursor,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *ListTemplatesPageRequest) Reset() {
+	*x = ListTemplatesPageRequest{}
+	mi := &file_postmill_template_v1_template_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListTemplatesPageRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListTemplatesPageRequest) ProtoMessage() {}
+
+func (x *ListTemplatesPageRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_postmill_template_v1_template_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListTemplatesPageRequest.ProtoReflect.Descriptor instead.
+func (*ListTemplatesPageRequest) Descriptor() ([]byte, []int) {
+	return file_postmill_template_v1_template_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *ListTemplatesPageRequest) GetOrganizationId() string {
+	if x != nil {
+		return x.OrganizationId
+	}
+	return ""
+}
+
+func (x *ListTemplatesPageRequest) GetLimit() int64 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+func (x *ListTemplatesPageRequest) GetCursor() string {
+	if x != nil {
+		return x.Cursor
+	}
+	return ""
+}
+
+// ListTemplatesPageResponse mirrors ports.Page of templates; next_cursor is empty on the last page.
+type ListTemplatesPageResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Templates     *TemplateList          `protobuf:"bytes,1,opt,name=templates,proto3" json:"templates,omitempty"`
+	NextCursor    string                 `protobuf:"bytes,2,opt,name=next_cursor,json=nextCursor,proto3" json:"next_cursor,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListTemplatesPageResponse) Reset() {
+	*x = ListTemplatesPageResponse{}
+	mi := &file_postmill_template_v1_template_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListTemplatesPageResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListTemplatesPageResponse) ProtoMessage() {}
+
+func (x *ListTemplatesPageResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_postmill_template_v1_template_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListTemplatesPageResponse.ProtoReflect.Descriptor instead.
+func (*ListTemplatesPageResponse) Descriptor() ([]byte, []int) {
+	return file_postmill_template_v1_template_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *ListTemplatesPageResponse) GetTemplates() *TemplateList {
+	if x != nil {
+		return x.Templates
+	}
+	return nil
+}
+
+func (x *ListTemplatesPageResponse) GetNextCursor() string {
+	if x != nil {
+		return x.NextCursor
+	}
+	return ""
+}
+
+// ListTemplateVersionsRequest names the template, its organization and the page.
+type ListTemplateVersionsRequest struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	OrganizationId string                 `protobuf:"bytes,1,opt,name=organization_id,json=organizationId,proto3" json:"organization_id,omitempty"`
+	TemplateId     string                 `protobuf:"bytes,2,opt,name=template_id,json=templateId,proto3" json:"template_id,omitempty"`
+	Limit          int64                  `protobuf:"varint,3,opt,name=limit,proto3" json:"limit,omitempty"`
+	Cursor         string                 `protobuf:"bytes,4,opt,name=cursor,proto3" json:"cursor,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *ListTemplateVersionsRequest) Reset() {
+	*x = ListTemplateVersionsRequest{}
+	mi := &file_postmill_template_v1_template_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListTemplateVersionsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListTemplateVersionsRequest) ProtoMessage() {}
+
+func (x *ListTemplateVersionsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_postmill_template_v1_template_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListTemplateVersionsRequest.ProtoReflect.Descriptor instead.
+func (*ListTemplateVersionsRequest) Descriptor() ([]byte, []int) {
+	return file_postmill_template_v1_template_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *ListTemplateVersionsRequest) GetOrganizationId() string {
+	if x != nil {
+		return x.OrganizationId
+	}
+	return ""
+}
+
+func (x *ListTemplateVersionsRequest) GetTemplateId() string {
+	if x != nil {
+		return x.TemplateId
+	}
+	return ""
+}
+
+func (x *ListTemplateVersionsRequest) GetLimit() int64 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+func (x *ListTemplateVersionsRequest) GetCursor() string {
+	if x != nil {
+		return x.Cursor
+	}
+	return ""
+}
+
+// ListTemplateVersionsResponse mirrors ports.Page of versions; next_cursor is empty on the last page.
+type ListTemplateVersionsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Versions      *TemplateVersionList   `protobuf:"bytes,1,opt,name=versions,proto3" json:"versions,omitempty"`
+	NextCursor    string                 `protobuf:"bytes,2,opt,name=next_cursor,json=nextCursor,proto3" json:"next_cursor,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListTemplateVersionsResponse) Reset() {
+	*x = ListTemplateVersionsResponse{}
+	mi := &file_postmill_template_v1_template_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListTemplateVersionsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListTemplateVersionsResponse) ProtoMessage() {}
+
+func (x *ListTemplateVersionsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_postmill_template_v1_template_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListTemplateVersionsResponse.ProtoReflect.Descriptor instead.
+func (*ListTemplateVersionsResponse) Descriptor() ([]byte, []int) {
+	return file_postmill_template_v1_template_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *ListTemplateVersionsResponse) GetVersions() *TemplateVersionList {
+	if x != nil {
+		return x.Versions
+	}
+	return nil
+}
+
+func (x *ListTemplateVersionsResponse) GetNextCursor() string {
+	if x != nil {
+		return x.NextCursor
+	}
+	return ""
+}
+
 // GetTemplateRequest names the template and its organization.
 type GetTemplateRequest struct {
 	state          protoimpl.MessageState `protogen:"open.v1"`
@@ -856,7 +1102,7 @@ type GetTemplateRequest struct {
 
 func (x *GetTemplateRequest) Reset() {
 	*x = GetTemplateRequest{}
-	mi := &file_postmill_template_v1_template_proto_msgTypes[14]
+	mi := &file_postmill_template_v1_template_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -868,7 +1114,7 @@ func (x *GetTemplateRequest) String() string {
 func (*GetTemplateRequest) ProtoMessage() {}
 
 func (x *GetTemplateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_postmill_template_v1_template_proto_msgTypes[14]
+	mi := &file_postmill_template_v1_template_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -881,7 +1127,7 @@ func (x *GetTemplateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTemplateRequest.ProtoReflect.Descriptor instead.
 func (*GetTemplateRequest) Descriptor() ([]byte, []int) {
-	return file_postmill_template_v1_template_proto_rawDescGZIP(), []int{14}
+	return file_postmill_template_v1_template_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *GetTemplateRequest) GetOrganizationId() string {
@@ -908,7 +1154,7 @@ type GetTemplateResponse struct {
 
 func (x *GetTemplateResponse) Reset() {
 	*x = GetTemplateResponse{}
-	mi := &file_postmill_template_v1_template_proto_msgTypes[15]
+	mi := &file_postmill_template_v1_template_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -920,7 +1166,7 @@ func (x *GetTemplateResponse) String() string {
 func (*GetTemplateResponse) ProtoMessage() {}
 
 func (x *GetTemplateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_postmill_template_v1_template_proto_msgTypes[15]
+	mi := &file_postmill_template_v1_template_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -933,7 +1179,7 @@ func (x *GetTemplateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTemplateResponse.ProtoReflect.Descriptor instead.
 func (*GetTemplateResponse) Descriptor() ([]byte, []int) {
-	return file_postmill_template_v1_template_proto_rawDescGZIP(), []int{15}
+	return file_postmill_template_v1_template_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *GetTemplateResponse) GetTemplate() *Template {
@@ -957,7 +1203,7 @@ type RenderTemplateRequest struct {
 
 func (x *RenderTemplateRequest) Reset() {
 	*x = RenderTemplateRequest{}
-	mi := &file_postmill_template_v1_template_proto_msgTypes[16]
+	mi := &file_postmill_template_v1_template_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -969,7 +1215,7 @@ func (x *RenderTemplateRequest) String() string {
 func (*RenderTemplateRequest) ProtoMessage() {}
 
 func (x *RenderTemplateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_postmill_template_v1_template_proto_msgTypes[16]
+	mi := &file_postmill_template_v1_template_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -982,7 +1228,7 @@ func (x *RenderTemplateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RenderTemplateRequest.ProtoReflect.Descriptor instead.
 func (*RenderTemplateRequest) Descriptor() ([]byte, []int) {
-	return file_postmill_template_v1_template_proto_rawDescGZIP(), []int{16}
+	return file_postmill_template_v1_template_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *RenderTemplateRequest) GetOrganizationId() string {
@@ -1016,7 +1262,7 @@ type RenderTemplateResponse struct {
 
 func (x *RenderTemplateResponse) Reset() {
 	*x = RenderTemplateResponse{}
-	mi := &file_postmill_template_v1_template_proto_msgTypes[17]
+	mi := &file_postmill_template_v1_template_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1028,7 +1274,7 @@ func (x *RenderTemplateResponse) String() string {
 func (*RenderTemplateResponse) ProtoMessage() {}
 
 func (x *RenderTemplateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_postmill_template_v1_template_proto_msgTypes[17]
+	mi := &file_postmill_template_v1_template_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1041,7 +1287,7 @@ func (x *RenderTemplateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RenderTemplateResponse.ProtoReflect.Descriptor instead.
 func (*RenderTemplateResponse) Descriptor() ([]byte, []int) {
-	return file_postmill_template_v1_template_proto_rawDescGZIP(), []int{17}
+	return file_postmill_template_v1_template_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *RenderTemplateResponse) GetRendered() *RenderedTemplate {
@@ -1068,7 +1314,7 @@ const file_postmill_template_v1_template_proto_rawDesc = "" +
 	"\n" +
 	"created_at\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\"R\n" +
 	"\x13TemplateVersionList\x12;\n" +
-	"\x05items\x18\x01 \x03(\v2%.postmill.template.v1.TemplateVersionR\x05items\"\xd6\x02\n" +
+	"\x05items\x18\x01 \x03(\v2%.postmill.template.v1.TemplateVersionR\x05items\"\x85\x03\n" +
 	"\bTemplate\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12'\n" +
 	"\x0forganization_id\x18\x02 \x01(\tR\x0eorganizationId\x12\x12\n" +
@@ -1078,7 +1324,8 @@ const file_postmill_template_v1_template_proto_rawDesc = "" +
 	"created_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x129\n" +
 	"\n" +
 	"updated_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\x12E\n" +
-	"\bversions\x18\a \x01(\v2).postmill.template.v1.TemplateVersionListR\bversionsB\x12\n" +
+	"\bversions\x18\a \x01(\v2).postmill.template.v1.TemplateVersionListR\bversions\x12-\n" +
+	"\x12versions_truncated\x18\b \x01(\bR\x11versionsTruncatedB\x12\n" +
 	"\x10_current_version\"D\n" +
 	"\fTemplateList\x124\n" +
 	"\x05items\x18\x01 \x03(\v2\x1e.postmill.template.v1.TemplateR\x05items\"y\n" +
@@ -1113,7 +1360,25 @@ const file_postmill_template_v1_template_proto_rawDesc = "" +
 	"\x14ListTemplatesRequest\x12'\n" +
 	"\x0forganization_id\x18\x01 \x01(\tR\x0eorganizationId\"Y\n" +
 	"\x15ListTemplatesResponse\x12@\n" +
-	"\ttemplates\x18\x01 \x01(\v2\".postmill.template.v1.TemplateListR\ttemplates\"M\n" +
+	"\ttemplates\x18\x01 \x01(\v2\".postmill.template.v1.TemplateListR\ttemplates\"q\n" +
+	"\x18ListTemplatesPageRequest\x12'\n" +
+	"\x0forganization_id\x18\x01 \x01(\tR\x0eorganizationId\x12\x14\n" +
+	"\x05limit\x18\x02 \x01(\x03R\x05limit\x12\x16\n" +
+	"\x06cursor\x18\x03 \x01(\tR\x06cursor\"~\n" +
+	"\x19ListTemplatesPageResponse\x12@\n" +
+	"\ttemplates\x18\x01 \x01(\v2\".postmill.template.v1.TemplateListR\ttemplates\x12\x1f\n" +
+	"\vnext_cursor\x18\x02 \x01(\tR\n" +
+	"nextCursor\"\x95\x01\n" +
+	"\x1bListTemplateVersionsRequest\x12'\n" +
+	"\x0forganization_id\x18\x01 \x01(\tR\x0eorganizationId\x12\x1f\n" +
+	"\vtemplate_id\x18\x02 \x01(\tR\n" +
+	"templateId\x12\x14\n" +
+	"\x05limit\x18\x03 \x01(\x03R\x05limit\x12\x16\n" +
+	"\x06cursor\x18\x04 \x01(\tR\x06cursor\"\x86\x01\n" +
+	"\x1cListTemplateVersionsResponse\x12E\n" +
+	"\bversions\x18\x01 \x01(\v2).postmill.template.v1.TemplateVersionListR\bversions\x12\x1f\n" +
+	"\vnext_cursor\x18\x02 \x01(\tR\n" +
+	"nextCursor\"M\n" +
 	"\x12GetTemplateRequest\x12'\n" +
 	"\x0forganization_id\x18\x01 \x01(\tR\x0eorganizationId\x12\x0e\n" +
 	"\x02id\x18\x02 \x01(\tR\x02id\"Q\n" +
@@ -1125,13 +1390,15 @@ const file_postmill_template_v1_template_proto_rawDesc = "" +
 	"templateId\x12%\n" +
 	"\x0evariables_json\x18\x03 \x01(\fR\rvariablesJson\"\\\n" +
 	"\x16RenderTemplateResponse\x12B\n" +
-	"\brendered\x18\x01 \x01(\v2&.postmill.template.v1.RenderedTemplateR\brendered2\xac\x05\n" +
+	"\brendered\x18\x01 \x01(\v2&.postmill.template.v1.RenderedTemplateR\brendered2\xa1\a\n" +
 	"\x0fTemplateService\x12k\n" +
 	"\x0eCreateTemplate\x12+.postmill.template.v1.CreateTemplateRequest\x1a,.postmill.template.v1.CreateTemplateResponse\x12\x80\x01\n" +
 	"\x15CreateTemplateVersion\x122.postmill.template.v1.CreateTemplateVersionRequest\x1a3.postmill.template.v1.CreateTemplateVersionResponse\x12n\n" +
 	"\x0fPublishTemplate\x12,.postmill.template.v1.PublishTemplateRequest\x1a-.postmill.template.v1.PublishTemplateResponse\x12h\n" +
-	"\rListTemplates\x12*.postmill.template.v1.ListTemplatesRequest\x1a+.postmill.template.v1.ListTemplatesResponse\x12b\n" +
-	"\vGetTemplate\x12(.postmill.template.v1.GetTemplateRequest\x1a).postmill.template.v1.GetTemplateResponse\x12k\n" +
+	"\rListTemplates\x12*.postmill.template.v1.ListTemplatesRequest\x1a+.postmill.template.v1.ListTemplatesResponse\x12t\n" +
+	"\x11ListTemplatesPage\x12..postmill.template.v1.ListTemplatesPageRequest\x1a/.postmill.template.v1.ListTemplatesPageResponse\x12b\n" +
+	"\vGetTemplate\x12(.postmill.template.v1.GetTemplateRequest\x1a).postmill.template.v1.GetTemplateResponse\x12}\n" +
+	"\x14ListTemplateVersions\x121.postmill.template.v1.ListTemplateVersionsRequest\x1a2.postmill.template.v1.ListTemplateVersionsResponse\x12k\n" +
 	"\x0eRenderTemplate\x12+.postmill.template.v1.RenderTemplateRequest\x1a,.postmill.template.v1.RenderTemplateResponseB\xea\x01\n" +
 	"\x18com.postmill.template.v1B\rTemplateProtoP\x01ZMgithub.com/postmill/postmill/adapters/rpc/gen/postmill/template/v1;templatev1\xa2\x02\x03PTX\xaa\x02\x14Postmill.Template.V1\xca\x02\x14Postmill\\Template\\V1\xe2\x02 Postmill\\Template\\V1\\GPBMetadata\xea\x02\x16Postmill::Template::V1b\x06proto3"
 
@@ -1147,7 +1414,7 @@ func file_postmill_template_v1_template_proto_rawDescGZIP() []byte {
 	return file_postmill_template_v1_template_proto_rawDescData
 }
 
-var file_postmill_template_v1_template_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
+var file_postmill_template_v1_template_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
 var file_postmill_template_v1_template_proto_goTypes = []any{
 	(*TemplateVersion)(nil),               // 0: postmill.template.v1.TemplateVersion
 	(*TemplateVersionList)(nil),           // 1: postmill.template.v1.TemplateVersionList
@@ -1163,17 +1430,21 @@ var file_postmill_template_v1_template_proto_goTypes = []any{
 	(*PublishTemplateResponse)(nil),       // 11: postmill.template.v1.PublishTemplateResponse
 	(*ListTemplatesRequest)(nil),          // 12: postmill.template.v1.ListTemplatesRequest
 	(*ListTemplatesResponse)(nil),         // 13: postmill.template.v1.ListTemplatesResponse
-	(*GetTemplateRequest)(nil),            // 14: postmill.template.v1.GetTemplateRequest
-	(*GetTemplateResponse)(nil),           // 15: postmill.template.v1.GetTemplateResponse
-	(*RenderTemplateRequest)(nil),         // 16: postmill.template.v1.RenderTemplateRequest
-	(*RenderTemplateResponse)(nil),        // 17: postmill.template.v1.RenderTemplateResponse
-	(*timestamppb.Timestamp)(nil),         // 18: google.protobuf.Timestamp
+	(*ListTemplatesPageRequest)(nil),      // 14: postmill.template.v1.ListTemplatesPageRequest
+	(*ListTemplatesPageResponse)(nil),     // 15: postmill.template.v1.ListTemplatesPageResponse
+	(*ListTemplateVersionsRequest)(nil),   // 16: postmill.template.v1.ListTemplateVersionsRequest
+	(*ListTemplateVersionsResponse)(nil),  // 17: postmill.template.v1.ListTemplateVersionsResponse
+	(*GetTemplateRequest)(nil),            // 18: postmill.template.v1.GetTemplateRequest
+	(*GetTemplateResponse)(nil),           // 19: postmill.template.v1.GetTemplateResponse
+	(*RenderTemplateRequest)(nil),         // 20: postmill.template.v1.RenderTemplateRequest
+	(*RenderTemplateResponse)(nil),        // 21: postmill.template.v1.RenderTemplateResponse
+	(*timestamppb.Timestamp)(nil),         // 22: google.protobuf.Timestamp
 }
 var file_postmill_template_v1_template_proto_depIdxs = []int32{
-	18, // 0: postmill.template.v1.TemplateVersion.created_at:type_name -> google.protobuf.Timestamp
+	22, // 0: postmill.template.v1.TemplateVersion.created_at:type_name -> google.protobuf.Timestamp
 	0,  // 1: postmill.template.v1.TemplateVersionList.items:type_name -> postmill.template.v1.TemplateVersion
-	18, // 2: postmill.template.v1.Template.created_at:type_name -> google.protobuf.Timestamp
-	18, // 3: postmill.template.v1.Template.updated_at:type_name -> google.protobuf.Timestamp
+	22, // 2: postmill.template.v1.Template.created_at:type_name -> google.protobuf.Timestamp
+	22, // 3: postmill.template.v1.Template.updated_at:type_name -> google.protobuf.Timestamp
 	1,  // 4: postmill.template.v1.Template.versions:type_name -> postmill.template.v1.TemplateVersionList
 	2,  // 5: postmill.template.v1.TemplateList.items:type_name -> postmill.template.v1.Template
 	2,  // 6: postmill.template.v1.CreateTemplateResponse.template:type_name -> postmill.template.v1.Template
@@ -1181,25 +1452,31 @@ var file_postmill_template_v1_template_proto_depIdxs = []int32{
 	0,  // 8: postmill.template.v1.CreateTemplateVersionResponse.version:type_name -> postmill.template.v1.TemplateVersion
 	2,  // 9: postmill.template.v1.PublishTemplateResponse.template:type_name -> postmill.template.v1.Template
 	3,  // 10: postmill.template.v1.ListTemplatesResponse.templates:type_name -> postmill.template.v1.TemplateList
-	2,  // 11: postmill.template.v1.GetTemplateResponse.template:type_name -> postmill.template.v1.Template
-	5,  // 12: postmill.template.v1.RenderTemplateResponse.rendered:type_name -> postmill.template.v1.RenderedTemplate
-	6,  // 13: postmill.template.v1.TemplateService.CreateTemplate:input_type -> postmill.template.v1.CreateTemplateRequest
-	8,  // 14: postmill.template.v1.TemplateService.CreateTemplateVersion:input_type -> postmill.template.v1.CreateTemplateVersionRequest
-	10, // 15: postmill.template.v1.TemplateService.PublishTemplate:input_type -> postmill.template.v1.PublishTemplateRequest
-	12, // 16: postmill.template.v1.TemplateService.ListTemplates:input_type -> postmill.template.v1.ListTemplatesRequest
-	14, // 17: postmill.template.v1.TemplateService.GetTemplate:input_type -> postmill.template.v1.GetTemplateRequest
-	16, // 18: postmill.template.v1.TemplateService.RenderTemplate:input_type -> postmill.template.v1.RenderTemplateRequest
-	7,  // 19: postmill.template.v1.TemplateService.CreateTemplate:output_type -> postmill.template.v1.CreateTemplateResponse
-	9,  // 20: postmill.template.v1.TemplateService.CreateTemplateVersion:output_type -> postmill.template.v1.CreateTemplateVersionResponse
-	11, // 21: postmill.template.v1.TemplateService.PublishTemplate:output_type -> postmill.template.v1.PublishTemplateResponse
-	13, // 22: postmill.template.v1.TemplateService.ListTemplates:output_type -> postmill.template.v1.ListTemplatesResponse
-	15, // 23: postmill.template.v1.TemplateService.GetTemplate:output_type -> postmill.template.v1.GetTemplateResponse
-	17, // 24: postmill.template.v1.TemplateService.RenderTemplate:output_type -> postmill.template.v1.RenderTemplateResponse
-	19, // [19:25] is the sub-list for method output_type
-	13, // [13:19] is the sub-list for method input_type
-	13, // [13:13] is the sub-list for extension type_name
-	13, // [13:13] is the sub-list for extension extendee
-	0,  // [0:13] is the sub-list for field type_name
+	3,  // 11: postmill.template.v1.ListTemplatesPageResponse.templates:type_name -> postmill.template.v1.TemplateList
+	1,  // 12: postmill.template.v1.ListTemplateVersionsResponse.versions:type_name -> postmill.template.v1.TemplateVersionList
+	2,  // 13: postmill.template.v1.GetTemplateResponse.template:type_name -> postmill.template.v1.Template
+	5,  // 14: postmill.template.v1.RenderTemplateResponse.rendered:type_name -> postmill.template.v1.RenderedTemplate
+	6,  // 15: postmill.template.v1.TemplateService.CreateTemplate:input_type -> postmill.template.v1.CreateTemplateRequest
+	8,  // 16: postmill.template.v1.TemplateService.CreateTemplateVersion:input_type -> postmill.template.v1.CreateTemplateVersionRequest
+	10, // 17: postmill.template.v1.TemplateService.PublishTemplate:input_type -> postmill.template.v1.PublishTemplateRequest
+	12, // 18: postmill.template.v1.TemplateService.ListTemplates:input_type -> postmill.template.v1.ListTemplatesRequest
+	14, // 19: postmill.template.v1.TemplateService.ListTemplatesPage:input_type -> postmill.template.v1.ListTemplatesPageRequest
+	18, // 20: postmill.template.v1.TemplateService.GetTemplate:input_type -> postmill.template.v1.GetTemplateRequest
+	16, // 21: postmill.template.v1.TemplateService.ListTemplateVersions:input_type -> postmill.template.v1.ListTemplateVersionsRequest
+	20, // 22: postmill.template.v1.TemplateService.RenderTemplate:input_type -> postmill.template.v1.RenderTemplateRequest
+	7,  // 23: postmill.template.v1.TemplateService.CreateTemplate:output_type -> postmill.template.v1.CreateTemplateResponse
+	9,  // 24: postmill.template.v1.TemplateService.CreateTemplateVersion:output_type -> postmill.template.v1.CreateTemplateVersionResponse
+	11, // 25: postmill.template.v1.TemplateService.PublishTemplate:output_type -> postmill.template.v1.PublishTemplateResponse
+	13, // 26: postmill.template.v1.TemplateService.ListTemplates:output_type -> postmill.template.v1.ListTemplatesResponse
+	15, // 27: postmill.template.v1.TemplateService.ListTemplatesPage:output_type -> postmill.template.v1.ListTemplatesPageResponse
+	19, // 28: postmill.template.v1.TemplateService.GetTemplate:output_type -> postmill.template.v1.GetTemplateResponse
+	17, // 29: postmill.template.v1.TemplateService.ListTemplateVersions:output_type -> postmill.template.v1.ListTemplateVersionsResponse
+	21, // 30: postmill.template.v1.TemplateService.RenderTemplate:output_type -> postmill.template.v1.RenderTemplateResponse
+	23, // [23:31] is the sub-list for method output_type
+	15, // [15:23] is the sub-list for method input_type
+	15, // [15:15] is the sub-list for extension type_name
+	15, // [15:15] is the sub-list for extension extendee
+	0,  // [0:15] is the sub-list for field type_name
 }
 
 func init() { file_postmill_template_v1_template_proto_init() }
@@ -1214,7 +1491,7 @@ func file_postmill_template_v1_template_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_postmill_template_v1_template_proto_rawDesc), len(file_postmill_template_v1_template_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   18,
+			NumMessages:   22,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -661,6 +661,121 @@ func (x *ListEndpointsResponse) GetEndpoints() *WebhookEndpointList {
 	return nil
 }
 
+// ListEndpointsPageRequest names the organization and the page: limit 0 means the default page size,
+// cursor is opaque, from a previous page's next_cursor.
+type ListEndpointsPageRequest struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	OrganizationId string                 `protobuf:"bytes,1,opt,name=organization_id,json=organizationId,proto3" json:"organization_id,omitempty"`
+	Limit          int64                  `protobuf:"varint,2,opt,name=limit,proto3" json:"limit,omitempty"`
+	Cursor         string                 `protobuf:"bytes,3,opt,name=cursor,proto3" json:"cursor,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *ListEndpointsPageRequest) Reset() {
+	*x = ListEndpointsPageRequest{}
+	mi := &file_postmill_webhook_v1_webhook_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListEndpointsPageRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListEndpointsPageRequest) ProtoMessage() {}
+
+func (x *ListEndpointsPageRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_postmill_webhook_v1_webhook_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListEndpointsPageRequest.ProtoReflect.Descriptor instead.
+func (*ListEndpointsPageRequest) Descriptor() ([]byte, []int) {
+	return file_postmill_webhook_v1_webhook_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *ListEndpointsPageRequest) GetOrganizationId() string {
+	if x != nil {
+		return x.OrganizationId
+	}
+	return ""
+}
+
+func (x *ListEndpointsPageRequest) GetLimit() int64 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+func (x *ListEndpointsPageRequest) GetCursor() string {
+	if x != nil {
+		return x.Cursor
+	}
+	return ""
+}
+
+// ListEndpointsPageResponse mirrors ports.Page of endpoints; next_cursor is empty on the last page.
+type ListEndpointsPageResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Endpoints     *WebhookEndpointList   `protobuf:"bytes,1,opt,name=endpoints,proto3" json:"endpoints,omitempty"`
+	NextCursor    string                 `protobuf:"bytes,2,opt,name=next_cursor,json=nextCursor,proto3" json:"next_cursor,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListEndpointsPageResponse) Reset() {
+	*x = ListEndpointsPageResponse{}
+	mi := &file_postmill_webhook_v1_webhook_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListEndpointsPageResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListEndpointsPageResponse) ProtoMessage() {}
+
+func (x *ListEndpointsPageResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_postmill_webhook_v1_webhook_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListEndpointsPageResponse.ProtoReflect.Descriptor instead.
+func (*ListEndpointsPageResponse) Descriptor() ([]byte, []int) {
+	return file_postmill_webhook_v1_webhook_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *ListEndpointsPageResponse) GetEndpoints() *WebhookEndpointList {
+	if x != nil {
+		return x.Endpoints
+	}
+	return nil
+}
+
+func (x *ListEndpointsPageResponse) GetNextCursor() string {
+	if x != nil {
+		return x.NextCursor
+	}
+	return ""
+}
+
 // DeleteEndpointRequest names the endpoint and its organization.
 type DeleteEndpointRequest struct {
 	state          protoimpl.MessageState `protogen:"open.v1"`
@@ -672,7 +787,7 @@ type DeleteEndpointRequest struct {
 
 func (x *DeleteEndpointRequest) Reset() {
 	*x = DeleteEndpointRequest{}
-	mi := &file_postmill_webhook_v1_webhook_proto_msgTypes[10]
+	mi := &file_postmill_webhook_v1_webhook_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -684,7 +799,7 @@ func (x *DeleteEndpointRequest) String() string {
 func (*DeleteEndpointRequest) ProtoMessage() {}
 
 func (x *DeleteEndpointRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_postmill_webhook_v1_webhook_proto_msgTypes[10]
+	mi := &file_postmill_webhook_v1_webhook_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -697,7 +812,7 @@ func (x *DeleteEndpointRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteEndpointRequest.ProtoReflect.Descriptor instead.
 func (*DeleteEndpointRequest) Descriptor() ([]byte, []int) {
-	return file_postmill_webhook_v1_webhook_proto_rawDescGZIP(), []int{10}
+	return file_postmill_webhook_v1_webhook_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *DeleteEndpointRequest) GetOrganizationId() string {
@@ -723,7 +838,7 @@ type DeleteEndpointResponse struct {
 
 func (x *DeleteEndpointResponse) Reset() {
 	*x = DeleteEndpointResponse{}
-	mi := &file_postmill_webhook_v1_webhook_proto_msgTypes[11]
+	mi := &file_postmill_webhook_v1_webhook_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -735,7 +850,7 @@ func (x *DeleteEndpointResponse) String() string {
 func (*DeleteEndpointResponse) ProtoMessage() {}
 
 func (x *DeleteEndpointResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_postmill_webhook_v1_webhook_proto_msgTypes[11]
+	mi := &file_postmill_webhook_v1_webhook_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -748,7 +863,7 @@ func (x *DeleteEndpointResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteEndpointResponse.ProtoReflect.Descriptor instead.
 func (*DeleteEndpointResponse) Descriptor() ([]byte, []int) {
-	return file_postmill_webhook_v1_webhook_proto_rawDescGZIP(), []int{11}
+	return file_postmill_webhook_v1_webhook_proto_rawDescGZIP(), []int{13}
 }
 
 // TestEndpointRequest names the endpoint and its organization.
@@ -762,7 +877,7 @@ type TestEndpointRequest struct {
 
 func (x *TestEndpointRequest) Reset() {
 	*x = TestEndpointRequest{}
-	mi := &file_postmill_webhook_v1_webhook_proto_msgTypes[12]
+	mi := &file_postmill_webhook_v1_webhook_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -774,7 +889,7 @@ func (x *TestEndpointRequest) String() string {
 func (*TestEndpointRequest) ProtoMessage() {}
 
 func (x *TestEndpointRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_postmill_webhook_v1_webhook_proto_msgTypes[12]
+	mi := &file_postmill_webhook_v1_webhook_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -787,7 +902,7 @@ func (x *TestEndpointRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TestEndpointRequest.ProtoReflect.Descriptor instead.
 func (*TestEndpointRequest) Descriptor() ([]byte, []int) {
-	return file_postmill_webhook_v1_webhook_proto_rawDescGZIP(), []int{12}
+	return file_postmill_webhook_v1_webhook_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *TestEndpointRequest) GetOrganizationId() string {
@@ -814,7 +929,7 @@ type TestEndpointResponse struct {
 
 func (x *TestEndpointResponse) Reset() {
 	*x = TestEndpointResponse{}
-	mi := &file_postmill_webhook_v1_webhook_proto_msgTypes[13]
+	mi := &file_postmill_webhook_v1_webhook_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -826,7 +941,7 @@ func (x *TestEndpointResponse) String() string {
 func (*TestEndpointResponse) ProtoMessage() {}
 
 func (x *TestEndpointResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_postmill_webhook_v1_webhook_proto_msgTypes[13]
+	mi := &file_postmill_webhook_v1_webhook_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -839,7 +954,7 @@ func (x *TestEndpointResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TestEndpointResponse.ProtoReflect.Descriptor instead.
 func (*TestEndpointResponse) Descriptor() ([]byte, []int) {
-	return file_postmill_webhook_v1_webhook_proto_rawDescGZIP(), []int{13}
+	return file_postmill_webhook_v1_webhook_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *TestEndpointResponse) GetDelivery() *WebhookDelivery {
@@ -860,7 +975,7 @@ type RotateSecretRequest struct {
 
 func (x *RotateSecretRequest) Reset() {
 	*x = RotateSecretRequest{}
-	mi := &file_postmill_webhook_v1_webhook_proto_msgTypes[14]
+	mi := &file_postmill_webhook_v1_webhook_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -872,7 +987,7 @@ func (x *RotateSecretRequest) String() string {
 func (*RotateSecretRequest) ProtoMessage() {}
 
 func (x *RotateSecretRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_postmill_webhook_v1_webhook_proto_msgTypes[14]
+	mi := &file_postmill_webhook_v1_webhook_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -885,7 +1000,7 @@ func (x *RotateSecretRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RotateSecretRequest.ProtoReflect.Descriptor instead.
 func (*RotateSecretRequest) Descriptor() ([]byte, []int) {
-	return file_postmill_webhook_v1_webhook_proto_rawDescGZIP(), []int{14}
+	return file_postmill_webhook_v1_webhook_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *RotateSecretRequest) GetOrganizationId() string {
@@ -912,7 +1027,7 @@ type RotateSecretResponse struct {
 
 func (x *RotateSecretResponse) Reset() {
 	*x = RotateSecretResponse{}
-	mi := &file_postmill_webhook_v1_webhook_proto_msgTypes[15]
+	mi := &file_postmill_webhook_v1_webhook_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -924,7 +1039,7 @@ func (x *RotateSecretResponse) String() string {
 func (*RotateSecretResponse) ProtoMessage() {}
 
 func (x *RotateSecretResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_postmill_webhook_v1_webhook_proto_msgTypes[15]
+	mi := &file_postmill_webhook_v1_webhook_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -937,7 +1052,7 @@ func (x *RotateSecretResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RotateSecretResponse.ProtoReflect.Descriptor instead.
 func (*RotateSecretResponse) Descriptor() ([]byte, []int) {
-	return file_postmill_webhook_v1_webhook_proto_rawDescGZIP(), []int{15}
+	return file_postmill_webhook_v1_webhook_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *RotateSecretResponse) GetEndpoint() *CreatedWebhookEndpoint {
@@ -959,7 +1074,7 @@ type ReplayRequest struct {
 
 func (x *ReplayRequest) Reset() {
 	*x = ReplayRequest{}
-	mi := &file_postmill_webhook_v1_webhook_proto_msgTypes[16]
+	mi := &file_postmill_webhook_v1_webhook_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -971,7 +1086,7 @@ func (x *ReplayRequest) String() string {
 func (*ReplayRequest) ProtoMessage() {}
 
 func (x *ReplayRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_postmill_webhook_v1_webhook_proto_msgTypes[16]
+	mi := &file_postmill_webhook_v1_webhook_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -984,7 +1099,7 @@ func (x *ReplayRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplayRequest.ProtoReflect.Descriptor instead.
 func (*ReplayRequest) Descriptor() ([]byte, []int) {
-	return file_postmill_webhook_v1_webhook_proto_rawDescGZIP(), []int{16}
+	return file_postmill_webhook_v1_webhook_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ReplayRequest) GetOrganizationId() string {
@@ -1018,7 +1133,7 @@ type ReplayResponse struct {
 
 func (x *ReplayResponse) Reset() {
 	*x = ReplayResponse{}
-	mi := &file_postmill_webhook_v1_webhook_proto_msgTypes[17]
+	mi := &file_postmill_webhook_v1_webhook_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1030,7 +1145,7 @@ func (x *ReplayResponse) String() string {
 func (*ReplayResponse) ProtoMessage() {}
 
 func (x *ReplayResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_postmill_webhook_v1_webhook_proto_msgTypes[17]
+	mi := &file_postmill_webhook_v1_webhook_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1043,7 +1158,7 @@ func (x *ReplayResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplayResponse.ProtoReflect.Descriptor instead.
 func (*ReplayResponse) Descriptor() ([]byte, []int) {
-	return file_postmill_webhook_v1_webhook_proto_rawDescGZIP(), []int{17}
+	return file_postmill_webhook_v1_webhook_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ReplayResponse) GetDelivery() *WebhookDelivery {
@@ -1063,7 +1178,7 @@ type ListDeliveriesRequest struct {
 
 func (x *ListDeliveriesRequest) Reset() {
 	*x = ListDeliveriesRequest{}
-	mi := &file_postmill_webhook_v1_webhook_proto_msgTypes[18]
+	mi := &file_postmill_webhook_v1_webhook_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1075,7 +1190,7 @@ func (x *ListDeliveriesRequest) String() string {
 func (*ListDeliveriesRequest) ProtoMessage() {}
 
 func (x *ListDeliveriesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_postmill_webhook_v1_webhook_proto_msgTypes[18]
+	mi := &file_postmill_webhook_v1_webhook_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1088,7 +1203,7 @@ func (x *ListDeliveriesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDeliveriesRequest.ProtoReflect.Descriptor instead.
 func (*ListDeliveriesRequest) Descriptor() ([]byte, []int) {
-	return file_postmill_webhook_v1_webhook_proto_rawDescGZIP(), []int{18}
+	return file_postmill_webhook_v1_webhook_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ListDeliveriesRequest) GetOrganizationId() string {
@@ -1108,7 +1223,7 @@ type ListDeliveriesResponse struct {
 
 func (x *ListDeliveriesResponse) Reset() {
 	*x = ListDeliveriesResponse{}
-	mi := &file_postmill_webhook_v1_webhook_proto_msgTypes[19]
+	mi := &file_postmill_webhook_v1_webhook_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1120,7 +1235,7 @@ func (x *ListDeliveriesResponse) String() string {
 func (*ListDeliveriesResponse) ProtoMessage() {}
 
 func (x *ListDeliveriesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_postmill_webhook_v1_webhook_proto_msgTypes[19]
+	mi := &file_postmill_webhook_v1_webhook_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1133,7 +1248,7 @@ func (x *ListDeliveriesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDeliveriesResponse.ProtoReflect.Descriptor instead.
 func (*ListDeliveriesResponse) Descriptor() ([]byte, []int) {
-	return file_postmill_webhook_v1_webhook_proto_rawDescGZIP(), []int{19}
+	return file_postmill_webhook_v1_webhook_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ListDeliveriesResponse) GetDeliveries() *WebhookDeliveryList {
@@ -1197,7 +1312,15 @@ const file_postmill_webhook_v1_webhook_proto_rawDesc = "" +
 	"\x14ListEndpointsRequest\x12'\n" +
 	"\x0forganization_id\x18\x01 \x01(\tR\x0eorganizationId\"_\n" +
 	"\x15ListEndpointsResponse\x12F\n" +
-	"\tendpoints\x18\x01 \x01(\v2(.postmill.webhook.v1.WebhookEndpointListR\tendpoints\"P\n" +
+	"\tendpoints\x18\x01 \x01(\v2(.postmill.webhook.v1.WebhookEndpointListR\tendpoints\"q\n" +
+	"\x18ListEndpointsPageRequest\x12'\n" +
+	"\x0forganization_id\x18\x01 \x01(\tR\x0eorganizationId\x12\x14\n" +
+	"\x05limit\x18\x02 \x01(\x03R\x05limit\x12\x16\n" +
+	"\x06cursor\x18\x03 \x01(\tR\x06cursor\"\x84\x01\n" +
+	"\x19ListEndpointsPageResponse\x12F\n" +
+	"\tendpoints\x18\x01 \x01(\v2(.postmill.webhook.v1.WebhookEndpointListR\tendpoints\x12\x1f\n" +
+	"\vnext_cursor\x18\x02 \x01(\tR\n" +
+	"nextCursor\"P\n" +
 	"\x15DeleteEndpointRequest\x12'\n" +
 	"\x0forganization_id\x18\x01 \x01(\tR\x0eorganizationId\x12\x0e\n" +
 	"\x02id\x18\x02 \x01(\tR\x02id\"\x18\n" +
@@ -1225,10 +1348,11 @@ const file_postmill_webhook_v1_webhook_proto_rawDesc = "" +
 	"\x16ListDeliveriesResponse\x12H\n" +
 	"\n" +
 	"deliveries\x18\x01 \x01(\v2(.postmill.webhook.v1.WebhookDeliveryListR\n" +
-	"deliveries2\xd6\x05\n" +
+	"deliveries2\xca\x06\n" +
 	"\x0eWebhookService\x12i\n" +
 	"\x0eCreateEndpoint\x12*.postmill.webhook.v1.CreateEndpointRequest\x1a+.postmill.webhook.v1.CreateEndpointResponse\x12f\n" +
-	"\rListEndpoints\x12).postmill.webhook.v1.ListEndpointsRequest\x1a*.postmill.webhook.v1.ListEndpointsResponse\x12i\n" +
+	"\rListEndpoints\x12).postmill.webhook.v1.ListEndpointsRequest\x1a*.postmill.webhook.v1.ListEndpointsResponse\x12r\n" +
+	"\x11ListEndpointsPage\x12-.postmill.webhook.v1.ListEndpointsPageRequest\x1a..postmill.webhook.v1.ListEndpointsPageResponse\x12i\n" +
 	"\x0eDeleteEndpoint\x12*.postmill.webhook.v1.DeleteEndpointRequest\x1a+.postmill.webhook.v1.DeleteEndpointResponse\x12c\n" +
 	"\fTestEndpoint\x12(.postmill.webhook.v1.TestEndpointRequest\x1a).postmill.webhook.v1.TestEndpointResponse\x12c\n" +
 	"\fRotateSecret\x12(.postmill.webhook.v1.RotateSecretRequest\x1a).postmill.webhook.v1.RotateSecretResponse\x12Q\n" +
@@ -1248,65 +1372,70 @@ func file_postmill_webhook_v1_webhook_proto_rawDescGZIP() []byte {
 	return file_postmill_webhook_v1_webhook_proto_rawDescData
 }
 
-var file_postmill_webhook_v1_webhook_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
+var file_postmill_webhook_v1_webhook_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
 var file_postmill_webhook_v1_webhook_proto_goTypes = []any{
-	(*EventTypeList)(nil),          // 0: postmill.webhook.v1.EventTypeList
-	(*WebhookEndpoint)(nil),        // 1: postmill.webhook.v1.WebhookEndpoint
-	(*WebhookEndpointList)(nil),    // 2: postmill.webhook.v1.WebhookEndpointList
-	(*CreatedWebhookEndpoint)(nil), // 3: postmill.webhook.v1.CreatedWebhookEndpoint
-	(*WebhookDelivery)(nil),        // 4: postmill.webhook.v1.WebhookDelivery
-	(*WebhookDeliveryList)(nil),    // 5: postmill.webhook.v1.WebhookDeliveryList
-	(*CreateEndpointRequest)(nil),  // 6: postmill.webhook.v1.CreateEndpointRequest
-	(*CreateEndpointResponse)(nil), // 7: postmill.webhook.v1.CreateEndpointResponse
-	(*ListEndpointsRequest)(nil),   // 8: postmill.webhook.v1.ListEndpointsRequest
-	(*ListEndpointsResponse)(nil),  // 9: postmill.webhook.v1.ListEndpointsResponse
-	(*DeleteEndpointRequest)(nil),  // 10: postmill.webhook.v1.DeleteEndpointRequest
-	(*DeleteEndpointResponse)(nil), // 11: postmill.webhook.v1.DeleteEndpointResponse
-	(*TestEndpointRequest)(nil),    // 12: postmill.webhook.v1.TestEndpointRequest
-	(*TestEndpointResponse)(nil),   // 13: postmill.webhook.v1.TestEndpointResponse
-	(*RotateSecretRequest)(nil),    // 14: postmill.webhook.v1.RotateSecretRequest
-	(*RotateSecretResponse)(nil),   // 15: postmill.webhook.v1.RotateSecretResponse
-	(*ReplayRequest)(nil),          // 16: postmill.webhook.v1.ReplayRequest
-	(*ReplayResponse)(nil),         // 17: postmill.webhook.v1.ReplayResponse
-	(*ListDeliveriesRequest)(nil),  // 18: postmill.webhook.v1.ListDeliveriesRequest
-	(*ListDeliveriesResponse)(nil), // 19: postmill.webhook.v1.ListDeliveriesResponse
-	(*timestamppb.Timestamp)(nil),  // 20: google.protobuf.Timestamp
+	(*EventTypeList)(nil),             // 0: postmill.webhook.v1.EventTypeList
+	(*WebhookEndpoint)(nil),           // 1: postmill.webhook.v1.WebhookEndpoint
+	(*WebhookEndpointList)(nil),       // 2: postmill.webhook.v1.WebhookEndpointList
+	(*CreatedWebhookEndpoint)(nil),    // 3: postmill.webhook.v1.CreatedWebhookEndpoint
+	(*WebhookDelivery)(nil),           // 4: postmill.webhook.v1.WebhookDelivery
+	(*WebhookDeliveryList)(nil),       // 5: postmill.webhook.v1.WebhookDeliveryList
+	(*CreateEndpointRequest)(nil),     // 6: postmill.webhook.v1.CreateEndpointRequest
+	(*CreateEndpointResponse)(nil),    // 7: postmill.webhook.v1.CreateEndpointResponse
+	(*ListEndpointsRequest)(nil),      // 8: postmill.webhook.v1.ListEndpointsRequest
+	(*ListEndpointsResponse)(nil),     // 9: postmill.webhook.v1.ListEndpointsResponse
+	(*ListEndpointsPageRequest)(nil),  // 10: postmill.webhook.v1.ListEndpointsPageRequest
+	(*ListEndpointsPageResponse)(nil), // 11: postmill.webhook.v1.ListEndpointsPageResponse
+	(*DeleteEndpointRequest)(nil),     // 12: postmill.webhook.v1.DeleteEndpointRequest
+	(*DeleteEndpointResponse)(nil),    // 13: postmill.webhook.v1.DeleteEndpointResponse
+	(*TestEndpointRequest)(nil),       // 14: postmill.webhook.v1.TestEndpointRequest
+	(*TestEndpointResponse)(nil),      // 15: postmill.webhook.v1.TestEndpointResponse
+	(*RotateSecretRequest)(nil),       // 16: postmill.webhook.v1.RotateSecretRequest
+	(*RotateSecretResponse)(nil),      // 17: postmill.webhook.v1.RotateSecretResponse
+	(*ReplayRequest)(nil),             // 18: postmill.webhook.v1.ReplayRequest
+	(*ReplayResponse)(nil),            // 19: postmill.webhook.v1.ReplayResponse
+	(*ListDeliveriesRequest)(nil),     // 20: postmill.webhook.v1.ListDeliveriesRequest
+	(*ListDeliveriesResponse)(nil),    // 21: postmill.webhook.v1.ListDeliveriesResponse
+	(*timestamppb.Timestamp)(nil),     // 22: google.protobuf.Timestamp
 }
 var file_postmill_webhook_v1_webhook_proto_depIdxs = []int32{
 	0,  // 0: postmill.webhook.v1.WebhookEndpoint.event_types:type_name -> postmill.webhook.v1.EventTypeList
-	20, // 1: postmill.webhook.v1.WebhookEndpoint.created_at:type_name -> google.protobuf.Timestamp
+	22, // 1: postmill.webhook.v1.WebhookEndpoint.created_at:type_name -> google.protobuf.Timestamp
 	1,  // 2: postmill.webhook.v1.WebhookEndpointList.items:type_name -> postmill.webhook.v1.WebhookEndpoint
 	1,  // 3: postmill.webhook.v1.CreatedWebhookEndpoint.endpoint:type_name -> postmill.webhook.v1.WebhookEndpoint
-	20, // 4: postmill.webhook.v1.WebhookDelivery.next_retry_at:type_name -> google.protobuf.Timestamp
-	20, // 5: postmill.webhook.v1.WebhookDelivery.delivered_at:type_name -> google.protobuf.Timestamp
-	20, // 6: postmill.webhook.v1.WebhookDelivery.created_at:type_name -> google.protobuf.Timestamp
+	22, // 4: postmill.webhook.v1.WebhookDelivery.next_retry_at:type_name -> google.protobuf.Timestamp
+	22, // 5: postmill.webhook.v1.WebhookDelivery.delivered_at:type_name -> google.protobuf.Timestamp
+	22, // 6: postmill.webhook.v1.WebhookDelivery.created_at:type_name -> google.protobuf.Timestamp
 	4,  // 7: postmill.webhook.v1.WebhookDeliveryList.items:type_name -> postmill.webhook.v1.WebhookDelivery
 	0,  // 8: postmill.webhook.v1.CreateEndpointRequest.event_types:type_name -> postmill.webhook.v1.EventTypeList
 	3,  // 9: postmill.webhook.v1.CreateEndpointResponse.endpoint:type_name -> postmill.webhook.v1.CreatedWebhookEndpoint
 	2,  // 10: postmill.webhook.v1.ListEndpointsResponse.endpoints:type_name -> postmill.webhook.v1.WebhookEndpointList
-	4,  // 11: postmill.webhook.v1.TestEndpointResponse.delivery:type_name -> postmill.webhook.v1.WebhookDelivery
-	3,  // 12: postmill.webhook.v1.RotateSecretResponse.endpoint:type_name -> postmill.webhook.v1.CreatedWebhookEndpoint
-	4,  // 13: postmill.webhook.v1.ReplayResponse.delivery:type_name -> postmill.webhook.v1.WebhookDelivery
-	5,  // 14: postmill.webhook.v1.ListDeliveriesResponse.deliveries:type_name -> postmill.webhook.v1.WebhookDeliveryList
-	6,  // 15: postmill.webhook.v1.WebhookService.CreateEndpoint:input_type -> postmill.webhook.v1.CreateEndpointRequest
-	8,  // 16: postmill.webhook.v1.WebhookService.ListEndpoints:input_type -> postmill.webhook.v1.ListEndpointsRequest
-	10, // 17: postmill.webhook.v1.WebhookService.DeleteEndpoint:input_type -> postmill.webhook.v1.DeleteEndpointRequest
-	12, // 18: postmill.webhook.v1.WebhookService.TestEndpoint:input_type -> postmill.webhook.v1.TestEndpointRequest
-	14, // 19: postmill.webhook.v1.WebhookService.RotateSecret:input_type -> postmill.webhook.v1.RotateSecretRequest
-	16, // 20: postmill.webhook.v1.WebhookService.Replay:input_type -> postmill.webhook.v1.ReplayRequest
-	18, // 21: postmill.webhook.v1.WebhookService.ListDeliveries:input_type -> postmill.webhook.v1.ListDeliveriesRequest
-	7,  // 22: postmill.webhook.v1.WebhookService.CreateEndpoint:output_type -> postmill.webhook.v1.CreateEndpointResponse
-	9,  // 23: postmill.webhook.v1.WebhookService.ListEndpoints:output_type -> postmill.webhook.v1.ListEndpointsResponse
-	11, // 24: postmill.webhook.v1.WebhookService.DeleteEndpoint:output_type -> postmill.webhook.v1.DeleteEndpointResponse
-	13, // 25: postmill.webhook.v1.WebhookService.TestEndpoint:output_type -> postmill.webhook.v1.TestEndpointResponse
-	15, // 26: postmill.webhook.v1.WebhookService.RotateSecret:output_type -> postmill.webhook.v1.RotateSecretResponse
-	17, // 27: postmill.webhook.v1.WebhookService.Replay:output_type -> postmill.webhook.v1.ReplayResponse
-	19, // 28: postmill.webhook.v1.WebhookService.ListDeliveries:output_type -> postmill.webhook.v1.ListDeliveriesResponse
-	22, // [22:29] is the sub-list for method output_type
-	15, // [15:22] is the sub-list for method input_type
-	15, // [15:15] is the sub-list for extension type_name
-	15, // [15:15] is the sub-list for extension extendee
-	0,  // [0:15] is the sub-list for field type_name
+	2,  // 11: postmill.webhook.v1.ListEndpointsPageResponse.endpoints:type_name -> postmill.webhook.v1.WebhookEndpointList
+	4,  // 12: postmill.webhook.v1.TestEndpointResponse.delivery:type_name -> postmill.webhook.v1.WebhookDelivery
+	3,  // 13: postmill.webhook.v1.RotateSecretResponse.endpoint:type_name -> postmill.webhook.v1.CreatedWebhookEndpoint
+	4,  // 14: postmill.webhook.v1.ReplayResponse.delivery:type_name -> postmill.webhook.v1.WebhookDelivery
+	5,  // 15: postmill.webhook.v1.ListDeliveriesResponse.deliveries:type_name -> postmill.webhook.v1.WebhookDeliveryList
+	6,  // 16: postmill.webhook.v1.WebhookService.CreateEndpoint:input_type -> postmill.webhook.v1.CreateEndpointRequest
+	8,  // 17: postmill.webhook.v1.WebhookService.ListEndpoints:input_type -> postmill.webhook.v1.ListEndpointsRequest
+	10, // 18: postmill.webhook.v1.WebhookService.ListEndpointsPage:input_type -> postmill.webhook.v1.ListEndpointsPageRequest
+	12, // 19: postmill.webhook.v1.WebhookService.DeleteEndpoint:input_type -> postmill.webhook.v1.DeleteEndpointRequest
+	14, // 20: postmill.webhook.v1.WebhookService.TestEndpoint:input_type -> postmill.webhook.v1.TestEndpointRequest
+	16, // 21: postmill.webhook.v1.WebhookService.RotateSecret:input_type -> postmill.webhook.v1.RotateSecretRequest
+	18, // 22: postmill.webhook.v1.WebhookService.Replay:input_type -> postmill.webhook.v1.ReplayRequest
+	20, // 23: postmill.webhook.v1.WebhookService.ListDeliveries:input_type -> postmill.webhook.v1.ListDeliveriesRequest
+	7,  // 24: postmill.webhook.v1.WebhookService.CreateEndpoint:output_type -> postmill.webhook.v1.CreateEndpointResponse
+	9,  // 25: postmill.webhook.v1.WebhookService.ListEndpoints:output_type -> postmill.webhook.v1.ListEndpointsResponse
+	11, // 26: postmill.webhook.v1.WebhookService.ListEndpointsPage:output_type -> postmill.webhook.v1.ListEndpointsPageResponse
+	13, // 27: postmill.webhook.v1.WebhookService.DeleteEndpoint:output_type -> postmill.webhook.v1.DeleteEndpointResponse
+	15, // 28: postmill.webhook.v1.WebhookService.TestEndpoint:output_type -> postmill.webhook.v1.TestEndpointResponse
+	17, // 29: postmill.webhook.v1.WebhookService.RotateSecret:output_type -> postmill.webhook.v1.RotateSecretResponse
+	19, // 30: postmill.webhook.v1.WebhookService.Replay:output_type -> postmill.webhook.v1.ReplayResponse
+	21, // 31: postmill.webhook.v1.WebhookService.ListDeliveries:output_type -> postmill.webhook.v1.ListDeliveriesResponse
+	24, // [24:32] is the sub-list for method output_type
+	16, // [16:24] is the sub-list for method input_type
+	16, // [16:16] is the sub-list for extension type_name
+	16, // [16:16] is the sub-list for extension extendee
+	0,  // [0:16] is the sub-list for field type_name
 }
 
 func init() { file_postmill_webhook_v1_webhook_proto_init() }
@@ -1321,7 +1450,7 @@ func file_postmill_webhook_v1_webhook_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_postmill_webhook_v1_webhook_proto_rawDesc), len(file_postmill_webhook_v1_webhook_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   20,
+			NumMessages:   22,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

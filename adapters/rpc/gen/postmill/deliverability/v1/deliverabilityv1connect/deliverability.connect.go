@@ -43,6 +43,9 @@ const (
 	// DeliverabilityServiceListSuppressionsProcedure is the fully-qualified name of the
 	// DeliverabilityService's ListSuppressions RPC.
 	DeliverabilityServiceListSuppressionsProcedure = "/postmill.deliverability.v1.DeliverabilityService/ListSuppressions"
+	// DeliverabilityServiceListSuppressionsPageProcedure is the fully-qualified name of the
+	// DeliverabilityService's ListSuppressionsPage RPC.
+	DeliverabilityServiceListSuppressionsPageProcedure = "/postmill.deliverability.v1.DeliverabilityService/ListSuppressionsPage"
 	// DeliverabilityServiceCreateSuppressionProcedure is the fully-qualified name of the
 	// DeliverabilityService's CreateSuppression RPC.
 	DeliverabilityServiceCreateSuppressionProcedure = "/postmill.deliverability.v1.DeliverabilityService/CreateSuppression"
@@ -78,8 +81,11 @@ const (
 // DeliverabilityServiceClient is a client for the postmill.deliverability.v1.DeliverabilityService
 // service.
 type DeliverabilityServiceClient interface {
-	// ListSuppressions returns the organization's suppressions, newest first, global ones left out.
+	// ListSuppressions returns the organization's newest suppressions (at most 1000), newest first, global
+	// ones left out.
 	ListSuppressions(context.Context, *connect.Request[v1.ListSuppressionsRequest]) (*connect.Response[v1.ListSuppressionsResponse], error)
+	// ListSuppressionsPage pages the organization's suppressions, newest first, global ones left out.
+	ListSuppressionsPage(context.Context, *connect.Request[v1.ListSuppressionsPageRequest]) (*connect.Response[v1.ListSuppressionsPageResponse], error)
 	// CreateSuppression adds a tenant suppression, or returns the one with the same address and scope.
 	CreateSuppression(context.Context, *connect.Request[v1.CreateSuppressionRequest]) (*connect.Response[v1.CreateSuppressionResponse], error)
 	// DeleteSuppression removes one of the organization's suppressions.
@@ -112,6 +118,12 @@ func NewDeliverabilityServiceClient(httpClient connect.HTTPClient, baseURL strin
 			httpClient,
 			baseURL+DeliverabilityServiceListSuppressionsProcedure,
 			connect.WithSchema(deliverabilityServiceMethods.ByName("ListSuppressions")),
+			connect.WithClientOptions(opts...),
+		),
+		listSuppressionsPage: connect.NewClient[v1.ListSuppressionsPageRequest, v1.ListSuppressionsPageResponse](
+			httpClient,
+			baseURL+DeliverabilityServiceListSuppressionsPageProcedure,
+			connect.WithSchema(deliverabilityServiceMethods.ByName("ListSuppressionsPage")),
 			connect.WithClientOptions(opts...),
 		),
 		createSuppression: connect.NewClient[v1.CreateSuppressionRequest, v1.CreateSuppressionResponse](
@@ -162,6 +174,7 @@ func NewDeliverabilityServiceClient(httpClient connect.HTTPClient, baseURL strin
 // deliverabilityServiceClient implements DeliverabilityServiceClient.
 type deliverabilityServiceClient struct {
 	listSuppressions        *connect.Client[v1.ListSuppressionsRequest, v1.ListSuppressionsResponse]
+	listSuppressionsPage    *connect.Client[v1.ListSuppressionsPageRequest, v1.ListSuppressionsPageResponse]
 	createSuppression       *connect.Client[v1.CreateSuppressionRequest, v1.CreateSuppressionResponse]
 	deleteSuppression       *connect.Client[v1.DeleteSuppressionRequest, v1.DeleteSuppressionResponse]
 	listGlobalSuppressions  *connect.Client[v1.ListGlobalSuppressionsRequest, v1.ListGlobalSuppressionsResponse]
@@ -174,6 +187,11 @@ type deliverabilityServiceClient struct {
 // ListSuppressions calls postmill.deliverability.v1.DeliverabilityService.ListSuppressions.
 func (c *deliverabilityServiceClient) ListSuppressions(ctx context.Context, req *connect.Request[v1.ListSuppressionsRequest]) (*connect.Response[v1.ListSuppressionsResponse], error) {
 	return c.listSuppressions.CallUnary(ctx, req)
+}
+
+// ListSuppressionsPage calls postmill.deliverability.v1.DeliverabilityService.ListSuppressionsPage.
+func (c *deliverabilityServiceClient) ListSuppressionsPage(ctx context.Context, req *connect.Request[v1.ListSuppressionsPageRequest]) (*connect.Response[v1.ListSuppressionsPageResponse], error) {
+	return c.listSuppressionsPage.CallUnary(ctx, req)
 }
 
 // CreateSuppression calls postmill.deliverability.v1.DeliverabilityService.CreateSuppression.
@@ -217,8 +235,11 @@ func (c *deliverabilityServiceClient) ListComplaints(ctx context.Context, req *c
 // DeliverabilityServiceHandler is an implementation of the
 // postmill.deliverability.v1.DeliverabilityService service.
 type DeliverabilityServiceHandler interface {
-	// ListSuppressions returns the organization's suppressions, newest first, global ones left out.
+	// ListSuppressions returns the organization's newest suppressions (at most 1000), newest first, global
+	// ones left out.
 	ListSuppressions(context.Context, *connect.Request[v1.ListSuppressionsRequest]) (*connect.Response[v1.ListSuppressionsResponse], error)
+	// ListSuppressionsPage pages the organization's suppressions, newest first, global ones left out.
+	ListSuppressionsPage(context.Context, *connect.Request[v1.ListSuppressionsPageRequest]) (*connect.Response[v1.ListSuppressionsPageResponse], error)
 	// CreateSuppression adds a tenant suppression, or returns the one with the same address and scope.
 	CreateSuppression(context.Context, *connect.Request[v1.CreateSuppressionRequest]) (*connect.Response[v1.CreateSuppressionResponse], error)
 	// DeleteSuppression removes one of the organization's suppressions.
@@ -246,6 +267,12 @@ func NewDeliverabilityServiceHandler(svc DeliverabilityServiceHandler, opts ...c
 		DeliverabilityServiceListSuppressionsProcedure,
 		svc.ListSuppressions,
 		connect.WithSchema(deliverabilityServiceMethods.ByName("ListSuppressions")),
+		connect.WithHandlerOptions(opts...),
+	)
+	deliverabilityServiceListSuppressionsPageHandler := connect.NewUnaryHandler(
+		DeliverabilityServiceListSuppressionsPageProcedure,
+		svc.ListSuppressionsPage,
+		connect.WithSchema(deliverabilityServiceMethods.ByName("ListSuppressionsPage")),
 		connect.WithHandlerOptions(opts...),
 	)
 	deliverabilityServiceCreateSuppressionHandler := connect.NewUnaryHandler(
@@ -294,6 +321,8 @@ func NewDeliverabilityServiceHandler(svc DeliverabilityServiceHandler, opts ...c
 		switch r.URL.Path {
 		case DeliverabilityServiceListSuppressionsProcedure:
 			deliverabilityServiceListSuppressionsHandler.ServeHTTP(w, r)
+		case DeliverabilityServiceListSuppressionsPageProcedure:
+			deliverabilityServiceListSuppressionsPageHandler.ServeHTTP(w, r)
 		case DeliverabilityServiceCreateSuppressionProcedure:
 			deliverabilityServiceCreateSuppressionHandler.ServeHTTP(w, r)
 		case DeliverabilityServiceDeleteSuppressionProcedure:
@@ -319,6 +348,10 @@ type UnimplementedDeliverabilityServiceHandler struct{}
 
 func (UnimplementedDeliverabilityServiceHandler) ListSuppressions(context.Context, *connect.Request[v1.ListSuppressionsRequest]) (*connect.Response[v1.ListSuppressionsResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("postmill.deliverability.v1.DeliverabilityService.ListSuppressions is not implemented"))
+}
+
+func (UnimplementedDeliverabilityServiceHandler) ListSuppressionsPage(context.Context, *connect.Request[v1.ListSuppressionsPageRequest]) (*connect.Response[v1.ListSuppressionsPageResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("postmill.deliverability.v1.DeliverabilityService.ListSuppressionsPage is not implemented"))
 }
 
 func (UnimplementedDeliverabilityServiceHandler) CreateSuppression(context.Context, *connect.Request[v1.CreateSuppressionRequest]) (*connect.Response[v1.CreateSuppressionResponse], error) {

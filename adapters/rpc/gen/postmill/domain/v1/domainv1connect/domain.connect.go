@@ -43,6 +43,9 @@ const (
 	// DomainServiceListDomainsProcedure is the fully-qualified name of the DomainService's ListDomains
 	// RPC.
 	DomainServiceListDomainsProcedure = "/postmill.domain.v1.DomainService/ListDomains"
+	// DomainServiceListDomainsPageProcedure is the fully-qualified name of the DomainService's
+	// ListDomainsPage RPC.
+	DomainServiceListDomainsPageProcedure = "/postmill.domain.v1.DomainService/ListDomainsPage"
 	// DomainServiceGetDomainProcedure is the fully-qualified name of the DomainService's GetDomain RPC.
 	DomainServiceGetDomainProcedure = "/postmill.domain.v1.DomainService/GetDomain"
 	// DomainServiceVerifyDomainProcedure is the fully-qualified name of the DomainService's
@@ -60,8 +63,10 @@ const (
 type DomainServiceClient interface {
 	// CreateDomain registers a domain with a fresh DKIM keypair and its generated records.
 	CreateDomain(context.Context, *connect.Request[v1.CreateDomainRequest]) (*connect.Response[v1.CreateDomainResponse], error)
-	// ListDomains returns the organization's domains, newest first, without records.
+	// ListDomains returns the organization's newest domains (at most 1000), newest first, without records.
 	ListDomains(context.Context, *connect.Request[v1.ListDomainsRequest]) (*connect.Response[v1.ListDomainsResponse], error)
+	// ListDomainsPage pages the organization's domains, newest first, without records.
+	ListDomainsPage(context.Context, *connect.Request[v1.ListDomainsPageRequest]) (*connect.Response[v1.ListDomainsPageResponse], error)
 	// GetDomain returns one domain with its records.
 	GetDomain(context.Context, *connect.Request[v1.GetDomainRequest]) (*connect.Response[v1.GetDomainResponse], error)
 	// VerifyDomain checks every record over DNS and applies SPEC §3's state table.
@@ -95,6 +100,12 @@ func NewDomainServiceClient(httpClient connect.HTTPClient, baseURL string, opts 
 			connect.WithSchema(domainServiceMethods.ByName("ListDomains")),
 			connect.WithClientOptions(opts...),
 		),
+		listDomainsPage: connect.NewClient[v1.ListDomainsPageRequest, v1.ListDomainsPageResponse](
+			httpClient,
+			baseURL+DomainServiceListDomainsPageProcedure,
+			connect.WithSchema(domainServiceMethods.ByName("ListDomainsPage")),
+			connect.WithClientOptions(opts...),
+		),
 		getDomain: connect.NewClient[v1.GetDomainRequest, v1.GetDomainResponse](
 			httpClient,
 			baseURL+DomainServiceGetDomainProcedure,
@@ -126,6 +137,7 @@ func NewDomainServiceClient(httpClient connect.HTTPClient, baseURL string, opts 
 type domainServiceClient struct {
 	createDomain         *connect.Client[v1.CreateDomainRequest, v1.CreateDomainResponse]
 	listDomains          *connect.Client[v1.ListDomainsRequest, v1.ListDomainsResponse]
+	listDomainsPage      *connect.Client[v1.ListDomainsPageRequest, v1.ListDomainsPageResponse]
 	getDomain            *connect.Client[v1.GetDomainRequest, v1.GetDomainResponse]
 	verifyDomain         *connect.Client[v1.VerifyDomainRequest, v1.VerifyDomainResponse]
 	suspendDomain        *connect.Client[v1.SuspendDomainRequest, v1.SuspendDomainResponse]
@@ -140,6 +152,11 @@ func (c *domainServiceClient) CreateDomain(ctx context.Context, req *connect.Req
 // ListDomains calls postmill.domain.v1.DomainService.ListDomains.
 func (c *domainServiceClient) ListDomains(ctx context.Context, req *connect.Request[v1.ListDomainsRequest]) (*connect.Response[v1.ListDomainsResponse], error) {
 	return c.listDomains.CallUnary(ctx, req)
+}
+
+// ListDomainsPage calls postmill.domain.v1.DomainService.ListDomainsPage.
+func (c *domainServiceClient) ListDomainsPage(ctx context.Context, req *connect.Request[v1.ListDomainsPageRequest]) (*connect.Response[v1.ListDomainsPageResponse], error) {
+	return c.listDomainsPage.CallUnary(ctx, req)
 }
 
 // GetDomain calls postmill.domain.v1.DomainService.GetDomain.
@@ -166,8 +183,10 @@ func (c *domainServiceClient) UpdateDomainTracking(ctx context.Context, req *con
 type DomainServiceHandler interface {
 	// CreateDomain registers a domain with a fresh DKIM keypair and its generated records.
 	CreateDomain(context.Context, *connect.Request[v1.CreateDomainRequest]) (*connect.Response[v1.CreateDomainResponse], error)
-	// ListDomains returns the organization's domains, newest first, without records.
+	// ListDomains returns the organization's newest domains (at most 1000), newest first, without records.
 	ListDomains(context.Context, *connect.Request[v1.ListDomainsRequest]) (*connect.Response[v1.ListDomainsResponse], error)
+	// ListDomainsPage pages the organization's domains, newest first, without records.
+	ListDomainsPage(context.Context, *connect.Request[v1.ListDomainsPageRequest]) (*connect.Response[v1.ListDomainsPageResponse], error)
 	// GetDomain returns one domain with its records.
 	GetDomain(context.Context, *connect.Request[v1.GetDomainRequest]) (*connect.Response[v1.GetDomainResponse], error)
 	// VerifyDomain checks every record over DNS and applies SPEC §3's state table.
@@ -195,6 +214,12 @@ func NewDomainServiceHandler(svc DomainServiceHandler, opts ...connect.HandlerOp
 		DomainServiceListDomainsProcedure,
 		svc.ListDomains,
 		connect.WithSchema(domainServiceMethods.ByName("ListDomains")),
+		connect.WithHandlerOptions(opts...),
+	)
+	domainServiceListDomainsPageHandler := connect.NewUnaryHandler(
+		DomainServiceListDomainsPageProcedure,
+		svc.ListDomainsPage,
+		connect.WithSchema(domainServiceMethods.ByName("ListDomainsPage")),
 		connect.WithHandlerOptions(opts...),
 	)
 	domainServiceGetDomainHandler := connect.NewUnaryHandler(
@@ -227,6 +252,8 @@ func NewDomainServiceHandler(svc DomainServiceHandler, opts ...connect.HandlerOp
 			domainServiceCreateDomainHandler.ServeHTTP(w, r)
 		case DomainServiceListDomainsProcedure:
 			domainServiceListDomainsHandler.ServeHTTP(w, r)
+		case DomainServiceListDomainsPageProcedure:
+			domainServiceListDomainsPageHandler.ServeHTTP(w, r)
 		case DomainServiceGetDomainProcedure:
 			domainServiceGetDomainHandler.ServeHTTP(w, r)
 		case DomainServiceVerifyDomainProcedure:
@@ -250,6 +277,10 @@ func (UnimplementedDomainServiceHandler) CreateDomain(context.Context, *connect.
 
 func (UnimplementedDomainServiceHandler) ListDomains(context.Context, *connect.Request[v1.ListDomainsRequest]) (*connect.Response[v1.ListDomainsResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("postmill.domain.v1.DomainService.ListDomains is not implemented"))
+}
+
+func (UnimplementedDomainServiceHandler) ListDomainsPage(context.Context, *connect.Request[v1.ListDomainsPageRequest]) (*connect.Response[v1.ListDomainsPageResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("postmill.domain.v1.DomainService.ListDomainsPage is not implemented"))
 }
 
 func (UnimplementedDomainServiceHandler) GetDomain(context.Context, *connect.Request[v1.GetDomainRequest]) (*connect.Response[v1.GetDomainResponse], error) {

@@ -48,9 +48,15 @@ const (
 	// TemplateServiceListTemplatesProcedure is the fully-qualified name of the TemplateService's
 	// ListTemplates RPC.
 	TemplateServiceListTemplatesProcedure = "/postmill.template.v1.TemplateService/ListTemplates"
+	// TemplateServiceListTemplatesPageProcedure is the fully-qualified name of the TemplateService's
+	// ListTemplatesPage RPC.
+	TemplateServiceListTemplatesPageProcedure = "/postmill.template.v1.TemplateService/ListTemplatesPage"
 	// TemplateServiceGetTemplateProcedure is the fully-qualified name of the TemplateService's
 	// GetTemplate RPC.
 	TemplateServiceGetTemplateProcedure = "/postmill.template.v1.TemplateService/GetTemplate"
+	// TemplateServiceListTemplateVersionsProcedure is the fully-qualified name of the TemplateService's
+	// ListTemplateVersions RPC.
+	TemplateServiceListTemplateVersionsProcedure = "/postmill.template.v1.TemplateService/ListTemplateVersions"
 	// TemplateServiceRenderTemplateProcedure is the fully-qualified name of the TemplateService's
 	// RenderTemplate RPC.
 	TemplateServiceRenderTemplateProcedure = "/postmill.template.v1.TemplateService/RenderTemplate"
@@ -65,10 +71,15 @@ type TemplateServiceClient interface {
 	CreateTemplateVersion(context.Context, *connect.Request[v1.CreateTemplateVersionRequest]) (*connect.Response[v1.CreateTemplateVersionResponse], error)
 	// PublishTemplate makes a version the one sends render.
 	PublishTemplate(context.Context, *connect.Request[v1.PublishTemplateRequest]) (*connect.Response[v1.PublishTemplateResponse], error)
-	// ListTemplates returns the organization's templates, newest first, without versions.
+	// ListTemplates returns the organization's newest templates (at most 1000), newest first, without
+	// versions.
 	ListTemplates(context.Context, *connect.Request[v1.ListTemplatesRequest]) (*connect.Response[v1.ListTemplatesResponse], error)
-	// GetTemplate returns one template with its versions, oldest first.
+	// ListTemplatesPage pages the organization's templates, newest first, without versions.
+	ListTemplatesPage(context.Context, *connect.Request[v1.ListTemplatesPageRequest]) (*connect.Response[v1.ListTemplatesPageResponse], error)
+	// GetTemplate returns one template with its newest versions, oldest first.
 	GetTemplate(context.Context, *connect.Request[v1.GetTemplateRequest]) (*connect.Response[v1.GetTemplateResponse], error)
+	// ListTemplateVersions pages a template's versions, newest first.
+	ListTemplateVersions(context.Context, *connect.Request[v1.ListTemplateVersionsRequest]) (*connect.Response[v1.ListTemplateVersionsResponse], error)
 	// RenderTemplate interpolates a send's variables into the published version.
 	RenderTemplate(context.Context, *connect.Request[v1.RenderTemplateRequest]) (*connect.Response[v1.RenderTemplateResponse], error)
 }
@@ -108,10 +119,22 @@ func NewTemplateServiceClient(httpClient connect.HTTPClient, baseURL string, opt
 			connect.WithSchema(templateServiceMethods.ByName("ListTemplates")),
 			connect.WithClientOptions(opts...),
 		),
+		listTemplatesPage: connect.NewClient[v1.ListTemplatesPageRequest, v1.ListTemplatesPageResponse](
+			httpClient,
+			baseURL+TemplateServiceListTemplatesPageProcedure,
+			connect.WithSchema(templateServiceMethods.ByName("ListTemplatesPage")),
+			connect.WithClientOptions(opts...),
+		),
 		getTemplate: connect.NewClient[v1.GetTemplateRequest, v1.GetTemplateResponse](
 			httpClient,
 			baseURL+TemplateServiceGetTemplateProcedure,
 			connect.WithSchema(templateServiceMethods.ByName("GetTemplate")),
+			connect.WithClientOptions(opts...),
+		),
+		listTemplateVersions: connect.NewClient[v1.ListTemplateVersionsRequest, v1.ListTemplateVersionsResponse](
+			httpClient,
+			baseURL+TemplateServiceListTemplateVersionsProcedure,
+			connect.WithSchema(templateServiceMethods.ByName("ListTemplateVersions")),
 			connect.WithClientOptions(opts...),
 		),
 		renderTemplate: connect.NewClient[v1.RenderTemplateRequest, v1.RenderTemplateResponse](
@@ -129,7 +152,9 @@ type templateServiceClient struct {
 	createTemplateVersion *connect.Client[v1.CreateTemplateVersionRequest, v1.CreateTemplateVersionResponse]
 	publishTemplate       *connect.Client[v1.PublishTemplateRequest, v1.PublishTemplateResponse]
 	listTemplates         *connect.Client[v1.ListTemplatesRequest, v1.ListTemplatesResponse]
+	listTemplatesPage     *connect.Client[v1.ListTemplatesPageRequest, v1.ListTemplatesPageResponse]
 	getTemplate           *connect.Client[v1.GetTemplateRequest, v1.GetTemplateResponse]
+	listTemplateVersions  *connect.Client[v1.ListTemplateVersionsRequest, v1.ListTemplateVersionsResponse]
 	renderTemplate        *connect.Client[v1.RenderTemplateRequest, v1.RenderTemplateResponse]
 }
 
@@ -153,9 +178,19 @@ func (c *templateServiceClient) ListTemplates(ctx context.Context, req *connect.
 	return c.listTemplates.CallUnary(ctx, req)
 }
 
+// ListTemplatesPage calls postmill.template.v1.TemplateService.ListTemplatesPage.
+func (c *templateServiceClient) ListTemplatesPage(ctx context.Context, req *connect.Request[v1.ListTemplatesPageRequest]) (*connect.Response[v1.ListTemplatesPageResponse], error) {
+	return c.listTemplatesPage.CallUnary(ctx, req)
+}
+
 // GetTemplate calls postmill.template.v1.TemplateService.GetTemplate.
 func (c *templateServiceClient) GetTemplate(ctx context.Context, req *connect.Request[v1.GetTemplateRequest]) (*connect.Response[v1.GetTemplateResponse], error) {
 	return c.getTemplate.CallUnary(ctx, req)
+}
+
+// ListTemplateVersions calls postmill.template.v1.TemplateService.ListTemplateVersions.
+func (c *templateServiceClient) ListTemplateVersions(ctx context.Context, req *connect.Request[v1.ListTemplateVersionsRequest]) (*connect.Response[v1.ListTemplateVersionsResponse], error) {
+	return c.listTemplateVersions.CallUnary(ctx, req)
 }
 
 // RenderTemplate calls postmill.template.v1.TemplateService.RenderTemplate.
@@ -172,10 +207,15 @@ type TemplateServiceHandler interface {
 	CreateTemplateVersion(context.Context, *connect.Request[v1.CreateTemplateVersionRequest]) (*connect.Response[v1.CreateTemplateVersionResponse], error)
 	// PublishTemplate makes a version the one sends render.
 	PublishTemplate(context.Context, *connect.Request[v1.PublishTemplateRequest]) (*connect.Response[v1.PublishTemplateResponse], error)
-	// ListTemplates returns the organization's templates, newest first, without versions.
+	// ListTemplates returns the organization's newest templates (at most 1000), newest first, without
+	// versions.
 	ListTemplates(context.Context, *connect.Request[v1.ListTemplatesRequest]) (*connect.Response[v1.ListTemplatesResponse], error)
-	// GetTemplate returns one template with its versions, oldest first.
+	// ListTemplatesPage pages the organization's templates, newest first, without versions.
+	ListTemplatesPage(context.Context, *connect.Request[v1.ListTemplatesPageRequest]) (*connect.Response[v1.ListTemplatesPageResponse], error)
+	// GetTemplate returns one template with its newest versions, oldest first.
 	GetTemplate(context.Context, *connect.Request[v1.GetTemplateRequest]) (*connect.Response[v1.GetTemplateResponse], error)
+	// ListTemplateVersions pages a template's versions, newest first.
+	ListTemplateVersions(context.Context, *connect.Request[v1.ListTemplateVersionsRequest]) (*connect.Response[v1.ListTemplateVersionsResponse], error)
 	// RenderTemplate interpolates a send's variables into the published version.
 	RenderTemplate(context.Context, *connect.Request[v1.RenderTemplateRequest]) (*connect.Response[v1.RenderTemplateResponse], error)
 }
@@ -211,10 +251,22 @@ func NewTemplateServiceHandler(svc TemplateServiceHandler, opts ...connect.Handl
 		connect.WithSchema(templateServiceMethods.ByName("ListTemplates")),
 		connect.WithHandlerOptions(opts...),
 	)
+	templateServiceListTemplatesPageHandler := connect.NewUnaryHandler(
+		TemplateServiceListTemplatesPageProcedure,
+		svc.ListTemplatesPage,
+		connect.WithSchema(templateServiceMethods.ByName("ListTemplatesPage")),
+		connect.WithHandlerOptions(opts...),
+	)
 	templateServiceGetTemplateHandler := connect.NewUnaryHandler(
 		TemplateServiceGetTemplateProcedure,
 		svc.GetTemplate,
 		connect.WithSchema(templateServiceMethods.ByName("GetTemplate")),
+		connect.WithHandlerOptions(opts...),
+	)
+	templateServiceListTemplateVersionsHandler := connect.NewUnaryHandler(
+		TemplateServiceListTemplateVersionsProcedure,
+		svc.ListTemplateVersions,
+		connect.WithSchema(templateServiceMethods.ByName("ListTemplateVersions")),
 		connect.WithHandlerOptions(opts...),
 	)
 	templateServiceRenderTemplateHandler := connect.NewUnaryHandler(
@@ -233,8 +285,12 @@ func NewTemplateServiceHandler(svc TemplateServiceHandler, opts ...connect.Handl
 			templateServicePublishTemplateHandler.ServeHTTP(w, r)
 		case TemplateServiceListTemplatesProcedure:
 			templateServiceListTemplatesHandler.ServeHTTP(w, r)
+		case TemplateServiceListTemplatesPageProcedure:
+			templateServiceListTemplatesPageHandler.ServeHTTP(w, r)
 		case TemplateServiceGetTemplateProcedure:
 			templateServiceGetTemplateHandler.ServeHTTP(w, r)
+		case TemplateServiceListTemplateVersionsProcedure:
+			templateServiceListTemplateVersionsHandler.ServeHTTP(w, r)
 		case TemplateServiceRenderTemplateProcedure:
 			templateServiceRenderTemplateHandler.ServeHTTP(w, r)
 		default:
@@ -262,8 +318,16 @@ func (UnimplementedTemplateServiceHandler) ListTemplates(context.Context, *conne
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("postmill.template.v1.TemplateService.ListTemplates is not implemented"))
 }
 
+func (UnimplementedTemplateServiceHandler) ListTemplatesPage(context.Context, *connect.Request[v1.ListTemplatesPageRequest]) (*connect.Response[v1.ListTemplatesPageResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("postmill.template.v1.TemplateService.ListTemplatesPage is not implemented"))
+}
+
 func (UnimplementedTemplateServiceHandler) GetTemplate(context.Context, *connect.Request[v1.GetTemplateRequest]) (*connect.Response[v1.GetTemplateResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("postmill.template.v1.TemplateService.GetTemplate is not implemented"))
+}
+
+func (UnimplementedTemplateServiceHandler) ListTemplateVersions(context.Context, *connect.Request[v1.ListTemplateVersionsRequest]) (*connect.Response[v1.ListTemplateVersionsResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("postmill.template.v1.TemplateService.ListTemplateVersions is not implemented"))
 }
 
 func (UnimplementedTemplateServiceHandler) RenderTemplate(context.Context, *connect.Request[v1.RenderTemplateRequest]) (*connect.Response[v1.RenderTemplateResponse], error) {

@@ -44,6 +44,9 @@ const (
 	// WebhookServiceListEndpointsProcedure is the fully-qualified name of the WebhookService's
 	// ListEndpoints RPC.
 	WebhookServiceListEndpointsProcedure = "/postmill.webhook.v1.WebhookService/ListEndpoints"
+	// WebhookServiceListEndpointsPageProcedure is the fully-qualified name of the WebhookService's
+	// ListEndpointsPage RPC.
+	WebhookServiceListEndpointsPageProcedure = "/postmill.webhook.v1.WebhookService/ListEndpointsPage"
 	// WebhookServiceDeleteEndpointProcedure is the fully-qualified name of the WebhookService's
 	// DeleteEndpoint RPC.
 	WebhookServiceDeleteEndpointProcedure = "/postmill.webhook.v1.WebhookService/DeleteEndpoint"
@@ -65,8 +68,11 @@ type WebhookServiceClient interface {
 	// CreateEndpoint registers a URL for the given event types and returns its secret, the only time the
 	// plaintext leaves the core.
 	CreateEndpoint(context.Context, *connect.Request[v1.CreateEndpointRequest]) (*connect.Response[v1.CreateEndpointResponse], error)
-	// ListEndpoints returns the organization's endpoints, newest first, without secrets.
+	// ListEndpoints returns the organization's newest endpoints (at most 1000), newest first, without
+	// secrets.
 	ListEndpoints(context.Context, *connect.Request[v1.ListEndpointsRequest]) (*connect.Response[v1.ListEndpointsResponse], error)
+	// ListEndpointsPage pages the organization's endpoints, newest first, without secrets.
+	ListEndpointsPage(context.Context, *connect.Request[v1.ListEndpointsPageRequest]) (*connect.Response[v1.ListEndpointsPageResponse], error)
 	// DeleteEndpoint deletes an endpoint and its deliveries.
 	DeleteEndpoint(context.Context, *connect.Request[v1.DeleteEndpointRequest]) (*connect.Response[v1.DeleteEndpointResponse], error)
 	// TestEndpoint sends a sample email.delivered event now and returns the delivery after its attempt.
@@ -100,6 +106,12 @@ func NewWebhookServiceClient(httpClient connect.HTTPClient, baseURL string, opts
 			httpClient,
 			baseURL+WebhookServiceListEndpointsProcedure,
 			connect.WithSchema(webhookServiceMethods.ByName("ListEndpoints")),
+			connect.WithClientOptions(opts...),
+		),
+		listEndpointsPage: connect.NewClient[v1.ListEndpointsPageRequest, v1.ListEndpointsPageResponse](
+			httpClient,
+			baseURL+WebhookServiceListEndpointsPageProcedure,
+			connect.WithSchema(webhookServiceMethods.ByName("ListEndpointsPage")),
 			connect.WithClientOptions(opts...),
 		),
 		deleteEndpoint: connect.NewClient[v1.DeleteEndpointRequest, v1.DeleteEndpointResponse](
@@ -137,13 +149,14 @@ func NewWebhookServiceClient(httpClient connect.HTTPClient, baseURL string, opts
 
 // webhookServiceClient implements WebhookServiceClient.
 type webhookServiceClient struct {
-	createEndpoint *connect.Client[v1.CreateEndpointRequest, v1.CreateEndpointResponse]
-	listEndpoints  *connect.Client[v1.ListEndpointsRequest, v1.ListEndpointsResponse]
-	deleteEndpoint *connect.Client[v1.DeleteEndpointRequest, v1.DeleteEndpointResponse]
-	testEndpoint   *connect.Client[v1.TestEndpointRequest, v1.TestEndpointResponse]
-	rotateSecret   *connect.Client[v1.RotateSecretRequest, v1.RotateSecretResponse]
-	replay         *connect.Client[v1.ReplayRequest, v1.ReplayResponse]
-	listDeliveries *connect.Client[v1.ListDeliveriesRequest, v1.ListDeliveriesResponse]
+	createEndpoint    *connect.Client[v1.CreateEndpointRequest, v1.CreateEndpointResponse]
+	listEndpoints     *connect.Client[v1.ListEndpointsRequest, v1.ListEndpointsResponse]
+	listEndpointsPage *connect.Client[v1.ListEndpointsPageRequest, v1.ListEndpointsPageResponse]
+	deleteEndpoint    *connect.Client[v1.DeleteEndpointRequest, v1.DeleteEndpointResponse]
+	testEndpoint      *connect.Client[v1.TestEndpointRequest, v1.TestEndpointResponse]
+	rotateSecret      *connect.Client[v1.RotateSecretRequest, v1.RotateSecretResponse]
+	replay            *connect.Client[v1.ReplayRequest, v1.ReplayResponse]
+	listDeliveries    *connect.Client[v1.ListDeliveriesRequest, v1.ListDeliveriesResponse]
 }
 
 // CreateEndpoint calls postmill.webhook.v1.WebhookService.CreateEndpoint.
@@ -154,6 +167,11 @@ func (c *webhookServiceClient) CreateEndpoint(ctx context.Context, req *connect.
 // ListEndpoints calls postmill.webhook.v1.WebhookService.ListEndpoints.
 func (c *webhookServiceClient) ListEndpoints(ctx context.Context, req *connect.Request[v1.ListEndpointsRequest]) (*connect.Response[v1.ListEndpointsResponse], error) {
 	return c.listEndpoints.CallUnary(ctx, req)
+}
+
+// ListEndpointsPage calls postmill.webhook.v1.WebhookService.ListEndpointsPage.
+func (c *webhookServiceClient) ListEndpointsPage(ctx context.Context, req *connect.Request[v1.ListEndpointsPageRequest]) (*connect.Response[v1.ListEndpointsPageResponse], error) {
+	return c.listEndpointsPage.CallUnary(ctx, req)
 }
 
 // DeleteEndpoint calls postmill.webhook.v1.WebhookService.DeleteEndpoint.
@@ -186,8 +204,11 @@ type WebhookServiceHandler interface {
 	// CreateEndpoint registers a URL for the given event types and returns its secret, the only time the
 	// plaintext leaves the core.
 	CreateEndpoint(context.Context, *connect.Request[v1.CreateEndpointRequest]) (*connect.Response[v1.CreateEndpointResponse], error)
-	// ListEndpoints returns the organization's endpoints, newest first, without secrets.
+	// ListEndpoints returns the organization's newest endpoints (at most 1000), newest first, without
+	// secrets.
 	ListEndpoints(context.Context, *connect.Request[v1.ListEndpointsRequest]) (*connect.Response[v1.ListEndpointsResponse], error)
+	// ListEndpointsPage pages the organization's endpoints, newest first, without secrets.
+	ListEndpointsPage(context.Context, *connect.Request[v1.ListEndpointsPageRequest]) (*connect.Response[v1.ListEndpointsPageResponse], error)
 	// DeleteEndpoint deletes an endpoint and its deliveries.
 	DeleteEndpoint(context.Context, *connect.Request[v1.DeleteEndpointRequest]) (*connect.Response[v1.DeleteEndpointResponse], error)
 	// TestEndpoint sends a sample email.delivered event now and returns the delivery after its attempt.
@@ -217,6 +238,12 @@ func NewWebhookServiceHandler(svc WebhookServiceHandler, opts ...connect.Handler
 		WebhookServiceListEndpointsProcedure,
 		svc.ListEndpoints,
 		connect.WithSchema(webhookServiceMethods.ByName("ListEndpoints")),
+		connect.WithHandlerOptions(opts...),
+	)
+	webhookServiceListEndpointsPageHandler := connect.NewUnaryHandler(
+		WebhookServiceListEndpointsPageProcedure,
+		svc.ListEndpointsPage,
+		connect.WithSchema(webhookServiceMethods.ByName("ListEndpointsPage")),
 		connect.WithHandlerOptions(opts...),
 	)
 	webhookServiceDeleteEndpointHandler := connect.NewUnaryHandler(
@@ -255,6 +282,8 @@ func NewWebhookServiceHandler(svc WebhookServiceHandler, opts ...connect.Handler
 			webhookServiceCreateEndpointHandler.ServeHTTP(w, r)
 		case WebhookServiceListEndpointsProcedure:
 			webhookServiceListEndpointsHandler.ServeHTTP(w, r)
+		case WebhookServiceListEndpointsPageProcedure:
+			webhookServiceListEndpointsPageHandler.ServeHTTP(w, r)
 		case WebhookServiceDeleteEndpointProcedure:
 			webhookServiceDeleteEndpointHandler.ServeHTTP(w, r)
 		case WebhookServiceTestEndpointProcedure:
@@ -280,6 +309,10 @@ func (UnimplementedWebhookServiceHandler) CreateEndpoint(context.Context, *conne
 
 func (UnimplementedWebhookServiceHandler) ListEndpoints(context.Context, *connect.Request[v1.ListEndpointsRequest]) (*connect.Response[v1.ListEndpointsResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("postmill.webhook.v1.WebhookService.ListEndpoints is not implemented"))
+}
+
+func (UnimplementedWebhookServiceHandler) ListEndpointsPage(context.Context, *connect.Request[v1.ListEndpointsPageRequest]) (*connect.Response[v1.ListEndpointsPageResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("postmill.webhook.v1.WebhookService.ListEndpointsPage is not implemented"))
 }
 
 func (UnimplementedWebhookServiceHandler) DeleteEndpoint(context.Context, *connect.Request[v1.DeleteEndpointRequest]) (*connect.Response[v1.DeleteEndpointResponse], error) {
