@@ -45,6 +45,7 @@ type Store struct {
 	*Tracking
 	*Webhooks
 	*Secrets
+	*Marketing
 
 	pool *pgxpool.Pool
 }
@@ -87,6 +88,7 @@ func New(pool *pgxpool.Pool) *Store {
 		Tracking:        &Tracking{sh},
 		Webhooks:        &Webhooks{sh},
 		Secrets:         &Secrets{sh},
+		Marketing:       &Marketing{sh},
 		pool:            pool,
 	}
 }

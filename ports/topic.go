@@ -1,0 +1,91 @@
+package ports
+
+import (
+	"context"
+	"time"
+)
+
+// Topic bounds (SPEC §2 Topic).
+const (
+	MaxTopicKeyLen         = 64
+	MaxTopicNameLen        = 200
+	MaxTopicDescriptionLen = 2000
+)
+
+// Topic is a subject contacts subscribe to (SPEC §2). Key is immutable.
+type Topic struct {
+	ID             string
+	OrganizationID string
+	Key            string
+	Name           string
+	Description    string
+	DoubleOptIn    bool
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+}
+
+// TopicInput is a topic create or update body: nil fields are absent. Key is only read on create.
+type TopicInput struct {
+	Key         string
+	Name        *string
+	Description *string
+	DoubleOptIn *bool
+}
+
+// SubscriptionRequest is the body of POST /v1/topics/{id}/subscribe and /unsubscribe: ContactID or Email.
+type SubscriptionRequest struct {
+	ContactID     string
+	Email         string
+	ConsentSource string
+	ConsentIP     string
+}
+
+// TopicSubscription is one contact's state on one topic.
+type TopicSubscription struct {
+	TopicID       string
+	ContactID     string
+	Email         string
+	Status        string
+	ConsentSource string
+	ConsentIP     string
+	CreatedAt     time.Time
+	UpdatedAt     time.Time
+	ConfirmedAt   *time.Time
+}
+
+// SubscriptionResult is the subscribe answer: ConfirmToken is set while the subscription is pending (a
+// double opt-in topic) and names it for POST /p/confirm/{token}.
+type SubscriptionResult struct {
+	Subscription TopicSubscription
+	ConfirmToken string
+}
+
+// TopicService is the topics use case (SPEC §4.8). Errors: invalid_argument with details, not_found,
+// already_exists (topics_organization_id_key_key).
+type TopicService interface {
+	Create(ctx context.Context, orgID string, in TopicInput) (Topic, error)
+	Get(ctx context.Context, orgID, id string) (Topic, error)
+	List(ctx context.Context, orgID string) ([]Topic, error)
+	Update(ctx context.Context, orgID, id string, in TopicInput) (Topic, error)
+	Delete(ctx context.Context, orgID, id string) error
+	Subscribe(ctx context.Context, orgID, topicID string, r SubscriptionRequest) (SubscriptionResult, error)
+	Unsubscribe(ctx context.Context, orgID, topicID string, r SubscriptionRequest) (SubscriptionResult, error)
+}
+
+// TopicStore is what the topics use case reads and writes, scoped by organization.
+type TopicStore interface {
+	CreateTopic(ctx context.Context, t Topic) (Topic, error)
+	GetTopic(ctx context.Context, orgID, id string) (Topic, error)
+	ListTopics(ctx context.Context, orgID string, limit int) ([]Topic, error)
+	UpdateTopic(ctx context.Context, orgID, id string, in TopicInput, now time.Time) (Topic, error)
+	DeleteTopic(ctx context.Context, orgID, id string) error
+	// SetSubscription writes the contact's subscription to the topic with status, creating the contact
+	// first when the request names an email that is not one yet (contact is then its initial record).
+	// Moving to subscribed sets confirmed_at. Errors: not_found (topic or contactId not the organization's).
+	SetSubscription(ctx context.Context, orgID, topicID string, r SubscriptionRequest, contact Contact, status string, now time.Time) (TopicSubscription, error)
+	// GetSubscription reads one subscription. Errors: not_found.
+	GetSubscription(ctx context.Context, orgID, topicID, contactID string) (TopicSubscription, error)
+	// ConfirmSubscription moves a pending subscription to subscribed; a subscribed one stays as it is.
+	// Errors: not_found (none, or unsubscribed since).
+	ConfirmSubscription(ctx context.Context, orgID, topicID, contactID, ip string, now time.Time) (TopicSubscription, error)
+}
