@@ -46,6 +46,7 @@ type Store struct {
 	*Webhooks
 	*Secrets
 	*Marketing
+	*Inbound
 
 	pool *pgxpool.Pool
 }
@@ -89,6 +90,7 @@ func New(pool *pgxpool.Pool) *Store {
 		Webhooks:        &Webhooks{sh},
 		Secrets:         &Secrets{sh},
 		Marketing:       &Marketing{sh},
+		Inbound:         &Inbound{sh},
 		pool:            pool,
 	}
 }

@@ -1,0 +1,155 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/postmill/postmill/ports"
+)
+
+const receivedCols = `id, organization_id, inbound_domain_id, rcpt, mail_from, header_from, header_from_name,
+	to_addresses, cc_addresses, subject, message_id, in_reply_to, refs, size_bytes, spam_status, scan_status,
+	status, route_id, route_action, forward_status, received_at`
+
+func scanReceived(row pgx.Row) (ports.ReceivedEmail, error) {
+	var e ports.ReceivedEmail
+	err := row.Scan(receivedDest(&e)...)
+	e.ReceivedAt = e.ReceivedAt.UTC()
+	return e, err
+}
+
+func receivedDest(e *ports.ReceivedEmail) []any {
+	return []any{&e.ID, &e.OrganizationID, &e.InboundDomainID, &e.To, &e.From, &e.HeaderFrom, &e.HeaderFromName,
+		&e.ToAddresses, &e.CcAddresses, &e.Subject, &e.MessageID, &e.InReplyTo, &e.References, &e.SizeBytes,
+		&e.SpamStatus, &e.ScanStatus, &e.Status, &e.RouteID, &e.RouteAction, &e.ForwardStatus, &e.ReceivedAt}
+}
+
+// InsertReceived implements ports.InboundStore: the email, its attachments and the events in one
+// transaction, unless the organization holds the same recipient's copy of the same message already.
+func (s *Inbound) InsertReceived(ctx context.Context, e ports.ReceivedEmail, events []ports.Event) (bool, string, error) {
+	headers, err := json.Marshal(e.Headers)
+	if err != nil {
+		return false, "", fmt.Errorf("postgres: received headers: %w", err)
+	}
+	inserted, existing := false, ""
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		err := tx.QueryRow(ctx, `INSERT INTO received_emails (id, organization_id, inbound_domain_id, rcpt, mail_from,
+			header_from, header_from_name, to_addresses, cc_addresses, subject, message_id, in_reply_to, refs, size_bytes,
+			spam_status, scan_status, status, route_id, route_action, forward_status, received_at, text_body, html_body,
+			headers, raw_key, dedupe_key)
+			VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,$21,$22,$23,$24,$25,$26)
+			ON CONFLICT ON CONSTRAINT received_emails_dedupe_key DO NOTHING RETURNING id`,
+			e.ID, e.OrganizationID, e.InboundDomainID, e.To, e.From, e.HeaderFrom, e.HeaderFromName, nonNilStrings(e.ToAddresses),
+			nonNilStrings(e.CcAddresses), e.Subject, e.MessageID, e.InReplyTo, e.References, e.SizeBytes, e.SpamStatus,
+			e.ScanStatus, e.Status, e.RouteID, e.RouteAction, e.ForwardStatus, e.ReceivedAt, e.Text, e.HTML, headers,
+			e.RawKey, e.DedupeKey).Scan(new(string))
+		if err == pgx.ErrNoRows {
+			return tx.QueryRow(ctx, `SELECT id FROM received_emails WHERE organization_id = $1 AND rcpt = $2 AND dedupe_key = $3`,
+				e.OrganizationID, e.To, e.DedupeKey).Scan(&existing)
+		}
+		if err != nil {
+			return err
+		}
+		inserted = true
+		batch := &pgx.Batch{}
+		for i, a := range e.Attachments {
+			batch.Queue(`INSERT INTO received_attachments (id, organization_id, received_email_id, position, filename,
+				content_type, size_bytes, inline, content_id, scan_status, scan_signature, scanned_at, blob_key)
+				VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13)`, a.ID, e.OrganizationID, e.ID, i, a.Filename,
+				a.ContentType, a.Size, a.Inline, a.ContentID, a.ScanStatus, a.ScanSignature, a.ScannedAt, a.BlobKey)
+		}
+		if batch.Len() > 0 {
+			if err := tx.SendBatch(ctx, batch).Close(); err != nil {
+				return err
+			}
+		}
+		if len(events) > 0 {
+			return s.queries.WithTx(tx).InsertEvents(ctx, insertEventsParams(eventsAbout(events, e.OrganizationID, e.ID, "")))
+		}
+		return nil
+	})
+	if err != nil {
+		return false, "", interpretError(err)
+	}
+	return inserted, existing, nil
+}
+
+func nonNilStrings(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+// ListReceived implements ports.InboundStore: newest first, without bodies.
+func (s *Inbound) ListReceived(ctx context.Context, orgID string, limit, offset int) ([]ports.ReceivedEmail, error) {
+	out := []ports.ReceivedEmail{}
+	if !isUUID(orgID) {
+		return out, nil
+	}
+	rows, err := s.pool.Query(ctx, `SELECT `+receivedCols+` FROM received_emails WHERE organization_id = $1
+		ORDER BY received_at DESC, id DESC LIMIT $2 OFFSET $3`, orgID, limit, offset)
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		e, err := scanReceived(rows)
+		if err != nil {
+			return nil, interpretError(err)
+		}
+		out = append(out, e)
+	}
+	return out, interpretError(rows.Err())
+}
+
+// GetReceived implements ports.InboundStore: the detail with attachments. Errors: not_found.
+func (s *Inbound) GetReceived(ctx context.Context, orgID, id string) (ports.ReceivedEmail, error) {
+	var headers []byte
+	var e ports.ReceivedEmail
+	err := s.pool.QueryRow(ctx, `SELECT `+receivedCols+`, text_body, html_body, headers, raw_key, dedupe_key
+		FROM received_emails WHERE organization_id = $1 AND id = $2`, orgID, id).
+		Scan(append(receivedDest(&e), &e.Text, &e.HTML, &headers, &e.RawKey, &e.DedupeKey)...)
+	if err != nil {
+		return e, interpretErrorFor("received email", err)
+	}
+	e.ReceivedAt = e.ReceivedAt.UTC()
+	if err := json.Unmarshal(headers, &e.Headers); err != nil {
+		return e, fmt.Errorf("postgres: received headers: %w", err)
+	}
+	rows, err := s.pool.Query(ctx, `SELECT id, filename, content_type, size_bytes, inline, content_id, scan_status,
+		scan_signature, scanned_at, blob_key FROM received_attachments WHERE organization_id = $1 AND received_email_id = $2
+		ORDER BY position`, orgID, id)
+	if err != nil {
+		return e, interpretError(err)
+	}
+	defer rows.Close()
+	e.Attachments = []ports.ReceivedAttachment{}
+	for rows.Next() {
+		var a ports.ReceivedAttachment
+		if err := rows.Scan(&a.ID, &a.Filename, &a.ContentType, &a.Size, &a.Inline, &a.ContentID, &a.ScanStatus,
+			&a.ScanSignature, &a.ScannedAt, &a.BlobKey); err != nil {
+			return e, interpretError(err)
+		}
+		a.ScannedAt = utcPtr(a.ScannedAt)
+		e.Attachments = append(e.Attachments, a)
+	}
+	return e, interpretError(rows.Err())
+}
+
+// SetForwardStatus implements ports.InboundStore; a forwarded message also counts as delivered once sent.
+func (s *Inbound) SetForwardStatus(ctx context.Context, orgID, id, status string) error {
+	tag, err := s.pool.Exec(ctx, `UPDATE received_emails SET forward_status = $3,
+		status = CASE WHEN $3 = 'sent' AND status = 'pending' THEN 'delivered' ELSE status END
+		WHERE organization_id = $1 AND id = $2`, orgID, id, status)
+	if err != nil {
+		return interpretError(err)
+	}
+	if tag.RowsAffected() == 0 {
+		return ports.NotFound("received email not found")
+	}
+	return nil
+}

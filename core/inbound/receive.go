@@ -1,0 +1,181 @@
+package inbound
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/postmill/postmill/core/id"
+	"github.com/postmill/postmill/ports"
+)
+
+// ReceivedPending is the status of a message whose route's action (webhook or forward_email) has not been
+// carried out yet.
+const ReceivedPending = "pending"
+
+// accepting reports whether mail for the domain is taken at RCPT.
+func accepting(d ports.InboundDomain) bool { return d.Status == ports.InboundVerified }
+
+// domainOf splits the domain off an address and lower-cases it.
+func domainOf(addr string) string {
+	_, host, ok := strings.Cut(strings.ToLower(strings.TrimSpace(addr)), "@")
+	if !ok {
+		return ""
+	}
+	return strings.TrimSuffix(host, ".")
+}
+
+// AcceptsInboundRecipient implements ports.ReceiveService: only verified (hence not suspended) inbound
+// domains take mail.
+func (s *Service) AcceptsInboundRecipient(ctx context.Context, rcpt string) (bool, error) {
+	host := domainOf(rcpt)
+	if host == "" {
+		return false, nil
+	}
+	d, err := s.deps.Store.InboundDomainByName(ctx, host)
+	if ports.ErrorCode(err) == ports.CodeNotFound {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return accepting(d), nil
+}
+
+// blobKey names an object by its content, so a retried message or a repeated attachment is stored once.
+func blobKey(kind string, data []byte) (key, sum string) {
+	h := sha256.Sum256(data)
+	sum = hex.EncodeToString(h[:])
+	return "inbound/" + kind + "/" + sum, sum
+}
+
+// Receive implements ports.ReceiveService: the raw message and every clean attachment go to the blob store,
+// then each recipient at an accepting inbound domain gets one received email, routed, with its
+// email.received event, in one transaction per recipient. Only then does the tier answer 250.
+func (s *Service) Receive(ctx context.Context, m ports.InboundMessage) (ports.ReceiveResult, error) {
+	res := ports.ReceiveResult{IDs: make([]string, len(m.Rcpts))}
+	rawKey, sum := blobKey("raw", m.Raw)
+	if err := s.deps.Blobs.Put(ctx, rawKey, m.Raw, "message/rfc822"); err != nil {
+		return res, fmt.Errorf("inbound: keeping the raw message: %w", err)
+	}
+	now := s.now()
+	atts := make([]ports.ReceivedAttachment, len(m.Attachments))
+	scan := ports.ScanClean
+	for i, p := range m.Attachments {
+		a := ports.ReceivedAttachment{Filename: p.Filename, ContentType: p.ContentType, Size: int64(len(p.Data)),
+			Inline: p.Inline, ContentID: p.ContentID, ScannedAt: &now}
+		v, err := s.deps.Scanner.Scan(ctx, p.Filename, p.ContentType, p.Data)
+		switch {
+		case err != nil:
+			a.ScanStatus, a.ScanSignature = ports.ScanFailed, ""
+			if scan == ports.ScanClean {
+				scan = ports.ScanFailed
+			}
+			s.deps.Logger.WarnContext(ctx, "inbound attachment scan failed", slog.String("error", err.Error()))
+		case !v.Clean:
+			a.ScanStatus, a.ScanSignature = ports.ScanInfected, v.Signature
+			scan = ports.ScanInfected
+		default:
+			a.ScanStatus = ports.ScanClean
+			key, _ := blobKey("part", p.Data)
+			if err := s.deps.Blobs.Put(ctx, key, p.Data, p.ContentType); err != nil {
+				return res, fmt.Errorf("inbound: keeping an attachment: %w", err)
+			}
+			a.BlobKey = key
+		}
+		atts[i] = a
+	}
+	spam, err := s.deps.Spam.Check(ctx, m.Raw)
+	if err != nil || spam.Status == "" {
+		// A spam checker that fails does not lose mail: the message is kept and marked ham, as without one.
+		spam = ports.SpamVerdict{Status: ports.SpamHam}
+	}
+	for i, rcpt := range m.Rcpts {
+		host := domainOf(rcpt)
+		d, err := s.deps.Store.InboundDomainByName(ctx, host)
+		if ports.ErrorCode(err) == ports.CodeNotFound {
+			continue
+		}
+		if err != nil {
+			return res, err
+		}
+		if !accepting(d) {
+			continue
+		}
+		e := s.received(m, d, strings.ToLower(rcpt), rawKey, sum, spam.Status, scan, atts, now)
+		c, err := s.compiledRoutes(ctx, d)
+		if err != nil {
+			return res, err
+		}
+		route := c.match(e.To)
+		switch {
+		case route == nil:
+			e.Status = ports.ReceivedDeadLettered
+		default:
+			rid, act := route.ID, route.Action
+			e.RouteID, e.RouteAction = &rid, &act
+			switch {
+			case spam.Status == ports.SpamSpam || scan != ports.ScanClean:
+				e.Status = ports.ReceivedQuarantined
+			case route.Action == ports.ActionStore:
+				e.Status = ports.ReceivedDelivered
+			default:
+				e.Status = ReceivedPending
+			}
+			if route.Action == ports.ActionForwardEmail {
+				fs := ports.ForwardPending
+				e.ForwardStatus = &fs
+			}
+		}
+		ev := ports.Event{ID: id.New(), OrganizationID: d.OrganizationID, Type: ports.EventEmailReceived,
+			MessageID: e.ID, OccurredAt: now}
+		inserted, existing, err := s.deps.Store.InsertReceived(ctx, e, []ports.Event{ev})
+		if err != nil {
+			return res, err
+		}
+		if !inserted {
+			res.IDs[i] = existing
+			continue
+		}
+		res.IDs[i] = e.ID
+		s.deps.Logger.InfoContext(ctx, "inbound mail received", slog.String("id", e.ID), slog.String("status", e.Status),
+			slog.String("organization_id", d.OrganizationID))
+	}
+	return res, nil
+}
+
+// received builds one recipient's received email.
+func (s *Service) received(m ports.InboundMessage, d ports.InboundDomain, rcpt, rawKey, sum, spam, scan string,
+	atts []ports.ReceivedAttachment, now time.Time) ports.ReceivedEmail {
+	e := ports.ReceivedEmail{
+		ID: id.New(), OrganizationID: d.OrganizationID, InboundDomainID: d.ID, To: rcpt, From: m.From,
+		HeaderFrom: m.HeaderFrom, HeaderFromName: m.FromName, ToAddresses: nonNil(m.To), CcAddresses: nonNil(m.Cc),
+		Subject: m.Subject, MessageID: m.MessageID, SizeBytes: int64(len(m.Raw)), SpamStatus: spam, ScanStatus: scan,
+		ReceivedAt: now, Text: m.Text, HTML: m.HTML, Headers: m.Headers, RawKey: rawKey, DedupeKey: sum,
+	}
+	if m.InReplyTo != "" {
+		v := m.InReplyTo
+		e.InReplyTo = &v
+	}
+	if m.References != "" {
+		v := m.References
+		e.References = &v
+	}
+	e.Attachments = make([]ports.ReceivedAttachment, len(atts))
+	for i, a := range atts {
+		a.ID = id.New()
+		e.Attachments[i] = a
+	}
+	return e
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
