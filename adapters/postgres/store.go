@@ -46,6 +46,7 @@ type Store struct {
 	*Webhooks
 	*Secrets
 	*Marketing
+	*Broadcasts
 	*Inbound
 
 	pool *pgxpool.Pool
@@ -90,6 +91,7 @@ func New(pool *pgxpool.Pool) *Store {
 		Webhooks:        &Webhooks{sh},
 		Secrets:         &Secrets{sh},
 		Marketing:       &Marketing{sh},
+		Broadcasts:      &Broadcasts{sh},
 		Inbound:         &Inbound{sh},
 		pool:            pool,
 	}
