@@ -1,0 +1,269 @@
+package broadcast
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/postmill/postmill/core/marketing"
+	"github.com/postmill/postmill/core/template"
+	"github.com/postmill/postmill/ports"
+)
+
+// The expander turns a sending broadcast into messages (docs/marketing.md, Broadcasts).
+//
+// It pages through the audience by contact id (ports.AudienceStore.PageAudience: subscribed, not bounced
+// contacts, for a topic its subscribed subscriptions), starting after the broadcast's cursor. For each
+// contact it renders the content — compiled once per broadcast, interpolated per contact with the variables
+// of contactVars — and hands one email to the ordinary send path (ports.EmailService.Send), which checks
+// the sending domain, the organization, suppressions (on top of consent, SPEC §4.10), meters the plan
+// allowance and the warm-up cap, and writes the message, its recipient, event and delivery job through the
+// group commit. Each message carries its own List-Unsubscribe link (a sealed token of purpose
+// "unsubscribe") and List-Unsubscribe-Post (RFC 8058), both signed by DKIM.
+//
+// Exactly once: every message's idempotency key is "broadcast:<broadcast id>:<contact id>", so a send the
+// expander repeats after a crash answers with the message already written instead of writing a second one.
+// After a batch, the recipients (contact, message) and the new cursor are written in one transaction
+// (RecordBatch), which moves the cursor only from the value this expander read; a restarted expander
+// resumes after the last recorded contact and at worst repeats the sends of one batch, which the
+// idempotency keys absorb.
+//
+// Limits: a send refused for the plan allowance (402) pauses the broadcast until the first day of the next
+// month; one refused for the warm-up cap (429) until the next UTC day; a paused organization (403) for a
+// quarter of an hour. The contacts before the refused one are recorded and the broadcast resumes after them.
+// An unverified or removed From domain, or a template that no longer renders, fails the broadcast.
+
+// Pauses applied when the organization may not send now.
+const pauseOrgSuspended = 15 * time.Minute
+
+// RunExpander runs the expander until ctx ends.
+func (s *Service) RunExpander(ctx context.Context) error {
+	t := time.NewTicker(s.cfg.PollInterval)
+	defer t.Stop()
+	for {
+		if err := s.ExpandOnce(ctx); err != nil && ctx.Err() == nil {
+			s.deps.Logger.Error("broadcast expander", "error", err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// ExpandOnce works every sending broadcast until it is done, paused or ctx ends.
+func (s *Service) ExpandOnce(ctx context.Context) error {
+	list, err := s.deps.Store.ClaimBroadcasts(ctx, s.now(), 16)
+	if err != nil {
+		return fmt.Errorf("broadcast: claim: %w", err)
+	}
+	var errs []error
+	for _, b := range list {
+		if err := s.expand(ctx, b); err != nil {
+			errs = append(errs, fmt.Errorf("broadcast %s: %w", b.ID, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// content renders one contact's subject and bodies.
+type content func(ctx context.Context, vars map[string]any) (ports.RenderedTemplate, error)
+
+func (s *Service) content(b ports.Broadcast) (content, error) {
+	if b.TemplateID != "" {
+		return func(ctx context.Context, vars map[string]any) (ports.RenderedTemplate, error) {
+			r, err := s.deps.Renderer.RenderTemplate(ctx, b.OrganizationID, b.TemplateID, vars)
+			if err != nil {
+				return r, err
+			}
+			if r.Subject == "" {
+				r.Subject = b.Subject
+			}
+			return r, nil
+		}, nil
+	}
+	cv, err := template.CompileVersion(ports.TemplateVersion{Subject: b.Subject, HTML: b.HTML, Text: b.Text})
+	if err != nil {
+		return nil, err
+	}
+	return func(_ context.Context, vars map[string]any) (ports.RenderedTemplate, error) {
+		return cv.Render(vars), nil
+	}, nil
+}
+
+// contactVars are the variables a broadcast's content is interpolated with: {{ contact.email }},
+// {{ contact.firstName }}, {{ contact.lastName }}, {{ contact.locale }}, {{ contact.timezone }} and
+// {{ contact.properties.<key> }}.
+func contactVars(c ports.AudienceContact) map[string]any {
+	props := c.Properties
+	if props == nil {
+		props = map[string]any{}
+	}
+	return map[string]any{"contact": map[string]any{
+		"email": c.Email, "firstName": c.FirstName, "lastName": c.LastName, "locale": c.Locale,
+		"timezone": c.Timezone, "properties": props,
+	}}
+}
+
+// sendOutcome is what the send path did with one contact.
+type sendOutcome struct {
+	messageID string
+	status    string
+	err       error // a refusal that stops the batch here (limits, paused organization, broken sender)
+}
+
+func (s *Service) expand(ctx context.Context, b ports.Broadcast) error {
+	render, err := s.content(b)
+	if err != nil {
+		return s.deps.Store.FinishBroadcast(ctx, b.OrganizationID, b.ID, ports.BroadcastFailed, "content does not compile", nil, s.now())
+	}
+	audience := ports.Audience{SegmentID: b.SegmentID, TopicID: b.TopicID}
+	if audience.SegmentID == "" && audience.TopicID == "" {
+		return s.deps.Store.FinishBroadcast(ctx, b.OrganizationID, b.ID, ports.BroadcastFailed, "the audience was deleted", nil, s.now())
+	}
+	for ctx.Err() == nil {
+		page, err := s.deps.Audience.PageAudience(ctx, b.OrganizationID, audience, b.Cursor, s.cfg.BatchSize)
+		if ports.ErrorCode(err) == ports.CodeNotFound {
+			return s.deps.Store.FinishBroadcast(ctx, b.OrganizationID, b.ID, ports.BroadcastFailed, "the audience was deleted", nil, s.now())
+		}
+		if err != nil {
+			return fmt.Errorf("audience: %w", err)
+		}
+		if len(page) == 0 {
+			return s.deps.Store.FinishBroadcast(ctx, b.OrganizationID, b.ID, ports.BroadcastSent, "", nil, s.now())
+		}
+		outcomes := s.sendBatch(ctx, b, render, page)
+		now := s.now()
+		var recorded []ports.BroadcastRecipient
+		cursor := b.Cursor
+		var stop error
+		for i, o := range outcomes {
+			if o.err != nil {
+				stop = o.err
+				break
+			}
+			recorded = append(recorded, ports.BroadcastRecipient{
+				ContactID: page[i].ID, Email: page[i].Email, MessageID: o.messageID, Status: o.status, CreatedAt: now,
+			})
+			cursor = page[i].ID
+		}
+		if cursor != b.Cursor {
+			moved, err := s.deps.Store.RecordBatch(ctx, b, cursor, recorded)
+			if err != nil {
+				return fmt.Errorf("record batch: %w", err)
+			}
+			if !moved {
+				return nil // canceled, finished or taken over by another expander
+			}
+			b.Cursor = cursor
+		}
+		if stop != nil {
+			return s.stopped(ctx, b, stop)
+		}
+	}
+	return nil
+}
+
+// sendBatch sends to every contact of page, Concurrency at a time, and returns the outcomes in page order.
+// After the first refusal that stops the broadcast, the remaining sends are not attempted.
+func (s *Service) sendBatch(ctx context.Context, b ports.Broadcast, render content, page []ports.AudienceContact) []sendOutcome {
+	out := make([]sendOutcome, len(page))
+	var (
+		wg      sync.WaitGroup
+		stopped sync.Once
+		halt    = make(chan struct{})
+		sem     = make(chan struct{}, s.cfg.Concurrency)
+	)
+	for i, c := range page {
+		select {
+		case <-halt:
+			out[i] = sendOutcome{err: errHalted}
+			continue
+		case <-ctx.Done():
+			out[i] = sendOutcome{err: ctx.Err()}
+			continue
+		case sem <- struct{}{}:
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			out[i] = s.sendOne(ctx, b, render, c)
+			if out[i].err != nil {
+				stopped.Do(func() { close(halt) })
+			}
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+var errHalted = errors.New("broadcast: batch halted")
+
+func (s *Service) sendOne(ctx context.Context, b ports.Broadcast, render content, c ports.AudienceContact) sendOutcome {
+	r, err := render(ctx, contactVars(c))
+	if err != nil {
+		return sendOutcome{err: fmt.Errorf("render: %w", err)}
+	}
+	token, err := marketing.SealPublicToken(s.deps.Keyring, marketing.PurposeUnsubscribe, marketing.PublicToken{
+		OrganizationID: b.OrganizationID, ContactID: c.ID, TopicID: b.TopicID, BroadcastID: b.ID, IssuedAt: s.now(),
+	})
+	if err != nil {
+		return sendOutcome{err: err}
+	}
+	req := ports.SendRequest{
+		From: b.From, To: []string{c.Email}, Subject: r.Subject, HTML: r.HTML, Text: r.Text, ReplyTo: b.ReplyTo,
+		Headers: map[string]string{
+			"List-Unsubscribe":      "<" + s.cfg.BaseURL + "/p/u/" + token + ">",
+			"List-Unsubscribe-Post": "List-Unsubscribe=One-Click",
+		},
+		IdempotencyKey: "broadcast:" + b.ID + ":" + c.ID,
+	}
+	res, err := s.deps.Emails.Send(ctx, b.OrganizationID, req)
+	if err == nil {
+		return sendOutcome{messageID: res.ID, status: string(res.Status)}
+	}
+	msg := ports.ErrorMessage(err)
+	switch {
+	case ports.ErrorCode(err) == ports.CodeInvalidArgument && strings.HasPrefix(msg, "recipient suppressed"):
+		return sendOutcome{status: ports.BroadcastRecipientSuppressed}
+	case ports.ErrorCode(err) == ports.CodeInvalidArgument && hasDetails(err):
+		// This contact's address cannot be sent to (the send path's validation); skip it, keep going.
+		return sendOutcome{status: string(ports.StatusFailed)}
+	}
+	return sendOutcome{err: err}
+}
+
+// stopped pauses or fails a broadcast after a refusal that stopped a batch.
+func (s *Service) stopped(ctx context.Context, b ports.Broadcast, err error) error {
+	if ctx.Err() != nil || errors.Is(err, errHalted) {
+		return nil
+	}
+	now := s.now()
+	var until time.Time
+	switch ports.ErrorCode(err) {
+	case ports.CodePaymentRequired:
+		until = time.Date(now.Year(), now.Month()+1, 1, 0, 0, 0, 0, time.UTC)
+	case ports.CodeResourceExhausted:
+		until = time.Date(now.Year(), now.Month(), now.Day()+1, 0, 0, 0, 0, time.UTC)
+	case ports.CodePermissionDenied:
+		until = now.Add(pauseOrgSuspended)
+	case ports.CodeInvalidArgument, ports.CodeNotFound:
+		s.deps.Logger.Warn("broadcast failed", "broadcast", b.ID, "organization", b.OrganizationID, "reason", ports.ErrorMessage(err))
+		return s.deps.Store.FinishBroadcast(ctx, b.OrganizationID, b.ID, ports.BroadcastFailed, ports.ErrorMessage(err), nil, now)
+	default:
+		return err // a transient failure: the next poll tries again from the cursor
+	}
+	s.deps.Logger.Info("broadcast paused", "broadcast", b.ID, "organization", b.OrganizationID, "until", until, "reason", ports.ErrorMessage(err))
+	return s.deps.Store.FinishBroadcast(ctx, b.OrganizationID, b.ID, ports.BroadcastSending, ports.ErrorMessage(err), &until, now)
+}
+
+// hasDetails reports whether err is a validation error with field details: a problem of this one send.
+func hasDetails(err error) bool {
+	e, ok := ports.AsError(err)
+	return ok && len(e.Details) > 0
+}
