@@ -190,9 +190,15 @@ func (b *sqlBuilder) property(n ports.PlanNode) (string, error) {
 	if n.Key == "" || len(n.Key) > ports.MaxContactPropertyKey {
 		return "", errBadPlan
 	}
-	k := b.arg(n.Key) + "::text"
-	v := "(c.properties -> " + k + ")"
-	typ := "jsonb_typeof" + v
+	// The key becomes a parameter only when the SQL names it: PostgreSQL refuses a parameter it cannot type.
+	var k, typ string
+	useKey := func() {
+		k = b.arg(n.Key) + "::text"
+		typ = "jsonb_typeof(c.properties -> " + k + ")"
+	}
+	if n.Cmp != "eq" && n.Cmp != "neq" || n.IsNull {
+		useKey()
+	}
 	switch n.Cmp {
 	case "exists":
 		if n.Negate {

@@ -1,0 +1,119 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/postmill/postmill/ports"
+)
+
+var _ ports.SegmentStore = (*Marketing)(nil)
+
+const segmentSelect = `s.id, s.organization_id, s.name, s.description, s.rule, s.created_at, s.updated_at`
+
+func scanSegment(row pgx.Row) (ports.Segment, error) {
+	var s ports.Segment
+	var rule []byte
+	err := row.Scan(&s.ID, &s.OrganizationID, &s.Name, &s.Description, &rule, &s.CreatedAt, &s.UpdatedAt)
+	s.Rule = json.RawMessage(rule)
+	return s, err
+}
+
+// CreateSegment implements ports.SegmentStore. The compiled plan is kept beside the rule.
+func (s *Marketing) CreateSegment(ctx context.Context, seg ports.Segment) (ports.Segment, error) {
+	plan, err := json.Marshal(seg.Plan)
+	if err != nil || seg.Plan == nil {
+		return ports.Segment{}, errBadPlan
+	}
+	out, err := scanSegment(s.pool.QueryRow(ctx, `INSERT INTO segments AS s (id, organization_id, name, description,
+		rule, plan, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING `+segmentSelect,
+		seg.ID, seg.OrganizationID, seg.Name, seg.Description, string(seg.Rule), string(plan), seg.CreatedAt, seg.UpdatedAt))
+	return out, interpretErrorFor("segment", err)
+}
+
+// GetSegment implements ports.SegmentStore.
+func (s *Marketing) GetSegment(ctx context.Context, orgID, id string) (ports.Segment, error) {
+	seg, err := scanSegment(s.pool.QueryRow(ctx, `SELECT `+segmentSelect+` FROM segments s
+		WHERE s.organization_id = $1 AND s.id = $2`, orgID, id))
+	return seg, interpretErrorFor("segment", err)
+}
+
+// ListSegments implements ports.SegmentStore: newest first.
+func (s *Marketing) ListSegments(ctx context.Context, orgID string, limit int) ([]ports.Segment, error) {
+	rows, err := s.pool.Query(ctx, `SELECT `+segmentSelect+` FROM segments s WHERE s.organization_id = $1
+		ORDER BY s.created_at DESC, s.id DESC LIMIT $2`, orgID, limit)
+	if err != nil {
+		return nil, listError(err)
+	}
+	defer rows.Close()
+	out := []ports.Segment{}
+	for rows.Next() {
+		seg, err := scanSegment(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, seg)
+	}
+	return out, listError(rows.Err())
+}
+
+// UpdateSegment implements ports.SegmentStore.
+func (s *Marketing) UpdateSegment(ctx context.Context, orgID, id string, in ports.SegmentInput, now time.Time) (ports.Segment, error) {
+	var rule, plan *string
+	if len(in.Rule) > 0 {
+		if in.Plan == nil {
+			return ports.Segment{}, errBadPlan
+		}
+		b, err := json.Marshal(in.Plan)
+		if err != nil {
+			return ports.Segment{}, errBadPlan
+		}
+		r, p := string(in.Rule), string(b)
+		rule, plan = &r, &p
+	}
+	seg, err := scanSegment(s.pool.QueryRow(ctx, `UPDATE segments AS s SET name = coalesce($3, s.name),
+		description = coalesce($4, s.description), rule = coalesce($5::jsonb, s.rule), plan = coalesce($6::jsonb, s.plan),
+		updated_at = $7 WHERE s.organization_id = $1 AND s.id = $2 RETURNING `+segmentSelect,
+		orgID, id, in.Name, in.Description, rule, plan, now))
+	return seg, interpretErrorFor("segment", err)
+}
+
+// DeleteSegment implements ports.SegmentStore.
+func (s *Marketing) DeleteSegment(ctx context.Context, orgID, id string) error {
+	tag, err := s.pool.Exec(ctx, `DELETE FROM segments WHERE organization_id = $1 AND id = $2`, orgID, id)
+	if err != nil {
+		return interpretErrorFor("segment", err)
+	}
+	if tag.RowsAffected() == 0 {
+		return ports.NotFound("segment not found")
+	}
+	return nil
+}
+
+// PreviewPlan implements ports.SegmentStore: the count and the first limit matches by id, in one
+// repeatable-read snapshot so the sample agrees with the count.
+func (s *Marketing) PreviewPlan(ctx context.Context, orgID string, plan ports.PlanNode, limit int) (ports.SegmentPreview, error) {
+	limit = min(max(limit, 1), ports.MaxListLimit)
+	b := &sqlBuilder{args: []any{orgID}, now: time.Now()}
+	where, err := b.node(plan, 0)
+	if err != nil {
+		return ports.SegmentPreview{}, err
+	}
+	out := ports.SegmentPreview{Sample: []ports.Contact{}}
+	err = pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		q := ` FROM contacts c WHERE c.organization_id = $1 AND (` + where + `)`
+		if err := tx.QueryRow(ctx, `SELECT count(*)`+q, b.args...).Scan(&out.Count); err != nil {
+			return err
+		}
+		rows, err := tx.Query(ctx, `SELECT `+contactColumns+q+` ORDER BY c.id LIMIT `+itoa(limit), b.args...)
+		if err != nil {
+			return err
+		}
+		out.Sample, err = collectContacts(rows)
+		return err
+	})
+	return out, interpretError(err)
+}

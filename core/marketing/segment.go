@@ -1,0 +1,135 @@
+package marketing
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"unicode/utf8"
+
+	"github.com/postmill/postmill/ports"
+)
+
+// checkSegment checks a segment body and compiles its rule; create requires name and rule.
+func checkSegment(in *ports.SegmentInput, create bool) error {
+	var v violations
+	if create && in.Name == nil {
+		v.add("name", msgRequired)
+	}
+	if in.Name != nil && (*in.Name == "" || !storable(*in.Name) || utf8.RuneCountInString(*in.Name) > ports.MaxSegmentNameLen) {
+		v.add("name", "must be 1 to 200 characters")
+	}
+	v.checkText("description", in.Description, ports.MaxSegmentDescriptionLen)
+	if create && len(in.Rule) == 0 {
+		v.add("rule", msgRequired)
+	}
+	if err := v.err(); err != nil {
+		return err
+	}
+	if len(in.Rule) > 0 {
+		plan, err := Compile(in.Rule)
+		if err != nil {
+			return err
+		}
+		in.Plan = &plan
+	}
+	return nil
+}
+
+// Create stores a segment with its compiled rule.
+func (s *Segments) Create(ctx context.Context, orgID string, in ports.SegmentInput) (ports.Segment, error) {
+	if err := checkSegment(&in, true); err != nil {
+		return ports.Segment{}, err
+	}
+	now := s.now()
+	seg := ports.Segment{ID: newID(), OrganizationID: orgID, Name: *in.Name, Rule: compactJSON(in.Rule), Plan: in.Plan,
+		CreatedAt: now, UpdatedAt: now}
+	if in.Description != nil {
+		seg.Description = *in.Description
+	}
+	return s.segments.CreateSegment(ctx, seg)
+}
+
+// compactJSON stores the rule without insignificant whitespace.
+func compactJSON(raw json.RawMessage) json.RawMessage {
+	var out []byte
+	if b, err := json.Marshal(raw); err == nil {
+		out = b
+	}
+	return out
+}
+
+// Get returns one of the organization's segments.
+func (s *Segments) Get(ctx context.Context, orgID, id string) (ports.Segment, error) {
+	if !validID(id) {
+		return ports.Segment{}, notFound("segment")
+	}
+	return s.segments.GetSegment(ctx, orgID, id)
+}
+
+// List returns the organization's segments, newest first (at most ports.MaxUnpagedListRows).
+func (s *Segments) List(ctx context.Context, orgID string) ([]ports.Segment, error) {
+	return s.segments.ListSegments(ctx, orgID, ports.MaxUnpagedListRows)
+}
+
+// Update changes the name, description or rule.
+func (s *Segments) Update(ctx context.Context, orgID, id string, in ports.SegmentInput) (ports.Segment, error) {
+	if err := checkSegment(&in, false); err != nil {
+		return ports.Segment{}, err
+	}
+	if !validID(id) {
+		return ports.Segment{}, notFound("segment")
+	}
+	if len(in.Rule) > 0 {
+		in.Rule = compactJSON(in.Rule)
+	}
+	return s.segments.UpdateSegment(ctx, orgID, id, in, s.now())
+}
+
+// Delete removes a segment.
+func (s *Segments) Delete(ctx context.Context, orgID, id string) error {
+	if !validID(id) {
+		return notFound("segment")
+	}
+	return s.segments.DeleteSegment(ctx, orgID, id)
+}
+
+// checkLimit checks a preview's sample size (1-100, default 25).
+func checkLimit(limit int) (int, error) {
+	if limit == 0 {
+		return ports.MaxSegmentSample, nil
+	}
+	if limit < 1 || limit > ports.MaxListLimit {
+		return 0, ruleError("limit", fmt.Sprintf("must be between 1 and %d", ports.MaxListLimit))
+	}
+	return limit, nil
+}
+
+// Preview counts the contacts a rule matches and returns a sample of them.
+func (s *Segments) Preview(ctx context.Context, orgID string, rule json.RawMessage, limit int) (ports.SegmentPreview, error) {
+	limit, err := checkLimit(limit)
+	if err != nil {
+		return ports.SegmentPreview{}, err
+	}
+	plan, err := Compile(rule)
+	if err != nil {
+		return ports.SegmentPreview{}, err
+	}
+	return s.segments.PreviewPlan(ctx, orgID, plan, limit)
+}
+
+// PreviewSaved previews a saved segment's rule.
+func (s *Segments) PreviewSaved(ctx context.Context, orgID, id string, limit int) (ports.SegmentPreview, error) {
+	limit, err := checkLimit(limit)
+	if err != nil {
+		return ports.SegmentPreview{}, err
+	}
+	seg, err := s.Get(ctx, orgID, id)
+	if err != nil {
+		return ports.SegmentPreview{}, err
+	}
+	plan, err := Compile(seg.Rule)
+	if err != nil {
+		return ports.SegmentPreview{}, err
+	}
+	return s.segments.PreviewPlan(ctx, orgID, plan, limit)
+}
