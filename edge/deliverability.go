@@ -61,7 +61,8 @@ type bounceResponse struct {
 	MessageID      string    `json:"messageId" format:"uuid" doc:"The message that bounced"`
 	RecipientID    string    `json:"recipientId" format:"uuid" doc:"The recipient of the message that bounced"`
 	Address        string    `json:"address" doc:"The recipient address that bounced"`
-	Type           string    `json:"type" enum:"hard,soft" doc:"RFC 3463 §3.1 class: hard (5.X.X, permanent; the address is suppressed) or soft (4.X.X, retried)"`
+	Type           string    `json:"type" enum:"hard,soft" doc:"RFC 3463 §3.1 class: hard (5.X.X, permanent; the recipient is bounced) or soft (4.X.X, retried)"`
+	Class          string    `json:"class" enum:"bad_mailbox,bad_domain,inactive_mailbox,mailbox_full,message_too_large,policy_block,spam_block,authentication,rate_limited,routing,relay_denied,protocol,content,transient,unknown" doc:"What the refusal means, from the enhanced status code and the server's words. A hard bounce suppresses the address only for bad_mailbox, bad_domain and inactive_mailbox"`
 	Status         *string   `json:"status" doc:"RFC 3463 enhanced status code such as 5.1.1; null when none was given or derivable"`
 	Action         *string   `json:"action" doc:"RFC 3464 §2.3.3 action: failed or delayed; null when the report gave none"`
 	DiagnosticCode *string   `json:"diagnosticCode" doc:"The remote server's words, e.g. smtp; 550 5.1.1 user unknown; null when none"`
@@ -181,6 +182,7 @@ func toBounce(b ports.Bounce) bounceResponse {
 		RecipientID:    b.RecipientID,
 		Address:        b.Address,
 		Type:           b.Type,
+		Class:          bounceClass(b.Class),
 		Status:         nullIfEmpty(b.Status),
 		Action:         nullIfEmpty(b.Action),
 		DiagnosticCode: nullIfEmpty(b.DiagnosticCode),
@@ -188,6 +190,15 @@ func toBounce(b ports.Bounce) bounceResponse {
 		ReportingMTA:   nullIfEmpty(b.ReportingMTA),
 		CreatedAt:      utc(b.CreatedAt),
 	}
+}
+
+// bounceClass is a bounce's class as listed: the core classifies every bounce it returns, so "" only comes
+// from a store that was not asked to, and reads as unknown.
+func bounceClass(c string) string {
+	if c == "" {
+		return ports.BounceClassUnknown
+	}
+	return c
 }
 
 func toComplaint(c ports.Complaint) complaintResponse {

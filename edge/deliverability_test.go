@@ -306,7 +306,10 @@ func TestAdminSuppressions(t *testing.T) {
 
 func TestBouncesPage(t *testing.T) {
 	t.Parallel()
-	b := MustStartEdge(t, newFakeCore(), nil)
+	fake := newFakeCore()
+	// The hard bounce has the class the core gave it; the soft one none, which lists as unknown.
+	fake.bouncePage.Data[0].Class = ports.BounceClassBadMailbox
+	b := MustStartEdge(t, fake, nil)
 	r := mustStatus(t, b.do(t, "GET", "/v1/bounces", readKey, nil), 200)
 	mustKeys(t, "bounce page", r.body, "data", "nextCursor")
 	if r.body["nextCursor"] != "cursor-2" {
@@ -316,14 +319,14 @@ func TestBouncesPage(t *testing.T) {
 	if len(data) != 2 {
 		t.Fatalf("data: %s", r.raw)
 	}
-	bounceKeys := []string{"id", "messageId", "recipientId", "address", "type", "status", "action", "diagnosticCode",
+	bounceKeys := []string{"id", "messageId", "recipientId", "address", "type", "class", "status", "action", "diagnosticCode",
 		"remoteMta", "reportingMta", "createdAt"}
 	hard, soft := data[0].(map[string]any), data[1].(map[string]any)
 	mustKeys(t, "hard bounce", hard, bounceKeys...)
 	mustKeys(t, "soft bounce", soft, bounceKeys...)
 	for k, want := range map[string]any{
 		"id": bounceID, "messageId": emailID, "recipientId": recipientID, "address": "gone@example.net", "type": "hard",
-		"status": "5.1.1", "action": "failed", "diagnosticCode": "smtp; 550 5.1.1 user unknown", "remoteMta": "mx.example.net",
+		"class": "bad_mailbox", "status": "5.1.1", "action": "failed", "diagnosticCode": "smtp; 550 5.1.1 user unknown", "remoteMta": "mx.example.net",
 		"reportingMta": "mta.postmill.local", "createdAt": "2026-11-21T09:00:00Z",
 	} {
 		if hard[k] != want {
@@ -336,7 +339,7 @@ func TestBouncesPage(t *testing.T) {
 			t.Errorf("soft bounce %s = %q (present %v), want null", k, v, ok)
 		}
 	}
-	if soft["type"] != "soft" || soft["address"] != "full@example.net" {
+	if soft["type"] != "soft" || soft["address"] != "full@example.net" || soft["class"] != "unknown" {
 		t.Errorf("soft bounce: %v", soft)
 	}
 	if strings.Contains(string(r.raw), userOrg) {

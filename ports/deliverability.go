@@ -6,11 +6,34 @@ import (
 )
 
 // Bounce types: RFC 3463 §2 status classes. A hard bounce (5.X.X, permanent) sets the recipient bounced
-// and suppresses the address; a soft one (4.X.X, persistent transient) is recorded and retried by the
-// sender.
+// and, when its class says so, suppresses the address; a soft one (4.X.X, persistent transient) is recorded
+// and retried by the sender.
 const (
 	BounceHard = "hard"
 	BounceSoft = "soft"
+)
+
+// Bounce classes: what a refusal means, finer than hard and soft. core/deliverability/bounceclass maps an
+// SMTP reply or a DSN's Status and Diagnostic-Code to one of them. Only BounceClassBadMailbox,
+// BounceClassBadDomain and BounceClassInactiveMailbox say the address will never work: a hard bounce of one
+// of those classes suppresses the address; any other hard bounce (a spam or policy block, a full mailbox,
+// a refusal nobody can read) sets the recipient bounced without suppressing it.
+const (
+	BounceClassBadMailbox      = "bad_mailbox"      // the mailbox does not exist (user unknown)
+	BounceClassBadDomain       = "bad_domain"       // the domain does not exist or takes no mail (null MX)
+	BounceClassInactiveMailbox = "inactive_mailbox" // the mailbox exists but is disabled or closed
+	BounceClassMailboxFull     = "mailbox_full"     // over quota
+	BounceClassMessageTooLarge = "message_too_large"
+	BounceClassPolicyBlock     = "policy_block"   // the receiver's policy refused the message or the sender
+	BounceClassSpamBlock       = "spam_block"     // reputation, blocklists, content judged spam
+	BounceClassAuthentication  = "authentication" // SPF, DKIM, DMARC or reverse DNS failures
+	BounceClassRateLimited     = "rate_limited"   // throttling: too many connections, messages or recipients
+	BounceClassRouting         = "routing"        // the network or routing failed: no answer, loops, expiry
+	BounceClassRelayDenied     = "relay_denied"   // the server does not take mail for the domain
+	BounceClassProtocol        = "protocol"       // SMTP syntax or sequence errors
+	BounceClassContent         = "content"        // viruses, malware, prohibited attachments, bad media
+	BounceClassTransient       = "transient"      // a temporary failure with no more specific reason
+	BounceClassUnknown         = "unknown"        // nothing to tell the refusal by
 )
 
 // NewSuppression is the body of POST /v1/suppressions.
@@ -35,6 +58,7 @@ type Bounce struct {
 	RecipientID    string
 	Address        string
 	Type           string // BounceHard or BounceSoft
+	Class          string // a BounceClass*; "" for a bounce recorded before bounces were classified
 	Status         string // RFC 3463 enhanced status code, e.g. "5.1.1"; "" when none was given
 	Action         string // RFC 3464 §2.3.3: failed or delayed
 	DiagnosticCode string // the remote server's words, e.g. "smtp; 550 5.1.1 user unknown"
@@ -139,8 +163,9 @@ type FeedbackService interface {
 	// path Postmill made (its MAC checks), or the feedback-loop address.
 	AcceptsRecipient(ctx context.Context, rcpt string) (bool, error)
 	// RecordBounce maps a bounce to its message and recipients through the VERP return path and applies it:
-	// a bounce record per recipient, and for a hard bounce recipient status bounced, email.bounced and a
-	// tenant suppression with reason bounce. Applying the same report twice changes nothing the second
+	// a bounce record per recipient with its class, and for a hard bounce recipient status bounced,
+	// email.bounced and, for the classes that say the address will never work, a tenant suppression with
+	// reason bounce. Applying the same report twice changes nothing the second
 	// time (for a day: report ids are remembered as long as delivery job ids). Errors: invalid_argument when the return path is not Postmill's or names no recipient.
 	RecordBounce(ctx context.Context, r BounceReport) error
 	// RecordComplaint applies a feedback report: a complaint record, recipient status complained,

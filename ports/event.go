@@ -32,7 +32,10 @@ type Event struct {
 	RecipientID      string // "" when the event is about the whole message
 	DomainID         string // domain events
 	ProviderResponse *string
-	URL              string // email.clicked: the link followed
-	LinkID           string // email.clicked: the link's position in the HTML body, from 0
-	OccurredAt       time.Time
+	// BounceClass is what a refusal means (a BounceClass* value), on email.bounced and
+	// email.delivery_delayed; "" on every other event.
+	BounceClass string
+	URL         string // email.clicked: the link followed
+	LinkID      string // email.clicked: the link's position in the HTML body, from 0
+	OccurredAt  time.Time
 }

@@ -66,7 +66,7 @@ func (s *Deliverability) ListBounces(ctx context.Context, orgID string, q ports.
 	for _, r := range rows {
 		page.Data = append(page.Data, ports.Bounce{
 			ID: r.ID, OrganizationID: r.OrganizationID, MessageID: r.MessageID, RecipientID: r.RecipientID,
-			Address: r.Address, Type: r.Type, Status: r.Status, Action: r.Action, DiagnosticCode: r.DiagnosticCode,
+			Address: r.Address, Type: r.Type, Class: r.Class, Status: r.Status, Action: r.Action, DiagnosticCode: r.DiagnosticCode,
 			RemoteMTA: r.RemoteMta, ReportingMTA: r.ReportingMta, CreatedAt: r.CreatedAt.UTC(),
 		})
 	}
@@ -229,6 +229,7 @@ func insertBouncesParams(bounces []ports.Bounce, orgID, messageID string) db.Ins
 		p.RecipientIds = append(p.RecipientIds, b.RecipientID)
 		p.Addresses = append(p.Addresses, b.Address)
 		p.Types = append(p.Types, b.Type)
+		p.Classes = append(p.Classes, b.Class)
 		p.Statuses = append(p.Statuses, b.Status)
 		p.Actions = append(p.Actions, b.Action)
 		p.DiagnosticCodes = append(p.DiagnosticCodes, b.DiagnosticCode)

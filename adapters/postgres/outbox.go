@@ -124,6 +124,7 @@ func insertEventsParams(events []ports.Event) db.InsertEventsParams {
 		OccurredAt:        make([]time.Time, n),
 		Urls:              make([]string, n),
 		LinkIds:           make([]string, n),
+		BounceClasses:     make([]string, n),
 	}
 	for i, e := range events {
 		p.Ids[i] = idOrNew(e.ID)
@@ -139,6 +140,7 @@ func insertEventsParams(events []ports.Event) db.InsertEventsParams {
 		p.OccurredAt[i] = e.OccurredAt
 		p.Urls[i] = e.URL
 		p.LinkIds[i] = e.LinkID
+		p.BounceClasses[i] = e.BounceClass
 	}
 	return p
 }

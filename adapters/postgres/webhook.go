@@ -210,6 +210,7 @@ func (s *Webhooks) FanOut(ctx context.Context, now time.Time, limit int, payload
 				RecipientID:      r.RecipientID,
 				DomainID:         r.DomainID,
 				ProviderResponse: textPtr(r.ProviderResponse),
+				BounceClass:      r.BounceClass,
 				URL:              r.Url,
 				LinkID:           r.LinkID,
 				OccurredAt:       r.OccurredAt.UTC(),

@@ -22,7 +22,7 @@ func fullNewSuppression() ports.NewSuppression {
 func fullBounce() ports.Bounce {
 	return ports.Bounce{
 		ID: "b1", OrganizationID: "org1", MessageID: "m1", RecipientID: "rc1", Address: "gone@example.org",
-		Type: ports.BounceHard, Status: "5.1.1", Action: "failed",
+		Type: ports.BounceHard, Class: ports.BounceClassBadMailbox, Status: "5.1.1", Action: "failed",
 		DiagnosticCode: "smtp; 550 5.1.1 <gone@example.org>: Recipient address rejected — ünknown",
 		RemoteMTA:      "mx1.example.org", ReportingMTA: "mta.postmill.local", CreatedAt: t1,
 	}

@@ -389,6 +389,7 @@ func eventToProto(e ports.Event) *emailv1.Event {
 		OccurredAt:       timeToProto(e.OccurredAt),
 		Url:              e.URL,
 		LinkId:           e.LinkID,
+		BounceClass:      e.BounceClass,
 	}
 }
 
@@ -404,6 +405,7 @@ func eventFromProto(e *emailv1.Event) ports.Event {
 		OccurredAt:       timeFromProto(e.GetOccurredAt()),
 		URL:              e.GetUrl(),
 		LinkID:           e.GetLinkId(),
+		BounceClass:      e.GetBounceClass(),
 	}
 }
 

@@ -135,7 +135,7 @@ func fullMessage() ports.Message {
 			ID: "e1", OrganizationID: "org1", Type: ports.EventEmailDelivered, MessageID: "m1", RecipientID: "rc1",
 			DomainID: "d1", ProviderResponse: ptr("250 2.0.0 Ok: queued as 1234"), OccurredAt: t1,
 			// No delivered event has a URL; every field is set so that each one is seen to cross.
-			URL: "https://example.org/pricing?utm=1&x=ä", LinkID: "3",
+			URL: "https://example.org/pricing?utm=1&x=ä", LinkID: "3", BounceClass: ports.BounceClassRateLimited,
 		}},
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/postmill/postmill/core/deliverability/bounceclass"
 	"github.com/postmill/postmill/core/sending"
 	"github.com/postmill/postmill/ports"
 )
@@ -151,8 +152,10 @@ func matchParts(parts []ports.DSNRecipient, current []ports.Recipient) (chosen m
 //   - hard: unless the recipient is already bounced (the same report delivered twice, or the MTA saw the
 //     5xx first) or cancelled (it was never sent), a bounce record, status bounced from any other state
 //     (a bounce after delivered is the normal case: the receiving server accepted with 250 and failed
-//     later), email.bounced with the diagnostic as provider response, and a tenant suppression of the
-//     address with reason bounce;
+//     later), email.bounced with the diagnostic as provider response, and, when the class says the address
+//     will never work (bounceclass.Suppresses: an unknown mailbox or domain, a disabled mailbox), a tenant
+//     suppression of the address with reason bounce. A spam or policy block, a full mailbox or an
+//     unreadable refusal bounces the recipient without suppressing the address;
 //   - soft: a bounce record and email.delivery_delayed, no status change and no suppression: the reporting
 //     server is still trying or gave up on a transient condition. A recipient that already ended (bounced,
 //     failed, cancelled) gets nothing: a late delay notice cannot undo the end, and would read as a retry on
@@ -197,6 +200,7 @@ func decideBounce(c bounceCall, current []ports.Recipient) (ports.FeedbackApplic
 			RecipientID:    rc.ID,
 			Address:        rc.Address,
 			Type:           ch.cls.Type,
+			Class:          ch.cls.Class,
 			Status:         ch.cls.Status,
 			Action:         bounceAction(ch.part.Action, hard),
 			DiagnosticCode: ch.part.DiagnosticCode,
@@ -211,6 +215,7 @@ func decideBounce(c bounceCall, current []ports.Recipient) (ports.FeedbackApplic
 			MessageID:        c.messageID,
 			RecipientID:      rc.ID,
 			ProviderResponse: providerResponse(ch.part.DiagnosticCode, ch.cls.Status),
+			BounceClass:      ch.cls.Class,
 			OccurredAt:       c.now,
 		}
 		if !hard {
@@ -220,6 +225,9 @@ func decideBounce(c bounceCall, current []ports.Recipient) (ports.FeedbackApplic
 		event.Type = ports.EventEmailBounced
 		app.Events = append(app.Events, event)
 		app.Recipients[rc.ID] = ports.StatusBounced
+		if !bounceclass.Suppresses(ch.cls.Class) {
+			continue
+		}
 		app.Suppressions = append(app.Suppressions, ports.Suppression{
 			ID:             ids.next(),
 			OrganizationID: c.orgID,

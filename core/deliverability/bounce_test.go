@@ -103,12 +103,12 @@ func TestDecideBounce(t *testing.T) {
 		},
 		{
 			name:         "original recipient matches without letter case; suppression lower-cased",
-			call:         msgCall(ports.DSNRecipient{FinalRecipient: "b@forward.example", OriginalRecipient: "rfc822; b@x.COM", Action: "failed", Status: "5.0.0"}),
+			call:         msgCall(ports.DSNRecipient{FinalRecipient: "b@forward.example", OriginalRecipient: "rfc822; b@x.COM", Action: "failed", Status: "5.1.1"}),
 			current:      testRecipients(ports.StatusSent, ports.StatusSent),
 			wantMatched:  true,
 			wantStatuses: map[string]ports.MessageStatus{"r2": ports.StatusBounced},
-			wantEvents:   []ev{{ports.EventEmailBounced, "r2", str("Status 5.0.0")}},
-			wantBounces:  []bounce{{"r2", "B@X.com", ports.BounceHard, "5.0.0", "failed"}},
+			wantEvents:   []ev{{ports.EventEmailBounced, "r2", str("Status 5.1.1")}},
+			wantBounces:  []bounce{{"r2", "B@X.com", ports.BounceHard, "5.1.1", "failed"}},
 			wantSuppress: []string{"b@x.com"},
 		},
 		{
@@ -130,14 +130,13 @@ func TestDecideBounce(t *testing.T) {
 			wantMatched: true,
 		},
 		{
-			name:         "hard bounce moves a failed recipient to bounced",
+			name:         "hard bounce moves a failed recipient to bounced; an unreadable refusal suppresses nothing",
 			call:         msgCall(part("a@x.com", "failed", "", "smtp; 554 no")),
 			current:      testRecipients(ports.StatusFailed),
 			wantMatched:  true,
 			wantStatuses: map[string]ports.MessageStatus{"r1": ports.StatusBounced},
 			wantEvents:   []ev{{ports.EventEmailBounced, "r1", str("smtp; 554 no")}},
 			wantBounces:  []bounce{{"r1", "a@x.com", ports.BounceHard, "", "failed"}},
-			wantSuppress: []string{"a@x.com"},
 		},
 		{
 			name:        "soft bounce: record and delayed event only",
@@ -182,14 +181,13 @@ func TestDecideBounce(t *testing.T) {
 			wantSuppress: []string{"a@x.com"},
 		},
 		{
-			name:         "failed without any code: hard, no provider response",
+			name:         "failed without any code: hard, no provider response, not suppressed",
 			call:         msgCall(part("a@x.com", "failed", "", "")),
 			current:      testRecipients(ports.StatusDelivered),
 			wantMatched:  true,
 			wantStatuses: map[string]ports.MessageStatus{"r1": ports.StatusBounced},
 			wantEvents:   []ev{{ports.EventEmailBounced, "r1", nil}},
 			wantBounces:  []bounce{{"r1", "a@x.com", ports.BounceHard, "", "failed"}},
-			wantSuppress: []string{"a@x.com"},
 		},
 		{
 			name:         "recipient token: the chosen part applies to that recipient",
@@ -272,7 +270,7 @@ func TestDecideBounceKeepsDSNFields(t *testing.T) {
 	}
 	b := app.Bounces[0]
 	want := ports.Bounce{ID: b.ID, OrganizationID: "org", MessageID: "msg", RecipientID: "r1", Address: "a@x.com", Type: ports.BounceHard,
-		Status: "5.7.1", Action: "failed", DiagnosticCode: " smtp; 550 5.7.1 spam ", RemoteMTA: "dns; mx1.x.com",
+		Class: ports.BounceClassSpamBlock, Status: "5.7.1", Action: "failed", DiagnosticCode: " smtp; 550 5.7.1 spam ", RemoteMTA: "dns; mx1.x.com",
 		ReportingMTA: "dns; mta.postmill.local", CreatedAt: testNow}
 	if b != want {
 		t.Errorf("bounce\n%+v, want\n%+v", b, want)

@@ -3,6 +3,7 @@ package deliverability
 import (
 	"strings"
 
+	"github.com/postmill/postmill/core/deliverability/bounceclass"
 	"github.com/postmill/postmill/ports"
 )
 
@@ -23,6 +24,9 @@ type classification struct {
 	// Status is the RFC 3463 enhanced code the part gave, or the one found in its diagnostic code; "" when
 	// there is none.
 	Status string
+	// Class is what the failure means (bounceclass.Classify of the Status and the diagnostic code); "" when
+	// the part reports no failure.
+	Class string
 }
 
 // classify decides whether one per-recipient part of a bounce is a hard bounce, a soft one, or no failure:
@@ -37,23 +41,25 @@ type classification struct {
 //   - With no class at all, Action failed is hard: the reporter says it gave up on the address.
 //
 // Anything else (an unknown action with no code) is no failure: suppressing an address needs a reason.
+//
+// A failure's Class comes from the Status field, the diagnostic code's enhanced code and reply code, and
+// its words (bounceclass.Classify): whether a hard bounce suppresses the address depends on it.
 func classify(d ports.DSNRecipient) classification {
 	action := strings.ToLower(strings.TrimSpace(d.Action))
 	switch action {
 	case actionDelivered, actionRelayed, actionExpanded:
 		return classification{}
 	}
+	diag := diagnosticText(d.DiagnosticCode)
+	reply := replyCode(diag)
 	status := enhancedCode(strings.TrimSpace(d.Status), true)
 	class := byte(0)
 	if status != "" {
 		class = status[0]
-	} else {
-		diag := diagnosticText(d.DiagnosticCode)
-		if status = enhancedCode(diag, false); status != "" {
-			class = status[0]
-		} else if reply := replyCode(diag); reply != "" {
-			class = reply[0]
-		}
+	} else if status = enhancedCode(diag, false); status != "" {
+		class = status[0]
+	} else if reply != "" {
+		class = reply[0]
 	}
 	c := classification{Status: status}
 	switch {
@@ -66,7 +72,26 @@ func classify(d ports.DSNRecipient) classification {
 	case action == actionFailed:
 		c.Type = ports.BounceHard
 	}
+	if c.Type != "" {
+		// A class-2 Status (a delayed part may carry one) tells nothing about the failure.
+		s := status
+		if s != "" && s[0] == '2' {
+			s = ""
+		}
+		c.Class = bounceclass.Classify(bounceclass.Reply{Code: reply, Status: s, Text: diag})
+	}
 	return c
+}
+
+// classifyRecorded gives each bounce recorded before bounces had a class the class of what its record
+// kept: the status and the diagnostic code.
+func classifyRecorded(bounces []ports.Bounce) {
+	for i, b := range bounces {
+		if b.Class == "" {
+			diag := diagnosticText(b.DiagnosticCode)
+			bounces[i].Class = bounceclass.Classify(bounceclass.Reply{Code: replyCode(diag), Status: b.Status, Text: diag})
+		}
+	}
 }
 
 // severity orders classifications so that when one report says two things about one recipient, the

@@ -15,8 +15,9 @@
 //   - global: platform-wide. It blocks the address or domain for every organization. Only platform admins
 //     manage global suppressions (the admin routes: ListGlobalSuppressions, CreateGlobalSuppression,
 //     DeleteGlobalSuppression); a tenant asking for scope global is refused with permission_denied.
-//   - tenant (the default): every send of the organization, to an address or to a domain. Hard bounces and
-//     complaints add tenant suppressions of the recipient's address.
+//   - tenant (the default): every send of the organization, to an address or to a domain. Hard bounces of
+//     an address that will never work (bounceclass.Suppresses) and complaints add tenant suppressions of the
+//     recipient's address.
 //   - domain: a whole recipient domain of the organization; the address must be a bare domain.
 //   - recipient: one address of the organization; the address must contain "@".
 //
@@ -28,8 +29,9 @@
 // Mail leaves with a VERP return path (core/sending.EncodeVERP) whose MAC proves that Postmill made it and
 // whose token names the recipient (a job with one recipient) or the message (one SMTP transaction with
 // several). A bounce arrives at that address, usually long after the receiving server answered 250:
-// RecordBounce maps it to recipients, classifies each as hard or soft (RFC 3463 §2 status classes), and
-// for a hard bounce sets the recipient bounced, emits email.bounced and suppresses the address. A feedback
+// RecordBounce maps it to recipients, classifies each as hard or soft (RFC 3463 §2 status classes) and by
+// what it means (bounceclass: bad_mailbox, spam_block, ...), and for a hard bounce sets the recipient
+// bounced, emits email.bounced and, when the class says the address will never work, suppresses it. A feedback
 // report arrives at the VERP address or at the feedback-loop mailbox (Config.FeedbackAddress) with the VERP
 // address in its Original-Mail-From; RecordComplaint records it, sets the recipient complained, emits
 // email.complained and suppresses the address.

@@ -118,7 +118,9 @@ func (s *Service) ListBounces(ctx context.Context, orgID string, q ports.PageQue
 	if err != nil {
 		return ports.BouncePage{}, err
 	}
-	return s.store.ListBounces(ctx, orgID, q)
+	page, err := s.store.ListBounces(ctx, orgID, q)
+	classifyRecorded(page.Data)
+	return page, err
 }
 
 // ListComplaints implements ports.DeliverabilityService.

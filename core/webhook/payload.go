@@ -21,10 +21,13 @@ type body struct {
 // data is the body's data object. message_id is always present (null for domain and test events); the
 // others only when the event has them. URL and LinkID are SPEC §6's click fields: the link followed, as the
 // message's HTML had it at send time, and its position among the message's tracked links ("0" first).
+// BounceClass is Postmill's addition to SPEC §6's fields on email.bounced and email.delivery_delayed: what
+// the refusal means (bad_mailbox, spam_block, rate_limited, ...; docs/deliverability.md).
 type data struct {
 	Test             bool    `json:"test,omitempty"`
 	MessageID        *string `json:"message_id"`
 	ProviderResponse *string `json:"provider_response,omitempty"`
+	BounceClass      string  `json:"bounce_class,omitempty"`
 	RecipientID      string  `json:"recipient_id,omitempty"`
 	DomainID         string  `json:"domain_id,omitempty"`
 	URL              string  `json:"url,omitempty"`
@@ -38,6 +41,7 @@ const timestampLayout = time.RFC3339Nano
 
 // Payload returns the webhook body for an outbox event: {id, type, created_at, data} with data.message_id
 // (null for domain events), data.provider_response when the upstream server said something,
+// data.bounce_class on a bounce or a delay,
 // data.recipient_id when the event concerns one recipient (deliveries, bounces, opens, clicks),
 // data.domain_id for domain events, and data.url and data.link_id for email.clicked. These bytes are stored
 // with the delivery and sent unchanged on every attempt, so every retry carries the same signature input.
@@ -48,6 +52,7 @@ func Payload(ev ports.Event) []byte {
 		CreatedAt: ev.OccurredAt.UTC().Format(timestampLayout),
 		Data: data{
 			ProviderResponse: ev.ProviderResponse,
+			BounceClass:      ev.BounceClass,
 			RecipientID:      ev.RecipientID,
 			DomainID:         ev.DomainID,
 			URL:              ev.URL,

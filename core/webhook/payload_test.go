@@ -26,6 +26,10 @@ func TestPayload(t *testing.T) {
 		{"empty provider response is still a response",
 			ports.Event{ID: "e3", Type: ports.EventEmailBounced, MessageID: "m1", ProviderResponse: new(string), OccurredAt: at},
 			`{"id":"e3","type":"email.bounced","created_at":"2026-04-01T07:30:15.123456Z","data":{"message_id":"m1","provider_response":""}}`},
+		{"bounce carries its class after the provider response",
+			ports.Event{ID: "e9", Type: ports.EventEmailBounced, MessageID: "m1", RecipientID: "r1", ProviderResponse: &resp,
+				BounceClass: ports.BounceClassSpamBlock, OccurredAt: at},
+			`{"id":"e9","type":"email.bounced","created_at":"2026-04-01T07:30:15.123456Z","data":{"message_id":"m1","provider_response":"250 2.0.0 OK <queued as 4F2>","bounce_class":"spam_block","recipient_id":"r1"}}`},
 		{"domain event has a null message id",
 			ports.Event{ID: "e4", Type: ports.EventDomainVerified, DomainID: "d1", OccurredAt: at},
 			`{"id":"e4","type":"domain.verified","created_at":"2026-04-01T07:30:15.123456Z","data":{"message_id":null,"domain_id":"d1"}}`},
@@ -112,7 +116,8 @@ func TestReplayOfPayload(t *testing.T) {
 	resp := "550 5.1.1 <a@x.test>: unknown"
 	at := time.Date(2026, 4, 1, 9, 0, 0, 999_999_000, time.UTC)
 	for _, ev := range []ports.Event{
-		{ID: "e1", Type: ports.EventEmailBounced, MessageID: "m1", RecipientID: "r1", ProviderResponse: &resp, OccurredAt: at},
+		{ID: "e1", Type: ports.EventEmailBounced, MessageID: "m1", RecipientID: "r1", ProviderResponse: &resp,
+			BounceClass: ports.BounceClassBadMailbox, OccurredAt: at},
 		{ID: "e2", Type: ports.EventEmailClicked, MessageID: "m1", RecipientID: "r1", URL: "https://x.test/?a=1&b=2", LinkID: "0", OccurredAt: at},
 	} {
 		replayed, err := replayPayload(Payload(ev), "evt_replay_n", ev.ID)

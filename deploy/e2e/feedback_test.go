@@ -173,7 +173,7 @@ func TestPostfixDSNBouncesAndSuppresses(t *testing.T) {
 	}
 	b := bounces[0]
 	for k, want := range map[string]any{"messageId": gone, "recipientId": goneRcpt, "address": "gone@rcpt.example",
-		"type": "hard", "status": "5.1.1", "action": "failed"} {
+		"type": "hard", "class": "bad_mailbox", "status": "5.1.1", "action": "failed"} {
 		if b[k] != want {
 			t.Errorf("bounce %s = %v, want %v (%v)", k, b[k], want, b)
 		}
@@ -207,8 +207,8 @@ func TestPostfixDSNBouncesAndSuppresses(t *testing.T) {
 
 	// email.bounced reached the subscribed endpoint, about that message and recipient.
 	hooks := rcv.waitFor(t, "/bounced", "email.bounced", 1, 30*time.Second)
-	if data := hookData(t, hooks[0]); data["message_id"] != gone || data["recipient_id"] != goneRcpt {
-		t.Errorf("email.bounced data %v, want message %s recipient %s", data, gone, goneRcpt)
+	if data := hookData(t, hooks[0]); data["message_id"] != gone || data["recipient_id"] != goneRcpt || data["bounce_class"] != "bad_mailbox" {
+		t.Errorf("email.bounced data %v, want message %s recipient %s bounce_class bad_mailbox", data, gone, goneRcpt)
 	}
 
 	// The DSN named one recipient: the other message through the same relay stays delivered.

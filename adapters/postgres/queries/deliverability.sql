@@ -35,9 +35,9 @@ SELECT id, organization_id, message_id, address FROM recipients WHERE id = @id;
 SELECT organization_id FROM messages WHERE id = @id;
 
 -- name: InsertBounces :exec
-INSERT INTO bounces (id, organization_id, message_id, recipient_id, address, type, status, action,
+INSERT INTO bounces (id, organization_id, message_id, recipient_id, address, type, class, status, action,
     diagnostic_code, remote_mta, reporting_mta, created_at)
-SELECT b.id, b.organization_id, b.message_id, b.recipient_id, b.address, b.type, b.status, b.action,
+SELECT b.id, b.organization_id, b.message_id, b.recipient_id, b.address, b.type, b.class, b.status, b.action,
     b.diagnostic_code, b.remote_mta, b.reporting_mta, b.created_at
 FROM (SELECT
         unnest(@ids::uuid[]) AS id,
@@ -46,6 +46,7 @@ FROM (SELECT
         unnest(@recipient_ids::uuid[]) AS recipient_id,
         unnest(@addresses::text[]) AS address,
         unnest(@types::text[]) AS type,
+        unnest(@classes::text[]) AS class,
         unnest(@statuses::text[]) AS status,
         unnest(@actions::text[]) AS action,
         unnest(@diagnostic_codes::text[]) AS diagnostic_code,

@@ -1,10 +1,11 @@
 -- name: InsertEvents :exec
--- Empty strings stand for NULL ids, urls and link ids; has_responses[i] tells whether provider_responses[i] is present.
+-- Empty strings stand for NULL ids, urls, link ids and bounce classes; has_responses[i] tells whether
+-- provider_responses[i] is present.
 INSERT INTO events (id, organization_id, type, message_id, recipient_id, domain_id, provider_response, occurred_at,
-    url, link_id)
+    url, link_id, bounce_class)
 SELECT e.id, e.organization_id, e.type, NULLIF(e.message_id, '')::uuid, NULLIF(e.recipient_id, '')::uuid,
     NULLIF(e.domain_id, '')::uuid, CASE WHEN e.has_response THEN e.provider_response END, e.occurred_at,
-    NULLIF(e.url, ''), NULLIF(e.link_id, '')
+    NULLIF(e.url, ''), NULLIF(e.link_id, ''), NULLIF(e.bounce_class, '')
 FROM (SELECT
         unnest(@ids::uuid[]) AS id,
         unnest(@organization_ids::uuid[]) AS organization_id,
@@ -16,7 +17,8 @@ FROM (SELECT
         unnest(@provider_responses::text[]) AS provider_response,
         unnest(@occurred_at::timestamptz[]) AS occurred_at,
         unnest(@urls::text[]) AS url,
-        unnest(@link_ids::text[]) AS link_id) AS e;
+        unnest(@link_ids::text[]) AS link_id,
+        unnest(@bounce_classes::text[]) AS bounce_class) AS e;
 
 -- name: InsertOutboxJobs :exec
 -- recipient_ids[i] is job i's recipient ids joined with commas (arrays of arrays must be rectangular).

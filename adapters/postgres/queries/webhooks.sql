@@ -62,6 +62,7 @@ LIMIT @row_limit;
 SELECT e.id, e.organization_id, e.type, COALESCE(e.message_id::text, '')::text AS message_id,
     COALESCE(e.recipient_id::text, '')::text AS recipient_id, COALESCE(e.domain_id::text, '')::text AS domain_id,
     e.provider_response, e.occurred_at, COALESCE(e.url, '')::text AS url, COALESCE(e.link_id, '')::text AS link_id,
+    COALESCE(e.bounce_class, '')::text AS bounce_class,
     ARRAY(SELECT w.id::text FROM webhook_endpoints w
           WHERE w.organization_id = e.organization_id AND w.enabled AND e.type = ANY (w.event_types)
             AND e.type <> 'email.cancelled'

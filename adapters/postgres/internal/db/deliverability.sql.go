@@ -29,9 +29,9 @@ func (q *Queries) DeleteSuppression(ctx context.Context, arg DeleteSuppressionPa
 }
 
 const insertBounces = `-- name: InsertBounces :exec
-INSERT INTO bounces (id, organization_id, message_id, recipient_id, address, type, status, action,
+INSERT INTO bounces (id, organization_id, message_id, recipient_id, address, type, class, status, action,
     diagnostic_code, remote_mta, reporting_mta, created_at)
-SELECT b.id, b.organization_id, b.message_id, b.recipient_id, b.address, b.type, b.status, b.action,
+SELECT b.id, b.organization_id, b.message_id, b.recipient_id, b.address, b.type, b.class, b.status, b.action,
     b.diagnostic_code, b.remote_mta, b.reporting_mta, b.created_at
 FROM (SELECT
         unnest($1::uuid[]) AS id,
@@ -40,12 +40,13 @@ FROM (SELECT
         unnest($4::uuid[]) AS recipient_id,
         unnest($5::text[]) AS address,
         unnest($6::text[]) AS type,
-        unnest($7::text[]) AS status,
-        unnest($8::text[]) AS action,
-        unnest($9::text[]) AS diagnostic_code,
-        unnest($10::text[]) AS remote_mta,
-        unnest($11::text[]) AS reporting_mta,
-        unnest($12::timestamptz[]) AS created_at) AS b
+        unnest($7::text[]) AS class,
+        unnest($8::text[]) AS status,
+        unnest($9::text[]) AS action,
+        unnest($10::text[]) AS diagnostic_code,
+        unnest($11::text[]) AS remote_mta,
+        unnest($12::text[]) AS reporting_mta,
+        unnest($13::timestamptz[]) AS created_at) AS b
 `
 
 type InsertBouncesParams struct {
@@ -55,6 +56,7 @@ type InsertBouncesParams struct {
 	RecipientIds    []string
 	Addresses       []string
 	Types           []string
+	Classes         []string
 	Statuses        []string
 	Actions         []string
 	DiagnosticCodes []string
@@ -71,6 +73,7 @@ func (q *Queries) InsertBounces(ctx context.Context, arg InsertBouncesParams) er
 		arg.RecipientIds,
 		arg.Addresses,
 		arg.Types,
+		arg.Classes,
 		arg.Statuses,
 		arg.Actions,
 		arg.DiagnosticCodes,
@@ -185,7 +188,7 @@ func (q *Queries) InsertSuppressionReturning(ctx context.Context, arg InsertSupp
 }
 
 const listBounces = `-- name: ListBounces :many
-SELECT id, organization_id, message_id, recipient_id, address, type, status, action, diagnostic_code, remote_mta, reporting_mta, created_at FROM bounces
+SELECT id, organization_id, message_id, recipient_id, address, type, status, action, diagnostic_code, remote_mta, reporting_mta, created_at, class FROM bounces
 WHERE organization_id = $1
   AND (created_at, id) < ($2::timestamptz, $3::uuid)
 ORDER BY created_at DESC, id DESC
@@ -227,6 +230,7 @@ func (q *Queries) ListBounces(ctx context.Context, arg ListBouncesParams) ([]Bou
 			&i.RemoteMta,
 			&i.ReportingMta,
 			&i.CreatedAt,
+			&i.Class,
 		); err != nil {
 			return nil, err
 		}

@@ -54,6 +54,7 @@ type Bounce struct {
 	RemoteMta      string
 	ReportingMta   string
 	CreatedAt      time.Time
+	Class          string
 }
 
 type Complaint struct {
@@ -154,6 +155,7 @@ type Event struct {
 	FannedOutAt      *time.Time
 	Url              pgtype.Text
 	LinkID           pgtype.Text
+	BounceClass      pgtype.Text
 }
 
 type Membership struct {

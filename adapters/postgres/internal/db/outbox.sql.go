@@ -12,10 +12,10 @@ import (
 
 const insertEvents = `-- name: InsertEvents :exec
 INSERT INTO events (id, organization_id, type, message_id, recipient_id, domain_id, provider_response, occurred_at,
-    url, link_id)
+    url, link_id, bounce_class)
 SELECT e.id, e.organization_id, e.type, NULLIF(e.message_id, '')::uuid, NULLIF(e.recipient_id, '')::uuid,
     NULLIF(e.domain_id, '')::uuid, CASE WHEN e.has_response THEN e.provider_response END, e.occurred_at,
-    NULLIF(e.url, ''), NULLIF(e.link_id, '')
+    NULLIF(e.url, ''), NULLIF(e.link_id, ''), NULLIF(e.bounce_class, '')
 FROM (SELECT
         unnest($1::uuid[]) AS id,
         unnest($2::uuid[]) AS organization_id,
@@ -27,7 +27,8 @@ FROM (SELECT
         unnest($8::text[]) AS provider_response,
         unnest($9::timestamptz[]) AS occurred_at,
         unnest($10::text[]) AS url,
-        unnest($11::text[]) AS link_id) AS e
+        unnest($11::text[]) AS link_id,
+        unnest($12::text[]) AS bounce_class) AS e
 `
 
 type InsertEventsParams struct {
@@ -42,9 +43,11 @@ type InsertEventsParams struct {
 	OccurredAt        []time.Time
 	Urls              []string
 	LinkIds           []string
+	BounceClasses     []string
 }
 
-// Empty strings stand for NULL ids, urls and link ids; has_responses[i] tells whether provider_responses[i] is present.
+// Empty strings stand for NULL ids, urls, link ids and bounce classes; has_responses[i] tells whether
+// provider_responses[i] is present.
 func (q *Queries) InsertEvents(ctx context.Context, arg InsertEventsParams) error {
 	_, err := q.db.Exec(ctx, insertEvents,
 		arg.Ids,
@@ -58,6 +61,7 @@ func (q *Queries) InsertEvents(ctx context.Context, arg InsertEventsParams) erro
 		arg.OccurredAt,
 		arg.Urls,
 		arg.LinkIds,
+		arg.BounceClasses,
 	)
 	return err
 }

@@ -299,8 +299,10 @@ type Bounce struct {
 	RemoteMta      string                 `protobuf:"bytes,10,opt,name=remote_mta,json=remoteMta,proto3" json:"remote_mta,omitempty"`
 	ReportingMta   string                 `protobuf:"bytes,11,opt,name=reporting_mta,json=reportingMta,proto3" json:"reporting_mta,omitempty"`
 	CreatedAt      *timestamppb.Timestamp `protobuf:"bytes,12,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// class is what the refusal means (ports.BounceClass*: bad_mailbox, spam_block, rate_limited, ...).
+	Class         string `protobuf:"bytes,13,opt,name=class,proto3" json:"class,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Bounce) Reset() {
@@ -415,6 +417,13 @@ func (x *Bounce) GetCreatedAt() *timestamppb.Timestamp {
 		return x.CreatedAt
 	}
 	return nil
+}
+
+func (x *Bounce) GetClass() string {
+	if x != nil {
+		return x.Class
+	}
+	return ""
 }
 
 // BounceList wraps a page's bounces so that nil and empty stay distinct.
@@ -2117,7 +2126,7 @@ const file_postmill_deliverability_v1_deliverability_proto_rawDesc = "" +
 	"\x06reason\x18\x03 \x01(\tR\x06reason\"9\n" +
 	"\tPageQuery\x12\x14\n" +
 	"\x05limit\x18\x01 \x01(\x03R\x05limit\x12\x16\n" +
-	"\x06cursor\x18\x02 \x01(\tR\x06cursor\"\x89\x03\n" +
+	"\x06cursor\x18\x02 \x01(\tR\x06cursor\"\x9f\x03\n" +
 	"\x06Bounce\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12'\n" +
 	"\x0forganization_id\x18\x02 \x01(\tR\x0eorganizationId\x12\x1d\n" +
@@ -2134,7 +2143,8 @@ const file_postmill_deliverability_v1_deliverability_proto_rawDesc = "" +
 	" \x01(\tR\tremoteMta\x12#\n" +
 	"\rreporting_mta\x18\v \x01(\tR\freportingMta\x129\n" +
 	"\n" +
-	"created_at\x18\f \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\"F\n" +
+	"created_at\x18\f \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x12\x14\n" +
+	"\x05class\x18\r \x01(\tR\x05class\"F\n" +
 	"\n" +
 	"BounceList\x128\n" +
 	"\x05items\x18\x01 \x03(\v2\".postmill.deliverability.v1.BounceR\x05items\"\xa4\x03\n" +

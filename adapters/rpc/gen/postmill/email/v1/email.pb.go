@@ -1006,7 +1006,10 @@ type Event struct {
 	// url is the link an email.clicked event followed; empty for every other event.
 	Url string `protobuf:"bytes,9,opt,name=url,proto3" json:"url,omitempty"`
 	// link_id is the clicked link's position in the HTML body, from 0; empty for every other event.
-	LinkId        string `protobuf:"bytes,10,opt,name=link_id,json=linkId,proto3" json:"link_id,omitempty"`
+	LinkId string `protobuf:"bytes,10,opt,name=link_id,json=linkId,proto3" json:"link_id,omitempty"`
+	// bounce_class is what a refusal means (ports.BounceClass*) on email.bounced and email.delivery_delayed;
+	// empty for every other event.
+	BounceClass   string `protobuf:"bytes,11,opt,name=bounce_class,json=bounceClass,proto3" json:"bounce_class,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1107,6 +1110,13 @@ func (x *Event) GetUrl() string {
 func (x *Event) GetLinkId() string {
 	if x != nil {
 		return x.LinkId
+	}
+	return ""
+}
+
+func (x *Event) GetBounceClass() string {
+	if x != nil {
+		return x.BounceClass
 	}
 	return ""
 }
@@ -1990,7 +2000,7 @@ const file_postmill_email_v1_email_proto_rawDesc = "" +
 	"\n" +
 	"content_id\x18\x06 \x01(\tR\tcontentId\"Q\n" +
 	"\x14StoredAttachmentList\x129\n" +
-	"\x05items\x18\x01 \x03(\v2#.postmill.email.v1.StoredAttachmentR\x05items\"\xe3\x02\n" +
+	"\x05items\x18\x01 \x03(\v2#.postmill.email.v1.StoredAttachmentR\x05items\"\x86\x03\n" +
 	"\x05Event\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12'\n" +
 	"\x0forganization_id\x18\x02 \x01(\tR\x0eorganizationId\x12\x12\n" +
@@ -2004,7 +2014,8 @@ const file_postmill_email_v1_email_proto_rawDesc = "" +
 	"occurredAt\x12\x10\n" +
 	"\x03url\x18\t \x01(\tR\x03url\x12\x17\n" +
 	"\alink_id\x18\n" +
-	" \x01(\tR\x06linkIdB\x14\n" +
+	" \x01(\tR\x06linkId\x12!\n" +
+	"\fbounce_class\x18\v \x01(\tR\vbounceClassB\x14\n" +
 	"\x12_provider_response\";\n" +
 	"\tEventList\x12.\n" +
 	"\x05items\x18\x01 \x03(\v2\x18.postmill.email.v1.EventR\x05items\"\x80\x06\n" +
