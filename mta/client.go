@@ -86,7 +86,7 @@ func (m *MTA) open(ctx context.Context, d destination, addr netip.Addr, useTLS b
 	s := &session{client: c, conn: raw, remote: remote}
 
 	if ok, _ := c.Extension("STARTTLS"); ok && useTLS {
-		tc, err := m.startTLS(ctx, raw, d.host)
+		tc, err := m.startTLS(ctx, raw, d)
 		var se *smtp.SMTPError
 		switch {
 		case errors.As(err, &se) && se.Code != 421 && !d.requireTLS:
@@ -112,6 +112,8 @@ func (m *MTA) open(ctx context.Context, d destination, addr netip.Addr, useTLS b
 			}
 			s = &session{client: c, conn: tc, remote: remote, tls: true}
 		}
+	} else if useTLS {
+		m.tlsAttempt(d, errNoSTARTTLS) // a policy's TLS-RPT counts it (security.go)
 	}
 	s.pipelining, _ = s.client.Extension("PIPELINING")
 	if !s.tls && d.requireTLS {
@@ -146,10 +148,12 @@ func (m *MTA) newClient(conn net.Conn) *smtp.Client {
 	return c
 }
 
-// startTLS sends STARTTLS on raw (after the client's EHLO) and performs the handshake. go-smtp's own
-// STARTTLS entry points say EHLO as "localhost" and cannot continue in plaintext when the extension is
-// missing, so the command is spoken here and the client is recreated over TLS.
-func (m *MTA) startTLS(ctx context.Context, raw net.Conn, serverName string) (*tls.Conn, error) {
+// startTLS sends STARTTLS on raw (after the client's EHLO) and performs the handshake, checking the
+// certificate as d's policy says (security.go). go-smtp's own STARTTLS entry points say EHLO as
+// "localhost" and cannot continue in plaintext when the extension is missing, so the command is spoken
+// here and the client is recreated over TLS.
+func (m *MTA) startTLS(ctx context.Context, raw net.Conn, d destination) (_ *tls.Conn, err error) {
+	defer func() { m.tlsAttempt(d, err) }()
 	_ = raw.SetDeadline(time.Now().Add(m.cfg.CommandTimeout))
 	defer func() { _ = raw.SetDeadline(time.Time{}) }()
 	if _, err := io.WriteString(raw, "STARTTLS\r\n"); err != nil {
@@ -158,7 +162,7 @@ func (m *MTA) startTLS(ctx context.Context, raw net.Conn, serverName string) (*t
 	if err := readReply(raw, 220); err != nil {
 		return nil, err
 	}
-	tc := tls.Client(raw, m.cfg.tlsConfig(serverName))
+	tc := tls.Client(raw, m.tlsConfig(d))
 	hctx, cancel := context.WithTimeout(ctx, m.cfg.CommandTimeout)
 	defer cancel()
 	if err := tc.HandshakeContext(hctx); err != nil {

@@ -12,7 +12,9 @@
 // exempts; the relay is trusted): a domain whose hosts have only forbidden addresses fails without any
 // connection. STARTTLS (RFC 3207) is used whenever offered; a refusal or a failed handshake falls back to
 // plaintext, noted in the outcome and counted, unless Config.RequireTLS or Deps.TLSPolicy requires TLS
-// for the domain.
+// for the domain. Deps.Transport (mta/tlspolicy) adds the recipient domain's MTA-STS policy and its MX
+// hosts' DANE records: which hosts may be used, and whether and how their certificates are checked, with
+// every session under a policy counted for TLS-RPT (security.go); every outcome says which TLS carried it.
 // Connections are pooled per destination host:port, capped by Config.Concurrency, and carry one
 // transaction after another (RFC 5321 §3.3, RSET in between) until idle for Config.IdleConnTimeout. When the
 // server offers PIPELINING (RFC 2920), MAIL, the RCPTs and DATA go in one group and the content in a second

@@ -13,6 +13,7 @@ type metrics struct {
 	jobs          *prometheus.CounterVec   // per job, by result: acked, nacked, dropped, held, dead_lettered, parked
 	smtp          *prometheus.HistogramVec // seconds, by phase: connect (TCP+greeting+TLS+AUTH), transaction
 	tlsDowngrades *prometheus.CounterVec   // sessions in plaintext although STARTTLS was offered, by reason
+	tls           *prometheus.CounterVec   // mail transactions by the TLS of their session (security.go)
 	forbidden     prometheus.Counter       // MX addresses refused by the forbidden-address rule
 	replays       prometheus.Counter       // outcomes reported again from the journal instead of resending
 }
@@ -38,6 +39,10 @@ func newMetrics(reg prometheus.Registerer, p *pool, j *journal) (*metrics, error
 			Name: "postmill_mta_tls_downgrades_total",
 			Help: "SMTP sessions that went on in plaintext although the server offered STARTTLS, by reason: refused (a 4xx/5xx reply to STARTTLS) or handshake (the TLS handshake failed).",
 		}, []string{"reason"}),
+		tls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "postmill_mta_tls_total",
+			Help: "Mail transactions by the TLS of the session carrying them: none (plaintext), opportunistic (encrypted, server not authenticated), verified (certificate checked under the Web PKI, MTA-STS among it) or dane (checked against DANE TLSA records).",
+		}, []string{"mode"}),
 		forbidden: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "postmill_mta_forbidden_addresses_total",
 			Help: "MX and implicit-MX addresses refused because they are loopback, private, link-local or otherwise forbidden (POSTMILL_MTA_ALLOW_NETS exempts).",
@@ -63,7 +68,7 @@ func newMetrics(reg prometheus.Registerer, p *pool, j *journal) (*metrics, error
 		Help: "Idle SMTP connections kept for reuse.",
 	}, func() float64 { _, n := p.stats(); return float64(n) })
 	var errs []error
-	for _, c := range []prometheus.Collector{m.deliveries, m.jobs, m.smtp, m.tlsDowngrades, m.forbidden, m.replays, open, idle, pending} {
+	for _, c := range []prometheus.Collector{m.deliveries, m.jobs, m.smtp, m.tlsDowngrades, m.tls, m.forbidden, m.replays, open, idle, pending} {
 		errs = append(errs, reg.Register(c))
 	}
 	return m, errors.Join(errs...)

@@ -35,6 +35,9 @@ type Deps struct {
 	// policy in enforce mode, RFC 8461 §5, or DANE, RFC 7672). nil: opportunistic TLS everywhere unless
 	// Config.RequireTLS.
 	TLSPolicy TLSPolicy
+	// Transport, when set, applies MTA-STS (RFC 8461) and DANE (RFC 7672) per MX host and counts every
+	// session under them for TLS-RPT (RFC 8460): mta/tlspolicy's Engine (security.go). nil: neither.
+	Transport TransportPolicy
 }
 
 // TLSPolicy decides per recipient domain whether delivery must use TLS. For a domain that requires it,

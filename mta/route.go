@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/postmill/postmill/mta/tlspolicy"
 	"github.com/postmill/postmill/ports"
 	"github.com/postmill/postmill/ports/netguard"
 )
@@ -29,6 +30,8 @@ type destination struct {
 	relay bool
 	// requireTLS refuses a session without TLS: no plaintext fallback after a failed STARTTLS.
 	requireTLS bool
+	// sec is the MTA-STS or DANE policy of this host for the recipient domain (security.go); nil: none.
+	sec *tlspolicy.Host
 }
 
 // key names the destination's connection pool. Sessions that must be under TLS have a pool of their own,
@@ -38,6 +41,9 @@ func (d destination) key() string {
 	k := net.JoinHostPort(d.host, strconv.Itoa(d.port))
 	if d.requireTLS {
 		k += " tls"
+	}
+	if d.sec != nil {
+		k += d.sec.PoolKey()
 	}
 	return k
 }
@@ -76,7 +82,8 @@ type routeError struct {
 
 func (e *routeError) Error() string { return e.response }
 
-// route returns where mail for domain goes, in the order to try. Mail for the simulator's domain
+// routeHosts returns where mail for domain goes, in the order to try, before any MTA-STS or DANE policy
+// (route, in security.go, applies those). Mail for the simulator's domain
 // (Config.SimulatorDomain) goes to the simulator's address, before the relay and without DNS. With a
 // relay, always the relay.
 // Otherwise RFC 5321 §5.1: the MX records sorted by preference, equal preferences in random order; no MX
@@ -85,7 +92,7 @@ func (e *routeError) Error() string { return e.response }
 // forbidden); a null MX (RFC 7505) → bounced; a DNS failure that may pass → deferred. Successful answers
 // are reused for routeCacheTTL. Every destination requires TLS when Config.RequireTLS or Deps.TLSPolicy
 // says so for domain.
-func (m *MTA) route(ctx context.Context, domain string) ([]destination, *routeError) {
+func (m *MTA) routeHosts(ctx context.Context, domain string) ([]destination, *routeError) {
 	domain = strings.TrimSuffix(strings.ToLower(domain), ".")
 	if d, ok := m.simulatorRoute(domain); ok {
 		return []destination{d}, nil

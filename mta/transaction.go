@@ -86,9 +86,7 @@ func (m *MTA) send(ctx context.Context, dests []destination, from string, data [
 			}
 			s.uses++
 			start := time.Now()
-			if s.downgrade != "" {
-				r.note = " (sent without TLS: " + cleanText(s.downgrade, maxNote) + ")"
-			}
+			r.note = m.tlsNote(d, s) // which TLS carries it, or why none (security.go)
 			keep, stale := m.transact(s, from, data, r, probe)
 			r.note = ""
 			if stale {

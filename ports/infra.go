@@ -131,6 +131,30 @@ type Resolver interface {
 	LookupIP(ctx context.Context, host string) ([]netip.Addr, error)
 }
 
+// TLSA is one TLSA record (RFC 6698 §2.1): which certificate of a TLS server's chain it names (Usage),
+// which part of it (Selector: 0 the whole certificate, 1 its SubjectPublicKeyInfo) and how (MatchingType: 0
+// the bytes themselves, 1 their SHA-256, 2 their SHA-512).
+type TLSA struct {
+	Usage        uint8 // 0 PKIX-TA, 1 PKIX-EE, 2 DANE-TA, 3 DANE-EE (RFC 7218)
+	Selector     uint8
+	MatchingType uint8
+	Data         []byte
+}
+
+// DNSSECResolver answers the lookups whose worth depends on DNSSEC: DANE for SMTP (RFC 7672) may only use
+// records a validating resolver authenticated. authenticated is the AD bit of the answer (RFC 4035 §3.2.3,
+// RFC 6840 §5.8), so POSTMILL_DNS_RESOLVER must be a validating resolver reached over a path Postmill trusts
+// (loopback, or the operator's own network): an attacker between the two could set the bit. It is a port of
+// its own, beside Resolver, so that only what needs DNSSEC depends on it. Failures are *DNSError, as for
+// Resolver; the authenticated flag means something only when err is nil.
+type DNSSECResolver interface {
+	// LookupTLSA returns the TLSA records at name (for SMTP, "_25._tcp." + the MX host, RFC 7672 §2.2).
+	LookupTLSA(ctx context.Context, name string) (records []TLSA, authenticated bool, err error)
+	// LookupMXAuthenticated is LookupMX that also says whether the MX records were authenticated: DANE
+	// applies to an MX host only when the MX RRset that named it was (RFC 7672 §2.2.1).
+	LookupMXAuthenticated(ctx context.Context, name string) (mxs []MX, authenticated bool, err error)
+}
+
 // EventStream carries every event to the analytics tier: a Kafka topic keyed by message id, or nothing
 // extra when the events table itself is the stream.
 type EventStream interface {

@@ -1,4 +1,4 @@
-// Package dns implements ports.Resolver with github.com/miekg/dns, asking one configured server
+// Package dns implements ports.Resolver and ports.DNSSECResolver with github.com/miekg/dns, asking one configured server
 // (POSTMILL_DNS_RESOLVER) instead of the operating system's resolver so that tests and private deployments
 // decide every answer, and so that NXDOMAIN, NODATA and failures stay distinguishable (net.Resolver folds
 // them together).
@@ -9,6 +9,7 @@ package dns
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
@@ -53,7 +54,10 @@ type Resolver struct {
 	tcp    *mdns.Client
 }
 
-var _ ports.Resolver = (*Resolver)(nil)
+var (
+	_ ports.Resolver       = (*Resolver)(nil)
+	_ ports.DNSSECResolver = (*Resolver)(nil)
+)
 
 // New returns a Resolver asking server, a host:port such as POSTMILL_DNS_RESOLVER ("host" alone means port
 // 53). An empty server means the first nameserver of /etc/resolv.conf, or 127.0.0.1:53 when it lists none,
@@ -139,13 +143,48 @@ func (r *Resolver) LookupMX(ctx context.Context, name string) ([]ports.MX, error
 	if err != nil {
 		return nil, err
 	}
+	return mxRecords(rrs), nil
+}
+
+// LookupMXAuthenticated is LookupMX asking with the DO bit (RFC 3225) and reporting the AD bit of the
+// answer: whether the server, a validating resolver, authenticated the MX records (RFC 7672 §2.2.1).
+func (r *Resolver) LookupMXAuthenticated(ctx context.Context, name string) ([]ports.MX, bool, error) {
+	rrs, ad, err := r.ask(ctx, name, mdns.TypeMX, true)
+	if err != nil {
+		return nil, false, err
+	}
+	return mxRecords(rrs), ad, nil
+}
+
+// LookupTLSA returns the TLSA records at name (RFC 6698) and whether the answer was authenticated (the AD
+// bit, asked for with the DO bit). Records with certificate data that is not hexadecimal are dropped: they
+// cannot match anything.
+func (r *Resolver) LookupTLSA(ctx context.Context, name string) ([]ports.TLSA, bool, error) {
+	rrs, ad, err := r.ask(ctx, name, mdns.TypeTLSA, true)
+	if err != nil {
+		return nil, false, err
+	}
+	out := make([]ports.TLSA, 0, len(rrs))
+	for _, rr := range rrs {
+		t := rr.(*mdns.TLSA)
+		data, err := hex.DecodeString(t.Certificate)
+		if err != nil {
+			continue
+		}
+		out = append(out, ports.TLSA{Usage: t.Usage, Selector: t.Selector, MatchingType: t.MatchingType, Data: data})
+	}
+	return out, ad, nil
+}
+
+// mxRecords converts MX answers, sorted by preference.
+func mxRecords(rrs []mdns.RR) []ports.MX {
 	out := make([]ports.MX, 0, len(rrs))
 	for _, rr := range rrs {
 		mx := rr.(*mdns.MX)
 		out = append(out, ports.MX{Host: trimDot(mx.Mx), Preference: mx.Preference})
 	}
 	slices.SortStableFunc(out, func(a, b ports.MX) int { return int(a.Preference) - int(b.Preference) })
-	return out, nil
+	return out
 }
 
 // LookupIP returns the IPv4 then the IPv6 addresses of host, asking for A and AAAA at the same time. An IP
@@ -196,15 +235,24 @@ func (r *Resolver) LookupIP(ctx context.Context, host string) ([]netip.Addr, err
 // NXDOMAIN → DNSNotFound; NOERROR without a record of the type → DNSNoData (RFC 2308 §2.2); SERVFAIL,
 // REFUSED, any other rcode and every transport failure → DNSTemporary.
 func (r *Resolver) query(ctx context.Context, name string, qtype uint16) ([]mdns.RR, error) {
+	rrs, _, err := r.ask(ctx, name, qtype, false)
+	return rrs, err
+}
+
+// ask is query, optionally asking for DNSSEC (dnssec: the DO bit of RFC 3225 and the AD bit of RFC 6840
+// §5.7) and returning the AD bit of the answer. A server that drops EDNS on a FORMERR retry cannot have
+// authenticated anything for us, so its answer counts as not authenticated.
+func (r *Resolver) ask(ctx context.Context, name string, qtype uint16, dnssec bool) ([]mdns.RR, bool, error) {
 	fqdn := mdns.Fqdn(name)
 	if _, ok := mdns.IsDomainName(fqdn); !ok || name == "" || name == "." {
 		// A name that cannot be encoded cannot exist.
-		return nil, &ports.DNSError{Kind: ports.DNSNotFound, Name: name, Err: errors.New("invalid domain name")}
+		return nil, false, &ports.DNSError{Kind: ports.DNSNotFound, Name: name, Err: errors.New("invalid domain name")}
 	}
 	m := new(mdns.Msg)
 	m.SetQuestion(fqdn, qtype)
 	m.RecursionDesired = true
-	m.SetEdns0(ednsUDPSize, false)
+	m.AuthenticatedData = dnssec
+	m.SetEdns0(ednsUDPSize, dnssec)
 
 	resp, err := r.exchange(ctx, r.udp, m)
 	if err == nil && resp.Rcode == mdns.RcodeFormatError {
@@ -216,14 +264,14 @@ func (r *Resolver) query(ctx context.Context, name string, qtype uint16) ([]mdns
 		resp, err = r.exchange(ctx, r.tcp, m)
 	}
 	if err != nil {
-		return nil, &ports.DNSError{Kind: ports.DNSTemporary, Name: name, Err: err}
+		return nil, false, &ports.DNSError{Kind: ports.DNSTemporary, Name: name, Err: err}
 	}
 	switch resp.Rcode {
 	case mdns.RcodeSuccess:
 	case mdns.RcodeNameError:
-		return nil, &ports.DNSError{Kind: ports.DNSNotFound, Name: name}
+		return nil, false, &ports.DNSError{Kind: ports.DNSNotFound, Name: name}
 	default:
-		return nil, &ports.DNSError{Kind: ports.DNSTemporary, Name: name,
+		return nil, false, &ports.DNSError{Kind: ports.DNSTemporary, Name: name,
 			Err: fmt.Errorf("server %s answered %s", r.server, rcodeName(resp.Rcode))}
 	}
 	var out []mdns.RR
@@ -233,9 +281,9 @@ func (r *Resolver) query(ctx context.Context, name string, qtype uint16) ([]mdns
 		}
 	}
 	if len(out) == 0 {
-		return nil, &ports.DNSError{Kind: ports.DNSNoData, Name: name}
+		return nil, false, &ports.DNSError{Kind: ports.DNSNoData, Name: name}
 	}
-	return out, nil
+	return out, dnssec && resp.AuthenticatedData && m.IsEdns0() != nil, nil
 }
 
 // exchange sends m with c, retrying once after a transport failure (a lost datagram, a timeout, a garbled

@@ -27,7 +27,7 @@ type shared struct {
 	closers  []func()
 	blobs    ports.BlobStore
 	scanner  ports.Scanner
-	resolver ports.Resolver
+	resolver *dns.Resolver // also the DNSSEC resolver of the MTA's DANE checks (tier_mta_tls.go)
 }
 
 // queue returns the delivery queue of POSTMILL_QUEUE: PostgreSQL tables on the store's pool, or Kafka.

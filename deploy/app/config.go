@@ -103,6 +103,8 @@ type Config struct {
 	// WebhookSchedule replaces SPEC §6's retry waits (15m, 30m, 1h, 2h). Tests set it; there is no
 	// environment variable, because the schedule is part of the contract with receivers.
 	WebhookSchedule []time.Duration
+	// MTATLS is the MTA's outbound transport security: MTA-STS, DANE, TLS-RPT (tier_mta_tls.go).
+	MTATLS MTATLSConfig
 	// MaxDomainsPerOrg, MaxWebhooksPerOrg and MaxAPIKeysPerOrg bound what one organization may hold
 	// (domains, webhook endpoints, API keys that are not revoked); creating one more is a 403. Zero keeps
 	// the core's default (100, 20, 100).
@@ -247,6 +249,8 @@ func LoadEnv(getenv Getenv) (Config, error) {
 			errs = append(errs, fmt.Errorf("%s must be at least 1", v.name))
 		}
 	}
+	mtaTLS, err := loadMTATLSEnv(getenv)
+	c.MTATLS, errs = mtaTLS, append(errs, err)
 	if err := c.LogLevel.UnmarshalText([]byte(str("POSTMILL_LOG_LEVEL", "info"))); err != nil {
 		errs = append(errs, fmt.Errorf("POSTMILL_LOG_LEVEL: %w", err))
 	}

@@ -4,19 +4,23 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"sync"
+	"time"
 
 	"github.com/grafana/dskit/services"
 
 	"github.com/postmill/postmill/adapters/rpc"
 	"github.com/postmill/postmill/mta"
 	"github.com/postmill/postmill/mta/simulator"
+	"github.com/postmill/postmill/mta/tlspolicy"
 )
 
 // initMTA runs the delivery tier: it reads the queue and reaches the core in-process or over Connect.
 func (a *App) initMTA() (services.Service, error) {
 	var (
-		m   *mta.MTA
-		sim *simulator.Server
+		m         *mta.MTA
+		sim       *simulator.Server
+		transport *tlspolicy.Engine // MTA-STS, DANE and TLS-RPT (tier_mta_tls.go); nil when turned off
 	)
 	starting := func(ctx context.Context) error {
 		delivery := a.inProcessCore().Delivery
@@ -43,7 +47,14 @@ func (a *App) initMTA() (services.Service, error) {
 			cfg.SimulatorDomain, cfg.SimulatorAddr = simulator.Domain, sim.Addr()
 			delivery = sim.Delivery(delivery)
 		}
-		m, err = mta.New(cfg, mta.Deps{Queue: queue, Delivery: delivery, Resolver: a.dnsResolver(), Blobs: blobs, Logger: a.logger, Registerer: a.reg})
+		if transport, err = a.mtaTransport(&cfg); err != nil {
+			return errors.Join(err, a.stopSimulator(sim))
+		}
+		deps := mta.Deps{Queue: queue, Delivery: delivery, Resolver: a.dnsResolver(), Blobs: blobs, Logger: a.logger, Registerer: a.reg}
+		if transport != nil {
+			deps.Transport = transport
+		}
+		m, err = mta.New(cfg, deps)
 		if err != nil {
 			return errors.Join(err, a.stopSimulator(sim))
 		}
@@ -51,7 +62,16 @@ func (a *App) initMTA() (services.Service, error) {
 		return nil
 	}
 	running := func(ctx context.Context) error {
+		var reports sync.WaitGroup
+		if transport != nil {
+			reports.Go(func() { _ = transport.Run(ctx, time.Minute) }) // TLS-RPT files, every minute
+		}
 		err := m.Run(ctx) // returns after draining in-flight jobs once ctx ends
+		reports.Wait()
+		if transport != nil {
+			// The sessions of the drained jobs count too.
+			err = errors.Join(err, transport.Flush(context.WithoutCancel(ctx)))
+		}
 		a.logger.Info("tier stopped", "tier", TargetMTA)
 		return err
 	}

@@ -9,6 +9,7 @@
 package dnstest
 
 import (
+	"encoding/hex"
 	"net"
 	"net/netip"
 	"strconv"
@@ -36,6 +37,8 @@ type Server struct {
 
 	mu    sync.Mutex
 	names map[string]*node // key: lower-case FQDN
+	// secure are the zones (lower-case FQDNs) whose answers carry the AD bit, see SetSecure.
+	secure map[string]bool
 }
 
 type node struct {
@@ -43,6 +46,7 @@ type node struct {
 	cname    string     // FQDN, case kept as set
 	mx       []ports.MX
 	addrs    []netip.Addr
+	tlsa     []ports.TLSA
 	servfail bool
 }
 
@@ -50,7 +54,7 @@ type node struct {
 func New(tb testing.TB) *Server {
 	tb.Helper()
 	pc, ln := listen(tb)
-	s := &Server{addr: pc.LocalAddr().String(), names: map[string]*node{}}
+	s := &Server{addr: pc.LocalAddr().String(), names: map[string]*node{}, secure: map[string]bool{}}
 	handler := mdns.HandlerFunc(s.serve)
 	servers := []*mdns.Server{
 		{PacketConn: pc, Handler: handler},
@@ -134,6 +138,40 @@ func (s *Server) SetA(name string, addrs ...netip.Addr) {
 	s.update(name, func(n *node) { n.addrs = append([]netip.Addr(nil), addrs...) })
 }
 
+// SetTLSA replaces the TLSA records at name (RFC 6698), e.g. "_25._tcp.mx.example.org" for DANE SMTP.
+func (s *Server) SetTLSA(name string, records ...ports.TLSA) {
+	s.update(name, func(n *node) { n.tlsa = append([]ports.TLSA(nil), records...) })
+}
+
+// SetSecure makes the server answer for zone and every name below it as a validating resolver answers for a
+// signed zone whose signatures it checked: with the AD bit set (RFC 4035 §3.2.3) when the query asked for
+// DNSSEC (DO or AD bit, RFC 6840 §5.7). Nothing is signed or validated here; this stands in for a validating
+// resolver so that code reading the AD bit can be tested over real sockets. secure false undoes it.
+func (s *Server) SetSecure(zone string, secure bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if secure {
+		s.secure[key(zone)] = true
+	} else {
+		delete(s.secure, key(zone))
+	}
+}
+
+// isSecure reports whether name is at or below a zone set with SetSecure. The caller holds s.mu.
+func (s *Server) isSecure(name string) bool {
+	k := key(name)
+	for {
+		if s.secure[k] {
+			return true
+		}
+		_, rest, ok := strings.Cut(k, ".")
+		if !ok || rest == "" {
+			return s.secure["."]
+		}
+		k = rest
+	}
+}
+
 // SetServFail makes every query at name answer SERVFAIL, as a broken or unreachable authoritative server
 // would, until Remove(name).
 func (s *Server) SetServFail(name string) {
@@ -173,12 +211,17 @@ func (s *Server) serve(w mdns.ResponseWriter, req *mdns.Msg) {
 		m.Rcode = mdns.RcodeFormatError
 	default:
 		s.answer(m, req.Question[0])
+		if wantsDNSSEC(req) && m.Rcode != mdns.RcodeServerFailure {
+			s.mu.Lock()
+			m.AuthenticatedData = s.isSecure(req.Question[0].Name)
+			s.mu.Unlock()
+		}
 	}
 
 	size := mdns.MinMsgSize
 	if opt := req.IsEdns0(); opt != nil {
 		// RFC 6891 §7: answer an EDNS query with an OPT record.
-		m.SetEdns0(max(opt.UDPSize(), mdns.MinMsgSize), false)
+		m.SetEdns0(max(opt.UDPSize(), mdns.MinMsgSize), opt.Do()) // RFC 3225 §3: the DO bit is copied
 		size = int(opt.UDPSize())
 	}
 	if _, udp := w.RemoteAddr().(*net.UDPAddr); udp {
@@ -225,6 +268,15 @@ func (s *Server) answer(m *mdns.Msg, q mdns.Question) {
 	m.Rcode = mdns.RcodeServerFailure
 }
 
+// wantsDNSSEC reports whether a query asked for DNSSEC: the DO bit (RFC 3225) or the AD bit (RFC 6840 §5.7).
+func wantsDNSSEC(req *mdns.Msg) bool {
+	if req.AuthenticatedData {
+		return true
+	}
+	opt := req.IsEdns0()
+	return opt != nil && opt.Do()
+}
+
 // hasBelow reports whether some name below k has been set, which makes k an empty non-terminal.
 func (s *Server) hasBelow(k string) bool {
 	for other := range s.names {
@@ -245,6 +297,11 @@ func (n *node) records(name string, qtype uint16) []mdns.RR {
 	case mdns.TypeMX:
 		for _, mx := range n.mx {
 			out = append(out, &mdns.MX{Hdr: header(name, qtype), Preference: mx.Preference, Mx: mdns.Fqdn(mx.Host)})
+		}
+	case mdns.TypeTLSA:
+		for _, t := range n.tlsa {
+			out = append(out, &mdns.TLSA{Hdr: header(name, qtype), Usage: t.Usage, Selector: t.Selector,
+				MatchingType: t.MatchingType, Certificate: hex.EncodeToString(t.Data)})
 		}
 	case mdns.TypeA:
 		for _, a := range n.addrs {
