@@ -37,8 +37,14 @@ var requestExamples = map[string][]bodyExample{
 		`{"monthlyLimit":50000,"warmupCap":null}`}},
 	"admin-create-suppression": {{"domain", "Suppress a whole domain for every organization",
 		`{"address":"spamtrap.example","scope":"global","reason":"manual"}`}},
-	"create-domain": {{"domain", "", `{"domain":"mail.acme.example"}`}},
-	"update-domain": {{"tracking", "Track opens, not clicks", `{"openTracking":true,"clickTracking":false}`}},
+	"create-domain":         {{"domain", "", `{"domain":"mail.acme.example"}`}},
+	"create-inbound-domain": {{"domain", "", `{"domain":"inbound.acme.example"}`}},
+	"create-inbound-route": {
+		{"exact", "One address to a webhook", `{"inboundDomainId":"0196f3c2-8a41-7d3e-9c55-2f1b6a0e4d17","matchType":"exact","matchValue":"support@inbound.acme.example","action":"webhook","destination":"https://hooks.acme.example/inbound"}`},
+		{"catch-all", "Keep everything else for the API", `{"inboundDomainId":"0196f3c2-8a41-7d3e-9c55-2f1b6a0e4d17","matchType":"catch_all","action":"store","priority":500}`},
+	},
+	"update-inbound-route": {{"disable", "", `{"enabled":false}`}},
+	"update-domain":        {{"tracking", "Track opens, not clicks", `{"openTracking":true,"clickTracking":false}`}},
 	"send-email": {
 		{"html", "HTML and text to two recipients",
 			`{"from":"Acme Billing <billing@mail.acme.example>","to":["ada@example.com","grace@example.org"],` +

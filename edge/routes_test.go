@@ -262,6 +262,21 @@ func TestOpenAPIListsEveryRoute(t *testing.T) {
 		{"get", "/v1/admin/suppressions", "admin-list-suppressions", "200", "session", nil},
 		{"post", "/v1/admin/suppressions", "admin-create-suppression", "201", "session", nil},
 		{"delete", "/v1/admin/suppressions/{id}", "admin-delete-suppression", "200", "session", nil},
+		{"post", "/v1/inbound/domains", "create-inbound-domain", "201", "session", nil},
+		{"get", "/v1/inbound/domains", "list-inbound-domains", "200", "session", nil},
+		{"get", "/v1/inbound/domains/{id}", "get-inbound-domain", "200", "session", nil},
+		{"post", "/v1/inbound/domains/{id}/verify", "verify-inbound-domain", "201", "session", nil},
+		{"post", "/v1/inbound/domains/{id}/suspend", "suspend-inbound-domain", "201", "session", nil},
+		{"delete", "/v1/inbound/domains/{id}", "delete-inbound-domain", "200", "session", nil},
+		{"post", "/v1/inbound/routes", "create-inbound-route", "201", "session", nil},
+		{"patch", "/v1/inbound/routes/{id}", "update-inbound-route", "200", "session", nil},
+		{"delete", "/v1/inbound/routes/{id}", "delete-inbound-route", "200", "session", nil},
+		{"get", "/v1/inbound/routes", "list-inbound-routes", "200", "session", nil},
+		{"get", "/v1/inbound/routes/resolve", "resolve-inbound-route", "200", "session", nil},
+		{"get", "/v1/received-emails", "list-received-emails", "200", "apiKey", []string{"inbound:read"}},
+		{"get", "/v1/received-emails/{id}", "get-received-email", "200", "apiKey", []string{"inbound:read"}},
+		{"get", "/v1/received-emails/{id}/raw", "get-received-email-raw", "200", "apiKey", []string{"inbound:read"}},
+		{"get", "/v1/received-emails/{id}/attachments/{attId}", "get-received-attachment", "200", "apiKey", []string{"inbound:read"}},
 	}
 	// Every /v1 operation is listed above. The public routes outside /v1 (tracking) are tested with them.
 	count := 0

@@ -171,6 +171,7 @@ func New(cfg Config, core ports.Core) (*Server, error) {
 	s.registerTemplateRoutes()
 	s.registerDeliverabilityRoutes()
 	s.registerTrackingRoutes()
+	s.registerInboundRoutes()
 	documentValidationAs400(s.api.OpenAPI())
 	if err := documentExamples(s.api.OpenAPI()); err != nil {
 		return nil, err

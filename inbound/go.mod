@@ -13,4 +13,7 @@ require (
 	github.com/postmill/postmill/ports v0.0.0
 )
 
-require github.com/emersion/go-sasl v0.0.0-20241020182733-b788ff22d5a6 // indirect
+require (
+	github.com/emersion/go-sasl v0.0.0-20241020182733-b788ff22d5a6 // indirect
+	golang.org/x/text v0.43.0 // indirect
+)

@@ -57,6 +57,10 @@ const coreTimeout = time.Minute
 // listener has (adapters/smtpd), with Defaults for the zero fields. TLSConfig, when set, offers STARTTLS.
 type Config struct {
 	smtpd.Config
+	// Receiving, when set, takes mail for customers' inbound domains: RCPT is accepted for a verified,
+	// unsuspended inbound domain and the message is handed over once DATA ends. Nil accepts only bounces
+	// and feedback reports.
+	Receiving ports.ReceiveService
 }
 
 // Validate rejects configurations that would make the server refuse everything or fail late.
@@ -73,6 +77,7 @@ func (c Config) Validate() error {
 type Server struct {
 	cfg      Config
 	feedback ports.FeedbackService
+	receive  ports.ReceiveService
 	logger   *slog.Logger
 	smtpd    *smtpd.Server
 }
@@ -93,6 +98,7 @@ func New(cfg Config, feedback ports.FeedbackService, logger *slog.Logger) (*Serv
 	s := &Server{
 		cfg:      cfg,
 		feedback: feedback,
+		receive:  cfg.Receiving,
 		logger:   logger.With(slog.String("service", "inbound")),
 	}
 	var err error

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"slices"
 	"strings"
 	"time"
 
@@ -18,7 +19,8 @@ type session struct {
 	srv    *Server
 	remote net.Addr
 	from   string   // the reverse path of the transaction; "" for the null path <>
-	rcpts  []string // accepted recipients, without duplicates
+	rcpts  []string // accepted report recipients (return paths, feedback address), without duplicates
+	mail   []string // accepted recipients at customers' inbound domains, without duplicates
 }
 
 func (s *Server) newSession(c *smtp.Conn) (smtp.Session, error) {
@@ -30,6 +32,7 @@ func (s *Server) newSession(c *smtp.Conn) (smtp.Session, error) {
 func (s *session) Mail(from string, _ *smtp.MailOptions) error {
 	s.from = from
 	s.rcpts = s.rcpts[:0]
+	s.mail = s.mail[:0]
 	return nil
 }
 
@@ -40,23 +43,39 @@ func (s *session) Rcpt(to string, _ *smtp.RcptOptions) error {
 	defer cancel()
 	ok, err := s.srv.feedback.AcceptsRecipient(ctx, to)
 	switch {
-	case err != nil && classify(err) == outcomePermanent:
-		s.log(ctx, slog.LevelInfo, "recipient refused", slog.String("rcpt", to), slog.String("error", err.Error()))
-		return errNoSuchRecipient
-	case err != nil:
+	case err != nil && classify(err) != outcomePermanent:
 		s.log(ctx, slog.LevelError, "recipient check failed", slog.String("rcpt", to), slog.String("error", err.Error()))
 		return errTemporary
-	case !ok:
-		s.log(ctx, slog.LevelInfo, "recipient refused", slog.String("rcpt", to))
-		return errNoSuchRecipient
-	}
-	for _, r := range s.rcpts {
-		if strings.EqualFold(r, to) {
+	case err == nil && ok:
+		s.rcpts = appendOnce(s.rcpts, to)
+		return nil
+	case s.srv.receive != nil:
+		ok, rerr := s.srv.receive.AcceptsInboundRecipient(ctx, to)
+		switch {
+		case rerr != nil:
+			s.log(ctx, slog.LevelError, "recipient check failed", slog.String("rcpt", to), slog.String("error", rerr.Error()))
+			return errTemporary
+		case ok:
+			s.mail = appendOnce(s.mail, to)
 			return nil
 		}
 	}
-	s.rcpts = append(s.rcpts, to)
-	return nil
+	attrs := []slog.Attr{slog.String("rcpt", to)}
+	if err != nil {
+		attrs = append(attrs, slog.String("error", err.Error()))
+	}
+	s.log(ctx, slog.LevelInfo, "recipient refused", attrs...)
+	return errNoSuchRecipient
+}
+
+// appendOnce adds addr to list unless it is there already (compared without case).
+func appendOnce(list []string, addr string) []string {
+	for _, r := range list {
+		if strings.EqualFold(r, addr) {
+			return list
+		}
+	}
+	return append(list, addr)
 }
 
 // Data reads the message, parses it once and hands the report to the core once per accepted recipient.
@@ -73,6 +92,14 @@ func (s *session) Data(r io.Reader) error {
 	}
 	ctx, cancel := context.WithTimeout(s.srv.smtpd.Context(), coreTimeout)
 	defer cancel()
+	if len(s.mail) > 0 {
+		if err := s.receiveMail(ctx, raw); err != nil {
+			return err
+		}
+		if len(s.rcpts) == 0 {
+			return accepted("message accepted")
+		}
+	}
 	attrs := []slog.Attr{slog.String("from", s.from), slog.Any("rcpts", s.rcpts), slog.Int("bytes", len(raw))}
 
 	rep, err := parseReport(raw, envelope{from: s.from, rcpts: s.rcpts})
@@ -142,6 +169,26 @@ func (s *session) Data(r io.Reader) error {
 func (s *session) Reset() {
 	s.from = ""
 	s.rcpts = s.rcpts[:0]
+	s.mail = s.mail[:0]
+}
+
+// receiveMail parses a message for customers' inbound domains and hands it to the core, which keeps it
+// durably before answering; any failure is temporary (451) so the sender retries, and a retried message is
+// stored once.
+func (s *session) receiveMail(ctx context.Context, raw []byte) error {
+	m := parseMail(raw, s.from, slices.Clone(s.mail))
+	if s.remote != nil {
+		m.RemoteAddr = s.remote.String()
+	}
+	res, err := s.srv.receive.Receive(ctx, m)
+	if err != nil {
+		s.log(ctx, slog.LevelError, "receiving a message failed", slog.Any("rcpts", s.mail), slog.Int("bytes", len(raw)),
+			slog.String("error", err.Error()))
+		return errTemporary
+	}
+	s.log(ctx, slog.LevelInfo, "message received", slog.Any("rcpts", s.mail), slog.Int("bytes", len(raw)),
+		slog.Any("ids", res.IDs), slog.Int("attachments", len(m.Attachments)))
+	return nil
 }
 
 // Logout implements smtp.Session.

@@ -22,6 +22,10 @@ type Core struct {
 	Feedback FeedbackService
 	// Tracking answers the open pixel and click redirects.
 	Tracking TrackingService
+	// Inbound manages inbound domains, routes and received mail.
+	Inbound InboundService
+	// Receiving is what the inbound tier calls for mail to customers' inbound domains.
+	Receiving ReceiveService
 	// Health answers when the core and its database answer.
 	Health Pinger
 }

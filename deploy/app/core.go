@@ -51,6 +51,7 @@ var coreAreas = []coreArea{
 	(*App).coreSending,
 	(*App).coreWebhook,
 	(*App).coreDeliverability,
+	(*App).coreInbound,
 }
 
 // buildCore builds every area on st and returns the filled core with the loops its areas run.

@@ -2,7 +2,10 @@ package app
 
 import (
 	"context"
+	"crypto/tls"
+	"errors"
 	"fmt"
+	"os"
 
 	"github.com/grafana/dskit/services"
 
@@ -11,23 +14,43 @@ import (
 	"github.com/postmill/postmill/inbound"
 )
 
-// initInbound runs the MX listener (POSTMILL_SMTP_ADDR) for bounces and feedback reports, reaching the core
-// in-process or over Connect.
+// mxTLS loads the MX listener's certificate for STARTTLS from POSTMILL_SMTP_TLS_CERT and
+// POSTMILL_SMTP_TLS_KEY (PEM files); without them the listener offers no TLS.
+func mxTLS() (*tls.Config, error) {
+	cert, key := os.Getenv("POSTMILL_SMTP_TLS_CERT"), os.Getenv("POSTMILL_SMTP_TLS_KEY")
+	if cert == "" && key == "" {
+		return nil, nil
+	}
+	if cert == "" || key == "" {
+		return nil, errors.New("POSTMILL_SMTP_TLS_CERT and POSTMILL_SMTP_TLS_KEY go together")
+	}
+	pair, err := tls.LoadX509KeyPair(cert, key)
+	if err != nil {
+		return nil, fmt.Errorf("MX listener certificate: %w", err)
+	}
+	return &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}, nil
+}
+
+// initInbound runs the MX listener (POSTMILL_SMTP_ADDR) for bounces, feedback reports and mail to customers'
+// inbound domains, reaching the core in-process or over Connect.
 func (a *App) initInbound() (services.Service, error) {
 	var (
 		srv     *inbound.Server
 		serveCh = make(chan error, 1)
 	)
 	starting := func(ctx context.Context) error {
-		feedback := a.inProcessCore().Feedback
+		core := a.inProcessCore()
 		if !a.targets.Has(TargetCore) {
-			feedback = a.remoteCore(rpc.TierInbound).Core().Feedback
+			core = a.remoteCore(rpc.TierInbound).Core()
 		}
-		var err error
+		tlsConfig, err := mxTLS()
+		if err != nil {
+			return err
+		}
 		srv, err = inbound.New(inbound.Config{Config: smtpd.Config{
-			Addr: a.cfg.SMTPAddr, Domain: a.cfg.InboundMXHost,
+			Addr: a.cfg.SMTPAddr, Domain: a.cfg.InboundMXHost, TLSConfig: tlsConfig,
 			MaxConnections: a.cfg.SMTPMaxConnections, MaxConnectionsPerIP: a.cfg.SMTPMaxConnectionsPerIP,
-		}}, feedback, a.logger)
+		}, Receiving: core.Receiving}, core.Feedback, a.logger)
 		if err != nil {
 			return err
 		}

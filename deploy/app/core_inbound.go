@@ -1,0 +1,29 @@
+package app
+
+import (
+	"github.com/postmill/postmill/core/inbound"
+)
+
+// coreInbound builds inbound mail: inbound domains (MX checked through the resolver), routes, receiving
+// (raw mail and attachments to the blob store, attachments through the malware scanner, a spam verdict that
+// is ham until a spam adapter is configured) and the received-mail API.
+func (a *App) coreInbound(env *coreEnv) error {
+	blobs, err := a.blobStore(env.ctx)
+	if err != nil {
+		return err
+	}
+	scanner, err := a.malwareScanner()
+	if err != nil {
+		return err
+	}
+	svc, err := inbound.New(inbound.Config{MXHost: a.cfg.InboundMXHost}, inbound.Deps{
+		Store: env.store.Inbound, Resolver: a.dnsResolver(), Blobs: blobs, Scanner: scanner,
+		Clock: env.clock, Logger: env.logger,
+	})
+	if err != nil {
+		return err
+	}
+	env.core.Inbound = svc
+	env.core.Receiving = svc
+	return nil
+}
