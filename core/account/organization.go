@@ -26,13 +26,15 @@ func (s *Service) ListOrganizations(ctx context.Context) ([]ports.Organization, 
 	return orgs, nil
 }
 
-// SetPaused pauses or resumes an organization's sending. The send path reads the flag on every send and the
-// scheduler again at dispatch (SPEC §3), so there is nothing else to notify.
+// SetPaused pauses or resumes an organization's sending: new sends are refused (403), and mail already
+// accepted is held at delivery until the organization is resumed. The change is published so that the
+// very next send, in this process and (through the store) in the others, sees it.
 func (s *Service) SetPaused(ctx context.Context, orgID string, paused bool) (ports.Organization, error) {
 	org, err := s.orgs.SetOrganizationPaused(ctx, orgID, paused)
 	if err != nil {
 		return ports.Organization{}, fmt.Errorf("account: set paused: %w", err)
 	}
+	s.organizationChanged(org.ID)
 	return org, nil
 }
 
@@ -52,7 +54,16 @@ func (s *Service) SetPlan(ctx context.Context, orgID string, plan ports.Plan) (p
 	if err != nil {
 		return ports.Organization{}, fmt.Errorf("account: set plan: %w", err)
 	}
+	s.organizationChanged(org.ID)
 	return org, nil
+}
+
+// organizationChanged tells this process's holders of organizations (the send path's cache) that orgID
+// changed; the store tells the other processes.
+func (s *Service) organizationChanged(orgID string) {
+	if s.changes != nil {
+		s.changes.Publish(ports.Change{Kind: ports.ChangeOrganization, OrganizationID: orgID})
+	}
 }
 
 // Subscription reports the plan and the emails sent in the current billing period, the calendar month in UTC

@@ -147,9 +147,12 @@ type Deps struct {
 	SMTPCredentials ports.SMTPCredentialStore
 	// RateLimiter counts password attempts per account (Config.LoginAccountLimit).
 	RateLimiter ports.RateLimiter
-	Clock       ports.Clock
-	Keyring     *secret.Keyring
-	Logger      *slog.Logger
+	// Changes, when set, hears of every pause, resume and plan change as soon as it is stored, so that
+	// this process's send path applies it to the very next send (other processes hear it from the store).
+	Changes ports.ChangeFeed
+	Clock   ports.Clock
+	Keyring *secret.Keyring
+	Logger  *slog.Logger
 }
 
 // Service is the account area's one use-case type. It serves several driving interfaces because they share
@@ -161,6 +164,7 @@ type Service struct {
 	apiKeys  ports.APIKeyStore
 	smtp     ports.SMTPCredentialStore
 	limiter  ports.RateLimiter
+	changes  ports.ChangeFeed // nil: nobody in this process caches organizations
 	clock    ports.Clock
 	keyring  *secret.Keyring
 	logger   *slog.Logger
@@ -220,6 +224,7 @@ func New(cfg Config, deps Deps) (*Service, error) {
 		apiKeys:    deps.APIKeys,
 		smtp:       deps.SMTPCredentials,
 		limiter:    deps.RateLimiter,
+		changes:    deps.Changes,
 		clock:      deps.Clock,
 		keyring:    deps.Keyring,
 		logger:     deps.Logger,

@@ -1,6 +1,7 @@
 package sending
 
 import (
+	"strings"
 	"testing"
 	"time"
 )
@@ -63,5 +64,54 @@ func TestTTLCacheDisabled(t *testing.T) {
 	c.put("a", 1)
 	if _, ok := c.get("a"); ok {
 		t.Fatal("a disabled cache answered")
+	}
+}
+
+// TestTTLCacheForget: forgetting drops the entries that match, and for ttl afterwards refuses values for
+// matching keys, which may come from a read that began before the change; other keys are cached as usual.
+func TestTTLCacheForget(t *testing.T) {
+	t.Parallel()
+	clock := &fakeNow{t: time.Date(2026, 4, 1, 0, 0, 0, 0, time.UTC)}
+	c := newTTLCache[string, int](time.Second, clock.now)
+	c.put("a", 1)
+	c.put("b", 2)
+	c.forget("a")
+	if _, ok := c.get("a"); ok {
+		t.Fatal("a forgotten entry answered")
+	}
+	if v, ok := c.get("b"); !ok || v != 2 {
+		t.Fatalf("b = %d, %v after forgetting a", v, ok)
+	}
+	c.put("a", 1) // a read that raced the change brings the old value back
+	if _, ok := c.get("a"); ok {
+		t.Fatal("a value stored right after its key was forgotten")
+	}
+	c.put("c", 3)
+	if _, ok := c.get("c"); !ok {
+		t.Fatal("an unrelated key was refused")
+	}
+	clock.t = clock.t.Add(time.Second)
+	c.put("a", 4)
+	if v, ok := c.get("a"); !ok || v != 4 {
+		t.Fatalf("a = %d, %v once the guard ran out", v, ok)
+	}
+	c.clear()
+	for _, k := range []string{"a", "b", "c"} {
+		if _, ok := c.get(k); ok {
+			t.Errorf("%s answered after clear", k)
+		}
+	}
+	c.forgetIf(func(k string) bool { return strings.HasPrefix(k, "org1/") })
+	c.put("org1/x", 1)
+	clock.t = clock.t.Add(time.Second)
+	c.put("org2/y", 2)
+	if _, ok := c.get("org2/y"); !ok {
+		t.Error("guards that ran out still refuse")
+	}
+	c.mu.Lock()
+	n := len(c.guards)
+	c.mu.Unlock()
+	if n != 0 {
+		t.Errorf("%d guards kept after they ran out", n)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/postmill/postmill/core/deliverability/bounceclass"
 	dkimdomain "github.com/postmill/postmill/core/domain"
 	"github.com/postmill/postmill/core/tracking"
 	"github.com/postmill/postmill/ports"
@@ -21,6 +22,8 @@ const msgNoOutcome = "no outcome reported for this recipient"
 // (those still awaiting delivery), the To and Cc header lists of the whole message (never Bcc), the From
 // domain's DKIM key opened from its sealed form, a VERP return path and the Message-ID. A message that is
 // gone, cancelled, or has no recipient of this job left to deliver is not_found, so the MTA drops the job.
+// A job whose organization is paused or whose From domain is suspended is put on hold and answered with
+// ports.DeliveryHeld, so the MTA acknowledges it without delivering (hold.go).
 func (s *Service) LoadOutbound(ctx context.Context, job ports.DeliveryJob) (ports.OutboundMessage, error) {
 	msg, domain, err := s.delivery.OutboundData(ctx, job.OrganizationID, job.MessageID)
 	if err != nil {
@@ -29,6 +32,9 @@ func (s *Service) LoadOutbound(ctx context.Context, job ports.DeliveryJob) (port
 	recipients := jobRecipients(job, msg)
 	if msg.Status == ports.StatusCancelled || len(recipients) == 0 {
 		return ports.OutboundMessage{}, ports.NotFound("nothing to deliver for job %s", job.ID)
+	}
+	if err := s.holdIfStopped(ctx, job, domain); err != nil {
+		return ports.OutboundMessage{}, err
 	}
 	key, err := dkimdomain.OpenKey(s.keyring, domain)
 	if err != nil {
@@ -180,7 +186,9 @@ func (s *Service) retryPolicy() retryPolicy {
 //   - deferred (4xx, unreachable): recipient delivery_delayed, event email.delivery_delayed, and the
 //     recipient goes into one retry job for the same domain, attempt+1, due after RetryDelay — unless the job
 //     was first queued MaxAge ago or more, then failed with email.failed;
-//   - bounced (5xx): recipient bounced, event email.bounced, and a tenant suppression with reason bounce;
+//   - bounced (5xx): recipient bounced, event email.bounced and a bounce record, both with the reply's
+//     class (bounceclass), and a tenant suppression with reason bounce when the class says the address
+//     will never work (bounceclass.Suppresses); a spam or policy block suppresses nothing;
 //   - failed (given up): recipient failed, event email.failed.
 //
 // Only recipients of the job count. One already settled (delivered, bounced, ...) is left alone, so a late
@@ -227,7 +235,7 @@ func applyReport(r ports.DeliveryReport, current []ports.Recipient, p retryPolic
 	// Handed-over events come first and one microsecond (PostgreSQL's resolution) before the outcomes, so the
 	// timeline reads sent, then delivered, by time alone whatever the store's tie-break.
 	var handed, results []ports.Event
-	event := func(list *[]ports.Event, typ, recipientID string, response string) {
+	event := func(list *[]ports.Event, typ, recipientID string, response string) *ports.Event {
 		var resp *string
 		if response != "" {
 			resp = &response
@@ -245,6 +253,7 @@ func applyReport(r ports.DeliveryReport, current []ports.Recipient, p retryPolic
 			ProviderResponse: resp,
 			OccurredAt:       at,
 		})
+		return &(*list)[len(*list)-1]
 	}
 
 	for _, o := range outcomes {
@@ -267,16 +276,19 @@ func applyReport(r ports.DeliveryReport, current []ports.Recipient, p retryPolic
 			event(&handed, ports.EventEmailSent, rc.ID, "")
 			event(&results, ports.EventEmailDelivered, rc.ID, o.Response)
 		case ports.OutcomeBounced:
+			class := bounceclass.ClassifyReply(o.Response)
 			app.Recipients[rc.ID] = ports.StatusBounced
-			event(&results, ports.EventEmailBounced, rc.ID, o.Response)
-			app.Suppressions = append(app.Suppressions, ports.Suppression{
-				ID:             newID(),
-				OrganizationID: job.OrganizationID,
-				Address:        strings.ToLower(rc.Address),
-				Scope:          ports.SuppressionScopeTenant,
-				Reason:         ports.SuppressionBounce,
-				CreatedAt:      r.At,
-			})
+			event(&results, ports.EventEmailBounced, rc.ID, o.Response).BounceClass = class
+			if bounceclass.Suppresses(class) {
+				app.Suppressions = append(app.Suppressions, ports.Suppression{
+					ID:             newID(),
+					OrganizationID: job.OrganizationID,
+					Address:        strings.ToLower(rc.Address),
+					Scope:          ports.SuppressionScopeTenant,
+					Reason:         ports.SuppressionBounce,
+					CreatedAt:      r.At,
+				})
+			}
 			app.Bounces = append(app.Bounces, ports.Bounce{
 				ID:             newID(),
 				OrganizationID: job.OrganizationID,
@@ -284,6 +296,7 @@ func applyReport(r ports.DeliveryReport, current []ports.Recipient, p retryPolic
 				RecipientID:    rc.ID,
 				Address:        rc.Address,
 				Type:           ports.BounceHard,
+				Class:          class,
 				Status:         enhancedStatus(o.Response),
 				Action:         "failed",
 				DiagnosticCode: "smtp; " + o.Response,
@@ -294,7 +307,7 @@ func applyReport(r ports.DeliveryReport, current []ports.Recipient, p retryPolic
 			event(&results, ports.EventEmailFailed, rc.ID, o.Response)
 		default:
 			app.Recipients[rc.ID] = ports.StatusDeliveryDelayed
-			event(&results, ports.EventEmailDeliveryDelayed, rc.ID, o.Response)
+			event(&results, ports.EventEmailDeliveryDelayed, rc.ID, o.Response).BounceClass = bounceclass.ClassifyReply(o.Response)
 			retryIDs = append(retryIDs, rc.ID)
 		}
 	}

@@ -297,7 +297,8 @@ func TestConfigDefaults(t *testing.T) {
 	t.Parallel()
 	c := Config{}.withDefaults()
 	want := Config{RetryBase: time.Minute, RetryCap: 2 * time.Hour, MaxAge: 72 * time.Hour, RelayInterval: 100 * time.Millisecond,
-		RelayBatch: 500, SchedulerInterval: time.Second, SchedulerBatch: 200, LookupCacheTTL: time.Second}
+		RelayBatch: 500, SchedulerInterval: time.Second, SchedulerBatch: 200, LookupCacheTTL: time.Second,
+		HoldRecheckInterval: 30 * time.Second, HoldReleaseBatch: 1000}
 	if c != want {
 		t.Fatalf("defaults = %+v, want %+v", c, want)
 	}

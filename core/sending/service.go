@@ -47,6 +47,12 @@ const (
 	// its plan or suspending a domain takes effect within this long (un-pausing and verifying take effect at
 	// once: refusals are never cached).
 	DefaultLookupCacheTTL = time.Second
+	// DefaultHoldRecheckInterval is how often held deliveries are looked at again without news from the
+	// change feed: the longest a resumed organization's or re-verified domain's held mail waits when the
+	// feed missed the change.
+	DefaultHoldRecheckInterval = 30 * time.Second
+	// DefaultHoldReleaseBatch is how many held jobs one release statement moves back to the outbox.
+	DefaultHoldReleaseBatch = 1000
 )
 
 // maxBatchSize bounds RelayBatch and SchedulerBatch so one transaction never locks an unbounded set of rows.
@@ -71,8 +77,14 @@ type Config struct {
 	// SchedulerBatch is the number of scheduled messages promoted per transaction (default 200).
 	SchedulerBatch int
 	// LookupCacheTTL is how long Send reuses an organization (paused flag, plan) or a verified domain it
-	// read (default 1 s); a negative value disables the cache, for tests that change these and send at once.
+	// read (default 1 s) when the change feed does not report a change first; a negative value disables
+	// the cache.
 	LookupCacheTTL time.Duration
+	// HoldRecheckInterval is how often held deliveries are checked against their organization and domain
+	// when the change feed reports nothing (default 30 s).
+	HoldRecheckInterval time.Duration
+	// HoldReleaseBatch is the number of held jobs one release statement moves (default 1000).
+	HoldReleaseBatch int
 }
 
 func (c Config) withDefaults() Config {
@@ -100,6 +112,12 @@ func (c Config) withDefaults() Config {
 	if c.LookupCacheTTL == 0 {
 		c.LookupCacheTTL = DefaultLookupCacheTTL
 	}
+	if c.HoldRecheckInterval == 0 {
+		c.HoldRecheckInterval = DefaultHoldRecheckInterval
+	}
+	if c.HoldReleaseBatch == 0 {
+		c.HoldReleaseBatch = DefaultHoldReleaseBatch
+	}
 	return c
 }
 
@@ -117,8 +135,11 @@ func (c Config) Validate() error {
 	if c.MaxAge > 0 && c.MaxAge < c.RetryBase {
 		errs = append(errs, fmt.Errorf("maximum age %s is shorter than the first retry wait %s", c.MaxAge, c.RetryBase))
 	}
-	if c.RelayInterval < 0 || c.SchedulerInterval < 0 {
-		errs = append(errs, errors.New("relay and scheduler intervals must be positive"))
+	if c.RelayInterval < 0 || c.SchedulerInterval < 0 || c.HoldRecheckInterval < 0 {
+		errs = append(errs, errors.New("relay, scheduler and hold recheck intervals must be positive"))
+	}
+	if c.HoldReleaseBatch < 1 || c.HoldReleaseBatch > maxBatchSize {
+		errs = append(errs, fmt.Errorf("hold release batch %d out of range 1-%d", c.HoldReleaseBatch, maxBatchSize))
 	}
 	if c.RelayBatch < 1 || c.RelayBatch > maxBatchSize {
 		errs = append(errs, fmt.Errorf("relay batch %d out of range 1-%d", c.RelayBatch, maxBatchSize))
@@ -149,6 +170,12 @@ type Deps struct {
 	Tracker *tracking.Tracker
 	// Keyring opens the domains' sealed DKIM keys and derives the VERP key ("verp").
 	Keyring *secret.Keyring
+	// Held keeps the delivery jobs of paused organizations and suspended domains until they may go again
+	// (RunHoldRelease). nil delivers them regardless: only tests of other parts leave it out.
+	Held ports.HeldDeliveries
+	// Changes, when set, reports changes to organizations and domains: the lookup caches forget them at
+	// once and held deliveries are looked at again. nil leaves both to their timeouts.
+	Changes ports.ChangeFeed
 	Clock   ports.Clock
 	Logger  *slog.Logger
 }
@@ -172,6 +199,10 @@ type Service struct {
 	clock     ports.Clock
 	logger    *slog.Logger
 	verpKey   []byte
+	held      ports.HeldDeliveries
+	// recheck wakes RunHoldRelease when the change feed reports a change (a buffer of one: news that
+	// arrives while a round is pending is folded into it).
+	recheck chan struct{}
 
 	orgCache    *ttlCache[string, ports.Organization]
 	domainCache *ttlCache[domainKey, ports.Domain]
@@ -201,7 +232,7 @@ func New(cfg Config, deps Deps) (*Service, error) {
 	if deps.Logger == nil {
 		deps.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Service{
+	s := &Service{
 		cfg:         cfg,
 		messages:    deps.Messages,
 		domains:     deps.Domains,
@@ -219,7 +250,14 @@ func New(cfg Config, deps Deps) (*Service, error) {
 		verpKey:     deps.Keyring.Derive(VERPKeyPurpose),
 		orgCache:    newTTLCache[string, ports.Organization](cfg.LookupCacheTTL, time.Now),
 		domainCache: newTTLCache[domainKey, ports.Domain](cfg.LookupCacheTTL, time.Now),
-	}, nil
+		held:        deps.Held,
+		recheck:     make(chan struct{}, 1),
+	}
+	if deps.Changes != nil {
+		// The Service lives as long as its process, and so does the subscription.
+		deps.Changes.Subscribe(s.changed)
+	}
+	return s, nil
 }
 
 // now is the clock's time in UTC, so every timestamp the service writes has one zone.
