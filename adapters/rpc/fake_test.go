@@ -87,6 +87,8 @@ func (f *fakeCore) core() ports.Core {
 		Deliverability:  f,
 		Feedback:        f,
 		Tracking:        f,
+		Inbound:         f,
+		Receiving:       f,
 		Health:          f,
 	}
 }

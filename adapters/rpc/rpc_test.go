@@ -432,6 +432,7 @@ func roundTrips() []roundTrip {
 	trips = append(trips, webhookRoundTrips()...)
 	trips = append(trips, templateRoundTrips()...)
 	trips = append(trips, deliverabilityRoundTrips()...)
+	trips = append(trips, inboundRoundTrips()...)
 	return append(trips, trackingRoundTrips()...)
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/postmill/postmill/adapters/rpc/gen/postmill/domain/v1/domainv1connect"
 	"github.com/postmill/postmill/adapters/rpc/gen/postmill/email/v1/emailv1connect"
 	"github.com/postmill/postmill/adapters/rpc/gen/postmill/health/v1/healthv1connect"
+	"github.com/postmill/postmill/adapters/rpc/gen/postmill/inbound/v1/inboundv1connect"
 	"github.com/postmill/postmill/adapters/rpc/gen/postmill/organization/v1/organizationv1connect"
 	"github.com/postmill/postmill/adapters/rpc/gen/postmill/ratelimit/v1/ratelimitv1connect"
 	"github.com/postmill/postmill/adapters/rpc/gen/postmill/template/v1/templatev1connect"
@@ -71,6 +72,8 @@ var callers = map[string][]Tier{
 	trackingv1connect.TrackingServiceName:                    {TierEdge},
 	deliveryv1connect.DeliveryServiceName:                    {TierMTA},
 	deliverabilityv1connect.FeedbackServiceName:              {TierInbound},
+	inboundv1connect.InboundServiceName:                      {TierEdge},
+	inboundv1connect.ReceiveServiceName:                      {TierInbound},
 	healthv1connect.HealthServiceName:                        {TierEdge, TierMTA, TierInbound},
 	templatev1connect.TemplateServiceRenderTemplateProcedure: nil, // sending renders inside the core
 }
