@@ -60,17 +60,17 @@ func inboundDomainFromProto(d *inboundv1.InboundDomain) ports.InboundDomain {
 			CheckedAt: timePtrFromProto(r.GetCheckedAt())}}
 }
 
-func inboundDomainsToProto(ds []ports.InboundDomain) *inboundv1.InboundDomainList {
-	out := &inboundv1.InboundDomainList{}
+func inboundDomainsToProto(ds []ports.InboundDomain) []*inboundv1.InboundDomain {
+	out := make([]*inboundv1.InboundDomain, 0, len(ds))
 	for _, d := range ds {
-		out.Items = append(out.Items, inboundDomainToProto(d))
+		out = append(out, inboundDomainToProto(d))
 	}
 	return out
 }
 
-func inboundDomainsFromProto(l *inboundv1.InboundDomainList) []ports.InboundDomain {
-	out := make([]ports.InboundDomain, 0, len(l.GetItems()))
-	for _, d := range l.GetItems() {
+func inboundDomainsFromProto(l []*inboundv1.InboundDomain) []ports.InboundDomain {
+	out := make([]ports.InboundDomain, 0, len(l))
+	for _, d := range l {
 		out = append(out, inboundDomainFromProto(d))
 	}
 	return out
@@ -88,17 +88,17 @@ func routeFromProto(r *inboundv1.InboundRoute) ports.InboundRoute {
 		Enabled: r.GetEnabled(), Priority: int(r.GetPriority()), CreatedAt: timeFromProto(r.GetCreatedAt())}
 }
 
-func routesToProto(rs []ports.InboundRoute) *inboundv1.InboundRouteList {
-	out := &inboundv1.InboundRouteList{}
+func routesToProto(rs []ports.InboundRoute) []*inboundv1.InboundRoute {
+	out := make([]*inboundv1.InboundRoute, 0, len(rs))
 	for _, r := range rs {
-		out.Items = append(out.Items, routeToProto(r))
+		out = append(out, routeToProto(r))
 	}
 	return out
 }
 
-func routesFromProto(l *inboundv1.InboundRouteList) []ports.InboundRoute {
-	out := make([]ports.InboundRoute, 0, len(l.GetItems()))
-	for _, r := range l.GetItems() {
+func routesFromProto(l []*inboundv1.InboundRoute) []ports.InboundRoute {
+	out := make([]ports.InboundRoute, 0, len(l))
+	for _, r := range l {
 		out = append(out, routeFromProto(r))
 	}
 	return out

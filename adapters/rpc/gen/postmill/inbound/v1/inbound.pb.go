@@ -27,88 +27,7 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
-type Empty struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *Empty) Reset() {
-	*x = Empty{}
-	mi := &file_postmill_inbound_v1_inbound_proto_msgTypes[0]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *Empty) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*Empty) ProtoMessage() {}
-
-func (x *Empty) ProtoReflect() protoreflect.Message {
-	mi := &file_postmill_inbound_v1_inbound_proto_msgTypes[0]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use Empty.ProtoReflect.Descriptor instead.
-func (*Empty) Descriptor() ([]byte, []int) {
-	return file_postmill_inbound_v1_inbound_proto_rawDescGZIP(), []int{0}
-}
-
-type OrgID struct {
-	state          protoimpl.MessageState `protogen:"open.v1"`
-	OrganizationId string                 `protobuf:"bytes,1,opt,name=organization_id,json=organizationId,proto3" json:"organization_id,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
-}
-
-func (x *OrgID) Reset() {
-	*x = OrgID{}
-	mi := &file_postmill_inbound_v1_inbound_proto_msgTypes[1]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *OrgID) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*OrgID) ProtoMessage() {}
-
-func (x *OrgID) ProtoReflect() protoreflect.Message {
-	mi := &file_postmill_inbound_v1_inbound_proto_msgTypes[1]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use OrgID.ProtoReflect.Descriptor instead.
-func (*OrgID) Descriptor() ([]byte, []int) {
-	return file_postmill_inbound_v1_inbound_proto_rawDescGZIP(), []int{1}
-}
-
-func (x *OrgID) GetOrganizationId() string {
-	if x != nil {
-		return x.OrganizationId
-	}
-	return ""
-}
-
-// OrgName carries an organization and a name: a domain name, or an address to resolve.
-type OrgName struct {
+type CreateInboundDomainRequest struct {
 	state          protoimpl.MessageState `protogen:"open.v1"`
 	OrganizationId string                 `protobuf:"bytes,1,opt,name=organization_id,json=organizationId,proto3" json:"organization_id,omitempty"`
 	Name           string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
@@ -116,20 +35,115 @@ type OrgName struct {
 	sizeCache      protoimpl.SizeCache
 }
 
-func (x *OrgName) Reset() {
-	*x = OrgName{}
+func (x *CreateInboundDomainRequest) Reset() {
+	*x = CreateInboundDomainRequest{}
+	mi := &file_postmill_inbound_v1_inbound_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateInboundDomainRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateInboundDomainRequest) ProtoMessage() {}
+
+func (x *CreateInboundDomainRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_postmill_inbound_v1_inbound_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateInboundDomainRequest.ProtoReflect.Descriptor instead.
+func (*CreateInboundDomainRequest) Descriptor() ([]byte, []int) {
+	return file_postmill_inbound_v1_inbound_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *CreateInboundDomainRequest) GetOrganizationId() string {
+	if x != nil {
+		return x.OrganizationId
+	}
+	return ""
+}
+
+func (x *CreateInboundDomainRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+type CreateInboundDomainResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Domain        *InboundDomain         `protobuf:"bytes,1,opt,name=domain,proto3" json:"domain,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateInboundDomainResponse) Reset() {
+	*x = CreateInboundDomainResponse{}
+	mi := &file_postmill_inbound_v1_inbound_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateInboundDomainResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateInboundDomainResponse) ProtoMessage() {}
+
+func (x *CreateInboundDomainResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_postmill_inbound_v1_inbound_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateInboundDomainResponse.ProtoReflect.Descriptor instead.
+func (*CreateInboundDomainResponse) Descriptor() ([]byte, []int) {
+	return file_postmill_inbound_v1_inbound_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *CreateInboundDomainResponse) GetDomain() *InboundDomain {
+	if x != nil {
+		return x.Domain
+	}
+	return nil
+}
+
+type ListInboundDomainsRequest struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	OrganizationId string                 `protobuf:"bytes,1,opt,name=organization_id,json=organizationId,proto3" json:"organization_id,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *ListInboundDomainsRequest) Reset() {
+	*x = ListInboundDomainsRequest{}
 	mi := &file_postmill_inbound_v1_inbound_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
 
-func (x *OrgName) String() string {
+func (x *ListInboundDomainsRequest) String() string {
 	return protoimpl.X.MessageStringOf(x)
 }
 
-func (*OrgName) ProtoMessage() {}
+func (*ListInboundDomainsRequest) ProtoMessage() {}
 
-func (x *OrgName) ProtoReflect() protoreflect.Message {
+func (x *ListInboundDomainsRequest) ProtoReflect() protoreflect.Message {
 	mi := &file_postmill_inbound_v1_inbound_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
@@ -141,26 +155,63 @@ func (x *OrgName) ProtoReflect() protoreflect.Message {
 	return mi.MessageOf(x)
 }
 
-// Deprecated: Use OrgName.ProtoReflect.Descriptor instead.
-func (*OrgName) Descriptor() ([]byte, []int) {
+// Deprecated: Use ListInboundDomainsRequest.ProtoReflect.Descriptor instead.
+func (*ListInboundDomainsRequest) Descriptor() ([]byte, []int) {
 	return file_postmill_inbound_v1_inbound_proto_rawDescGZIP(), []int{2}
 }
 
-func (x *OrgName) GetOrganizationId() string {
+func (x *ListInboundDomainsRequest) GetOrganizationId() string {
 	if x != nil {
 		return x.OrganizationId
 	}
 	return ""
 }
 
-func (x *OrgName) GetName() string {
-	if x != nil {
-		return x.Name
-	}
-	return ""
+type ListInboundDomainsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Domains       []*InboundDomain       `protobuf:"bytes,1,rep,name=domains,proto3" json:"domains,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
-type OrgAndID struct {
+func (x *ListInboundDomainsResponse) Reset() {
+	*x = ListInboundDomainsResponse{}
+	mi := &file_postmill_inbound_v1_inbound_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListInboundDomainsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListInboundDomainsResponse) ProtoMessage() {}
+
+func (x *ListInboundDomainsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_postmill_inbound_v1_inbound_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListInboundDomainsResponse.ProtoReflect.Descriptor instead.
+func (*ListInboundDomainsResponse) Descriptor() ([]byte, []int) {
+	return file_postmill_inbound_v1_inbound_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *ListInboundDomainsResponse) GetDomains() []*InboundDomain {
+	if x != nil {
+		return x.Domains
+	}
+	return nil
+}
+
+type GetInboundDomainRequest struct {
 	state          protoimpl.MessageState `protogen:"open.v1"`
 	OrganizationId string                 `protobuf:"bytes,1,opt,name=organization_id,json=organizationId,proto3" json:"organization_id,omitempty"`
 	Id             string                 `protobuf:"bytes,2,opt,name=id,proto3" json:"id,omitempty"`
@@ -168,21 +219,21 @@ type OrgAndID struct {
 	sizeCache      protoimpl.SizeCache
 }
 
-func (x *OrgAndID) Reset() {
-	*x = OrgAndID{}
-	mi := &file_postmill_inbound_v1_inbound_proto_msgTypes[3]
+func (x *GetInboundDomainRequest) Reset() {
+	*x = GetInboundDomainRequest{}
+	mi := &file_postmill_inbound_v1_inbound_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
 
-func (x *OrgAndID) String() string {
+func (x *GetInboundDomainRequest) String() string {
 	return protoimpl.X.MessageStringOf(x)
 }
 
-func (*OrgAndID) ProtoMessage() {}
+func (*GetInboundDomainRequest) ProtoMessage() {}
 
-func (x *OrgAndID) ProtoReflect() protoreflect.Message {
-	mi := &file_postmill_inbound_v1_inbound_proto_msgTypes[3]
+func (x *GetInboundDomainRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_postmill_inbound_v1_inbound_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -193,23 +244,1476 @@ func (x *OrgAndID) ProtoReflect() protoreflect.Message {
 	return mi.MessageOf(x)
 }
 
-// Deprecated: Use OrgAndID.ProtoReflect.Descriptor instead.
-func (*OrgAndID) Descriptor() ([]byte, []int) {
-	return file_postmill_inbound_v1_inbound_proto_rawDescGZIP(), []int{3}
+// Deprecated: Use GetInboundDomainRequest.ProtoReflect.Descriptor instead.
+func (*GetInboundDomainRequest) Descriptor() ([]byte, []int) {
+	return file_postmill_inbound_v1_inbound_proto_rawDescGZIP(), []int{4}
 }
 
-func (x *OrgAndID) GetOrganizationId() string {
+func (x *GetInboundDomainRequest) GetOrganizationId() string {
 	if x != nil {
 		return x.OrganizationId
 	}
 	return ""
 }
 
-func (x *OrgAndID) GetId() string {
+func (x *GetInboundDomainRequest) GetId() string {
 	if x != nil {
 		return x.Id
 	}
 	return ""
+}
+
+type GetInboundDomainResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Domain        *InboundDomain         `protobuf:"bytes,1,opt,name=domain,proto3" json:"domain,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetInboundDomainResponse) Reset() {
+	*x = GetInboundDomainResponse{}
+	mi := &file_postmill_inbound_v1_inbound_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetInboundDomainResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetInboundDomainResponse) ProtoMessage() {}
+
+func (x *GetInboundDomainResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_postmill_inbound_v1_inbound_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetInboundDomainResponse.ProtoReflect.Descriptor instead.
+func (*GetInboundDomainResponse) Descriptor() ([]byte, []int) {
+	return file_postmill_inbound_v1_inbound_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *GetInboundDomainResponse) GetDomain() *InboundDomain {
+	if x != nil {
+		return x.Domain
+	}
+	return nil
+}
+
+type VerifyInboundDomainRequest struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	OrganizationId string                 `protobuf:"bytes,1,opt,name=organization_id,json=organizationId,proto3" json:"organization_id,omitempty"`
+	Id             string                 `protobuf:"bytes,2,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *VerifyInboundDomainRequest) Reset() {
+	*x = VerifyInboundDomainRequest{}
+	mi := &file_postmill_inbound_v1_inbound_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *VerifyInboundDomainRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*VerifyInboundDomainRequest) ProtoMessage() {}
+
+func (x *VerifyInboundDomainRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_postmill_inbound_v1_inbound_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use VerifyInboundDomainRequest.ProtoReflect.Descriptor instead.
+func (*VerifyInboundDomainRequest) Descriptor() ([]byte, []int) {
+	return file_postmill_inbound_v1_inbound_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *VerifyInboundDomainRequest) GetOrganizationId() string {
+	if x != nil {
+		return x.OrganizationId
+	}
+	return ""
+}
+
+func (x *VerifyInboundDomainRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+type VerifyInboundDomainResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Domain        *InboundDomain         `protobuf:"bytes,1,opt,name=domain,proto3" json:"domain,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *VerifyInboundDomainResponse) Reset() {
+	*x = VerifyInboundDomainResponse{}
+	mi := &file_postmill_inbound_v1_inbound_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *VerifyInboundDomainResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*VerifyInboundDomainResponse) ProtoMessage() {}
+
+func (x *VerifyInboundDomainResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_postmill_inbound_v1_inbound_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use VerifyInboundDomainResponse.ProtoReflect.Descriptor instead.
+func (*VerifyInboundDomainResponse) Descriptor() ([]byte, []int) {
+	return file_postmill_inbound_v1_inbound_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *VerifyInboundDomainResponse) GetDomain() *InboundDomain {
+	if x != nil {
+		return x.Domain
+	}
+	return nil
+}
+
+type SuspendInboundDomainRequest struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	OrganizationId string                 `protobuf:"bytes,1,opt,name=organization_id,json=organizationId,proto3" json:"organization_id,omitempty"`
+	Id             string                 `protobuf:"bytes,2,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *SuspendInboundDomainRequest) Reset() {
+	*x = SuspendInboundDomainRequest{}
+	mi := &file_postmill_inbound_v1_inbound_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SuspendInboundDomainRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SuspendInboundDomainRequest) ProtoMessage() {}
+
+func (x *SuspendInboundDomainRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_postmill_inbound_v1_inbound_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SuspendInboundDomainRequest.ProtoReflect.Descriptor instead.
+func (*SuspendInboundDomainRequest) Descriptor() ([]byte, []int) {
+	return file_postmill_inbound_v1_inbound_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *SuspendInboundDomainRequest) GetOrganizationId() string {
+	if x != nil {
+		return x.OrganizationId
+	}
+	return ""
+}
+
+func (x *SuspendInboundDomainRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+type SuspendInboundDomainResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Domain        *InboundDomain         `protobuf:"bytes,1,opt,name=domain,proto3" json:"domain,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SuspendInboundDomainResponse) Reset() {
+	*x = SuspendInboundDomainResponse{}
+	mi := &file_postmill_inbound_v1_inbound_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SuspendInboundDomainResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SuspendInboundDomainResponse) ProtoMessage() {}
+
+func (x *SuspendInboundDomainResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_postmill_inbound_v1_inbound_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SuspendInboundDomainResponse.ProtoReflect.Descriptor instead.
+func (*SuspendInboundDomainResponse) Descriptor() ([]byte, []int) {
+	return file_postmill_inbound_v1_inbound_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *SuspendInboundDomainResponse) GetDomain() *InboundDomain {
+	if x != nil {
+		return x.Domain
+	}
+	return nil
+}
+
+type DeleteInboundDomainRequest struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	OrganizationId string                 `protobuf:"bytes,1,opt,name=organization_id,json=organizationId,proto3" json:"organization_id,omitempty"`
+	Id             string                 `protobuf:"bytes,2,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *DeleteInboundDomainRequest) Reset() {
+	*x = DeleteInboundDomainRequest{}
+	mi := &file_postmill_inbound_v1_inbound_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteInboundDomainRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteInboundDomainRequest) ProtoMessage() {}
+
+func (x *DeleteInboundDomainRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_postmill_inbound_v1_inbound_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteInboundDomainRequest.ProtoReflect.Descriptor instead.
+func (*DeleteInboundDomainRequest) Descriptor() ([]byte, []int) {
+	return file_postmill_inbound_v1_inbound_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *DeleteInboundDomainRequest) GetOrganizationId() string {
+	if x != nil {
+		return x.OrganizationId
+	}
+	return ""
+}
+
+func (x *DeleteInboundDomainRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+type DeleteInboundDomainResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteInboundDomainResponse) Reset() {
+	*x = DeleteInboundDomainResponse{}
+	mi := &file_postmill_inbound_v1_inbound_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteInboundDomainResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteInboundDomainResponse) ProtoMessage() {}
+
+func (x *DeleteInboundDomainResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_postmill_inbound_v1_inbound_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteInboundDomainResponse.ProtoReflect.Descriptor instead.
+func (*DeleteInboundDomainResponse) Descriptor() ([]byte, []int) {
+	return file_postmill_inbound_v1_inbound_proto_rawDescGZIP(), []int{11}
+}
+
+type CreateRouteRequest struct {
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	OrganizationId  string                 `protobuf:"bytes,1,opt,name=organization_id,json=organizationId,proto3" json:"organization_id,omitempty"`
+	InboundDomainId string                 `protobuf:"bytes,2,opt,name=inbound_domain_id,json=inboundDomainId,proto3" json:"inbound_domain_id,omitempty"`
+	MatchType       string                 `protobuf:"bytes,3,opt,name=match_type,json=matchType,proto3" json:"match_type,omitempty"`
+	MatchValue      string                 `protobuf:"bytes,4,opt,name=match_value,json=matchValue,proto3" json:"match_value,omitempty"`
+	Action          string                 `protobuf:"bytes,5,opt,name=action,proto3" json:"action,omitempty"`
+	Destination     string                 `protobuf:"bytes,6,opt,name=destination,proto3" json:"destination,omitempty"`
+	Enabled         *bool                  `protobuf:"varint,7,opt,name=enabled,proto3,oneof" json:"enabled,omitempty"`
+	Priority        *int64                 `protobuf:"varint,8,opt,name=priority,proto3,oneof" json:"priority,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *CreateRouteRequest) Reset() {
+	*x = CreateRouteRequest{}
+	mi := &file_postmill_inbound_v1_inbound_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateRouteRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateRouteRequest) ProtoMessage() {}
+
+func (x *CreateRouteRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_postmill_inbound_v1_inbound_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateRouteRequest.ProtoReflect.Descriptor instead.
+func (*CreateRouteRequest) Descriptor() ([]byte, []int) {
+	return file_postmill_inbound_v1_inbound_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *CreateRouteRequest) GetOrganizationId() string {
+	if x != nil {
+		return x.OrganizationId
+	}
+	return ""
+}
+
+func (x *CreateRouteRequest) GetInboundDomainId() string {
+	if x != nil {
+		return x.InboundDomainId
+	}
+	return ""
+}
+
+func (x *CreateRouteRequest) GetMatchType() string {
+	if x != nil {
+		return x.MatchType
+	}
+	return ""
+}
+
+func (x *CreateRouteRequest) GetMatchValue() string {
+	if x != nil {
+		return x.MatchValue
+	}
+	return ""
+}
+
+func (x *CreateRouteRequest) GetAction() string {
+	if x != nil {
+		return x.Action
+	}
+	return ""
+}
+
+func (x *CreateRouteRequest) GetDestination() string {
+	if x != nil {
+		return x.Destination
+	}
+	return ""
+}
+
+func (x *CreateRouteRequest) GetEnabled() bool {
+	if x != nil && x.Enabled != nil {
+		return *x.Enabled
+	}
+	return false
+}
+
+func (x *CreateRouteRequest) GetPriority() int64 {
+	if x != nil && x.Priority != nil {
+		return *x.Priority
+	}
+	return 0
+}
+
+type CreateRouteResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Route         *InboundRoute          `protobuf:"bytes,1,opt,name=route,proto3" json:"route,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateRouteResponse) Reset() {
+	*x = CreateRouteResponse{}
+	mi := &file_postmill_inbound_v1_inbound_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateRouteResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateRouteResponse) ProtoMessage() {}
+
+func (x *CreateRouteResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_postmill_inbound_v1_inbound_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateRouteResponse.ProtoReflect.Descriptor instead.
+func (*CreateRouteResponse) Descriptor() ([]byte, []int) {
+	return file_postmill_inbound_v1_inbound_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *CreateRouteResponse) GetRoute() *InboundRoute {
+	if x != nil {
+		return x.Route
+	}
+	return nil
+}
+
+type UpdateRouteRequest struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	OrganizationId string                 `protobuf:"bytes,1,opt,name=organization_id,json=organizationId,proto3" json:"organization_id,omitempty"`
+	Id             string                 `protobuf:"bytes,2,opt,name=id,proto3" json:"id,omitempty"`
+	Enabled        *bool                  `protobuf:"varint,3,opt,name=enabled,proto3,oneof" json:"enabled,omitempty"`
+	Priority       *int64                 `protobuf:"varint,4,opt,name=priority,proto3,oneof" json:"priority,omitempty"`
+	Destination    *string                `protobuf:"bytes,5,opt,name=destination,proto3,oneof" json:"destination,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *UpdateRouteRequest) Reset() {
+	*x = UpdateRouteRequest{}
+	mi := &file_postmill_inbound_v1_inbound_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateRouteRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateRouteRequest) ProtoMessage() {}
+
+func (x *UpdateRouteRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_postmill_inbound_v1_inbound_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateRouteRequest.ProtoReflect.Descriptor instead.
+func (*UpdateRouteRequest) Descriptor() ([]byte, []int) {
+	return file_postmill_inbound_v1_inbound_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *UpdateRouteRequest) GetOrganizationId() string {
+	if x != nil {
+		return x.OrganizationId
+	}
+	return ""
+}
+
+func (x *UpdateRouteRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *UpdateRouteRequest) GetEnabled() bool {
+	if x != nil && x.Enabled != nil {
+		return *x.Enabled
+	}
+	return false
+}
+
+func (x *UpdateRouteRequest) GetPriority() int64 {
+	if x != nil && x.Priority != nil {
+		return *x.Priority
+	}
+	return 0
+}
+
+func (x *UpdateRouteRequest) GetDestination() string {
+	if x != nil && x.Destination != nil {
+		return *x.Destination
+	}
+	return ""
+}
+
+type UpdateRouteResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Route         *InboundRoute          `protobuf:"bytes,1,opt,name=route,proto3" json:"route,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateRouteResponse) Reset() {
+	*x = UpdateRouteResponse{}
+	mi := &file_postmill_inbound_v1_inbound_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateRouteResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateRouteResponse) ProtoMessage() {}
+
+func (x *UpdateRouteResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_postmill_inbound_v1_inbound_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateRouteResponse.ProtoReflect.Descriptor instead.
+func (*UpdateRouteResponse) Descriptor() ([]byte, []int) {
+	return file_postmill_inbound_v1_inbound_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *UpdateRouteResponse) GetRoute() *InboundRoute {
+	if x != nil {
+		return x.Route
+	}
+	return nil
+}
+
+type DeleteRouteRequest struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	OrganizationId string                 `protobuf:"bytes,1,opt,name=organization_id,json=organizationId,proto3" json:"organization_id,omitempty"`
+	Id             string                 `protobuf:"bytes,2,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *DeleteRouteRequest) Reset() {
+	*x = DeleteRouteRequest{}
+	mi := &file_postmill_inbound_v1_inbound_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteRouteRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteRouteRequest) ProtoMessage() {}
+
+func (x *DeleteRouteRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_postmill_inbound_v1_inbound_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteRouteRequest.ProtoReflect.Descriptor instead.
+func (*DeleteRouteRequest) Descriptor() ([]byte, []int) {
+	return file_postmill_inbound_v1_inbound_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *DeleteRouteRequest) GetOrganizationId() string {
+	if x != nil {
+		return x.OrganizationId
+	}
+	return ""
+}
+
+func (x *DeleteRouteRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+type DeleteRouteResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteRouteResponse) Reset() {
+	*x = DeleteRouteResponse{}
+	mi := &file_postmill_inbound_v1_inbound_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteRouteResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteRouteResponse) ProtoMessage() {}
+
+func (x *DeleteRouteResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_postmill_inbound_v1_inbound_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteRouteResponse.ProtoReflect.Descriptor instead.
+func (*DeleteRouteResponse) Descriptor() ([]byte, []int) {
+	return file_postmill_inbound_v1_inbound_proto_rawDescGZIP(), []int{17}
+}
+
+type ListRoutesRequest struct {
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	OrganizationId  string                 `protobuf:"bytes,1,opt,name=organization_id,json=organizationId,proto3" json:"organization_id,omitempty"`
+	InboundDomainId string                 `protobuf:"bytes,2,opt,name=inbound_domain_id,json=inboundDomainId,proto3" json:"inbound_domain_id,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *ListRoutesRequest) Reset() {
+	*x = ListRoutesRequest{}
+	mi := &file_postmill_inbound_v1_inbound_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListRoutesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListRoutesRequest) ProtoMessage() {}
+
+func (x *ListRoutesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_postmill_inbound_v1_inbound_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListRoutesRequest.ProtoReflect.Descriptor instead.
+func (*ListRoutesRequest) Descriptor() ([]byte, []int) {
+	return file_postmill_inbound_v1_inbound_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *ListRoutesRequest) GetOrganizationId() string {
+	if x != nil {
+		return x.OrganizationId
+	}
+	return ""
+}
+
+func (x *ListRoutesRequest) GetInboundDomainId() string {
+	if x != nil {
+		return x.InboundDomainId
+	}
+	return ""
+}
+
+type ListRoutesResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Routes        []*InboundRoute        `protobuf:"bytes,1,rep,name=routes,proto3" json:"routes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListRoutesResponse) Reset() {
+	*x = ListRoutesResponse{}
+	mi := &file_postmill_inbound_v1_inbound_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListRoutesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListRoutesResponse) ProtoMessage() {}
+
+func (x *ListRoutesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_postmill_inbound_v1_inbound_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListRoutesResponse.ProtoReflect.Descriptor instead.
+func (*ListRoutesResponse) Descriptor() ([]byte, []int) {
+	return file_postmill_inbound_v1_inbound_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *ListRoutesResponse) GetRoutes() []*InboundRoute {
+	if x != nil {
+		return x.Routes
+	}
+	return nil
+}
+
+type ResolveRouteRequest struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	OrganizationId string                 `protobuf:"bytes,1,opt,name=organization_id,json=organizationId,proto3" json:"organization_id,omitempty"`
+	Address        string                 `protobuf:"bytes,2,opt,name=address,proto3" json:"address,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *ResolveRouteRequest) Reset() {
+	*x = ResolveRouteRequest{}
+	mi := &file_postmill_inbound_v1_inbound_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResolveRouteRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResolveRouteRequest) ProtoMessage() {}
+
+func (x *ResolveRouteRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_postmill_inbound_v1_inbound_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResolveRouteRequest.ProtoReflect.Descriptor instead.
+func (*ResolveRouteRequest) Descriptor() ([]byte, []int) {
+	return file_postmill_inbound_v1_inbound_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *ResolveRouteRequest) GetOrganizationId() string {
+	if x != nil {
+		return x.OrganizationId
+	}
+	return ""
+}
+
+func (x *ResolveRouteRequest) GetAddress() string {
+	if x != nil {
+		return x.Address
+	}
+	return ""
+}
+
+type ResolveRouteResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// route is unset when nothing matches.
+	Route         *InboundRoute `protobuf:"bytes,1,opt,name=route,proto3" json:"route,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResolveRouteResponse) Reset() {
+	*x = ResolveRouteResponse{}
+	mi := &file_postmill_inbound_v1_inbound_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResolveRouteResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResolveRouteResponse) ProtoMessage() {}
+
+func (x *ResolveRouteResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_postmill_inbound_v1_inbound_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResolveRouteResponse.ProtoReflect.Descriptor instead.
+func (*ResolveRouteResponse) Descriptor() ([]byte, []int) {
+	return file_postmill_inbound_v1_inbound_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *ResolveRouteResponse) GetRoute() *InboundRoute {
+	if x != nil {
+		return x.Route
+	}
+	return nil
+}
+
+type ListReceivedRequest struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	OrganizationId string                 `protobuf:"bytes,1,opt,name=organization_id,json=organizationId,proto3" json:"organization_id,omitempty"`
+	Limit          int64                  `protobuf:"varint,2,opt,name=limit,proto3" json:"limit,omitempty"`
+	Offset         int64                  `protobuf:"varint,3,opt,name=offset,proto3" json:"offset,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *ListReceivedRequest) Reset() {
+	*x = ListReceivedRequest{}
+	mi := &file_postmill_inbound_v1_inbound_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListReceivedRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListReceivedRequest) ProtoMessage() {}
+
+func (x *ListReceivedRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_postmill_inbound_v1_inbound_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListReceivedRequest.ProtoReflect.Descriptor instead.
+func (*ListReceivedRequest) Descriptor() ([]byte, []int) {
+	return file_postmill_inbound_v1_inbound_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *ListReceivedRequest) GetOrganizationId() string {
+	if x != nil {
+		return x.OrganizationId
+	}
+	return ""
+}
+
+func (x *ListReceivedRequest) GetLimit() int64 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+func (x *ListReceivedRequest) GetOffset() int64 {
+	if x != nil {
+		return x.Offset
+	}
+	return 0
+}
+
+type ListReceivedResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Emails        []*ReceivedEmail       `protobuf:"bytes,1,rep,name=emails,proto3" json:"emails,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListReceivedResponse) Reset() {
+	*x = ListReceivedResponse{}
+	mi := &file_postmill_inbound_v1_inbound_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListReceivedResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListReceivedResponse) ProtoMessage() {}
+
+func (x *ListReceivedResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_postmill_inbound_v1_inbound_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListReceivedResponse.ProtoReflect.Descriptor instead.
+func (*ListReceivedResponse) Descriptor() ([]byte, []int) {
+	return file_postmill_inbound_v1_inbound_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *ListReceivedResponse) GetEmails() []*ReceivedEmail {
+	if x != nil {
+		return x.Emails
+	}
+	return nil
+}
+
+type GetReceivedRequest struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	OrganizationId string                 `protobuf:"bytes,1,opt,name=organization_id,json=organizationId,proto3" json:"organization_id,omitempty"`
+	Id             string                 `protobuf:"bytes,2,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *GetReceivedRequest) Reset() {
+	*x = GetReceivedRequest{}
+	mi := &file_postmill_inbound_v1_inbound_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetReceivedRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetReceivedRequest) ProtoMessage() {}
+
+func (x *GetReceivedRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_postmill_inbound_v1_inbound_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetReceivedRequest.ProtoReflect.Descriptor instead.
+func (*GetReceivedRequest) Descriptor() ([]byte, []int) {
+	return file_postmill_inbound_v1_inbound_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *GetReceivedRequest) GetOrganizationId() string {
+	if x != nil {
+		return x.OrganizationId
+	}
+	return ""
+}
+
+func (x *GetReceivedRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+type GetReceivedResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Email         *ReceivedEmail         `protobuf:"bytes,1,opt,name=email,proto3" json:"email,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetReceivedResponse) Reset() {
+	*x = GetReceivedResponse{}
+	mi := &file_postmill_inbound_v1_inbound_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetReceivedResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetReceivedResponse) ProtoMessage() {}
+
+func (x *GetReceivedResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_postmill_inbound_v1_inbound_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetReceivedResponse.ProtoReflect.Descriptor instead.
+func (*GetReceivedResponse) Descriptor() ([]byte, []int) {
+	return file_postmill_inbound_v1_inbound_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *GetReceivedResponse) GetEmail() *ReceivedEmail {
+	if x != nil {
+		return x.Email
+	}
+	return nil
+}
+
+type ReceivedRawRequest struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	OrganizationId string                 `protobuf:"bytes,1,opt,name=organization_id,json=organizationId,proto3" json:"organization_id,omitempty"`
+	Id             string                 `protobuf:"bytes,2,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *ReceivedRawRequest) Reset() {
+	*x = ReceivedRawRequest{}
+	mi := &file_postmill_inbound_v1_inbound_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReceivedRawRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReceivedRawRequest) ProtoMessage() {}
+
+func (x *ReceivedRawRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_postmill_inbound_v1_inbound_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReceivedRawRequest.ProtoReflect.Descriptor instead.
+func (*ReceivedRawRequest) Descriptor() ([]byte, []int) {
+	return file_postmill_inbound_v1_inbound_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *ReceivedRawRequest) GetOrganizationId() string {
+	if x != nil {
+		return x.OrganizationId
+	}
+	return ""
+}
+
+func (x *ReceivedRawRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+type ReceivedRawResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Raw           []byte                 `protobuf:"bytes,1,opt,name=raw,proto3" json:"raw,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReceivedRawResponse) Reset() {
+	*x = ReceivedRawResponse{}
+	mi := &file_postmill_inbound_v1_inbound_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReceivedRawResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReceivedRawResponse) ProtoMessage() {}
+
+func (x *ReceivedRawResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_postmill_inbound_v1_inbound_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReceivedRawResponse.ProtoReflect.Descriptor instead.
+func (*ReceivedRawResponse) Descriptor() ([]byte, []int) {
+	return file_postmill_inbound_v1_inbound_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *ReceivedRawResponse) GetRaw() []byte {
+	if x != nil {
+		return x.Raw
+	}
+	return nil
+}
+
+type ReceivedAttachmentRequest struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	OrganizationId string                 `protobuf:"bytes,1,opt,name=organization_id,json=organizationId,proto3" json:"organization_id,omitempty"`
+	Id             string                 `protobuf:"bytes,2,opt,name=id,proto3" json:"id,omitempty"`
+	AttachmentId   string                 `protobuf:"bytes,3,opt,name=attachment_id,json=attachmentId,proto3" json:"attachment_id,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *ReceivedAttachmentRequest) Reset() {
+	*x = ReceivedAttachmentRequest{}
+	mi := &file_postmill_inbound_v1_inbound_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReceivedAttachmentRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReceivedAttachmentRequest) ProtoMessage() {}
+
+func (x *ReceivedAttachmentRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_postmill_inbound_v1_inbound_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReceivedAttachmentRequest.ProtoReflect.Descriptor instead.
+func (*ReceivedAttachmentRequest) Descriptor() ([]byte, []int) {
+	return file_postmill_inbound_v1_inbound_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *ReceivedAttachmentRequest) GetOrganizationId() string {
+	if x != nil {
+		return x.OrganizationId
+	}
+	return ""
+}
+
+func (x *ReceivedAttachmentRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *ReceivedAttachmentRequest) GetAttachmentId() string {
+	if x != nil {
+		return x.AttachmentId
+	}
+	return ""
+}
+
+type ReceivedAttachmentResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Attachment    *ReceivedAttachment    `protobuf:"bytes,1,opt,name=attachment,proto3" json:"attachment,omitempty"`
+	Data          []byte                 `protobuf:"bytes,2,opt,name=data,proto3" json:"data,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReceivedAttachmentResponse) Reset() {
+	*x = ReceivedAttachmentResponse{}
+	mi := &file_postmill_inbound_v1_inbound_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReceivedAttachmentResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReceivedAttachmentResponse) ProtoMessage() {}
+
+func (x *ReceivedAttachmentResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_postmill_inbound_v1_inbound_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReceivedAttachmentResponse.ProtoReflect.Descriptor instead.
+func (*ReceivedAttachmentResponse) Descriptor() ([]byte, []int) {
+	return file_postmill_inbound_v1_inbound_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *ReceivedAttachmentResponse) GetAttachment() *ReceivedAttachment {
+	if x != nil {
+		return x.Attachment
+	}
+	return nil
+}
+
+func (x *ReceivedAttachmentResponse) GetData() []byte {
+	if x != nil {
+		return x.Data
+	}
+	return nil
+}
+
+type AcceptsInboundRecipientRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Address       string                 `protobuf:"bytes,1,opt,name=address,proto3" json:"address,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AcceptsInboundRecipientRequest) Reset() {
+	*x = AcceptsInboundRecipientRequest{}
+	mi := &file_postmill_inbound_v1_inbound_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AcceptsInboundRecipientRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AcceptsInboundRecipientRequest) ProtoMessage() {}
+
+func (x *AcceptsInboundRecipientRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_postmill_inbound_v1_inbound_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AcceptsInboundRecipientRequest.ProtoReflect.Descriptor instead.
+func (*AcceptsInboundRecipientRequest) Descriptor() ([]byte, []int) {
+	return file_postmill_inbound_v1_inbound_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *AcceptsInboundRecipientRequest) GetAddress() string {
+	if x != nil {
+		return x.Address
+	}
+	return ""
+}
+
+type AcceptsInboundRecipientResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Accepted      bool                   `protobuf:"varint,1,opt,name=accepted,proto3" json:"accepted,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AcceptsInboundRecipientResponse) Reset() {
+	*x = AcceptsInboundRecipientResponse{}
+	mi := &file_postmill_inbound_v1_inbound_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AcceptsInboundRecipientResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AcceptsInboundRecipientResponse) ProtoMessage() {}
+
+func (x *AcceptsInboundRecipientResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_postmill_inbound_v1_inbound_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AcceptsInboundRecipientResponse.ProtoReflect.Descriptor instead.
+func (*AcceptsInboundRecipientResponse) Descriptor() ([]byte, []int) {
+	return file_postmill_inbound_v1_inbound_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *AcceptsInboundRecipientResponse) GetAccepted() bool {
+	if x != nil {
+		return x.Accepted
+	}
+	return false
+}
+
+type ReceiveRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Message       *InboundMessage        `protobuf:"bytes,1,opt,name=message,proto3" json:"message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReceiveRequest) Reset() {
+	*x = ReceiveRequest{}
+	mi := &file_postmill_inbound_v1_inbound_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReceiveRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReceiveRequest) ProtoMessage() {}
+
+func (x *ReceiveRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_postmill_inbound_v1_inbound_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReceiveRequest.ProtoReflect.Descriptor instead.
+func (*ReceiveRequest) Descriptor() ([]byte, []int) {
+	return file_postmill_inbound_v1_inbound_proto_rawDescGZIP(), []int{32}
+}
+
+func (x *ReceiveRequest) GetMessage() *InboundMessage {
+	if x != nil {
+		return x.Message
+	}
+	return nil
+}
+
+type ReceiveResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Ids           []string               `protobuf:"bytes,1,rep,name=ids,proto3" json:"ids,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReceiveResponse) Reset() {
+	*x = ReceiveResponse{}
+	mi := &file_postmill_inbound_v1_inbound_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReceiveResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReceiveResponse) ProtoMessage() {}
+
+func (x *ReceiveResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_postmill_inbound_v1_inbound_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReceiveResponse.ProtoReflect.Descriptor instead.
+func (*ReceiveResponse) Descriptor() ([]byte, []int) {
+	return file_postmill_inbound_v1_inbound_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *ReceiveResponse) GetIds() []string {
+	if x != nil {
+		return x.Ids
+	}
+	return nil
 }
 
 type InboundRecord struct {
@@ -229,7 +1733,7 @@ type InboundRecord struct {
 
 func (x *InboundRecord) Reset() {
 	*x = InboundRecord{}
-	mi := &file_postmill_inbound_v1_inbound_proto_msgTypes[4]
+	mi := &file_postmill_inbound_v1_inbound_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -241,7 +1745,7 @@ func (x *InboundRecord) String() string {
 func (*InboundRecord) ProtoMessage() {}
 
 func (x *InboundRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_postmill_inbound_v1_inbound_proto_msgTypes[4]
+	mi := &file_postmill_inbound_v1_inbound_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -254,7 +1758,7 @@ func (x *InboundRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InboundRecord.ProtoReflect.Descriptor instead.
 func (*InboundRecord) Descriptor() ([]byte, []int) {
-	return file_postmill_inbound_v1_inbound_proto_rawDescGZIP(), []int{4}
+	return file_postmill_inbound_v1_inbound_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *InboundRecord) GetDomainId() string {
@@ -338,7 +1842,7 @@ type InboundDomain struct {
 
 func (x *InboundDomain) Reset() {
 	*x = InboundDomain{}
-	mi := &file_postmill_inbound_v1_inbound_proto_msgTypes[5]
+	mi := &file_postmill_inbound_v1_inbound_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -350,7 +1854,7 @@ func (x *InboundDomain) String() string {
 func (*InboundDomain) ProtoMessage() {}
 
 func (x *InboundDomain) ProtoReflect() protoreflect.Message {
-	mi := &file_postmill_inbound_v1_inbound_proto_msgTypes[5]
+	mi := &file_postmill_inbound_v1_inbound_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -363,7 +1867,7 @@ func (x *InboundDomain) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InboundDomain.ProtoReflect.Descriptor instead.
 func (*InboundDomain) Descriptor() ([]byte, []int) {
-	return file_postmill_inbound_v1_inbound_proto_rawDescGZIP(), []int{5}
+	return file_postmill_inbound_v1_inbound_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *InboundDomain) GetId() string {
@@ -436,50 +1940,6 @@ func (x *InboundDomain) GetDnsRecord() *InboundRecord {
 	return nil
 }
 
-type InboundDomainList struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Items         []*InboundDomain       `protobuf:"bytes,1,rep,name=items,proto3" json:"items,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *InboundDomainList) Reset() {
-	*x = InboundDomainList{}
-	mi := &file_postmill_inbound_v1_inbound_proto_msgTypes[6]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *InboundDomainList) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*InboundDomainList) ProtoMessage() {}
-
-func (x *InboundDomainList) ProtoReflect() protoreflect.Message {
-	mi := &file_postmill_inbound_v1_inbound_proto_msgTypes[6]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use InboundDomainList.ProtoReflect.Descriptor instead.
-func (*InboundDomainList) Descriptor() ([]byte, []int) {
-	return file_postmill_inbound_v1_inbound_proto_rawDescGZIP(), []int{6}
-}
-
-func (x *InboundDomainList) GetItems() []*InboundDomain {
-	if x != nil {
-		return x.Items
-	}
-	return nil
-}
-
 type InboundRoute struct {
 	state           protoimpl.MessageState `protogen:"open.v1"`
 	Id              string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -498,7 +1958,7 @@ type InboundRoute struct {
 
 func (x *InboundRoute) Reset() {
 	*x = InboundRoute{}
-	mi := &file_postmill_inbound_v1_inbound_proto_msgTypes[7]
+	mi := &file_postmill_inbound_v1_inbound_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -510,7 +1970,7 @@ func (x *InboundRoute) String() string {
 func (*InboundRoute) ProtoMessage() {}
 
 func (x *InboundRoute) ProtoReflect() protoreflect.Message {
-	mi := &file_postmill_inbound_v1_inbound_proto_msgTypes[7]
+	mi := &file_postmill_inbound_v1_inbound_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -523,7 +1983,7 @@ func (x *InboundRoute) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InboundRoute.ProtoReflect.Descriptor instead.
 func (*InboundRoute) Descriptor() ([]byte, []int) {
-	return file_postmill_inbound_v1_inbound_proto_rawDescGZIP(), []int{7}
+	return file_postmill_inbound_v1_inbound_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *InboundRoute) GetId() string {
@@ -596,330 +2056,6 @@ func (x *InboundRoute) GetCreatedAt() *timestamppb.Timestamp {
 	return nil
 }
 
-type InboundRouteList struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Items         []*InboundRoute        `protobuf:"bytes,1,rep,name=items,proto3" json:"items,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *InboundRouteList) Reset() {
-	*x = InboundRouteList{}
-	mi := &file_postmill_inbound_v1_inbound_proto_msgTypes[8]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *InboundRouteList) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*InboundRouteList) ProtoMessage() {}
-
-func (x *InboundRouteList) ProtoReflect() protoreflect.Message {
-	mi := &file_postmill_inbound_v1_inbound_proto_msgTypes[8]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use InboundRouteList.ProtoReflect.Descriptor instead.
-func (*InboundRouteList) Descriptor() ([]byte, []int) {
-	return file_postmill_inbound_v1_inbound_proto_rawDescGZIP(), []int{8}
-}
-
-func (x *InboundRouteList) GetItems() []*InboundRoute {
-	if x != nil {
-		return x.Items
-	}
-	return nil
-}
-
-type CreateRouteRequest struct {
-	state           protoimpl.MessageState `protogen:"open.v1"`
-	OrganizationId  string                 `protobuf:"bytes,1,opt,name=organization_id,json=organizationId,proto3" json:"organization_id,omitempty"`
-	InboundDomainId string                 `protobuf:"bytes,2,opt,name=inbound_domain_id,json=inboundDomainId,proto3" json:"inbound_domain_id,omitempty"`
-	MatchType       string                 `protobuf:"bytes,3,opt,name=match_type,json=matchType,proto3" json:"match_type,omitempty"`
-	MatchValue      string                 `protobuf:"bytes,4,opt,name=match_value,json=matchValue,proto3" json:"match_value,omitempty"`
-	Action          string                 `protobuf:"bytes,5,opt,name=action,proto3" json:"action,omitempty"`
-	Destination     string                 `protobuf:"bytes,6,opt,name=destination,proto3" json:"destination,omitempty"`
-	Enabled         *bool                  `protobuf:"varint,7,opt,name=enabled,proto3,oneof" json:"enabled,omitempty"`
-	Priority        *int64                 `protobuf:"varint,8,opt,name=priority,proto3,oneof" json:"priority,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
-}
-
-func (x *CreateRouteRequest) Reset() {
-	*x = CreateRouteRequest{}
-	mi := &file_postmill_inbound_v1_inbound_proto_msgTypes[9]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *CreateRouteRequest) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*CreateRouteRequest) ProtoMessage() {}
-
-func (x *CreateRouteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_postmill_inbound_v1_inbound_proto_msgTypes[9]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use CreateRouteRequest.ProtoReflect.Descriptor instead.
-func (*CreateRouteRequest) Descriptor() ([]byte, []int) {
-	return file_postmill_inbound_v1_inbound_proto_rawDescGZIP(), []int{9}
-}
-
-func (x *CreateRouteRequest) GetOrganizationId() string {
-	if x != nil {
-		return x.OrganizationId
-	}
-	return ""
-}
-
-func (x *CreateRouteRequest) GetInboundDomainId() string {
-	if x != nil {
-		return x.InboundDomainId
-	}
-	return ""
-}
-
-func (x *CreateRouteRequest) GetMatchType() string {
-	if x != nil {
-		return x.MatchType
-	}
-	return ""
-}
-
-func (x *CreateRouteRequest) GetMatchValue() string {
-	if x != nil {
-		return x.MatchValue
-	}
-	return ""
-}
-
-func (x *CreateRouteRequest) GetAction() string {
-	if x != nil {
-		return x.Action
-	}
-	return ""
-}
-
-func (x *CreateRouteRequest) GetDestination() string {
-	if x != nil {
-		return x.Destination
-	}
-	return ""
-}
-
-func (x *CreateRouteRequest) GetEnabled() bool {
-	if x != nil && x.Enabled != nil {
-		return *x.Enabled
-	}
-	return false
-}
-
-func (x *CreateRouteRequest) GetPriority() int64 {
-	if x != nil && x.Priority != nil {
-		return *x.Priority
-	}
-	return 0
-}
-
-type UpdateRouteRequest struct {
-	state          protoimpl.MessageState `protogen:"open.v1"`
-	OrganizationId string                 `protobuf:"bytes,1,opt,name=organization_id,json=organizationId,proto3" json:"organization_id,omitempty"`
-	Id             string                 `protobuf:"bytes,2,opt,name=id,proto3" json:"id,omitempty"`
-	Enabled        *bool                  `protobuf:"varint,3,opt,name=enabled,proto3,oneof" json:"enabled,omitempty"`
-	Priority       *int64                 `protobuf:"varint,4,opt,name=priority,proto3,oneof" json:"priority,omitempty"`
-	Destination    *string                `protobuf:"bytes,5,opt,name=destination,proto3,oneof" json:"destination,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
-}
-
-func (x *UpdateRouteRequest) Reset() {
-	*x = UpdateRouteRequest{}
-	mi := &file_postmill_inbound_v1_inbound_proto_msgTypes[10]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *UpdateRouteRequest) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*UpdateRouteRequest) ProtoMessage() {}
-
-func (x *UpdateRouteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_postmill_inbound_v1_inbound_proto_msgTypes[10]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use UpdateRouteRequest.ProtoReflect.Descriptor instead.
-func (*UpdateRouteRequest) Descriptor() ([]byte, []int) {
-	return file_postmill_inbound_v1_inbound_proto_rawDescGZIP(), []int{10}
-}
-
-func (x *UpdateRouteRequest) GetOrganizationId() string {
-	if x != nil {
-		return x.OrganizationId
-	}
-	return ""
-}
-
-func (x *UpdateRouteRequest) GetId() string {
-	if x != nil {
-		return x.Id
-	}
-	return ""
-}
-
-func (x *UpdateRouteRequest) GetEnabled() bool {
-	if x != nil && x.Enabled != nil {
-		return *x.Enabled
-	}
-	return false
-}
-
-func (x *UpdateRouteRequest) GetPriority() int64 {
-	if x != nil && x.Priority != nil {
-		return *x.Priority
-	}
-	return 0
-}
-
-func (x *UpdateRouteRequest) GetDestination() string {
-	if x != nil && x.Destination != nil {
-		return *x.Destination
-	}
-	return ""
-}
-
-type ResolveRouteResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Route         *InboundRoute          `protobuf:"bytes,1,opt,name=route,proto3" json:"route,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *ResolveRouteResponse) Reset() {
-	*x = ResolveRouteResponse{}
-	mi := &file_postmill_inbound_v1_inbound_proto_msgTypes[11]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *ResolveRouteResponse) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*ResolveRouteResponse) ProtoMessage() {}
-
-func (x *ResolveRouteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_postmill_inbound_v1_inbound_proto_msgTypes[11]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use ResolveRouteResponse.ProtoReflect.Descriptor instead.
-func (*ResolveRouteResponse) Descriptor() ([]byte, []int) {
-	return file_postmill_inbound_v1_inbound_proto_rawDescGZIP(), []int{11}
-}
-
-func (x *ResolveRouteResponse) GetRoute() *InboundRoute {
-	if x != nil {
-		return x.Route
-	}
-	return nil
-}
-
-type ListReceivedRequest struct {
-	state          protoimpl.MessageState `protogen:"open.v1"`
-	OrganizationId string                 `protobuf:"bytes,1,opt,name=organization_id,json=organizationId,proto3" json:"organization_id,omitempty"`
-	Limit          int64                  `protobuf:"varint,2,opt,name=limit,proto3" json:"limit,omitempty"`
-	Offset         int64                  `protobuf:"varint,3,opt,name=offset,proto3" json:"offset,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
-}
-
-func (x *ListReceivedRequest) Reset() {
-	*x = ListReceivedRequest{}
-	mi := &file_postmill_inbound_v1_inbound_proto_msgTypes[12]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *ListReceivedRequest) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*ListReceivedRequest) ProtoMessage() {}
-
-func (x *ListReceivedRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_postmill_inbound_v1_inbound_proto_msgTypes[12]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use ListReceivedRequest.ProtoReflect.Descriptor instead.
-func (*ListReceivedRequest) Descriptor() ([]byte, []int) {
-	return file_postmill_inbound_v1_inbound_proto_rawDescGZIP(), []int{12}
-}
-
-func (x *ListReceivedRequest) GetOrganizationId() string {
-	if x != nil {
-		return x.OrganizationId
-	}
-	return ""
-}
-
-func (x *ListReceivedRequest) GetLimit() int64 {
-	if x != nil {
-		return x.Limit
-	}
-	return 0
-}
-
-func (x *ListReceivedRequest) GetOffset() int64 {
-	if x != nil {
-		return x.Offset
-	}
-	return 0
-}
-
 type ReceivedAttachment struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -939,7 +2075,7 @@ type ReceivedAttachment struct {
 
 func (x *ReceivedAttachment) Reset() {
 	*x = ReceivedAttachment{}
-	mi := &file_postmill_inbound_v1_inbound_proto_msgTypes[13]
+	mi := &file_postmill_inbound_v1_inbound_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -951,7 +2087,7 @@ func (x *ReceivedAttachment) String() string {
 func (*ReceivedAttachment) ProtoMessage() {}
 
 func (x *ReceivedAttachment) ProtoReflect() protoreflect.Message {
-	mi := &file_postmill_inbound_v1_inbound_proto_msgTypes[13]
+	mi := &file_postmill_inbound_v1_inbound_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -964,7 +2100,7 @@ func (x *ReceivedAttachment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReceivedAttachment.ProtoReflect.Descriptor instead.
 func (*ReceivedAttachment) Descriptor() ([]byte, []int) {
-	return file_postmill_inbound_v1_inbound_proto_rawDescGZIP(), []int{13}
+	return file_postmill_inbound_v1_inbound_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *ReceivedAttachment) GetId() string {
@@ -1072,7 +2208,7 @@ type ReceivedEmail struct {
 
 func (x *ReceivedEmail) Reset() {
 	*x = ReceivedEmail{}
-	mi := &file_postmill_inbound_v1_inbound_proto_msgTypes[14]
+	mi := &file_postmill_inbound_v1_inbound_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1084,7 +2220,7 @@ func (x *ReceivedEmail) String() string {
 func (*ReceivedEmail) ProtoMessage() {}
 
 func (x *ReceivedEmail) ProtoReflect() protoreflect.Message {
-	mi := &file_postmill_inbound_v1_inbound_proto_msgTypes[14]
+	mi := &file_postmill_inbound_v1_inbound_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1097,7 +2233,7 @@ func (x *ReceivedEmail) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReceivedEmail.ProtoReflect.Descriptor instead.
 func (*ReceivedEmail) Descriptor() ([]byte, []int) {
-	return file_postmill_inbound_v1_inbound_proto_rawDescGZIP(), []int{14}
+	return file_postmill_inbound_v1_inbound_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *ReceivedEmail) GetId() string {
@@ -1282,294 +2418,6 @@ func (x *ReceivedEmail) GetHasAttachments() bool {
 	return false
 }
 
-type ReceivedEmailList struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Items         []*ReceivedEmail       `protobuf:"bytes,1,rep,name=items,proto3" json:"items,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *ReceivedEmailList) Reset() {
-	*x = ReceivedEmailList{}
-	mi := &file_postmill_inbound_v1_inbound_proto_msgTypes[15]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *ReceivedEmailList) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*ReceivedEmailList) ProtoMessage() {}
-
-func (x *ReceivedEmailList) ProtoReflect() protoreflect.Message {
-	mi := &file_postmill_inbound_v1_inbound_proto_msgTypes[15]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use ReceivedEmailList.ProtoReflect.Descriptor instead.
-func (*ReceivedEmailList) Descriptor() ([]byte, []int) {
-	return file_postmill_inbound_v1_inbound_proto_rawDescGZIP(), []int{15}
-}
-
-func (x *ReceivedEmailList) GetItems() []*ReceivedEmail {
-	if x != nil {
-		return x.Items
-	}
-	return nil
-}
-
-type RawMessage struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Raw           []byte                 `protobuf:"bytes,1,opt,name=raw,proto3" json:"raw,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *RawMessage) Reset() {
-	*x = RawMessage{}
-	mi := &file_postmill_inbound_v1_inbound_proto_msgTypes[16]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *RawMessage) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*RawMessage) ProtoMessage() {}
-
-func (x *RawMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_postmill_inbound_v1_inbound_proto_msgTypes[16]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use RawMessage.ProtoReflect.Descriptor instead.
-func (*RawMessage) Descriptor() ([]byte, []int) {
-	return file_postmill_inbound_v1_inbound_proto_rawDescGZIP(), []int{16}
-}
-
-func (x *RawMessage) GetRaw() []byte {
-	if x != nil {
-		return x.Raw
-	}
-	return nil
-}
-
-type AttachmentRequest struct {
-	state          protoimpl.MessageState `protogen:"open.v1"`
-	OrganizationId string                 `protobuf:"bytes,1,opt,name=organization_id,json=organizationId,proto3" json:"organization_id,omitempty"`
-	Id             string                 `protobuf:"bytes,2,opt,name=id,proto3" json:"id,omitempty"`
-	AttachmentId   string                 `protobuf:"bytes,3,opt,name=attachment_id,json=attachmentId,proto3" json:"attachment_id,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
-}
-
-func (x *AttachmentRequest) Reset() {
-	*x = AttachmentRequest{}
-	mi := &file_postmill_inbound_v1_inbound_proto_msgTypes[17]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *AttachmentRequest) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*AttachmentRequest) ProtoMessage() {}
-
-func (x *AttachmentRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_postmill_inbound_v1_inbound_proto_msgTypes[17]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use AttachmentRequest.ProtoReflect.Descriptor instead.
-func (*AttachmentRequest) Descriptor() ([]byte, []int) {
-	return file_postmill_inbound_v1_inbound_proto_rawDescGZIP(), []int{17}
-}
-
-func (x *AttachmentRequest) GetOrganizationId() string {
-	if x != nil {
-		return x.OrganizationId
-	}
-	return ""
-}
-
-func (x *AttachmentRequest) GetId() string {
-	if x != nil {
-		return x.Id
-	}
-	return ""
-}
-
-func (x *AttachmentRequest) GetAttachmentId() string {
-	if x != nil {
-		return x.AttachmentId
-	}
-	return ""
-}
-
-type AttachmentResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Attachment    *ReceivedAttachment    `protobuf:"bytes,1,opt,name=attachment,proto3" json:"attachment,omitempty"`
-	Data          []byte                 `protobuf:"bytes,2,opt,name=data,proto3" json:"data,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *AttachmentResponse) Reset() {
-	*x = AttachmentResponse{}
-	mi := &file_postmill_inbound_v1_inbound_proto_msgTypes[18]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *AttachmentResponse) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*AttachmentResponse) ProtoMessage() {}
-
-func (x *AttachmentResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_postmill_inbound_v1_inbound_proto_msgTypes[18]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use AttachmentResponse.ProtoReflect.Descriptor instead.
-func (*AttachmentResponse) Descriptor() ([]byte, []int) {
-	return file_postmill_inbound_v1_inbound_proto_rawDescGZIP(), []int{18}
-}
-
-func (x *AttachmentResponse) GetAttachment() *ReceivedAttachment {
-	if x != nil {
-		return x.Attachment
-	}
-	return nil
-}
-
-func (x *AttachmentResponse) GetData() []byte {
-	if x != nil {
-		return x.Data
-	}
-	return nil
-}
-
-type Recipient struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Address       string                 `protobuf:"bytes,1,opt,name=address,proto3" json:"address,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *Recipient) Reset() {
-	*x = Recipient{}
-	mi := &file_postmill_inbound_v1_inbound_proto_msgTypes[19]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *Recipient) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*Recipient) ProtoMessage() {}
-
-func (x *Recipient) ProtoReflect() protoreflect.Message {
-	mi := &file_postmill_inbound_v1_inbound_proto_msgTypes[19]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use Recipient.ProtoReflect.Descriptor instead.
-func (*Recipient) Descriptor() ([]byte, []int) {
-	return file_postmill_inbound_v1_inbound_proto_rawDescGZIP(), []int{19}
-}
-
-func (x *Recipient) GetAddress() string {
-	if x != nil {
-		return x.Address
-	}
-	return ""
-}
-
-type Accepted struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Accepted      bool                   `protobuf:"varint,1,opt,name=accepted,proto3" json:"accepted,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *Accepted) Reset() {
-	*x = Accepted{}
-	mi := &file_postmill_inbound_v1_inbound_proto_msgTypes[20]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *Accepted) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*Accepted) ProtoMessage() {}
-
-func (x *Accepted) ProtoReflect() protoreflect.Message {
-	mi := &file_postmill_inbound_v1_inbound_proto_msgTypes[20]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use Accepted.ProtoReflect.Descriptor instead.
-func (*Accepted) Descriptor() ([]byte, []int) {
-	return file_postmill_inbound_v1_inbound_proto_rawDescGZIP(), []int{20}
-}
-
-func (x *Accepted) GetAccepted() bool {
-	if x != nil {
-		return x.Accepted
-	}
-	return false
-}
-
 type InboundPart struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Filename      string                 `protobuf:"bytes,1,opt,name=filename,proto3" json:"filename,omitempty"`
@@ -1583,7 +2431,7 @@ type InboundPart struct {
 
 func (x *InboundPart) Reset() {
 	*x = InboundPart{}
-	mi := &file_postmill_inbound_v1_inbound_proto_msgTypes[21]
+	mi := &file_postmill_inbound_v1_inbound_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1595,7 +2443,7 @@ func (x *InboundPart) String() string {
 func (*InboundPart) ProtoMessage() {}
 
 func (x *InboundPart) ProtoReflect() protoreflect.Message {
-	mi := &file_postmill_inbound_v1_inbound_proto_msgTypes[21]
+	mi := &file_postmill_inbound_v1_inbound_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1608,7 +2456,7 @@ func (x *InboundPart) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InboundPart.ProtoReflect.Descriptor instead.
 func (*InboundPart) Descriptor() ([]byte, []int) {
-	return file_postmill_inbound_v1_inbound_proto_rawDescGZIP(), []int{21}
+	return file_postmill_inbound_v1_inbound_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *InboundPart) GetFilename() string {
@@ -1670,7 +2518,7 @@ type InboundMessage struct {
 
 func (x *InboundMessage) Reset() {
 	*x = InboundMessage{}
-	mi := &file_postmill_inbound_v1_inbound_proto_msgTypes[22]
+	mi := &file_postmill_inbound_v1_inbound_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1682,7 +2530,7 @@ func (x *InboundMessage) String() string {
 func (*InboundMessage) ProtoMessage() {}
 
 func (x *InboundMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_postmill_inbound_v1_inbound_proto_msgTypes[22]
+	mi := &file_postmill_inbound_v1_inbound_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1695,7 +2543,7 @@ func (x *InboundMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InboundMessage.ProtoReflect.Descriptor instead.
 func (*InboundMessage) Descriptor() ([]byte, []int) {
-	return file_postmill_inbound_v1_inbound_proto_rawDescGZIP(), []int{22}
+	return file_postmill_inbound_v1_inbound_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *InboundMessage) GetFrom() string {
@@ -1810,64 +2658,114 @@ func (x *InboundMessage) GetAttachments() []*InboundPart {
 	return nil
 }
 
-type ReceiveResult struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Ids           []string               `protobuf:"bytes,1,rep,name=ids,proto3" json:"ids,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *ReceiveResult) Reset() {
-	*x = ReceiveResult{}
-	mi := &file_postmill_inbound_v1_inbound_proto_msgTypes[23]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *ReceiveResult) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*ReceiveResult) ProtoMessage() {}
-
-func (x *ReceiveResult) ProtoReflect() protoreflect.Message {
-	mi := &file_postmill_inbound_v1_inbound_proto_msgTypes[23]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use ReceiveResult.ProtoReflect.Descriptor instead.
-func (*ReceiveResult) Descriptor() ([]byte, []int) {
-	return file_postmill_inbound_v1_inbound_proto_rawDescGZIP(), []int{23}
-}
-
-func (x *ReceiveResult) GetIds() []string {
-	if x != nil {
-		return x.Ids
-	}
-	return nil
-}
-
 var File_postmill_inbound_v1_inbound_proto protoreflect.FileDescriptor
 
 const file_postmill_inbound_v1_inbound_proto_rawDesc = "" +
 	"\n" +
-	"!postmill/inbound/v1/inbound.proto\x12\x13postmill.inbound.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\a\n" +
-	"\x05Empty\"0\n" +
-	"\x05OrgID\x12'\n" +
-	"\x0forganization_id\x18\x01 \x01(\tR\x0eorganizationId\"F\n" +
-	"\aOrgName\x12'\n" +
+	"!postmill/inbound/v1/inbound.proto\x12\x13postmill.inbound.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"Y\n" +
+	"\x1aCreateInboundDomainRequest\x12'\n" +
 	"\x0forganization_id\x18\x01 \x01(\tR\x0eorganizationId\x12\x12\n" +
-	"\x04name\x18\x02 \x01(\tR\x04name\"C\n" +
-	"\bOrgAndID\x12'\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\"Y\n" +
+	"\x1bCreateInboundDomainResponse\x12:\n" +
+	"\x06domain\x18\x01 \x01(\v2\".postmill.inbound.v1.InboundDomainR\x06domain\"D\n" +
+	"\x19ListInboundDomainsRequest\x12'\n" +
+	"\x0forganization_id\x18\x01 \x01(\tR\x0eorganizationId\"Z\n" +
+	"\x1aListInboundDomainsResponse\x12<\n" +
+	"\adomains\x18\x01 \x03(\v2\".postmill.inbound.v1.InboundDomainR\adomains\"R\n" +
+	"\x17GetInboundDomainRequest\x12'\n" +
 	"\x0forganization_id\x18\x01 \x01(\tR\x0eorganizationId\x12\x0e\n" +
-	"\x02id\x18\x02 \x01(\tR\x02id\"\x90\x02\n" +
+	"\x02id\x18\x02 \x01(\tR\x02id\"V\n" +
+	"\x18GetInboundDomainResponse\x12:\n" +
+	"\x06domain\x18\x01 \x01(\v2\".postmill.inbound.v1.InboundDomainR\x06domain\"U\n" +
+	"\x1aVerifyInboundDomainRequest\x12'\n" +
+	"\x0forganization_id\x18\x01 \x01(\tR\x0eorganizationId\x12\x0e\n" +
+	"\x02id\x18\x02 \x01(\tR\x02id\"Y\n" +
+	"\x1bVerifyInboundDomainResponse\x12:\n" +
+	"\x06domain\x18\x01 \x01(\v2\".postmill.inbound.v1.InboundDomainR\x06domain\"V\n" +
+	"\x1bSuspendInboundDomainRequest\x12'\n" +
+	"\x0forganization_id\x18\x01 \x01(\tR\x0eorganizationId\x12\x0e\n" +
+	"\x02id\x18\x02 \x01(\tR\x02id\"Z\n" +
+	"\x1cSuspendInboundDomainResponse\x12:\n" +
+	"\x06domain\x18\x01 \x01(\v2\".postmill.inbound.v1.InboundDomainR\x06domain\"U\n" +
+	"\x1aDeleteInboundDomainRequest\x12'\n" +
+	"\x0forganization_id\x18\x01 \x01(\tR\x0eorganizationId\x12\x0e\n" +
+	"\x02id\x18\x02 \x01(\tR\x02id\"\x1d\n" +
+	"\x1bDeleteInboundDomainResponse\"\xbc\x02\n" +
+	"\x12CreateRouteRequest\x12'\n" +
+	"\x0forganization_id\x18\x01 \x01(\tR\x0eorganizationId\x12*\n" +
+	"\x11inbound_domain_id\x18\x02 \x01(\tR\x0finboundDomainId\x12\x1d\n" +
+	"\n" +
+	"match_type\x18\x03 \x01(\tR\tmatchType\x12\x1f\n" +
+	"\vmatch_value\x18\x04 \x01(\tR\n" +
+	"matchValue\x12\x16\n" +
+	"\x06action\x18\x05 \x01(\tR\x06action\x12 \n" +
+	"\vdestination\x18\x06 \x01(\tR\vdestination\x12\x1d\n" +
+	"\aenabled\x18\a \x01(\bH\x00R\aenabled\x88\x01\x01\x12\x1f\n" +
+	"\bpriority\x18\b \x01(\x03H\x01R\bpriority\x88\x01\x01B\n" +
+	"\n" +
+	"\b_enabledB\v\n" +
+	"\t_priority\"N\n" +
+	"\x13CreateRouteResponse\x127\n" +
+	"\x05route\x18\x01 \x01(\v2!.postmill.inbound.v1.InboundRouteR\x05route\"\xdd\x01\n" +
+	"\x12UpdateRouteRequest\x12'\n" +
+	"\x0forganization_id\x18\x01 \x01(\tR\x0eorganizationId\x12\x0e\n" +
+	"\x02id\x18\x02 \x01(\tR\x02id\x12\x1d\n" +
+	"\aenabled\x18\x03 \x01(\bH\x00R\aenabled\x88\x01\x01\x12\x1f\n" +
+	"\bpriority\x18\x04 \x01(\x03H\x01R\bpriority\x88\x01\x01\x12%\n" +
+	"\vdestination\x18\x05 \x01(\tH\x02R\vdestination\x88\x01\x01B\n" +
+	"\n" +
+	"\b_enabledB\v\n" +
+	"\t_priorityB\x0e\n" +
+	"\f_destination\"N\n" +
+	"\x13UpdateRouteResponse\x127\n" +
+	"\x05route\x18\x01 \x01(\v2!.postmill.inbound.v1.InboundRouteR\x05route\"M\n" +
+	"\x12DeleteRouteRequest\x12'\n" +
+	"\x0forganization_id\x18\x01 \x01(\tR\x0eorganizationId\x12\x0e\n" +
+	"\x02id\x18\x02 \x01(\tR\x02id\"\x15\n" +
+	"\x13DeleteRouteResponse\"h\n" +
+	"\x11ListRoutesRequest\x12'\n" +
+	"\x0forganization_id\x18\x01 \x01(\tR\x0eorganizationId\x12*\n" +
+	"\x11inbound_domain_id\x18\x02 \x01(\tR\x0finboundDomainId\"O\n" +
+	"\x12ListRoutesResponse\x129\n" +
+	"\x06routes\x18\x01 \x03(\v2!.postmill.inbound.v1.InboundRouteR\x06routes\"X\n" +
+	"\x13ResolveRouteRequest\x12'\n" +
+	"\x0forganization_id\x18\x01 \x01(\tR\x0eorganizationId\x12\x18\n" +
+	"\aaddress\x18\x02 \x01(\tR\aaddress\"O\n" +
+	"\x14ResolveRouteResponse\x127\n" +
+	"\x05route\x18\x01 \x01(\v2!.postmill.inbound.v1.InboundRouteR\x05route\"l\n" +
+	"\x13ListReceivedRequest\x12'\n" +
+	"\x0forganization_id\x18\x01 \x01(\tR\x0eorganizationId\x12\x14\n" +
+	"\x05limit\x18\x02 \x01(\x03R\x05limit\x12\x16\n" +
+	"\x06offset\x18\x03 \x01(\x03R\x06offset\"R\n" +
+	"\x14ListReceivedResponse\x12:\n" +
+	"\x06emails\x18\x01 \x03(\v2\".postmill.inbound.v1.ReceivedEmailR\x06emails\"M\n" +
+	"\x12GetReceivedRequest\x12'\n" +
+	"\x0forganization_id\x18\x01 \x01(\tR\x0eorganizationId\x12\x0e\n" +
+	"\x02id\x18\x02 \x01(\tR\x02id\"O\n" +
+	"\x13GetReceivedResponse\x128\n" +
+	"\x05email\x18\x01 \x01(\v2\".postmill.inbound.v1.ReceivedEmailR\x05email\"M\n" +
+	"\x12ReceivedRawRequest\x12'\n" +
+	"\x0forganization_id\x18\x01 \x01(\tR\x0eorganizationId\x12\x0e\n" +
+	"\x02id\x18\x02 \x01(\tR\x02id\"'\n" +
+	"\x13ReceivedRawResponse\x12\x10\n" +
+	"\x03raw\x18\x01 \x01(\fR\x03raw\"y\n" +
+	"\x19ReceivedAttachmentRequest\x12'\n" +
+	"\x0forganization_id\x18\x01 \x01(\tR\x0eorganizationId\x12\x0e\n" +
+	"\x02id\x18\x02 \x01(\tR\x02id\x12#\n" +
+	"\rattachment_id\x18\x03 \x01(\tR\fattachmentId\"y\n" +
+	"\x1aReceivedAttachmentResponse\x12G\n" +
+	"\n" +
+	"attachment\x18\x01 \x01(\v2'.postmill.inbound.v1.ReceivedAttachmentR\n" +
+	"attachment\x12\x12\n" +
+	"\x04data\x18\x02 \x01(\fR\x04data\":\n" +
+	"\x1eAcceptsInboundRecipientRequest\x12\x18\n" +
+	"\aaddress\x18\x01 \x01(\tR\aaddress\"=\n" +
+	"\x1fAcceptsInboundRecipientResponse\x12\x1a\n" +
+	"\baccepted\x18\x01 \x01(\bR\baccepted\"O\n" +
+	"\x0eReceiveRequest\x12=\n" +
+	"\amessage\x18\x01 \x01(\v2#.postmill.inbound.v1.InboundMessageR\amessage\"#\n" +
+	"\x0fReceiveResponse\x12\x10\n" +
+	"\x03ids\x18\x01 \x03(\tR\x03ids\"\x90\x02\n" +
 	"\rInboundRecord\x12\x1b\n" +
 	"\tdomain_id\x18\x01 \x01(\tR\bdomainId\x12\x12\n" +
 	"\x04type\x18\x02 \x01(\tR\x04type\x12\x1f\n" +
@@ -1895,9 +2793,7 @@ const file_postmill_inbound_v1_inbound_proto_rawDesc = "" +
 	"created_at\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x12A\n" +
 	"\n" +
 	"dns_record\x18\n" +
-	" \x01(\v2\".postmill.inbound.v1.InboundRecordR\tdnsRecord\"M\n" +
-	"\x11InboundDomainList\x128\n" +
-	"\x05items\x18\x01 \x03(\v2\".postmill.inbound.v1.InboundDomainR\x05items\"\xde\x02\n" +
+	" \x01(\v2\".postmill.inbound.v1.InboundRecordR\tdnsRecord\"\xde\x02\n" +
 	"\fInboundRoute\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12'\n" +
 	"\x0forganization_id\x18\x02 \x01(\tR\x0eorganizationId\x12*\n" +
@@ -1912,39 +2808,7 @@ const file_postmill_inbound_v1_inbound_proto_rawDesc = "" +
 	"\bpriority\x18\t \x01(\x03R\bpriority\x129\n" +
 	"\n" +
 	"created_at\x18\n" +
-	" \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\"K\n" +
-	"\x10InboundRouteList\x127\n" +
-	"\x05items\x18\x01 \x03(\v2!.postmill.inbound.v1.InboundRouteR\x05items\"\xbc\x02\n" +
-	"\x12CreateRouteRequest\x12'\n" +
-	"\x0forganization_id\x18\x01 \x01(\tR\x0eorganizationId\x12*\n" +
-	"\x11inbound_domain_id\x18\x02 \x01(\tR\x0finboundDomainId\x12\x1d\n" +
-	"\n" +
-	"match_type\x18\x03 \x01(\tR\tmatchType\x12\x1f\n" +
-	"\vmatch_value\x18\x04 \x01(\tR\n" +
-	"matchValue\x12\x16\n" +
-	"\x06action\x18\x05 \x01(\tR\x06action\x12 \n" +
-	"\vdestination\x18\x06 \x01(\tR\vdestination\x12\x1d\n" +
-	"\aenabled\x18\a \x01(\bH\x00R\aenabled\x88\x01\x01\x12\x1f\n" +
-	"\bpriority\x18\b \x01(\x03H\x01R\bpriority\x88\x01\x01B\n" +
-	"\n" +
-	"\b_enabledB\v\n" +
-	"\t_priority\"\xdd\x01\n" +
-	"\x12UpdateRouteRequest\x12'\n" +
-	"\x0forganization_id\x18\x01 \x01(\tR\x0eorganizationId\x12\x0e\n" +
-	"\x02id\x18\x02 \x01(\tR\x02id\x12\x1d\n" +
-	"\aenabled\x18\x03 \x01(\bH\x00R\aenabled\x88\x01\x01\x12\x1f\n" +
-	"\bpriority\x18\x04 \x01(\x03H\x01R\bpriority\x88\x01\x01\x12%\n" +
-	"\vdestination\x18\x05 \x01(\tH\x02R\vdestination\x88\x01\x01B\n" +
-	"\n" +
-	"\b_enabledB\v\n" +
-	"\t_priorityB\x0e\n" +
-	"\f_destination\"O\n" +
-	"\x14ResolveRouteResponse\x127\n" +
-	"\x05route\x18\x01 \x01(\v2!.postmill.inbound.v1.InboundRouteR\x05route\"l\n" +
-	"\x13ListReceivedRequest\x12'\n" +
-	"\x0forganization_id\x18\x01 \x01(\tR\x0eorganizationId\x12\x14\n" +
-	"\x05limit\x18\x02 \x01(\x03R\x05limit\x12\x16\n" +
-	"\x06offset\x18\x03 \x01(\x03R\x06offset\"\xd5\x02\n" +
+	" \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\"\xd5\x02\n" +
 	"\x12ReceivedAttachment\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1a\n" +
 	"\bfilename\x18\x02 \x01(\tR\bfilename\x12!\n" +
@@ -2000,25 +2864,7 @@ const file_postmill_inbound_v1_inbound_proto_rawDesc = "" +
 	"\v_referencesB\v\n" +
 	"\t_route_idB\x0f\n" +
 	"\r_route_actionB\x11\n" +
-	"\x0f_forward_status\"M\n" +
-	"\x11ReceivedEmailList\x128\n" +
-	"\x05items\x18\x01 \x03(\v2\".postmill.inbound.v1.ReceivedEmailR\x05items\"\x1e\n" +
-	"\n" +
-	"RawMessage\x12\x10\n" +
-	"\x03raw\x18\x01 \x01(\fR\x03raw\"q\n" +
-	"\x11AttachmentRequest\x12'\n" +
-	"\x0forganization_id\x18\x01 \x01(\tR\x0eorganizationId\x12\x0e\n" +
-	"\x02id\x18\x02 \x01(\tR\x02id\x12#\n" +
-	"\rattachment_id\x18\x03 \x01(\tR\fattachmentId\"q\n" +
-	"\x12AttachmentResponse\x12G\n" +
-	"\n" +
-	"attachment\x18\x01 \x01(\v2'.postmill.inbound.v1.ReceivedAttachmentR\n" +
-	"attachment\x12\x12\n" +
-	"\x04data\x18\x02 \x01(\fR\x04data\"%\n" +
-	"\tRecipient\x12\x18\n" +
-	"\aaddress\x18\x01 \x01(\tR\aaddress\"&\n" +
-	"\bAccepted\x12\x1a\n" +
-	"\baccepted\x18\x01 \x01(\bR\baccepted\"\x97\x01\n" +
+	"\x0f_forward_status\"\x97\x01\n" +
 	"\vInboundPart\x12\x1a\n" +
 	"\bfilename\x18\x01 \x01(\tR\bfilename\x12!\n" +
 	"\fcontent_type\x18\x02 \x01(\tR\vcontentType\x12\x16\n" +
@@ -2048,30 +2894,27 @@ const file_postmill_inbound_v1_inbound_proto_rawDesc = "" +
 	"\x02cc\x18\r \x03(\tR\x02cc\x12\x12\n" +
 	"\x04text\x18\x0e \x01(\tR\x04text\x12\x12\n" +
 	"\x04html\x18\x0f \x01(\tR\x04html\x12B\n" +
-	"\vattachments\x18\x10 \x03(\v2 .postmill.inbound.v1.InboundPartR\vattachments\"!\n" +
-	"\rReceiveResult\x12\x10\n" +
-	"\x03ids\x18\x01 \x03(\tR\x03ids2\xb8\n" +
+	"\vattachments\x18\x10 \x03(\v2 .postmill.inbound.v1.InboundPartR\vattachments2\xed\f\n" +
+	"\x0eInboundService\x12x\n" +
+	"\x13CreateInboundDomain\x12/.postmill.inbound.v1.CreateInboundDomainRequest\x1a0.postmill.inbound.v1.CreateInboundDomainResponse\x12u\n" +
+	"\x12ListInboundDomains\x12..postmill.inbound.v1.ListInboundDomainsRequest\x1a/.postmill.inbound.v1.ListInboundDomainsResponse\x12o\n" +
+	"\x10GetInboundDomain\x12,.postmill.inbound.v1.GetInboundDomainRequest\x1a-.postmill.inbound.v1.GetInboundDomainResponse\x12x\n" +
+	"\x13VerifyInboundDomain\x12/.postmill.inbound.v1.VerifyInboundDomainRequest\x1a0.postmill.inbound.v1.VerifyInboundDomainResponse\x12{\n" +
+	"\x14SuspendInboundDomain\x120.postmill.inbound.v1.SuspendInboundDomainRequest\x1a1.postmill.inbound.v1.SuspendInboundDomainResponse\x12x\n" +
+	"\x13DeleteInboundDomain\x12/.postmill.inbound.v1.DeleteInboundDomainRequest\x1a0.postmill.inbound.v1.DeleteInboundDomainResponse\x12`\n" +
+	"\vCreateRoute\x12'.postmill.inbound.v1.CreateRouteRequest\x1a(.postmill.inbound.v1.CreateRouteResponse\x12`\n" +
+	"\vUpdateRoute\x12'.postmill.inbound.v1.UpdateRouteRequest\x1a(.postmill.inbound.v1.UpdateRouteResponse\x12`\n" +
+	"\vDeleteRoute\x12'.postmill.inbound.v1.DeleteRouteRequest\x1a(.postmill.inbound.v1.DeleteRouteResponse\x12]\n" +
 	"\n" +
-	"\x0eInboundService\x12W\n" +
-	"\x13CreateInboundDomain\x12\x1c.postmill.inbound.v1.OrgName\x1a\".postmill.inbound.v1.InboundDomain\x12X\n" +
-	"\x12ListInboundDomains\x12\x1a.postmill.inbound.v1.OrgID\x1a&.postmill.inbound.v1.InboundDomainList\x12U\n" +
-	"\x10GetInboundDomain\x12\x1d.postmill.inbound.v1.OrgAndID\x1a\".postmill.inbound.v1.InboundDomain\x12X\n" +
-	"\x13VerifyInboundDomain\x12\x1d.postmill.inbound.v1.OrgAndID\x1a\".postmill.inbound.v1.InboundDomain\x12Y\n" +
-	"\x14SuspendInboundDomain\x12\x1d.postmill.inbound.v1.OrgAndID\x1a\".postmill.inbound.v1.InboundDomain\x12P\n" +
-	"\x13DeleteInboundDomain\x12\x1d.postmill.inbound.v1.OrgAndID\x1a\x1a.postmill.inbound.v1.Empty\x12Y\n" +
-	"\vCreateRoute\x12'.postmill.inbound.v1.CreateRouteRequest\x1a!.postmill.inbound.v1.InboundRoute\x12Y\n" +
-	"\vUpdateRoute\x12'.postmill.inbound.v1.UpdateRouteRequest\x1a!.postmill.inbound.v1.InboundRoute\x12H\n" +
-	"\vDeleteRoute\x12\x1d.postmill.inbound.v1.OrgAndID\x1a\x1a.postmill.inbound.v1.Empty\x12R\n" +
-	"\n" +
-	"ListRoutes\x12\x1d.postmill.inbound.v1.OrgAndID\x1a%.postmill.inbound.v1.InboundRouteList\x12W\n" +
-	"\fResolveRoute\x12\x1c.postmill.inbound.v1.OrgName\x1a).postmill.inbound.v1.ResolveRouteResponse\x12`\n" +
-	"\fListReceived\x12(.postmill.inbound.v1.ListReceivedRequest\x1a&.postmill.inbound.v1.ReceivedEmailList\x12P\n" +
-	"\vGetReceived\x12\x1d.postmill.inbound.v1.OrgAndID\x1a\".postmill.inbound.v1.ReceivedEmail\x12M\n" +
-	"\vReceivedRaw\x12\x1d.postmill.inbound.v1.OrgAndID\x1a\x1f.postmill.inbound.v1.RawMessage\x12e\n" +
-	"\x12ReceivedAttachment\x12&.postmill.inbound.v1.AttachmentRequest\x1a'.postmill.inbound.v1.AttachmentResponse2\xbe\x01\n" +
-	"\x0eReceiveService\x12X\n" +
-	"\x17AcceptsInboundRecipient\x12\x1e.postmill.inbound.v1.Recipient\x1a\x1d.postmill.inbound.v1.Accepted\x12R\n" +
-	"\aReceive\x12#.postmill.inbound.v1.InboundMessage\x1a\".postmill.inbound.v1.ReceiveResultB\xe2\x01\n" +
+	"ListRoutes\x12&.postmill.inbound.v1.ListRoutesRequest\x1a'.postmill.inbound.v1.ListRoutesResponse\x12c\n" +
+	"\fResolveRoute\x12(.postmill.inbound.v1.ResolveRouteRequest\x1a).postmill.inbound.v1.ResolveRouteResponse\x12c\n" +
+	"\fListReceived\x12(.postmill.inbound.v1.ListReceivedRequest\x1a).postmill.inbound.v1.ListReceivedResponse\x12`\n" +
+	"\vGetReceived\x12'.postmill.inbound.v1.GetReceivedRequest\x1a(.postmill.inbound.v1.GetReceivedResponse\x12`\n" +
+	"\vReceivedRaw\x12'.postmill.inbound.v1.ReceivedRawRequest\x1a(.postmill.inbound.v1.ReceivedRawResponse\x12u\n" +
+	"\x12ReceivedAttachment\x12..postmill.inbound.v1.ReceivedAttachmentRequest\x1a/.postmill.inbound.v1.ReceivedAttachmentResponse2\xed\x01\n" +
+	"\x0eReceiveService\x12\x84\x01\n" +
+	"\x17AcceptsInboundRecipient\x123.postmill.inbound.v1.AcceptsInboundRecipientRequest\x1a4.postmill.inbound.v1.AcceptsInboundRecipientResponse\x12T\n" +
+	"\aReceive\x12#.postmill.inbound.v1.ReceiveRequest\x1a$.postmill.inbound.v1.ReceiveResponseB\xe2\x01\n" +
 	"\x17com.postmill.inbound.v1B\fInboundProtoP\x01ZKgithub.com/postmill/postmill/adapters/rpc/gen/postmill/inbound/v1;inboundv1\xa2\x02\x03PIX\xaa\x02\x13Postmill.Inbound.V1\xca\x02\x13Postmill\\Inbound\\V1\xe2\x02\x1fPostmill\\Inbound\\V1\\GPBMetadata\xea\x02\x15Postmill::Inbound::V1b\x06proto3"
 
 var (
@@ -2086,89 +2929,114 @@ func file_postmill_inbound_v1_inbound_proto_rawDescGZIP() []byte {
 	return file_postmill_inbound_v1_inbound_proto_rawDescData
 }
 
-var file_postmill_inbound_v1_inbound_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
+var file_postmill_inbound_v1_inbound_proto_msgTypes = make([]protoimpl.MessageInfo, 41)
 var file_postmill_inbound_v1_inbound_proto_goTypes = []any{
-	(*Empty)(nil),                 // 0: postmill.inbound.v1.Empty
-	(*OrgID)(nil),                 // 1: postmill.inbound.v1.OrgID
-	(*OrgName)(nil),               // 2: postmill.inbound.v1.OrgName
-	(*OrgAndID)(nil),              // 3: postmill.inbound.v1.OrgAndID
-	(*InboundRecord)(nil),         // 4: postmill.inbound.v1.InboundRecord
-	(*InboundDomain)(nil),         // 5: postmill.inbound.v1.InboundDomain
-	(*InboundDomainList)(nil),     // 6: postmill.inbound.v1.InboundDomainList
-	(*InboundRoute)(nil),          // 7: postmill.inbound.v1.InboundRoute
-	(*InboundRouteList)(nil),      // 8: postmill.inbound.v1.InboundRouteList
-	(*CreateRouteRequest)(nil),    // 9: postmill.inbound.v1.CreateRouteRequest
-	(*UpdateRouteRequest)(nil),    // 10: postmill.inbound.v1.UpdateRouteRequest
-	(*ResolveRouteResponse)(nil),  // 11: postmill.inbound.v1.ResolveRouteResponse
-	(*ListReceivedRequest)(nil),   // 12: postmill.inbound.v1.ListReceivedRequest
-	(*ReceivedAttachment)(nil),    // 13: postmill.inbound.v1.ReceivedAttachment
-	(*ReceivedEmail)(nil),         // 14: postmill.inbound.v1.ReceivedEmail
-	(*ReceivedEmailList)(nil),     // 15: postmill.inbound.v1.ReceivedEmailList
-	(*RawMessage)(nil),            // 16: postmill.inbound.v1.RawMessage
-	(*AttachmentRequest)(nil),     // 17: postmill.inbound.v1.AttachmentRequest
-	(*AttachmentResponse)(nil),    // 18: postmill.inbound.v1.AttachmentResponse
-	(*Recipient)(nil),             // 19: postmill.inbound.v1.Recipient
-	(*Accepted)(nil),              // 20: postmill.inbound.v1.Accepted
-	(*InboundPart)(nil),           // 21: postmill.inbound.v1.InboundPart
-	(*InboundMessage)(nil),        // 22: postmill.inbound.v1.InboundMessage
-	(*ReceiveResult)(nil),         // 23: postmill.inbound.v1.ReceiveResult
-	(*timestamppb.Timestamp)(nil), // 24: google.protobuf.Timestamp
+	(*CreateInboundDomainRequest)(nil),      // 0: postmill.inbound.v1.CreateInboundDomainRequest
+	(*CreateInboundDomainResponse)(nil),     // 1: postmill.inbound.v1.CreateInboundDomainResponse
+	(*ListInboundDomainsRequest)(nil),       // 2: postmill.inbound.v1.ListInboundDomainsRequest
+	(*ListInboundDomainsResponse)(nil),      // 3: postmill.inbound.v1.ListInboundDomainsResponse
+	(*GetInboundDomainRequest)(nil),         // 4: postmill.inbound.v1.GetInboundDomainRequest
+	(*GetInboundDomainResponse)(nil),        // 5: postmill.inbound.v1.GetInboundDomainResponse
+	(*VerifyInboundDomainRequest)(nil),      // 6: postmill.inbound.v1.VerifyInboundDomainRequest
+	(*VerifyInboundDomainResponse)(nil),     // 7: postmill.inbound.v1.VerifyInboundDomainResponse
+	(*SuspendInboundDomainRequest)(nil),     // 8: postmill.inbound.v1.SuspendInboundDomainRequest
+	(*SuspendInboundDomainResponse)(nil),    // 9: postmill.inbound.v1.SuspendInboundDomainResponse
+	(*DeleteInboundDomainRequest)(nil),      // 10: postmill.inbound.v1.DeleteInboundDomainRequest
+	(*DeleteInboundDomainResponse)(nil),     // 11: postmill.inbound.v1.DeleteInboundDomainResponse
+	(*CreateRouteRequest)(nil),              // 12: postmill.inbound.v1.CreateRouteRequest
+	(*CreateRouteResponse)(nil),             // 13: postmill.inbound.v1.CreateRouteResponse
+	(*UpdateRouteRequest)(nil),              // 14: postmill.inbound.v1.UpdateRouteRequest
+	(*UpdateRouteResponse)(nil),             // 15: postmill.inbound.v1.UpdateRouteResponse
+	(*DeleteRouteRequest)(nil),              // 16: postmill.inbound.v1.DeleteRouteRequest
+	(*DeleteRouteResponse)(nil),             // 17: postmill.inbound.v1.DeleteRouteResponse
+	(*ListRoutesRequest)(nil),               // 18: postmill.inbound.v1.ListRoutesRequest
+	(*ListRoutesResponse)(nil),              // 19: postmill.inbound.v1.ListRoutesResponse
+	(*ResolveRouteRequest)(nil),             // 20: postmill.inbound.v1.ResolveRouteRequest
+	(*ResolveRouteResponse)(nil),            // 21: postmill.inbound.v1.ResolveRouteResponse
+	(*ListReceivedRequest)(nil),             // 22: postmill.inbound.v1.ListReceivedRequest
+	(*ListReceivedResponse)(nil),            // 23: postmill.inbound.v1.ListReceivedResponse
+	(*GetReceivedRequest)(nil),              // 24: postmill.inbound.v1.GetReceivedRequest
+	(*GetReceivedResponse)(nil),             // 25: postmill.inbound.v1.GetReceivedResponse
+	(*ReceivedRawRequest)(nil),              // 26: postmill.inbound.v1.ReceivedRawRequest
+	(*ReceivedRawResponse)(nil),             // 27: postmill.inbound.v1.ReceivedRawResponse
+	(*ReceivedAttachmentRequest)(nil),       // 28: postmill.inbound.v1.ReceivedAttachmentRequest
+	(*ReceivedAttachmentResponse)(nil),      // 29: postmill.inbound.v1.ReceivedAttachmentResponse
+	(*AcceptsInboundRecipientRequest)(nil),  // 30: postmill.inbound.v1.AcceptsInboundRecipientRequest
+	(*AcceptsInboundRecipientResponse)(nil), // 31: postmill.inbound.v1.AcceptsInboundRecipientResponse
+	(*ReceiveRequest)(nil),                  // 32: postmill.inbound.v1.ReceiveRequest
+	(*ReceiveResponse)(nil),                 // 33: postmill.inbound.v1.ReceiveResponse
+	(*InboundRecord)(nil),                   // 34: postmill.inbound.v1.InboundRecord
+	(*InboundDomain)(nil),                   // 35: postmill.inbound.v1.InboundDomain
+	(*InboundRoute)(nil),                    // 36: postmill.inbound.v1.InboundRoute
+	(*ReceivedAttachment)(nil),              // 37: postmill.inbound.v1.ReceivedAttachment
+	(*ReceivedEmail)(nil),                   // 38: postmill.inbound.v1.ReceivedEmail
+	(*InboundPart)(nil),                     // 39: postmill.inbound.v1.InboundPart
+	(*InboundMessage)(nil),                  // 40: postmill.inbound.v1.InboundMessage
+	(*timestamppb.Timestamp)(nil),           // 41: google.protobuf.Timestamp
 }
 var file_postmill_inbound_v1_inbound_proto_depIdxs = []int32{
-	24, // 0: postmill.inbound.v1.InboundRecord.checked_at:type_name -> google.protobuf.Timestamp
-	24, // 1: postmill.inbound.v1.InboundDomain.verified_at:type_name -> google.protobuf.Timestamp
-	24, // 2: postmill.inbound.v1.InboundDomain.last_checked_at:type_name -> google.protobuf.Timestamp
-	24, // 3: postmill.inbound.v1.InboundDomain.created_at:type_name -> google.protobuf.Timestamp
-	4,  // 4: postmill.inbound.v1.InboundDomain.dns_record:type_name -> postmill.inbound.v1.InboundRecord
-	5,  // 5: postmill.inbound.v1.InboundDomainList.items:type_name -> postmill.inbound.v1.InboundDomain
-	24, // 6: postmill.inbound.v1.InboundRoute.created_at:type_name -> google.protobuf.Timestamp
-	7,  // 7: postmill.inbound.v1.InboundRouteList.items:type_name -> postmill.inbound.v1.InboundRoute
-	7,  // 8: postmill.inbound.v1.ResolveRouteResponse.route:type_name -> postmill.inbound.v1.InboundRoute
-	24, // 9: postmill.inbound.v1.ReceivedAttachment.scanned_at:type_name -> google.protobuf.Timestamp
-	24, // 10: postmill.inbound.v1.ReceivedEmail.received_at:type_name -> google.protobuf.Timestamp
-	13, // 11: postmill.inbound.v1.ReceivedEmail.attachments:type_name -> postmill.inbound.v1.ReceivedAttachment
-	14, // 12: postmill.inbound.v1.ReceivedEmailList.items:type_name -> postmill.inbound.v1.ReceivedEmail
-	13, // 13: postmill.inbound.v1.AttachmentResponse.attachment:type_name -> postmill.inbound.v1.ReceivedAttachment
-	21, // 14: postmill.inbound.v1.InboundMessage.attachments:type_name -> postmill.inbound.v1.InboundPart
-	2,  // 15: postmill.inbound.v1.InboundService.CreateInboundDomain:input_type -> postmill.inbound.v1.OrgName
-	1,  // 16: postmill.inbound.v1.InboundService.ListInboundDomains:input_type -> postmill.inbound.v1.OrgID
-	3,  // 17: postmill.inbound.v1.InboundService.GetInboundDomain:input_type -> postmill.inbound.v1.OrgAndID
-	3,  // 18: postmill.inbound.v1.InboundService.VerifyInboundDomain:input_type -> postmill.inbound.v1.OrgAndID
-	3,  // 19: postmill.inbound.v1.InboundService.SuspendInboundDomain:input_type -> postmill.inbound.v1.OrgAndID
-	3,  // 20: postmill.inbound.v1.InboundService.DeleteInboundDomain:input_type -> postmill.inbound.v1.OrgAndID
-	9,  // 21: postmill.inbound.v1.InboundService.CreateRoute:input_type -> postmill.inbound.v1.CreateRouteRequest
-	10, // 22: postmill.inbound.v1.InboundService.UpdateRoute:input_type -> postmill.inbound.v1.UpdateRouteRequest
-	3,  // 23: postmill.inbound.v1.InboundService.DeleteRoute:input_type -> postmill.inbound.v1.OrgAndID
-	3,  // 24: postmill.inbound.v1.InboundService.ListRoutes:input_type -> postmill.inbound.v1.OrgAndID
-	2,  // 25: postmill.inbound.v1.InboundService.ResolveRoute:input_type -> postmill.inbound.v1.OrgName
-	12, // 26: postmill.inbound.v1.InboundService.ListReceived:input_type -> postmill.inbound.v1.ListReceivedRequest
-	3,  // 27: postmill.inbound.v1.InboundService.GetReceived:input_type -> postmill.inbound.v1.OrgAndID
-	3,  // 28: postmill.inbound.v1.InboundService.ReceivedRaw:input_type -> postmill.inbound.v1.OrgAndID
-	17, // 29: postmill.inbound.v1.InboundService.ReceivedAttachment:input_type -> postmill.inbound.v1.AttachmentRequest
-	19, // 30: postmill.inbound.v1.ReceiveService.AcceptsInboundRecipient:input_type -> postmill.inbound.v1.Recipient
-	22, // 31: postmill.inbound.v1.ReceiveService.Receive:input_type -> postmill.inbound.v1.InboundMessage
-	5,  // 32: postmill.inbound.v1.InboundService.CreateInboundDomain:output_type -> postmill.inbound.v1.InboundDomain
-	6,  // 33: postmill.inbound.v1.InboundService.ListInboundDomains:output_type -> postmill.inbound.v1.InboundDomainList
-	5,  // 34: postmill.inbound.v1.InboundService.GetInboundDomain:output_type -> postmill.inbound.v1.InboundDomain
-	5,  // 35: postmill.inbound.v1.InboundService.VerifyInboundDomain:output_type -> postmill.inbound.v1.InboundDomain
-	5,  // 36: postmill.inbound.v1.InboundService.SuspendInboundDomain:output_type -> postmill.inbound.v1.InboundDomain
-	0,  // 37: postmill.inbound.v1.InboundService.DeleteInboundDomain:output_type -> postmill.inbound.v1.Empty
-	7,  // 38: postmill.inbound.v1.InboundService.CreateRoute:output_type -> postmill.inbound.v1.InboundRoute
-	7,  // 39: postmill.inbound.v1.InboundService.UpdateRoute:output_type -> postmill.inbound.v1.InboundRoute
-	0,  // 40: postmill.inbound.v1.InboundService.DeleteRoute:output_type -> postmill.inbound.v1.Empty
-	8,  // 41: postmill.inbound.v1.InboundService.ListRoutes:output_type -> postmill.inbound.v1.InboundRouteList
-	11, // 42: postmill.inbound.v1.InboundService.ResolveRoute:output_type -> postmill.inbound.v1.ResolveRouteResponse
-	15, // 43: postmill.inbound.v1.InboundService.ListReceived:output_type -> postmill.inbound.v1.ReceivedEmailList
-	14, // 44: postmill.inbound.v1.InboundService.GetReceived:output_type -> postmill.inbound.v1.ReceivedEmail
-	16, // 45: postmill.inbound.v1.InboundService.ReceivedRaw:output_type -> postmill.inbound.v1.RawMessage
-	18, // 46: postmill.inbound.v1.InboundService.ReceivedAttachment:output_type -> postmill.inbound.v1.AttachmentResponse
-	20, // 47: postmill.inbound.v1.ReceiveService.AcceptsInboundRecipient:output_type -> postmill.inbound.v1.Accepted
-	23, // 48: postmill.inbound.v1.ReceiveService.Receive:output_type -> postmill.inbound.v1.ReceiveResult
-	32, // [32:49] is the sub-list for method output_type
-	15, // [15:32] is the sub-list for method input_type
-	15, // [15:15] is the sub-list for extension type_name
-	15, // [15:15] is the sub-list for extension extendee
-	0,  // [0:15] is the sub-list for field type_name
+	35, // 0: postmill.inbound.v1.CreateInboundDomainResponse.domain:type_name -> postmill.inbound.v1.InboundDomain
+	35, // 1: postmill.inbound.v1.ListInboundDomainsResponse.domains:type_name -> postmill.inbound.v1.InboundDomain
+	35, // 2: postmill.inbound.v1.GetInboundDomainResponse.domain:type_name -> postmill.inbound.v1.InboundDomain
+	35, // 3: postmill.inbound.v1.VerifyInboundDomainResponse.domain:type_name -> postmill.inbound.v1.InboundDomain
+	35, // 4: postmill.inbound.v1.SuspendInboundDomainResponse.domain:type_name -> postmill.inbound.v1.InboundDomain
+	36, // 5: postmill.inbound.v1.CreateRouteResponse.route:type_name -> postmill.inbound.v1.InboundRoute
+	36, // 6: postmill.inbound.v1.UpdateRouteResponse.route:type_name -> postmill.inbound.v1.InboundRoute
+	36, // 7: postmill.inbound.v1.ListRoutesResponse.routes:type_name -> postmill.inbound.v1.InboundRoute
+	36, // 8: postmill.inbound.v1.ResolveRouteResponse.route:type_name -> postmill.inbound.v1.InboundRoute
+	38, // 9: postmill.inbound.v1.ListReceivedResponse.emails:type_name -> postmill.inbound.v1.ReceivedEmail
+	38, // 10: postmill.inbound.v1.GetReceivedResponse.email:type_name -> postmill.inbound.v1.ReceivedEmail
+	37, // 11: postmill.inbound.v1.ReceivedAttachmentResponse.attachment:type_name -> postmill.inbound.v1.ReceivedAttachment
+	40, // 12: postmill.inbound.v1.ReceiveRequest.message:type_name -> postmill.inbound.v1.InboundMessage
+	41, // 13: postmill.inbound.v1.InboundRecord.checked_at:type_name -> google.protobuf.Timestamp
+	41, // 14: postmill.inbound.v1.InboundDomain.verified_at:type_name -> google.protobuf.Timestamp
+	41, // 15: postmill.inbound.v1.InboundDomain.last_checked_at:type_name -> google.protobuf.Timestamp
+	41, // 16: postmill.inbound.v1.InboundDomain.created_at:type_name -> google.protobuf.Timestamp
+	34, // 17: postmill.inbound.v1.InboundDomain.dns_record:type_name -> postmill.inbound.v1.InboundRecord
+	41, // 18: postmill.inbound.v1.InboundRoute.created_at:type_name -> google.protobuf.Timestamp
+	41, // 19: postmill.inbound.v1.ReceivedAttachment.scanned_at:type_name -> google.protobuf.Timestamp
+	41, // 20: postmill.inbound.v1.ReceivedEmail.received_at:type_name -> google.protobuf.Timestamp
+	37, // 21: postmill.inbound.v1.ReceivedEmail.attachments:type_name -> postmill.inbound.v1.ReceivedAttachment
+	39, // 22: postmill.inbound.v1.InboundMessage.attachments:type_name -> postmill.inbound.v1.InboundPart
+	0,  // 23: postmill.inbound.v1.InboundService.CreateInboundDomain:input_type -> postmill.inbound.v1.CreateInboundDomainRequest
+	2,  // 24: postmill.inbound.v1.InboundService.ListInboundDomains:input_type -> postmill.inbound.v1.ListInboundDomainsRequest
+	4,  // 25: postmill.inbound.v1.InboundService.GetInboundDomain:input_type -> postmill.inbound.v1.GetInboundDomainRequest
+	6,  // 26: postmill.inbound.v1.InboundService.VerifyInboundDomain:input_type -> postmill.inbound.v1.VerifyInboundDomainRequest
+	8,  // 27: postmill.inbound.v1.InboundService.SuspendInboundDomain:input_type -> postmill.inbound.v1.SuspendInboundDomainRequest
+	10, // 28: postmill.inbound.v1.InboundService.DeleteInboundDomain:input_type -> postmill.inbound.v1.DeleteInboundDomainRequest
+	12, // 29: postmill.inbound.v1.InboundService.CreateRoute:input_type -> postmill.inbound.v1.CreateRouteRequest
+	14, // 30: postmill.inbound.v1.InboundService.UpdateRoute:input_type -> postmill.inbound.v1.UpdateRouteRequest
+	16, // 31: postmill.inbound.v1.InboundService.DeleteRoute:input_type -> postmill.inbound.v1.DeleteRouteRequest
+	18, // 32: postmill.inbound.v1.InboundService.ListRoutes:input_type -> postmill.inbound.v1.ListRoutesRequest
+	20, // 33: postmill.inbound.v1.InboundService.ResolveRoute:input_type -> postmill.inbound.v1.ResolveRouteRequest
+	22, // 34: postmill.inbound.v1.InboundService.ListReceived:input_type -> postmill.inbound.v1.ListReceivedRequest
+	24, // 35: postmill.inbound.v1.InboundService.GetReceived:input_type -> postmill.inbound.v1.GetReceivedRequest
+	26, // 36: postmill.inbound.v1.InboundService.ReceivedRaw:input_type -> postmill.inbound.v1.ReceivedRawRequest
+	28, // 37: postmill.inbound.v1.InboundService.ReceivedAttachment:input_type -> postmill.inbound.v1.ReceivedAttachmentRequest
+	30, // 38: postmill.inbound.v1.ReceiveService.AcceptsInboundRecipient:input_type -> postmill.inbound.v1.AcceptsInboundRecipientRequest
+	32, // 39: postmill.inbound.v1.ReceiveService.Receive:input_type -> postmill.inbound.v1.ReceiveRequest
+	1,  // 40: postmill.inbound.v1.InboundService.CreateInboundDomain:output_type -> postmill.inbound.v1.CreateInboundDomainResponse
+	3,  // 41: postmill.inbound.v1.InboundService.ListInboundDomains:output_type -> postmill.inbound.v1.ListInboundDomainsResponse
+	5,  // 42: postmill.inbound.v1.InboundService.GetInboundDomain:output_type -> postmill.inbound.v1.GetInboundDomainResponse
+	7,  // 43: postmill.inbound.v1.InboundService.VerifyInboundDomain:output_type -> postmill.inbound.v1.VerifyInboundDomainResponse
+	9,  // 44: postmill.inbound.v1.InboundService.SuspendInboundDomain:output_type -> postmill.inbound.v1.SuspendInboundDomainResponse
+	11, // 45: postmill.inbound.v1.InboundService.DeleteInboundDomain:output_type -> postmill.inbound.v1.DeleteInboundDomainResponse
+	13, // 46: postmill.inbound.v1.InboundService.CreateRoute:output_type -> postmill.inbound.v1.CreateRouteResponse
+	15, // 47: postmill.inbound.v1.InboundService.UpdateRoute:output_type -> postmill.inbound.v1.UpdateRouteResponse
+	17, // 48: postmill.inbound.v1.InboundService.DeleteRoute:output_type -> postmill.inbound.v1.DeleteRouteResponse
+	19, // 49: postmill.inbound.v1.InboundService.ListRoutes:output_type -> postmill.inbound.v1.ListRoutesResponse
+	21, // 50: postmill.inbound.v1.InboundService.ResolveRoute:output_type -> postmill.inbound.v1.ResolveRouteResponse
+	23, // 51: postmill.inbound.v1.InboundService.ListReceived:output_type -> postmill.inbound.v1.ListReceivedResponse
+	25, // 52: postmill.inbound.v1.InboundService.GetReceived:output_type -> postmill.inbound.v1.GetReceivedResponse
+	27, // 53: postmill.inbound.v1.InboundService.ReceivedRaw:output_type -> postmill.inbound.v1.ReceivedRawResponse
+	29, // 54: postmill.inbound.v1.InboundService.ReceivedAttachment:output_type -> postmill.inbound.v1.ReceivedAttachmentResponse
+	31, // 55: postmill.inbound.v1.ReceiveService.AcceptsInboundRecipient:output_type -> postmill.inbound.v1.AcceptsInboundRecipientResponse
+	33, // 56: postmill.inbound.v1.ReceiveService.Receive:output_type -> postmill.inbound.v1.ReceiveResponse
+	40, // [40:57] is the sub-list for method output_type
+	23, // [23:40] is the sub-list for method input_type
+	23, // [23:23] is the sub-list for extension type_name
+	23, // [23:23] is the sub-list for extension extendee
+	0,  // [0:23] is the sub-list for field type_name
 }
 
 func init() { file_postmill_inbound_v1_inbound_proto_init() }
@@ -2176,16 +3044,16 @@ func file_postmill_inbound_v1_inbound_proto_init() {
 	if File_postmill_inbound_v1_inbound_proto != nil {
 		return
 	}
-	file_postmill_inbound_v1_inbound_proto_msgTypes[9].OneofWrappers = []any{}
-	file_postmill_inbound_v1_inbound_proto_msgTypes[10].OneofWrappers = []any{}
+	file_postmill_inbound_v1_inbound_proto_msgTypes[12].OneofWrappers = []any{}
 	file_postmill_inbound_v1_inbound_proto_msgTypes[14].OneofWrappers = []any{}
+	file_postmill_inbound_v1_inbound_proto_msgTypes[38].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_postmill_inbound_v1_inbound_proto_rawDesc), len(file_postmill_inbound_v1_inbound_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   24,
+			NumMessages:   41,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

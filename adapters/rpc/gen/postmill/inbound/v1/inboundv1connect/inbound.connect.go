@@ -93,22 +93,21 @@ const (
 
 // InboundServiceClient is a client for the postmill.inbound.v1.InboundService service.
 type InboundServiceClient interface {
-	CreateInboundDomain(context.Context, *connect.Request[v1.OrgName]) (*connect.Response[v1.InboundDomain], error)
-	ListInboundDomains(context.Context, *connect.Request[v1.OrgID]) (*connect.Response[v1.InboundDomainList], error)
-	GetInboundDomain(context.Context, *connect.Request[v1.OrgAndID]) (*connect.Response[v1.InboundDomain], error)
-	VerifyInboundDomain(context.Context, *connect.Request[v1.OrgAndID]) (*connect.Response[v1.InboundDomain], error)
-	SuspendInboundDomain(context.Context, *connect.Request[v1.OrgAndID]) (*connect.Response[v1.InboundDomain], error)
-	DeleteInboundDomain(context.Context, *connect.Request[v1.OrgAndID]) (*connect.Response[v1.Empty], error)
-	CreateRoute(context.Context, *connect.Request[v1.CreateRouteRequest]) (*connect.Response[v1.InboundRoute], error)
-	UpdateRoute(context.Context, *connect.Request[v1.UpdateRouteRequest]) (*connect.Response[v1.InboundRoute], error)
-	DeleteRoute(context.Context, *connect.Request[v1.OrgAndID]) (*connect.Response[v1.Empty], error)
-	ListRoutes(context.Context, *connect.Request[v1.OrgAndID]) (*connect.Response[v1.InboundRouteList], error)
-	// ResolveRoute answers an unset route when nothing matches.
-	ResolveRoute(context.Context, *connect.Request[v1.OrgName]) (*connect.Response[v1.ResolveRouteResponse], error)
-	ListReceived(context.Context, *connect.Request[v1.ListReceivedRequest]) (*connect.Response[v1.ReceivedEmailList], error)
-	GetReceived(context.Context, *connect.Request[v1.OrgAndID]) (*connect.Response[v1.ReceivedEmail], error)
-	ReceivedRaw(context.Context, *connect.Request[v1.OrgAndID]) (*connect.Response[v1.RawMessage], error)
-	ReceivedAttachment(context.Context, *connect.Request[v1.AttachmentRequest]) (*connect.Response[v1.AttachmentResponse], error)
+	CreateInboundDomain(context.Context, *connect.Request[v1.CreateInboundDomainRequest]) (*connect.Response[v1.CreateInboundDomainResponse], error)
+	ListInboundDomains(context.Context, *connect.Request[v1.ListInboundDomainsRequest]) (*connect.Response[v1.ListInboundDomainsResponse], error)
+	GetInboundDomain(context.Context, *connect.Request[v1.GetInboundDomainRequest]) (*connect.Response[v1.GetInboundDomainResponse], error)
+	VerifyInboundDomain(context.Context, *connect.Request[v1.VerifyInboundDomainRequest]) (*connect.Response[v1.VerifyInboundDomainResponse], error)
+	SuspendInboundDomain(context.Context, *connect.Request[v1.SuspendInboundDomainRequest]) (*connect.Response[v1.SuspendInboundDomainResponse], error)
+	DeleteInboundDomain(context.Context, *connect.Request[v1.DeleteInboundDomainRequest]) (*connect.Response[v1.DeleteInboundDomainResponse], error)
+	CreateRoute(context.Context, *connect.Request[v1.CreateRouteRequest]) (*connect.Response[v1.CreateRouteResponse], error)
+	UpdateRoute(context.Context, *connect.Request[v1.UpdateRouteRequest]) (*connect.Response[v1.UpdateRouteResponse], error)
+	DeleteRoute(context.Context, *connect.Request[v1.DeleteRouteRequest]) (*connect.Response[v1.DeleteRouteResponse], error)
+	ListRoutes(context.Context, *connect.Request[v1.ListRoutesRequest]) (*connect.Response[v1.ListRoutesResponse], error)
+	ResolveRoute(context.Context, *connect.Request[v1.ResolveRouteRequest]) (*connect.Response[v1.ResolveRouteResponse], error)
+	ListReceived(context.Context, *connect.Request[v1.ListReceivedRequest]) (*connect.Response[v1.ListReceivedResponse], error)
+	GetReceived(context.Context, *connect.Request[v1.GetReceivedRequest]) (*connect.Response[v1.GetReceivedResponse], error)
+	ReceivedRaw(context.Context, *connect.Request[v1.ReceivedRawRequest]) (*connect.Response[v1.ReceivedRawResponse], error)
+	ReceivedAttachment(context.Context, *connect.Request[v1.ReceivedAttachmentRequest]) (*connect.Response[v1.ReceivedAttachmentResponse], error)
 }
 
 // NewInboundServiceClient constructs a client for the postmill.inbound.v1.InboundService service.
@@ -122,91 +121,91 @@ func NewInboundServiceClient(httpClient connect.HTTPClient, baseURL string, opts
 	baseURL = strings.TrimRight(baseURL, "/")
 	inboundServiceMethods := v1.File_postmill_inbound_v1_inbound_proto.Services().ByName("InboundService").Methods()
 	return &inboundServiceClient{
-		createInboundDomain: connect.NewClient[v1.OrgName, v1.InboundDomain](
+		createInboundDomain: connect.NewClient[v1.CreateInboundDomainRequest, v1.CreateInboundDomainResponse](
 			httpClient,
 			baseURL+InboundServiceCreateInboundDomainProcedure,
 			connect.WithSchema(inboundServiceMethods.ByName("CreateInboundDomain")),
 			connect.WithClientOptions(opts...),
 		),
-		listInboundDomains: connect.NewClient[v1.OrgID, v1.InboundDomainList](
+		listInboundDomains: connect.NewClient[v1.ListInboundDomainsRequest, v1.ListInboundDomainsResponse](
 			httpClient,
 			baseURL+InboundServiceListInboundDomainsProcedure,
 			connect.WithSchema(inboundServiceMethods.ByName("ListInboundDomains")),
 			connect.WithClientOptions(opts...),
 		),
-		getInboundDomain: connect.NewClient[v1.OrgAndID, v1.InboundDomain](
+		getInboundDomain: connect.NewClient[v1.GetInboundDomainRequest, v1.GetInboundDomainResponse](
 			httpClient,
 			baseURL+InboundServiceGetInboundDomainProcedure,
 			connect.WithSchema(inboundServiceMethods.ByName("GetInboundDomain")),
 			connect.WithClientOptions(opts...),
 		),
-		verifyInboundDomain: connect.NewClient[v1.OrgAndID, v1.InboundDomain](
+		verifyInboundDomain: connect.NewClient[v1.VerifyInboundDomainRequest, v1.VerifyInboundDomainResponse](
 			httpClient,
 			baseURL+InboundServiceVerifyInboundDomainProcedure,
 			connect.WithSchema(inboundServiceMethods.ByName("VerifyInboundDomain")),
 			connect.WithClientOptions(opts...),
 		),
-		suspendInboundDomain: connect.NewClient[v1.OrgAndID, v1.InboundDomain](
+		suspendInboundDomain: connect.NewClient[v1.SuspendInboundDomainRequest, v1.SuspendInboundDomainResponse](
 			httpClient,
 			baseURL+InboundServiceSuspendInboundDomainProcedure,
 			connect.WithSchema(inboundServiceMethods.ByName("SuspendInboundDomain")),
 			connect.WithClientOptions(opts...),
 		),
-		deleteInboundDomain: connect.NewClient[v1.OrgAndID, v1.Empty](
+		deleteInboundDomain: connect.NewClient[v1.DeleteInboundDomainRequest, v1.DeleteInboundDomainResponse](
 			httpClient,
 			baseURL+InboundServiceDeleteInboundDomainProcedure,
 			connect.WithSchema(inboundServiceMethods.ByName("DeleteInboundDomain")),
 			connect.WithClientOptions(opts...),
 		),
-		createRoute: connect.NewClient[v1.CreateRouteRequest, v1.InboundRoute](
+		createRoute: connect.NewClient[v1.CreateRouteRequest, v1.CreateRouteResponse](
 			httpClient,
 			baseURL+InboundServiceCreateRouteProcedure,
 			connect.WithSchema(inboundServiceMethods.ByName("CreateRoute")),
 			connect.WithClientOptions(opts...),
 		),
-		updateRoute: connect.NewClient[v1.UpdateRouteRequest, v1.InboundRoute](
+		updateRoute: connect.NewClient[v1.UpdateRouteRequest, v1.UpdateRouteResponse](
 			httpClient,
 			baseURL+InboundServiceUpdateRouteProcedure,
 			connect.WithSchema(inboundServiceMethods.ByName("UpdateRoute")),
 			connect.WithClientOptions(opts...),
 		),
-		deleteRoute: connect.NewClient[v1.OrgAndID, v1.Empty](
+		deleteRoute: connect.NewClient[v1.DeleteRouteRequest, v1.DeleteRouteResponse](
 			httpClient,
 			baseURL+InboundServiceDeleteRouteProcedure,
 			connect.WithSchema(inboundServiceMethods.ByName("DeleteRoute")),
 			connect.WithClientOptions(opts...),
 		),
-		listRoutes: connect.NewClient[v1.OrgAndID, v1.InboundRouteList](
+		listRoutes: connect.NewClient[v1.ListRoutesRequest, v1.ListRoutesResponse](
 			httpClient,
 			baseURL+InboundServiceListRoutesProcedure,
 			connect.WithSchema(inboundServiceMethods.ByName("ListRoutes")),
 			connect.WithClientOptions(opts...),
 		),
-		resolveRoute: connect.NewClient[v1.OrgName, v1.ResolveRouteResponse](
+		resolveRoute: connect.NewClient[v1.ResolveRouteRequest, v1.ResolveRouteResponse](
 			httpClient,
 			baseURL+InboundServiceResolveRouteProcedure,
 			connect.WithSchema(inboundServiceMethods.ByName("ResolveRoute")),
 			connect.WithClientOptions(opts...),
 		),
-		listReceived: connect.NewClient[v1.ListReceivedRequest, v1.ReceivedEmailList](
+		listReceived: connect.NewClient[v1.ListReceivedRequest, v1.ListReceivedResponse](
 			httpClient,
 			baseURL+InboundServiceListReceivedProcedure,
 			connect.WithSchema(inboundServiceMethods.ByName("ListReceived")),
 			connect.WithClientOptions(opts...),
 		),
-		getReceived: connect.NewClient[v1.OrgAndID, v1.ReceivedEmail](
+		getReceived: connect.NewClient[v1.GetReceivedRequest, v1.GetReceivedResponse](
 			httpClient,
 			baseURL+InboundServiceGetReceivedProcedure,
 			connect.WithSchema(inboundServiceMethods.ByName("GetReceived")),
 			connect.WithClientOptions(opts...),
 		),
-		receivedRaw: connect.NewClient[v1.OrgAndID, v1.RawMessage](
+		receivedRaw: connect.NewClient[v1.ReceivedRawRequest, v1.ReceivedRawResponse](
 			httpClient,
 			baseURL+InboundServiceReceivedRawProcedure,
 			connect.WithSchema(inboundServiceMethods.ByName("ReceivedRaw")),
 			connect.WithClientOptions(opts...),
 		),
-		receivedAttachment: connect.NewClient[v1.AttachmentRequest, v1.AttachmentResponse](
+		receivedAttachment: connect.NewClient[v1.ReceivedAttachmentRequest, v1.ReceivedAttachmentResponse](
 			httpClient,
 			baseURL+InboundServiceReceivedAttachmentProcedure,
 			connect.WithSchema(inboundServiceMethods.ByName("ReceivedAttachment")),
@@ -217,116 +216,115 @@ func NewInboundServiceClient(httpClient connect.HTTPClient, baseURL string, opts
 
 // inboundServiceClient implements InboundServiceClient.
 type inboundServiceClient struct {
-	createInboundDomain  *connect.Client[v1.OrgName, v1.InboundDomain]
-	listInboundDomains   *connect.Client[v1.OrgID, v1.InboundDomainList]
-	getInboundDomain     *connect.Client[v1.OrgAndID, v1.InboundDomain]
-	verifyInboundDomain  *connect.Client[v1.OrgAndID, v1.InboundDomain]
-	suspendInboundDomain *connect.Client[v1.OrgAndID, v1.InboundDomain]
-	deleteInboundDomain  *connect.Client[v1.OrgAndID, v1.Empty]
-	createRoute          *connect.Client[v1.CreateRouteRequest, v1.InboundRoute]
-	updateRoute          *connect.Client[v1.UpdateRouteRequest, v1.InboundRoute]
-	deleteRoute          *connect.Client[v1.OrgAndID, v1.Empty]
-	listRoutes           *connect.Client[v1.OrgAndID, v1.InboundRouteList]
-	resolveRoute         *connect.Client[v1.OrgName, v1.ResolveRouteResponse]
-	listReceived         *connect.Client[v1.ListReceivedRequest, v1.ReceivedEmailList]
-	getReceived          *connect.Client[v1.OrgAndID, v1.ReceivedEmail]
-	receivedRaw          *connect.Client[v1.OrgAndID, v1.RawMessage]
-	receivedAttachment   *connect.Client[v1.AttachmentRequest, v1.AttachmentResponse]
+	createInboundDomain  *connect.Client[v1.CreateInboundDomainRequest, v1.CreateInboundDomainResponse]
+	listInboundDomains   *connect.Client[v1.ListInboundDomainsRequest, v1.ListInboundDomainsResponse]
+	getInboundDomain     *connect.Client[v1.GetInboundDomainRequest, v1.GetInboundDomainResponse]
+	verifyInboundDomain  *connect.Client[v1.VerifyInboundDomainRequest, v1.VerifyInboundDomainResponse]
+	suspendInboundDomain *connect.Client[v1.SuspendInboundDomainRequest, v1.SuspendInboundDomainResponse]
+	deleteInboundDomain  *connect.Client[v1.DeleteInboundDomainRequest, v1.DeleteInboundDomainResponse]
+	createRoute          *connect.Client[v1.CreateRouteRequest, v1.CreateRouteResponse]
+	updateRoute          *connect.Client[v1.UpdateRouteRequest, v1.UpdateRouteResponse]
+	deleteRoute          *connect.Client[v1.DeleteRouteRequest, v1.DeleteRouteResponse]
+	listRoutes           *connect.Client[v1.ListRoutesRequest, v1.ListRoutesResponse]
+	resolveRoute         *connect.Client[v1.ResolveRouteRequest, v1.ResolveRouteResponse]
+	listReceived         *connect.Client[v1.ListReceivedRequest, v1.ListReceivedResponse]
+	getReceived          *connect.Client[v1.GetReceivedRequest, v1.GetReceivedResponse]
+	receivedRaw          *connect.Client[v1.ReceivedRawRequest, v1.ReceivedRawResponse]
+	receivedAttachment   *connect.Client[v1.ReceivedAttachmentRequest, v1.ReceivedAttachmentResponse]
 }
 
 // CreateInboundDomain calls postmill.inbound.v1.InboundService.CreateInboundDomain.
-func (c *inboundServiceClient) CreateInboundDomain(ctx context.Context, req *connect.Request[v1.OrgName]) (*connect.Response[v1.InboundDomain], error) {
+func (c *inboundServiceClient) CreateInboundDomain(ctx context.Context, req *connect.Request[v1.CreateInboundDomainRequest]) (*connect.Response[v1.CreateInboundDomainResponse], error) {
 	return c.createInboundDomain.CallUnary(ctx, req)
 }
 
 // ListInboundDomains calls postmill.inbound.v1.InboundService.ListInboundDomains.
-func (c *inboundServiceClient) ListInboundDomains(ctx context.Context, req *connect.Request[v1.OrgID]) (*connect.Response[v1.InboundDomainList], error) {
+func (c *inboundServiceClient) ListInboundDomains(ctx context.Context, req *connect.Request[v1.ListInboundDomainsRequest]) (*connect.Response[v1.ListInboundDomainsResponse], error) {
 	return c.listInboundDomains.CallUnary(ctx, req)
 }
 
 // GetInboundDomain calls postmill.inbound.v1.InboundService.GetInboundDomain.
-func (c *inboundServiceClient) GetInboundDomain(ctx context.Context, req *connect.Request[v1.OrgAndID]) (*connect.Response[v1.InboundDomain], error) {
+func (c *inboundServiceClient) GetInboundDomain(ctx context.Context, req *connect.Request[v1.GetInboundDomainRequest]) (*connect.Response[v1.GetInboundDomainResponse], error) {
 	return c.getInboundDomain.CallUnary(ctx, req)
 }
 
 // VerifyInboundDomain calls postmill.inbound.v1.InboundService.VerifyInboundDomain.
-func (c *inboundServiceClient) VerifyInboundDomain(ctx context.Context, req *connect.Request[v1.OrgAndID]) (*connect.Response[v1.InboundDomain], error) {
+func (c *inboundServiceClient) VerifyInboundDomain(ctx context.Context, req *connect.Request[v1.VerifyInboundDomainRequest]) (*connect.Response[v1.VerifyInboundDomainResponse], error) {
 	return c.verifyInboundDomain.CallUnary(ctx, req)
 }
 
 // SuspendInboundDomain calls postmill.inbound.v1.InboundService.SuspendInboundDomain.
-func (c *inboundServiceClient) SuspendInboundDomain(ctx context.Context, req *connect.Request[v1.OrgAndID]) (*connect.Response[v1.InboundDomain], error) {
+func (c *inboundServiceClient) SuspendInboundDomain(ctx context.Context, req *connect.Request[v1.SuspendInboundDomainRequest]) (*connect.Response[v1.SuspendInboundDomainResponse], error) {
 	return c.suspendInboundDomain.CallUnary(ctx, req)
 }
 
 // DeleteInboundDomain calls postmill.inbound.v1.InboundService.DeleteInboundDomain.
-func (c *inboundServiceClient) DeleteInboundDomain(ctx context.Context, req *connect.Request[v1.OrgAndID]) (*connect.Response[v1.Empty], error) {
+func (c *inboundServiceClient) DeleteInboundDomain(ctx context.Context, req *connect.Request[v1.DeleteInboundDomainRequest]) (*connect.Response[v1.DeleteInboundDomainResponse], error) {
 	return c.deleteInboundDomain.CallUnary(ctx, req)
 }
 
 // CreateRoute calls postmill.inbound.v1.InboundService.CreateRoute.
-func (c *inboundServiceClient) CreateRoute(ctx context.Context, req *connect.Request[v1.CreateRouteRequest]) (*connect.Response[v1.InboundRoute], error) {
+func (c *inboundServiceClient) CreateRoute(ctx context.Context, req *connect.Request[v1.CreateRouteRequest]) (*connect.Response[v1.CreateRouteResponse], error) {
 	return c.createRoute.CallUnary(ctx, req)
 }
 
 // UpdateRoute calls postmill.inbound.v1.InboundService.UpdateRoute.
-func (c *inboundServiceClient) UpdateRoute(ctx context.Context, req *connect.Request[v1.UpdateRouteRequest]) (*connect.Response[v1.InboundRoute], error) {
+func (c *inboundServiceClient) UpdateRoute(ctx context.Context, req *connect.Request[v1.UpdateRouteRequest]) (*connect.Response[v1.UpdateRouteResponse], error) {
 	return c.updateRoute.CallUnary(ctx, req)
 }
 
 // DeleteRoute calls postmill.inbound.v1.InboundService.DeleteRoute.
-func (c *inboundServiceClient) DeleteRoute(ctx context.Context, req *connect.Request[v1.OrgAndID]) (*connect.Response[v1.Empty], error) {
+func (c *inboundServiceClient) DeleteRoute(ctx context.Context, req *connect.Request[v1.DeleteRouteRequest]) (*connect.Response[v1.DeleteRouteResponse], error) {
 	return c.deleteRoute.CallUnary(ctx, req)
 }
 
 // ListRoutes calls postmill.inbound.v1.InboundService.ListRoutes.
-func (c *inboundServiceClient) ListRoutes(ctx context.Context, req *connect.Request[v1.OrgAndID]) (*connect.Response[v1.InboundRouteList], error) {
+func (c *inboundServiceClient) ListRoutes(ctx context.Context, req *connect.Request[v1.ListRoutesRequest]) (*connect.Response[v1.ListRoutesResponse], error) {
 	return c.listRoutes.CallUnary(ctx, req)
 }
 
 // ResolveRoute calls postmill.inbound.v1.InboundService.ResolveRoute.
-func (c *inboundServiceClient) ResolveRoute(ctx context.Context, req *connect.Request[v1.OrgName]) (*connect.Response[v1.ResolveRouteResponse], error) {
+func (c *inboundServiceClient) ResolveRoute(ctx context.Context, req *connect.Request[v1.ResolveRouteRequest]) (*connect.Response[v1.ResolveRouteResponse], error) {
 	return c.resolveRoute.CallUnary(ctx, req)
 }
 
 // ListReceived calls postmill.inbound.v1.InboundService.ListReceived.
-func (c *inboundServiceClient) ListReceived(ctx context.Context, req *connect.Request[v1.ListReceivedRequest]) (*connect.Response[v1.ReceivedEmailList], error) {
+func (c *inboundServiceClient) ListReceived(ctx context.Context, req *connect.Request[v1.ListReceivedRequest]) (*connect.Response[v1.ListReceivedResponse], error) {
 	return c.listReceived.CallUnary(ctx, req)
 }
 
 // GetReceived calls postmill.inbound.v1.InboundService.GetReceived.
-func (c *inboundServiceClient) GetReceived(ctx context.Context, req *connect.Request[v1.OrgAndID]) (*connect.Response[v1.ReceivedEmail], error) {
+func (c *inboundServiceClient) GetReceived(ctx context.Context, req *connect.Request[v1.GetReceivedRequest]) (*connect.Response[v1.GetReceivedResponse], error) {
 	return c.getReceived.CallUnary(ctx, req)
 }
 
 // ReceivedRaw calls postmill.inbound.v1.InboundService.ReceivedRaw.
-func (c *inboundServiceClient) ReceivedRaw(ctx context.Context, req *connect.Request[v1.OrgAndID]) (*connect.Response[v1.RawMessage], error) {
+func (c *inboundServiceClient) ReceivedRaw(ctx context.Context, req *connect.Request[v1.ReceivedRawRequest]) (*connect.Response[v1.ReceivedRawResponse], error) {
 	return c.receivedRaw.CallUnary(ctx, req)
 }
 
 // ReceivedAttachment calls postmill.inbound.v1.InboundService.ReceivedAttachment.
-func (c *inboundServiceClient) ReceivedAttachment(ctx context.Context, req *connect.Request[v1.AttachmentRequest]) (*connect.Response[v1.AttachmentResponse], error) {
+func (c *inboundServiceClient) ReceivedAttachment(ctx context.Context, req *connect.Request[v1.ReceivedAttachmentRequest]) (*connect.Response[v1.ReceivedAttachmentResponse], error) {
 	return c.receivedAttachment.CallUnary(ctx, req)
 }
 
 // InboundServiceHandler is an implementation of the postmill.inbound.v1.InboundService service.
 type InboundServiceHandler interface {
-	CreateInboundDomain(context.Context, *connect.Request[v1.OrgName]) (*connect.Response[v1.InboundDomain], error)
-	ListInboundDomains(context.Context, *connect.Request[v1.OrgID]) (*connect.Response[v1.InboundDomainList], error)
-	GetInboundDomain(context.Context, *connect.Request[v1.OrgAndID]) (*connect.Response[v1.InboundDomain], error)
-	VerifyInboundDomain(context.Context, *connect.Request[v1.OrgAndID]) (*connect.Response[v1.InboundDomain], error)
-	SuspendInboundDomain(context.Context, *connect.Request[v1.OrgAndID]) (*connect.Response[v1.InboundDomain], error)
-	DeleteInboundDomain(context.Context, *connect.Request[v1.OrgAndID]) (*connect.Response[v1.Empty], error)
-	CreateRoute(context.Context, *connect.Request[v1.CreateRouteRequest]) (*connect.Response[v1.InboundRoute], error)
-	UpdateRoute(context.Context, *connect.Request[v1.UpdateRouteRequest]) (*connect.Response[v1.InboundRoute], error)
-	DeleteRoute(context.Context, *connect.Request[v1.OrgAndID]) (*connect.Response[v1.Empty], error)
-	ListRoutes(context.Context, *connect.Request[v1.OrgAndID]) (*connect.Response[v1.InboundRouteList], error)
-	// ResolveRoute answers an unset route when nothing matches.
-	ResolveRoute(context.Context, *connect.Request[v1.OrgName]) (*connect.Response[v1.ResolveRouteResponse], error)
-	ListReceived(context.Context, *connect.Request[v1.ListReceivedRequest]) (*connect.Response[v1.ReceivedEmailList], error)
-	GetReceived(context.Context, *connect.Request[v1.OrgAndID]) (*connect.Response[v1.ReceivedEmail], error)
-	ReceivedRaw(context.Context, *connect.Request[v1.OrgAndID]) (*connect.Response[v1.RawMessage], error)
-	ReceivedAttachment(context.Context, *connect.Request[v1.AttachmentRequest]) (*connect.Response[v1.AttachmentResponse], error)
+	CreateInboundDomain(context.Context, *connect.Request[v1.CreateInboundDomainRequest]) (*connect.Response[v1.CreateInboundDomainResponse], error)
+	ListInboundDomains(context.Context, *connect.Request[v1.ListInboundDomainsRequest]) (*connect.Response[v1.ListInboundDomainsResponse], error)
+	GetInboundDomain(context.Context, *connect.Request[v1.GetInboundDomainRequest]) (*connect.Response[v1.GetInboundDomainResponse], error)
+	VerifyInboundDomain(context.Context, *connect.Request[v1.VerifyInboundDomainRequest]) (*connect.Response[v1.VerifyInboundDomainResponse], error)
+	SuspendInboundDomain(context.Context, *connect.Request[v1.SuspendInboundDomainRequest]) (*connect.Response[v1.SuspendInboundDomainResponse], error)
+	DeleteInboundDomain(context.Context, *connect.Request[v1.DeleteInboundDomainRequest]) (*connect.Response[v1.DeleteInboundDomainResponse], error)
+	CreateRoute(context.Context, *connect.Request[v1.CreateRouteRequest]) (*connect.Response[v1.CreateRouteResponse], error)
+	UpdateRoute(context.Context, *connect.Request[v1.UpdateRouteRequest]) (*connect.Response[v1.UpdateRouteResponse], error)
+	DeleteRoute(context.Context, *connect.Request[v1.DeleteRouteRequest]) (*connect.Response[v1.DeleteRouteResponse], error)
+	ListRoutes(context.Context, *connect.Request[v1.ListRoutesRequest]) (*connect.Response[v1.ListRoutesResponse], error)
+	ResolveRoute(context.Context, *connect.Request[v1.ResolveRouteRequest]) (*connect.Response[v1.ResolveRouteResponse], error)
+	ListReceived(context.Context, *connect.Request[v1.ListReceivedRequest]) (*connect.Response[v1.ListReceivedResponse], error)
+	GetReceived(context.Context, *connect.Request[v1.GetReceivedRequest]) (*connect.Response[v1.GetReceivedResponse], error)
+	ReceivedRaw(context.Context, *connect.Request[v1.ReceivedRawRequest]) (*connect.Response[v1.ReceivedRawResponse], error)
+	ReceivedAttachment(context.Context, *connect.Request[v1.ReceivedAttachmentRequest]) (*connect.Response[v1.ReceivedAttachmentResponse], error)
 }
 
 // NewInboundServiceHandler builds an HTTP handler from the service implementation. It returns the
@@ -467,70 +465,70 @@ func NewInboundServiceHandler(svc InboundServiceHandler, opts ...connect.Handler
 // UnimplementedInboundServiceHandler returns CodeUnimplemented from all methods.
 type UnimplementedInboundServiceHandler struct{}
 
-func (UnimplementedInboundServiceHandler) CreateInboundDomain(context.Context, *connect.Request[v1.OrgName]) (*connect.Response[v1.InboundDomain], error) {
+func (UnimplementedInboundServiceHandler) CreateInboundDomain(context.Context, *connect.Request[v1.CreateInboundDomainRequest]) (*connect.Response[v1.CreateInboundDomainResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("postmill.inbound.v1.InboundService.CreateInboundDomain is not implemented"))
 }
 
-func (UnimplementedInboundServiceHandler) ListInboundDomains(context.Context, *connect.Request[v1.OrgID]) (*connect.Response[v1.InboundDomainList], error) {
+func (UnimplementedInboundServiceHandler) ListInboundDomains(context.Context, *connect.Request[v1.ListInboundDomainsRequest]) (*connect.Response[v1.ListInboundDomainsResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("postmill.inbound.v1.InboundService.ListInboundDomains is not implemented"))
 }
 
-func (UnimplementedInboundServiceHandler) GetInboundDomain(context.Context, *connect.Request[v1.OrgAndID]) (*connect.Response[v1.InboundDomain], error) {
+func (UnimplementedInboundServiceHandler) GetInboundDomain(context.Context, *connect.Request[v1.GetInboundDomainRequest]) (*connect.Response[v1.GetInboundDomainResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("postmill.inbound.v1.InboundService.GetInboundDomain is not implemented"))
 }
 
-func (UnimplementedInboundServiceHandler) VerifyInboundDomain(context.Context, *connect.Request[v1.OrgAndID]) (*connect.Response[v1.InboundDomain], error) {
+func (UnimplementedInboundServiceHandler) VerifyInboundDomain(context.Context, *connect.Request[v1.VerifyInboundDomainRequest]) (*connect.Response[v1.VerifyInboundDomainResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("postmill.inbound.v1.InboundService.VerifyInboundDomain is not implemented"))
 }
 
-func (UnimplementedInboundServiceHandler) SuspendInboundDomain(context.Context, *connect.Request[v1.OrgAndID]) (*connect.Response[v1.InboundDomain], error) {
+func (UnimplementedInboundServiceHandler) SuspendInboundDomain(context.Context, *connect.Request[v1.SuspendInboundDomainRequest]) (*connect.Response[v1.SuspendInboundDomainResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("postmill.inbound.v1.InboundService.SuspendInboundDomain is not implemented"))
 }
 
-func (UnimplementedInboundServiceHandler) DeleteInboundDomain(context.Context, *connect.Request[v1.OrgAndID]) (*connect.Response[v1.Empty], error) {
+func (UnimplementedInboundServiceHandler) DeleteInboundDomain(context.Context, *connect.Request[v1.DeleteInboundDomainRequest]) (*connect.Response[v1.DeleteInboundDomainResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("postmill.inbound.v1.InboundService.DeleteInboundDomain is not implemented"))
 }
 
-func (UnimplementedInboundServiceHandler) CreateRoute(context.Context, *connect.Request[v1.CreateRouteRequest]) (*connect.Response[v1.InboundRoute], error) {
+func (UnimplementedInboundServiceHandler) CreateRoute(context.Context, *connect.Request[v1.CreateRouteRequest]) (*connect.Response[v1.CreateRouteResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("postmill.inbound.v1.InboundService.CreateRoute is not implemented"))
 }
 
-func (UnimplementedInboundServiceHandler) UpdateRoute(context.Context, *connect.Request[v1.UpdateRouteRequest]) (*connect.Response[v1.InboundRoute], error) {
+func (UnimplementedInboundServiceHandler) UpdateRoute(context.Context, *connect.Request[v1.UpdateRouteRequest]) (*connect.Response[v1.UpdateRouteResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("postmill.inbound.v1.InboundService.UpdateRoute is not implemented"))
 }
 
-func (UnimplementedInboundServiceHandler) DeleteRoute(context.Context, *connect.Request[v1.OrgAndID]) (*connect.Response[v1.Empty], error) {
+func (UnimplementedInboundServiceHandler) DeleteRoute(context.Context, *connect.Request[v1.DeleteRouteRequest]) (*connect.Response[v1.DeleteRouteResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("postmill.inbound.v1.InboundService.DeleteRoute is not implemented"))
 }
 
-func (UnimplementedInboundServiceHandler) ListRoutes(context.Context, *connect.Request[v1.OrgAndID]) (*connect.Response[v1.InboundRouteList], error) {
+func (UnimplementedInboundServiceHandler) ListRoutes(context.Context, *connect.Request[v1.ListRoutesRequest]) (*connect.Response[v1.ListRoutesResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("postmill.inbound.v1.InboundService.ListRoutes is not implemented"))
 }
 
-func (UnimplementedInboundServiceHandler) ResolveRoute(context.Context, *connect.Request[v1.OrgName]) (*connect.Response[v1.ResolveRouteResponse], error) {
+func (UnimplementedInboundServiceHandler) ResolveRoute(context.Context, *connect.Request[v1.ResolveRouteRequest]) (*connect.Response[v1.ResolveRouteResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("postmill.inbound.v1.InboundService.ResolveRoute is not implemented"))
 }
 
-func (UnimplementedInboundServiceHandler) ListReceived(context.Context, *connect.Request[v1.ListReceivedRequest]) (*connect.Response[v1.ReceivedEmailList], error) {
+func (UnimplementedInboundServiceHandler) ListReceived(context.Context, *connect.Request[v1.ListReceivedRequest]) (*connect.Response[v1.ListReceivedResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("postmill.inbound.v1.InboundService.ListReceived is not implemented"))
 }
 
-func (UnimplementedInboundServiceHandler) GetReceived(context.Context, *connect.Request[v1.OrgAndID]) (*connect.Response[v1.ReceivedEmail], error) {
+func (UnimplementedInboundServiceHandler) GetReceived(context.Context, *connect.Request[v1.GetReceivedRequest]) (*connect.Response[v1.GetReceivedResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("postmill.inbound.v1.InboundService.GetReceived is not implemented"))
 }
 
-func (UnimplementedInboundServiceHandler) ReceivedRaw(context.Context, *connect.Request[v1.OrgAndID]) (*connect.Response[v1.RawMessage], error) {
+func (UnimplementedInboundServiceHandler) ReceivedRaw(context.Context, *connect.Request[v1.ReceivedRawRequest]) (*connect.Response[v1.ReceivedRawResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("postmill.inbound.v1.InboundService.ReceivedRaw is not implemented"))
 }
 
-func (UnimplementedInboundServiceHandler) ReceivedAttachment(context.Context, *connect.Request[v1.AttachmentRequest]) (*connect.Response[v1.AttachmentResponse], error) {
+func (UnimplementedInboundServiceHandler) ReceivedAttachment(context.Context, *connect.Request[v1.ReceivedAttachmentRequest]) (*connect.Response[v1.ReceivedAttachmentResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("postmill.inbound.v1.InboundService.ReceivedAttachment is not implemented"))
 }
 
 // ReceiveServiceClient is a client for the postmill.inbound.v1.ReceiveService service.
 type ReceiveServiceClient interface {
-	AcceptsInboundRecipient(context.Context, *connect.Request[v1.Recipient]) (*connect.Response[v1.Accepted], error)
-	Receive(context.Context, *connect.Request[v1.InboundMessage]) (*connect.Response[v1.ReceiveResult], error)
+	AcceptsInboundRecipient(context.Context, *connect.Request[v1.AcceptsInboundRecipientRequest]) (*connect.Response[v1.AcceptsInboundRecipientResponse], error)
+	Receive(context.Context, *connect.Request[v1.ReceiveRequest]) (*connect.Response[v1.ReceiveResponse], error)
 }
 
 // NewReceiveServiceClient constructs a client for the postmill.inbound.v1.ReceiveService service.
@@ -544,13 +542,13 @@ func NewReceiveServiceClient(httpClient connect.HTTPClient, baseURL string, opts
 	baseURL = strings.TrimRight(baseURL, "/")
 	receiveServiceMethods := v1.File_postmill_inbound_v1_inbound_proto.Services().ByName("ReceiveService").Methods()
 	return &receiveServiceClient{
-		acceptsInboundRecipient: connect.NewClient[v1.Recipient, v1.Accepted](
+		acceptsInboundRecipient: connect.NewClient[v1.AcceptsInboundRecipientRequest, v1.AcceptsInboundRecipientResponse](
 			httpClient,
 			baseURL+ReceiveServiceAcceptsInboundRecipientProcedure,
 			connect.WithSchema(receiveServiceMethods.ByName("AcceptsInboundRecipient")),
 			connect.WithClientOptions(opts...),
 		),
-		receive: connect.NewClient[v1.InboundMessage, v1.ReceiveResult](
+		receive: connect.NewClient[v1.ReceiveRequest, v1.ReceiveResponse](
 			httpClient,
 			baseURL+ReceiveServiceReceiveProcedure,
 			connect.WithSchema(receiveServiceMethods.ByName("Receive")),
@@ -561,24 +559,24 @@ func NewReceiveServiceClient(httpClient connect.HTTPClient, baseURL string, opts
 
 // receiveServiceClient implements ReceiveServiceClient.
 type receiveServiceClient struct {
-	acceptsInboundRecipient *connect.Client[v1.Recipient, v1.Accepted]
-	receive                 *connect.Client[v1.InboundMessage, v1.ReceiveResult]
+	acceptsInboundRecipient *connect.Client[v1.AcceptsInboundRecipientRequest, v1.AcceptsInboundRecipientResponse]
+	receive                 *connect.Client[v1.ReceiveRequest, v1.ReceiveResponse]
 }
 
 // AcceptsInboundRecipient calls postmill.inbound.v1.ReceiveService.AcceptsInboundRecipient.
-func (c *receiveServiceClient) AcceptsInboundRecipient(ctx context.Context, req *connect.Request[v1.Recipient]) (*connect.Response[v1.Accepted], error) {
+func (c *receiveServiceClient) AcceptsInboundRecipient(ctx context.Context, req *connect.Request[v1.AcceptsInboundRecipientRequest]) (*connect.Response[v1.AcceptsInboundRecipientResponse], error) {
 	return c.acceptsInboundRecipient.CallUnary(ctx, req)
 }
 
 // Receive calls postmill.inbound.v1.ReceiveService.Receive.
-func (c *receiveServiceClient) Receive(ctx context.Context, req *connect.Request[v1.InboundMessage]) (*connect.Response[v1.ReceiveResult], error) {
+func (c *receiveServiceClient) Receive(ctx context.Context, req *connect.Request[v1.ReceiveRequest]) (*connect.Response[v1.ReceiveResponse], error) {
 	return c.receive.CallUnary(ctx, req)
 }
 
 // ReceiveServiceHandler is an implementation of the postmill.inbound.v1.ReceiveService service.
 type ReceiveServiceHandler interface {
-	AcceptsInboundRecipient(context.Context, *connect.Request[v1.Recipient]) (*connect.Response[v1.Accepted], error)
-	Receive(context.Context, *connect.Request[v1.InboundMessage]) (*connect.Response[v1.ReceiveResult], error)
+	AcceptsInboundRecipient(context.Context, *connect.Request[v1.AcceptsInboundRecipientRequest]) (*connect.Response[v1.AcceptsInboundRecipientResponse], error)
+	Receive(context.Context, *connect.Request[v1.ReceiveRequest]) (*connect.Response[v1.ReceiveResponse], error)
 }
 
 // NewReceiveServiceHandler builds an HTTP handler from the service implementation. It returns the
@@ -615,10 +613,10 @@ func NewReceiveServiceHandler(svc ReceiveServiceHandler, opts ...connect.Handler
 // UnimplementedReceiveServiceHandler returns CodeUnimplemented from all methods.
 type UnimplementedReceiveServiceHandler struct{}
 
-func (UnimplementedReceiveServiceHandler) AcceptsInboundRecipient(context.Context, *connect.Request[v1.Recipient]) (*connect.Response[v1.Accepted], error) {
+func (UnimplementedReceiveServiceHandler) AcceptsInboundRecipient(context.Context, *connect.Request[v1.AcceptsInboundRecipientRequest]) (*connect.Response[v1.AcceptsInboundRecipientResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("postmill.inbound.v1.ReceiveService.AcceptsInboundRecipient is not implemented"))
 }
 
-func (UnimplementedReceiveServiceHandler) Receive(context.Context, *connect.Request[v1.InboundMessage]) (*connect.Response[v1.ReceiveResult], error) {
+func (UnimplementedReceiveServiceHandler) Receive(context.Context, *connect.Request[v1.ReceiveRequest]) (*connect.Response[v1.ReceiveResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("postmill.inbound.v1.ReceiveService.Receive is not implemented"))
 }
