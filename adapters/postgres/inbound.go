@@ -161,3 +161,23 @@ func (s *Inbound) ListRoutes(ctx context.Context, orgID, domainID string) ([]por
 	}
 	return out, interpretError(rows.Err())
 }
+
+// publishedInbound is local mode's view of the inbound domains among names: each with its MX pointing at the
+// inbound MX host, so that verifying an inbound domain against local mode's DNS server passes.
+func (s *LocalDNS) publishedInbound(ctx context.Context, names []string) ([]ports.PublishedDomain, error) {
+	rows, err := s.pool.Query(ctx, `SELECT name, mx_host, mx_priority FROM inbound_domains WHERE name = ANY($1)`, names)
+	if err != nil {
+		return nil, listError(err)
+	}
+	defer rows.Close()
+	var out []ports.PublishedDomain
+	for rows.Next() {
+		var name, host string
+		var prio int
+		if err := rows.Scan(&name, &host, &prio); err != nil {
+			return nil, interpretError(err)
+		}
+		out = append(out, ports.PublishedDomain{Name: name, MX: []ports.MX{{Host: host, Preference: uint16(prio)}}})
+	}
+	return out, listError(rows.Err())
+}

@@ -153,3 +153,23 @@ func TestReceivedEmails(t *testing.T) {
 		t.Fatalf("other organization's SetForwardStatus: %v", err)
 	}
 }
+
+// TestLocalDNSPublishesInboundMX: local mode's DNS server answers an inbound domain's MX with the inbound MX
+// host, so verifying it against local DNS passes.
+func TestLocalDNSPublishesInboundMX(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := pgtest.Store(t)
+	a := mustSignup(t, s)
+	d := newInboundDomain(a.org.ID, "in-"+randomHex(t, 4)+".example.test")
+	if err := s.InsertInboundDomain(ctx, d); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.LocalDNS().PublishedDomains(ctx, []string{d.Name, "nothing.example.test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].Name != d.Name || len(got[0].MX) != 1 || got[0].MX[0] != (ports.MX{Host: "mx.postmill.test", Preference: 10}) {
+		t.Fatalf("published = %+v", got)
+	}
+}

@@ -47,5 +47,6 @@ func (s *LocalDNS) PublishedDomains(ctx context.Context, names []string) ([]port
 		d := &out[len(out)-1]
 		d.Records = append(d.Records, ports.DNSRecord{DomainID: r.DomainID, Type: r.Type, Host: r.Host, Value: r.Value, TTL: int(r.Ttl)})
 	}
-	return out, nil
+	inbound, err := s.publishedInbound(ctx, names)
+	return append(out, inbound...), err
 }
