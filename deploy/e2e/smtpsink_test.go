@@ -14,13 +14,15 @@ import (
 )
 
 // sink is a real SMTP server on loopback that stores what it accepts, standing in for recipients' MX hosts.
-// Addresses listed in reject get a permanent 550 at RCPT; those in defer a 451.
+// Addresses listed in reject get a permanent 550 5.1.1 (user unknown) at RCPT; those in block a 554 5.7.1
+// naming a blocklist; those in defer a 451.
 type sink struct {
 	srv    *smtp.Server
 	addr   string
 	mu     sync.Mutex
 	mails  []sunkMail
 	reject map[string]bool
+	blocks map[string]bool
 	defers map[string]bool
 }
 
@@ -34,7 +36,7 @@ type sunkMail struct {
 // MTA port, so MX hosts are told apart by their loopback address.
 func MustSink(tb testing.TB, host, port string) *sink {
 	tb.Helper()
-	s := &sink{reject: map[string]bool{}, defers: map[string]bool{}}
+	s := &sink{reject: map[string]bool{}, blocks: map[string]bool{}, defers: map[string]bool{}}
 	srv := smtp.NewServer(&sinkBackend{s: s})
 	srv.Domain = "sink.test"
 	srv.AllowInsecureAuth = true
@@ -60,6 +62,11 @@ func (s *sink) port() string {
 func (s *sink) setReject(addr string) {
 	s.mu.Lock()
 	s.reject[strings.ToLower(addr)] = true
+	s.mu.Unlock()
+}
+func (s *sink) setBlock(addr string) {
+	s.mu.Lock()
+	s.blocks[strings.ToLower(addr)] = true
 	s.mu.Unlock()
 }
 func (s *sink) setDefer(addr string, on bool) {
@@ -113,10 +120,13 @@ type sinkSession struct {
 func (ss *sinkSession) Mail(from string, _ *smtp.MailOptions) error { ss.from = from; return nil }
 func (ss *sinkSession) Rcpt(to string, _ *smtp.RcptOptions) error {
 	ss.s.mu.Lock()
-	rej, def := ss.s.reject[strings.ToLower(to)], ss.s.defers[strings.ToLower(to)]
+	rej, blk, def := ss.s.reject[strings.ToLower(to)], ss.s.blocks[strings.ToLower(to)], ss.s.defers[strings.ToLower(to)]
 	ss.s.mu.Unlock()
 	if rej {
 		return &smtp.SMTPError{Code: 550, EnhancedCode: smtp.EnhancedCode{5, 1, 1}, Message: fmt.Sprintf("<%s>: Recipient address rejected: User unknown", to)}
+	}
+	if blk {
+		return &smtp.SMTPError{Code: 554, EnhancedCode: smtp.EnhancedCode{5, 7, 1}, Message: "Service unavailable; Client host [127.0.0.1] blocked using zen.spamhaus.org"}
 	}
 	if def {
 		return &smtp.SMTPError{Code: 451, EnhancedCode: smtp.EnhancedCode{4, 3, 0}, Message: "Try again later"}
