@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/postmill/postmill/adapters/rpc"
+	"github.com/postmill/postmill/mta"
 )
 
 // Config is the whole platform's configuration. The binary fills it from POSTMILL_* environment variables
@@ -194,7 +195,7 @@ func LoadEnv(getenv Getenv) (Config, error) {
 		MTARelayUsername:  str("POSTMILL_MTA_RELAY_USERNAME", ""),
 		MTARelayPassword:  str("POSTMILL_MTA_RELAY_PASSWORD", ""),
 		MTAHelo:           str("POSTMILL_MTA_HELO", hostname()),
-		MTAConcurrency:    int(integer("POSTMILL_MTA_CONCURRENCY", 10)),
+		MTAConcurrency:    int(integer("POSTMILL_MTA_CONCURRENCY", mta.DefaultConcurrency)),
 		MTAMaxAge:         duration("POSTMILL_MTA_MAX_AGE", 72*time.Hour),
 		MTARetryBase:      duration("POSTMILL_MTA_RETRY_BASE", time.Minute),
 		MTAAllowNets:      prefixes("POSTMILL_MTA_ALLOW_NETS"),
