@@ -6,6 +6,7 @@
 //	postmill-bench send -bin bin/postmill -db URL [-workers 64] [-duration 20s] [-recipients 1]
 //	postmill-bench mta  -bin bin/postmill -db URL -sink 127.0.0.1:PORT [-messages 5000]
 //	postmill-bench webhooks -bin bin/postmill -db URL [-endpoints 4] [-sends 4000] [-rate 0]
+//	postmill-bench e2e  -bin bin/postmill -db URL [-sends 20000] [-clients 64] [-shape all|split] [-sample]
 //	postmill-bench rsa  [-duration 3s]
 package main
 
@@ -38,7 +39,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: postmill-bench send|mta|rsa [flags]")
+		fmt.Fprintln(os.Stderr, "usage: postmill-bench send|mta|e2e|webhooks|rsa [flags]")
 		os.Exit(2)
 	}
 	var err error
@@ -49,6 +50,8 @@ func main() {
 		err = runMTA(os.Args[2:])
 	case "rsa":
 		err = runRSA(os.Args[2:])
+	case "e2e":
+		err = runE2E(os.Args[2:])
 	case "webhooks":
 		err = runWebhooks(os.Args[2:])
 	default:
@@ -453,341 +456,51 @@ func (p *platform) benchTemplate() (string, map[string]any, error) {
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
-// runMTA queues messages with the MTA stopped, then starts an MTA-only process and times how fast it drains
-// them into smtp-sink (every recipient's MX), DKIM-signing each message.
-func runMTA(args []string) error {
-	fs := flag.NewFlagSet("mta", flag.ExitOnError)
-	bin := fs.String("bin", "bin/postmill", "postmill binary")
-	db := fs.String("db", "", "PostgreSQL URL (its public schema is reset)")
-	sinkAddr := fs.String("sink", "127.0.0.1:2526", "smtp-sink address")
-	messages := fs.Int("messages", 5000, "messages to deliver")
-	concurrency := fs.Int("concurrency", 32, "POSTMILL_MTA_CONCURRENCY")
-	shape := fs.String("shape", "all", "all: one process runs core and MTA; split: the MTA is a process of its own reaching the core over Connect")
-	tracked := fs.Bool("tracking", false, "turn open and click tracking on for the sending domain (pixel and rewritten links in every copy)")
-	_ = fs.Parse(args)
-	ctx := context.Background()
-	if err := resetDatabase(ctx, *db); err != nil {
-		return err
-	}
-	host, port, err := net.SplitHostPort(*sinkAddr)
-	if err != nil {
-		return err
-	}
-	z, err := startZone()
-	if err != nil {
-		return err
-	}
-	z.mx["rcpt.example"] = "mx.rcpt.example"
-	z.a["mx.rcpt.example"] = net.ParseIP(host)
-	// The sink is on loopback, which the MTA refuses for MX hosts unless allow-listed.
-	env := []string{"POSTMILL_MTA_PORT=" + port, fmt.Sprintf("POSTMILL_MTA_CONCURRENCY=%d", *concurrency),
-		"POSTMILL_MTA_ALLOW_NETS=" + host}
-
-	// Phase 1: accept the messages with edge and core only (nothing delivers yet).
-	core, err := startPlatform(platformOpts{bin: *bin, db: *db, targets: "edge,core", zone: z, env: env})
-	if err != nil {
-		return err
-	}
-	if err := core.setup(z); err != nil {
-		core.stop()
-		return err
-	}
-	html := "<p>Hello from the benchmark.</p>"
-	if *tracked {
-		st, b, err := core.call("PATCH", "/v1/domains/"+core.domainID, core.access, map[string]any{"openTracking": true, "clickTracking": true})
-		if err != nil || st != 200 {
-			core.stop()
-			return fmt.Errorf("tracking on: %d %v %v", st, b, err)
-		}
-		html = `<html><body><p>Hello from the benchmark.</p><a href="https://example.com/a">A</a> <a href="https://example.com/b">B</a> <a href="https://example.com/c">C</a></body></html>`
-	}
-	body, _ := json.Marshal(map[string]any{"from": "bench@" + core.domain, "to": "user@rcpt.example", "subject": "MTA benchmark", "text": "Hello from the benchmark.", "html": html})
-	var wg sync.WaitGroup
-	var failed atomic.Int64
-	next := atomic.Int64{}
-	for range 32 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for next.Add(1) <= int64(*messages) {
-				req, _ := http.NewRequest("POST", core.base+"/v1/emails", bytes.NewReader(body))
-				req.Header.Set("Content-Type", "application/json")
-				req.Header.Set("Authorization", "Bearer "+core.key)
-				res, err := core.client.Do(req)
-				if err != nil || res.StatusCode != 202 {
-					failed.Add(1)
-				}
-				if err == nil {
-					_, _ = io.Copy(io.Discard, res.Body)
-					res.Body.Close()
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	if failed.Load() > 0 {
-		core.stop()
-		return fmt.Errorf("%d sends failed while queueing", failed.Load())
-	}
-	// Let the relay move every job to the queue, then stop the core's relay side by keeping it running
-	// (the MTA-only process below needs the core over RPC for LoadOutbound and ReportDelivery).
-	conn, err := pgx.Connect(ctx, *db)
-	if err != nil {
-		return err
-	}
-	defer conn.Close(ctx)
-
-	// Phase 2: the MTA drains the queue, either in a process of its own beside the running core (split) or
-	// in one process with the core (all, the default shape on one machine).
-	var mta *platform
-	start := time.Now()
-	if *shape == "split" {
-		mta, err = startMTAProcess(*bin, *db, core, env)
-		if err != nil {
-			core.stop()
-			return err
-		}
-		defer mta.stop()
-		defer core.stop()
-	} else {
-		core.stop()
-		mta, err = startPlatform(platformOpts{bin: *bin, db: *db, targets: "all", zone: z, env: env})
-		if err != nil {
-			return err
-		}
-		defer mta.stop()
-		start = time.Now() // timed from readiness: process start-up is not delivery
-	}
-	var before int64
-	if err := conn.QueryRow(ctx, "SELECT count(*) FROM recipients WHERE status = 'delivered'").Scan(&before); err != nil {
-		return err
-	}
-	deadline := time.Now().Add(10 * time.Minute)
-	var delivered int64
-	for {
-		if err := conn.QueryRow(ctx, "SELECT count(*) FROM recipients WHERE status = 'delivered'").Scan(&delivered); err != nil {
-			return err
-		}
-		if delivered >= int64(*messages) {
-			break
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("only %d of %d delivered after 10 minutes\n%s", delivered, *messages, mta.logs.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	elapsed := time.Since(start)
-	timed := delivered - before // deliveries made while the clock ran
-	label := *shape
-	if *tracked {
-		label += ", tracked"
-	}
-	fmt.Printf("mta (%s): %d messages DKIM-signed (RSA-2048) and delivered to smtp-sink in %.1fs = %.0f msg/s (concurrency %d); %s\n",
-		label, timed, elapsed.Seconds(), float64(timed)/elapsed.Seconds(), *concurrency, machine())
-	return nil
-}
-
-// startMTAProcess runs `postmill serve --target=mta` against the core of p (over Connect).
-func startMTAProcess(bin, db string, core *platform, env []string) (*platform, error) {
-	rpc := core.rpcURL()
-	if rpc == "" {
-		return nil, errors.New("core rpc address unknown")
-	}
-	p := &platform{logs: &bytes.Buffer{}}
-	dataDir, err := os.MkdirTemp("", "postmill-bench-mta-")
-	if err != nil {
-		return nil, err
-	}
-	p.cmd = exec.Command(bin, "serve", "--target=mta")
-	p.cmd.Env = append(os.Environ(), append(env,
-		"POSTMILL_DATABASE_URL="+db,
-		"POSTMILL_CORE_URL="+rpc,
-		"POSTMILL_DATA_DIR="+dataDir,
-		"POSTMILL_SECRET_KEY=bench-secret-key-0123456789abcdef",
-		"POSTMILL_LOG_LEVEL=warn",
-	)...)
-	p.cmd.Env = append(p.cmd.Env, "POSTMILL_DNS_RESOLVER="+envValue(core.cmd.Env, "POSTMILL_DNS_RESOLVER"))
-	p.cmd.Stderr = p.logs
-	return p, p.cmd.Start()
-}
-
-func (p *platform) rpcURL() string {
-	if v := envValue(p.cmd.Env, "POSTMILL_RPC_ADDR"); v != "" {
-		return "http://" + v
-	}
-	return ""
-}
-
-func envValue(env []string, name string) string {
-	for i := len(env) - 1; i >= 0; i-- {
-		if v, ok := strings.CutPrefix(env[i], name+"="); ok {
-			return v
-		}
-	}
-	return ""
-}
-
 // runRSA measures RSA-2048 PKCS#1 v1.5 signatures per second on every core: the ceiling of DKIM signing.
 func runRSA(args []string) error {
 	fs := flag.NewFlagSet("rsa", flag.ExitOnError)
 	duration := fs.Duration("duration", 3*time.Second, "measured time")
 	_ = fs.Parse(args)
-	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	n, err := rsaSignatures(*duration)
 	if err != nil {
 		return err
 	}
+	fmt.Printf("rsa: %.0f RSA-2048 signatures/s; %s\n", n, machine())
+	return nil
+}
+
+// rsaSignatures returns RSA-2048 PKCS#1 v1.5 signatures per second over d, one signer per core.
+func rsaSignatures(d time.Duration) (float64, error) {
+	n, _, err := rsaMeasure(d)
+	return n, err
+}
+
+// rsaMeasure returns RSA-2048 PKCS#1 v1.5 signatures per second over d, one signer per core, and the CPU
+// time one signature costs (this process's CPU time over the signatures made). The rate depends on what
+// else the machine runs; the CPU cost hardly does, so it stays a fair yardstick on a busy machine.
+func rsaMeasure(d time.Duration) (perSecond float64, cpuPerSignature time.Duration, err error) {
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		return 0, 0, err
+	}
 	digest := sha256.Sum256([]byte("postmill"))
 	var n atomic.Int64
-	stop := time.Now().Add(*duration)
+	cpu0 := selfCPU()
+	stop := time.Now().Add(d)
 	var wg sync.WaitGroup
 	for range runtime.GOMAXPROCS(0) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for time.Now().Before(stop) {
 				if _, err := rsa.SignPKCS1v15(nil, key, crypto.SHA256, digest[:]); err == nil {
 					n.Add(1)
 				}
 			}
-		}()
+		})
 	}
 	wg.Wait()
-	fmt.Printf("rsa: %.0f RSA-2048 signatures/s; %s\n", float64(n.Load())/duration.Seconds(), machine())
-	return nil
-}
-
-// runWebhooks measures webhook deliveries per second into a local receiver (127.0.0.1, the one
-// allow-listed address) and the delay from each event's created_at to its first attempt. Sandbox sends
-// produce two events each (queued, sent); every endpoint subscribes to both. With -rate 0 the sends go as
-// fast as the API takes them (the dispatcher's ceiling); with -rate N they are paced at N sends/s (the
-// delay at a steady load).
-func runWebhooks(args []string) error {
-	fs := flag.NewFlagSet("webhooks", flag.ExitOnError)
-	bin := fs.String("bin", "bin/postmill", "postmill binary")
-	db := fs.String("db", "", "PostgreSQL URL (its public schema is reset)")
-	endpoints := fs.Int("endpoints", 4, "endpoints, each subscribed to email.queued and email.sent")
-	sends := fs.Int("sends", 4000, "sandbox sends")
-	rate := fs.Int("rate", 0, "sends per second (0 = as fast as possible)")
-	_ = fs.Parse(args)
-	ctx := context.Background()
-	if err := resetDatabase(ctx, *db); err != nil {
-		return err
+	cpu := selfCPU() - cpu0
+	if n.Load() == 0 {
+		return 0, 0, errors.New("no signature made")
 	}
-	var (
-		mu     sync.Mutex
-		delays []time.Duration
-		first  time.Time
-		last   time.Time
-		seen   = map[string]bool{}
-	)
-	want := *sends * 2 * *endpoints
-	done := make(chan struct{})
-	recv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		now := time.Now()
-		var ev struct {
-			CreatedAt time.Time `json:"created_at"`
-		}
-		_ = json.Unmarshal(body, &ev)
-		key := r.URL.Path + " " + r.Header.Get("X-Service-Event-Id")
-		mu.Lock()
-		if !seen[key] {
-			seen[key] = true
-			if first.IsZero() {
-				first = now
-			}
-			last = now
-			delays = append(delays, now.Sub(ev.CreatedAt))
-			if len(seen) == want {
-				close(done)
-			}
-		}
-		mu.Unlock()
-		w.WriteHeader(http.StatusNoContent)
-	})}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return err
-	}
-	go func() { _ = recv.Serve(ln) }()
-	defer recv.Close()
-
-	z, err := startZone()
-	if err != nil {
-		return err
-	}
-	z.a["hooks.bench.example"] = net.ParseIP("127.0.0.1")
-	p, err := startPlatform(platformOpts{bin: *bin, db: *db, targets: "edge,core", zone: z,
-		env: []string{"POSTMILL_WEBHOOK_ALLOW_NETS=127.0.0.1/32"}})
-	if err != nil {
-		return err
-	}
-	defer p.stop()
-	if err := p.setup(z); err != nil {
-		return err
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	for i := range *endpoints {
-		st, body, err := p.call("POST", "/v1/webhooks", p.key, map[string]any{
-			"url": fmt.Sprintf("http://hooks.bench.example:%d/e%d", port, i), "eventTypes": []string{"email.queued", "email.sent"}})
-		if err != nil || st != 201 {
-			return fmt.Errorf("endpoint: %d %v %v", st, body, err)
-		}
-	}
-	payload, _ := json.Marshal(map[string]any{"from": "bench@" + p.domain, "to": "user@rcpt.example", "subject": "Webhook benchmark", "text": "x", "sandbox": true})
-	var wg sync.WaitGroup
-	var next atomic.Int64
-	var failed atomic.Int64
-	var tick <-chan time.Time
-	if *rate > 0 {
-		t := time.NewTicker(time.Second / time.Duration(*rate))
-		defer t.Stop()
-		tick = t.C
-	}
-	for range 32 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for next.Add(1) <= int64(*sends) {
-				if tick != nil {
-					<-tick
-				}
-				req, _ := http.NewRequest("POST", p.base+"/v1/emails", bytes.NewReader(payload))
-				req.Header.Set("Content-Type", "application/json")
-				req.Header.Set("Authorization", "Bearer "+p.key)
-				res, err := p.client.Do(req)
-				if err != nil || res.StatusCode != 202 {
-					failed.Add(1)
-				}
-				if err == nil {
-					_, _ = io.Copy(io.Discard, res.Body)
-					res.Body.Close()
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	if failed.Load() > 0 {
-		return fmt.Errorf("%d sends failed", failed.Load())
-	}
-	select {
-	case <-done:
-	case <-time.After(5 * time.Minute):
-		mu.Lock()
-		defer mu.Unlock()
-		return fmt.Errorf("only %d of %d deliveries arrived", len(seen), want)
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	p.reportLogs()
-	slices.Sort(delays)
-	elapsed := last.Sub(first)
-	mode := "as fast as the API takes sends"
-	if *rate > 0 {
-		mode = fmt.Sprintf("%d sends/s offered", *rate)
-	}
-	fmt.Printf("webhooks (%s): %d deliveries to %d endpoints in %.1fs = %.0f deliveries/s; delay event→first attempt p50 %.0fms, p99 %.0fms, max %.0fms; %s\n",
-		mode, len(seen), *endpoints, elapsed.Seconds(), float64(len(seen))/elapsed.Seconds(),
-		ms(percentile(delays, 0.5)), ms(percentile(delays, 0.99)), ms(delays[len(delays)-1]), machine())
-	return nil
+	return float64(n.Load()) / d.Seconds(), cpu / time.Duration(n.Load()), nil
 }

@@ -1,0 +1,155 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// cpuMeter measures the CPU time spent during a run by the Postmill processes, by the PostgreSQL backends
+// serving the benchmark's database and by this process (clients and sink), from /proc: where the two
+// cores went, per message.
+type cpuMeter struct {
+	url     string
+	pids    []int
+	start   map[int]time.Duration // postmill pids and PostgreSQL backends at the start
+	self    time.Duration
+	started time.Time
+	machine [2]int64 // busy and total ticks of /proc/stat's cpu line
+}
+
+// machineTicks returns the busy and total ticks of all cores since boot.
+func machineTicks() [2]int64 {
+	raw, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return [2]int64{}
+	}
+	line, _, _ := strings.Cut(string(raw), "\n")
+	f := strings.Fields(line)
+	var busy, total int64
+	for i, v := range f[1:] {
+		n, _ := strconv.ParseInt(v, 10, 64)
+		total += n
+		if i != 3 && i != 4 { // idle, iowait
+			busy += n
+		}
+	}
+	return [2]int64{busy, total}
+}
+
+// clockTick is the kernel's USER_HZ, the unit of /proc/PID/stat's times (100 on every Linux build in use).
+const clockTick = 100
+
+func procCPU(pid int) (time.Duration, bool) {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, false
+	}
+	s := string(raw)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0, false
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 13 {
+		return 0, false
+	}
+	u, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(u+st) * time.Second / clockTick, true
+}
+
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// backends returns the pids of the PostgreSQL backends connected to the benchmark's database.
+func (c *cpuMeter) backends(ctx context.Context) []int {
+	conn, err := pgx.Connect(ctx, c.url)
+	if err != nil {
+		return nil
+	}
+	defer conn.Close(ctx)
+	rows, err := conn.Query(ctx, "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()")
+	if err != nil {
+		return nil
+	}
+	defer rows.Close()
+	var out []int
+	for rows.Next() {
+		var pid int
+		if rows.Scan(&pid) == nil {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+func startCPUMeter(ctx context.Context, url string, pids []int) *cpuMeter {
+	c := &cpuMeter{url: url, pids: pids, start: map[int]time.Duration{}, started: time.Now()}
+	for _, pid := range append(append([]int{}, pids...), c.backends(ctx)...) {
+		if t, ok := procCPU(pid); ok {
+			c.start[pid] = t
+		}
+	}
+	c.self = selfCPU()
+	c.machine = machineTicks()
+	return c
+}
+
+// report prints the CPU time of each part per message and in cores over the run.
+func (c *cpuMeter) report(ctx context.Context, messages int64) string {
+	wall := time.Since(c.started)
+	var postmill, pg time.Duration
+	for _, pid := range c.pids {
+		if t, ok := procCPU(pid); ok {
+			postmill += t - c.start[pid]
+		}
+	}
+	for _, pid := range c.backends(ctx) {
+		if t, ok := procCPU(pid); ok {
+			pg += t - c.start[pid]
+		}
+	}
+	self := selfCPU() - c.self
+	m := machineTicks()
+	busy := float64(m[0]-c.machine[0]) / clockTick
+	other := busy - (postmill + pg + self).Seconds()
+	per := func(d time.Duration) string {
+		if messages == 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%.3f ms/msg, %.2f cores", float64(d.Microseconds())/1000/float64(messages), d.Seconds()/wall.Seconds())
+	}
+	return fmt.Sprintf("  CPU over %.1fs: postmill %s; PostgreSQL backends of this database %s; benchmark clients and sink %s; the machine %.2f cores busy, of which %.2f outside this run",
+		wall.Seconds(), per(postmill), per(pg), per(self), busy/wall.Seconds(), other/wall.Seconds())
+}
+
+// perMessage returns the CPU time of the Postmill processes, the database's backends and this process
+// per message since the start.
+func (c *cpuMeter) perMessage(ctx context.Context, messages int64) time.Duration {
+	if messages == 0 {
+		return 0
+	}
+	var total time.Duration
+	for _, pid := range c.pids {
+		if t, ok := procCPU(pid); ok {
+			total += t - c.start[pid]
+		}
+	}
+	for _, pid := range c.backends(ctx) {
+		if t, ok := procCPU(pid); ok {
+			total += t - c.start[pid]
+		}
+	}
+	total += selfCPU() - c.self
+	return total / time.Duration(messages)
+}
