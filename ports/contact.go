@@ -146,17 +146,17 @@ type PreferenceUpdate struct {
 // ContactService is the contacts use case (SPEC §4.7). Errors: invalid_argument with details for bad
 // input, not_found for a contact that is not the organization's, already_exists for a duplicate email.
 type ContactService interface {
-	Create(ctx context.Context, orgID string, in ContactInput) (Contact, error)
-	Get(ctx context.Context, orgID, id string) (Contact, error)
-	Update(ctx context.Context, orgID, id string, in ContactInput) (Contact, error)
-	Delete(ctx context.Context, orgID, id string) error
-	List(ctx context.Context, orgID string, q ContactQuery) (ContactList, error)
-	Import(ctx context.Context, orgID string, req ImportRequest) (ImportResult, error)
-	// ExportPage returns up to limit contacts with an id above afterID, in id order: the edge streams the
+	CreateContact(ctx context.Context, orgID string, in ContactInput) (Contact, error)
+	GetContact(ctx context.Context, orgID, id string) (Contact, error)
+	UpdateContact(ctx context.Context, orgID, id string, in ContactInput) (Contact, error)
+	DeleteContact(ctx context.Context, orgID, id string) error
+	ListContacts(ctx context.Context, orgID string, q ContactQuery) (ContactList, error)
+	ImportContacts(ctx context.Context, orgID string, req ImportRequest) (ImportResult, error)
+	// ExportContactsPage returns up to limit contacts with an id above afterID, in id order: the edge streams the
 	// CSV export page by page, so memory does not grow with the number of contacts.
-	ExportPage(ctx context.Context, orgID, afterID string, limit int) ([]Contact, error)
-	Preferences(ctx context.Context, orgID, contactID string) (Preferences, error)
-	UpdatePreferences(ctx context.Context, orgID, contactID string, u PreferenceUpdate) (Preferences, error)
+	ExportContactsPage(ctx context.Context, orgID, afterID string, limit int) ([]Contact, error)
+	ContactPreferences(ctx context.Context, orgID, contactID string) (Preferences, error)
+	UpdateContactPreferences(ctx context.Context, orgID, contactID string, u PreferenceUpdate) (Preferences, error)
 }
 
 // PublicConfirmation is what the double opt-in page shows: the topic and whether the subscription is now
@@ -172,12 +172,12 @@ type PublicConfirmation struct {
 // a bad, altered or foreign-purpose token (the edge shows one page for all of them), not_found when what
 // the token names is gone.
 type PublicPreferenceService interface {
-	Preferences(ctx context.Context, token string) (Preferences, error)
-	UpdatePreferences(ctx context.Context, token string, u PreferenceUpdate) (Preferences, error)
-	// Confirmation reads the pending subscription a confirm token names; it changes nothing.
-	Confirmation(ctx context.Context, token string) (PublicConfirmation, error)
-	// Confirm moves the subscription from pending to subscribed (idempotent).
-	Confirm(ctx context.Context, token string, ip string) (PublicConfirmation, error)
+	PublicPreferences(ctx context.Context, token string) (Preferences, error)
+	UpdatePublicPreferences(ctx context.Context, token string, u PreferenceUpdate) (Preferences, error)
+	// GetConfirmation reads the pending subscription a confirm token names; it changes nothing.
+	GetConfirmation(ctx context.Context, token string) (PublicConfirmation, error)
+	// ConfirmTopic moves the subscription from pending to subscribed (idempotent).
+	ConfirmTopic(ctx context.Context, token string, ip string) (PublicConfirmation, error)
 }
 
 // ContactStore is what the contacts use case reads and writes. Every method is scoped by organization.

@@ -26,6 +26,12 @@ type Core struct {
 	Inbound InboundService
 	// Receiving is what the inbound tier calls for mail to customers' inbound domains.
 	Receiving ReceiveService
+	// Contacts, Topics and Segments are SPEC §4.7-§4.9; Preferences answers the public /p/prefs and
+	// /p/confirm pages (SPEC §4.11).
+	Contacts    ContactService
+	Topics      TopicService
+	Segments    SegmentService
+	Preferences PublicPreferenceService
 	// Health answers when the core and its database answer.
 	Health Pinger
 }

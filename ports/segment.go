@@ -52,13 +52,13 @@ type SegmentPreview struct {
 // SegmentService is the segments use case (SPEC §4.9). A rule outside the language is invalid_argument
 // with details under rule before any query is built.
 type SegmentService interface {
-	Create(ctx context.Context, orgID string, in SegmentInput) (Segment, error)
-	Get(ctx context.Context, orgID, id string) (Segment, error)
-	List(ctx context.Context, orgID string) ([]Segment, error)
-	Update(ctx context.Context, orgID, id string, in SegmentInput) (Segment, error)
-	Delete(ctx context.Context, orgID, id string) error
-	Preview(ctx context.Context, orgID string, rule json.RawMessage, limit int) (SegmentPreview, error)
-	PreviewSaved(ctx context.Context, orgID, id string, limit int) (SegmentPreview, error)
+	CreateSegment(ctx context.Context, orgID string, in SegmentInput) (Segment, error)
+	GetSegment(ctx context.Context, orgID, id string) (Segment, error)
+	ListSegments(ctx context.Context, orgID string) ([]Segment, error)
+	UpdateSegment(ctx context.Context, orgID, id string, in SegmentInput) (Segment, error)
+	DeleteSegment(ctx context.Context, orgID, id string) error
+	PreviewRule(ctx context.Context, orgID string, rule json.RawMessage, limit int) (SegmentPreview, error)
+	PreviewSegment(ctx context.Context, orgID, id string, limit int) (SegmentPreview, error)
 }
 
 // RuleOp is a node kind of a compiled segment plan.

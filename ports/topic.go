@@ -63,13 +63,13 @@ type SubscriptionResult struct {
 // TopicService is the topics use case (SPEC §4.8). Errors: invalid_argument with details, not_found,
 // already_exists (topics_organization_id_key_key).
 type TopicService interface {
-	Create(ctx context.Context, orgID string, in TopicInput) (Topic, error)
-	Get(ctx context.Context, orgID, id string) (Topic, error)
-	List(ctx context.Context, orgID string) ([]Topic, error)
-	Update(ctx context.Context, orgID, id string, in TopicInput) (Topic, error)
-	Delete(ctx context.Context, orgID, id string) error
-	Subscribe(ctx context.Context, orgID, topicID string, r SubscriptionRequest) (SubscriptionResult, error)
-	Unsubscribe(ctx context.Context, orgID, topicID string, r SubscriptionRequest) (SubscriptionResult, error)
+	CreateTopic(ctx context.Context, orgID string, in TopicInput) (Topic, error)
+	GetTopic(ctx context.Context, orgID, id string) (Topic, error)
+	ListTopics(ctx context.Context, orgID string) ([]Topic, error)
+	UpdateTopic(ctx context.Context, orgID, id string, in TopicInput) (Topic, error)
+	DeleteTopic(ctx context.Context, orgID, id string) error
+	SubscribeTopic(ctx context.Context, orgID, topicID string, r SubscriptionRequest) (SubscriptionResult, error)
+	UnsubscribeTopic(ctx context.Context, orgID, topicID string, r SubscriptionRequest) (SubscriptionResult, error)
 }
 
 // TopicStore is what the topics use case reads and writes, scoped by organization.

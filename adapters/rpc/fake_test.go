@@ -89,6 +89,10 @@ func (f *fakeCore) core() ports.Core {
 		Tracking:        f,
 		Inbound:         f,
 		Receiving:       f,
+		Contacts:        f,
+		Topics:          f,
+		Segments:        f,
+		Preferences:     f,
 		Health:          f,
 	}
 }

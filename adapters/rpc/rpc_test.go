@@ -433,6 +433,7 @@ func roundTrips() []roundTrip {
 	trips = append(trips, templateRoundTrips()...)
 	trips = append(trips, deliverabilityRoundTrips()...)
 	trips = append(trips, inboundRoundTrips()...)
+	trips = append(trips, marketingRoundTrips()...)
 	return append(trips, trackingRoundTrips()...)
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/postmill/postmill/ports"
 
 	"github.com/postmill/postmill/adapters/rpc/gen/postmill/account/v1/accountv1connect"
+	"github.com/postmill/postmill/adapters/rpc/gen/postmill/contact/v1/contactv1connect"
 	"github.com/postmill/postmill/adapters/rpc/gen/postmill/credential/v1/credentialv1connect"
 	"github.com/postmill/postmill/adapters/rpc/gen/postmill/deliverability/v1/deliverabilityv1connect"
 	"github.com/postmill/postmill/adapters/rpc/gen/postmill/delivery/v1/deliveryv1connect"
@@ -18,7 +19,9 @@ import (
 	"github.com/postmill/postmill/adapters/rpc/gen/postmill/inbound/v1/inboundv1connect"
 	"github.com/postmill/postmill/adapters/rpc/gen/postmill/organization/v1/organizationv1connect"
 	"github.com/postmill/postmill/adapters/rpc/gen/postmill/ratelimit/v1/ratelimitv1connect"
+	"github.com/postmill/postmill/adapters/rpc/gen/postmill/segment/v1/segmentv1connect"
 	"github.com/postmill/postmill/adapters/rpc/gen/postmill/template/v1/templatev1connect"
+	"github.com/postmill/postmill/adapters/rpc/gen/postmill/topic/v1/topicv1connect"
 	"github.com/postmill/postmill/adapters/rpc/gen/postmill/tracking/v1/trackingv1connect"
 	"github.com/postmill/postmill/adapters/rpc/gen/postmill/webhook/v1/webhookv1connect"
 )
@@ -70,6 +73,10 @@ var callers = map[string][]Tier{
 	templatev1connect.TemplateServiceName:                    {TierEdge},
 	deliverabilityv1connect.DeliverabilityServiceName:        {TierEdge},
 	trackingv1connect.TrackingServiceName:                    {TierEdge},
+	contactv1connect.ContactServiceName:                      {TierEdge},
+	contactv1connect.PublicPreferenceServiceName:             {TierEdge},
+	topicv1connect.TopicServiceName:                          {TierEdge},
+	segmentv1connect.SegmentServiceName:                      {TierEdge},
 	deliveryv1connect.DeliveryServiceName:                    {TierMTA},
 	deliverabilityv1connect.FeedbackServiceName:              {TierInbound},
 	inboundv1connect.InboundServiceName:                      {TierEdge},

@@ -8,9 +8,9 @@ import (
 	"github.com/postmill/postmill/ports"
 )
 
-// Create validates and normalises a contact and stores it. consentStatus defaults to subscribed; consentAt
+// CreateContact validates and normalises a contact and stores it. consentStatus defaults to subscribed; consentAt
 // is the time of creation.
-func (s *Contacts) Create(ctx context.Context, orgID string, in ports.ContactInput) (ports.Contact, error) {
+func (s *Contacts) CreateContact(ctx context.Context, orgID string, in ports.ContactInput) (ports.Contact, error) {
 	if err := checkContact("", &in, true).err(); err != nil {
 		return ports.Contact{}, err
 	}
@@ -42,16 +42,16 @@ func contactFrom(in ports.ContactInput) ports.Contact {
 	return c
 }
 
-// Get returns one of the organization's contacts.
-func (s *Contacts) Get(ctx context.Context, orgID, id string) (ports.Contact, error) {
+// GetContact returns one of the organization's contacts.
+func (s *Contacts) GetContact(ctx context.Context, orgID, id string) (ports.Contact, error) {
 	if !validID(id) {
 		return ports.Contact{}, notFound("contact")
 	}
 	return s.contacts.GetContact(ctx, orgID, id)
 }
 
-// Update applies every field of in but the email, which is immutable.
-func (s *Contacts) Update(ctx context.Context, orgID, id string, in ports.ContactInput) (ports.Contact, error) {
+// UpdateContact applies every field of in but the email, which is immutable.
+func (s *Contacts) UpdateContact(ctx context.Context, orgID, id string, in ports.ContactInput) (ports.Contact, error) {
 	v := checkContact("", &in, false)
 	if in.Email != "" {
 		v.add("email", msgImmutable)
@@ -65,16 +65,16 @@ func (s *Contacts) Update(ctx context.Context, orgID, id string, in ports.Contac
 	return s.contacts.UpdateContact(ctx, orgID, id, in, s.now())
 }
 
-// Delete removes a contact and its subscriptions.
-func (s *Contacts) Delete(ctx context.Context, orgID, id string) error {
+// DeleteContact removes a contact and its subscriptions.
+func (s *Contacts) DeleteContact(ctx context.Context, orgID, id string) error {
 	if !validID(id) {
 		return notFound("contact")
 	}
 	return s.contacts.DeleteContact(ctx, orgID, id)
 }
 
-// List checks the query (SPEC §4.7) and returns one page, newest first.
-func (s *Contacts) List(ctx context.Context, orgID string, q ports.ContactQuery) (ports.ContactList, error) {
+// ListContacts checks the query (SPEC §4.7) and returns one page, newest first.
+func (s *Contacts) ListContacts(ctx context.Context, orgID string, q ports.ContactQuery) (ports.ContactList, error) {
 	var v violations
 	if q.Limit == 0 {
 		q.Limit = ports.DefaultListLimit
@@ -102,8 +102,8 @@ func (s *Contacts) List(ctx context.Context, orgID string, q ports.ContactQuery)
 // maxExportPage bounds one page of the export stream.
 const maxExportPage = 1000
 
-// ExportPage returns the contacts after afterID in id order, at most limit (1-1000).
-func (s *Contacts) ExportPage(ctx context.Context, orgID, afterID string, limit int) ([]ports.Contact, error) {
+// ExportContactsPage returns the contacts after afterID in id order, at most limit (1-1000).
+func (s *Contacts) ExportContactsPage(ctx context.Context, orgID, afterID string, limit int) ([]ports.Contact, error) {
 	if limit < 1 || limit > maxExportPage {
 		limit = maxExportPage
 	}
@@ -113,16 +113,16 @@ func (s *Contacts) ExportPage(ctx context.Context, orgID, afterID string, limit 
 	return s.contacts.ExportContacts(ctx, orgID, afterID, limit)
 }
 
-// Preferences reads a contact's consent and the state of every topic of the organization.
-func (s *Contacts) Preferences(ctx context.Context, orgID, contactID string) (ports.Preferences, error) {
+// ContactPreferences reads a contact's consent and the state of every topic of the organization.
+func (s *Contacts) ContactPreferences(ctx context.Context, orgID, contactID string) (ports.Preferences, error) {
 	if !validID(contactID) {
 		return ports.Preferences{}, notFound("contact")
 	}
 	return s.contacts.ContactPreferences(ctx, orgID, contactID)
 }
 
-// UpdatePreferences applies a preference update on behalf of the API caller.
-func (s *Contacts) UpdatePreferences(ctx context.Context, orgID, contactID string, u ports.PreferenceUpdate) (ports.Preferences, error) {
+// UpdateContactPreferences applies a preference update on behalf of the API caller.
+func (s *Contacts) UpdateContactPreferences(ctx context.Context, orgID, contactID string, u ports.PreferenceUpdate) (ports.Preferences, error) {
 	if err := checkPreferenceUpdate(u).err(); err != nil {
 		return ports.Preferences{}, err
 	}

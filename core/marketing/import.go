@@ -20,11 +20,11 @@ const (
 	msgImportCSV     = "is not valid CSV"
 )
 
-// Import validates every row like a single create, collapses duplicate emails (the last occurrence wins)
+// ImportContacts validates every row like a single create, collapses duplicate emails (the last occurrence wins)
 // and writes the rest in one transaction (SPEC §4.7). Bad rows are reported by zero-based index and
 // skipped. Skipped counts every row not written: bad rows, earlier occurrences of a duplicate email, and
 // existing contacts when upsert is false; so created + updated + skipped is the number of rows.
-func (s *Contacts) Import(ctx context.Context, orgID string, req ports.ImportRequest) (ports.ImportResult, error) {
+func (s *Contacts) ImportContacts(ctx context.Context, orgID string, req ports.ImportRequest) (ports.ImportResult, error) {
 	hasCSV := req.CSV != nil
 	if req.HasContacts == hasCSV {
 		return ports.ImportResult{}, ports.ValidationError(ports.FieldViolation{Message: msgImportOneOf})

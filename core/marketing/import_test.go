@@ -56,7 +56,7 @@ func TestImportValidatesCollapsesAndReportsByIndex(t *testing.T) {
 		t.Fatal(err)
 	}
 	csv := "email,first_name\nA@x.test,First\nbad\nb@x.test,\na@x.test,Last\nc@x.test," + strings.Repeat("n", 201) + "\n"
-	res, err := svc.Contacts.Import(context.Background(), "org", ports.ImportRequest{CSV: &csv})
+	res, err := svc.Contacts.ImportContacts(context.Background(), "org", ports.ImportRequest{CSV: &csv})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +72,7 @@ func TestImportValidatesCollapsesAndReportsByIndex(t *testing.T) {
 		"both":     {CSV: &csv, HasContacts: true},
 		"too many": {HasContacts: true, Contacts: make([]ports.ContactInput, ports.MaxImportRows+1)},
 	} {
-		if _, err := svc.Contacts.Import(context.Background(), "org", req); ports.ErrorCode(err) != ports.CodeInvalidArgument {
+		if _, err := svc.Contacts.ImportContacts(context.Background(), "org", req); ports.ErrorCode(err) != ports.CodeInvalidArgument {
 			t.Errorf("%s: %v", name, err)
 		}
 	}

@@ -6,8 +6,8 @@ import (
 	"github.com/postmill/postmill/ports"
 )
 
-// Preferences opens a prefs token and reads the contact's topic state.
-func (p *Public) Preferences(ctx context.Context, token string) (ports.Preferences, error) {
+// PublicPreferences opens a prefs token and reads the contact's topic state.
+func (p *Public) PublicPreferences(ctx context.Context, token string) (ports.Preferences, error) {
 	t, err := OpenPublicToken(p.keyring, PurposePrefs, token)
 	if err != nil {
 		return ports.Preferences{}, err
@@ -15,9 +15,9 @@ func (p *Public) Preferences(ctx context.Context, token string) (ports.Preferenc
 	return p.contacts.ContactPreferences(ctx, t.OrganizationID, t.ContactID)
 }
 
-// UpdatePreferences opens a prefs token and applies the contact's own choices. Subscribing here needs no
+// UpdatePublicPreferences opens a prefs token and applies the contact's own choices. Subscribing here needs no
 // further confirmation: the token proves the contact reads the mailbox.
-func (p *Public) UpdatePreferences(ctx context.Context, token string, u ports.PreferenceUpdate) (ports.Preferences, error) {
+func (p *Public) UpdatePublicPreferences(ctx context.Context, token string, u ports.PreferenceUpdate) (ports.Preferences, error) {
 	t, err := OpenPublicToken(p.keyring, PurposePrefs, token)
 	if err != nil {
 		return ports.Preferences{}, err
@@ -41,9 +41,9 @@ func (p *Public) confirmToken(token string) (PublicToken, error) {
 	return t, err
 }
 
-// Confirmation reads the subscription a confirm token names; it changes nothing, so a link scanner that
+// GetConfirmation reads the subscription a confirm token names; it changes nothing, so a link scanner that
 // fetches the page does not confirm.
-func (p *Public) Confirmation(ctx context.Context, token string) (ports.PublicConfirmation, error) {
+func (p *Public) GetConfirmation(ctx context.Context, token string) (ports.PublicConfirmation, error) {
 	t, err := p.confirmToken(token)
 	if err != nil {
 		return ports.PublicConfirmation{}, err
@@ -59,8 +59,8 @@ func (p *Public) Confirmation(ctx context.Context, token string) (ports.PublicCo
 	return ports.PublicConfirmation{TopicKey: topic.Key, TopicName: topic.Name, Status: sub.Status}, nil
 }
 
-// Confirm moves the pending subscription to subscribed (and a pending contact's consent with it).
-func (p *Public) Confirm(ctx context.Context, token, ip string) (ports.PublicConfirmation, error) {
+// ConfirmTopic moves the pending subscription to subscribed (and a pending contact's consent with it).
+func (p *Public) ConfirmTopic(ctx context.Context, token, ip string) (ports.PublicConfirmation, error) {
 	t, err := p.confirmToken(token)
 	if err != nil {
 		return ports.PublicConfirmation{}, err

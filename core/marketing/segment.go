@@ -35,8 +35,8 @@ func checkSegment(in *ports.SegmentInput, create bool) error {
 	return nil
 }
 
-// Create stores a segment with its compiled rule.
-func (s *Segments) Create(ctx context.Context, orgID string, in ports.SegmentInput) (ports.Segment, error) {
+// CreateSegment stores a segment with its compiled rule.
+func (s *Segments) CreateSegment(ctx context.Context, orgID string, in ports.SegmentInput) (ports.Segment, error) {
 	if err := checkSegment(&in, true); err != nil {
 		return ports.Segment{}, err
 	}
@@ -58,21 +58,21 @@ func compactJSON(raw json.RawMessage) json.RawMessage {
 	return out
 }
 
-// Get returns one of the organization's segments.
-func (s *Segments) Get(ctx context.Context, orgID, id string) (ports.Segment, error) {
+// GetSegment returns one of the organization's segments.
+func (s *Segments) GetSegment(ctx context.Context, orgID, id string) (ports.Segment, error) {
 	if !validID(id) {
 		return ports.Segment{}, notFound("segment")
 	}
 	return s.segments.GetSegment(ctx, orgID, id)
 }
 
-// List returns the organization's segments, newest first (at most ports.MaxUnpagedListRows).
-func (s *Segments) List(ctx context.Context, orgID string) ([]ports.Segment, error) {
+// ListSegments returns the organization's segments, newest first (at most ports.MaxUnpagedListRows).
+func (s *Segments) ListSegments(ctx context.Context, orgID string) ([]ports.Segment, error) {
 	return s.segments.ListSegments(ctx, orgID, ports.MaxUnpagedListRows)
 }
 
-// Update changes the name, description or rule.
-func (s *Segments) Update(ctx context.Context, orgID, id string, in ports.SegmentInput) (ports.Segment, error) {
+// UpdateSegment changes the name, description or rule.
+func (s *Segments) UpdateSegment(ctx context.Context, orgID, id string, in ports.SegmentInput) (ports.Segment, error) {
 	if err := checkSegment(&in, false); err != nil {
 		return ports.Segment{}, err
 	}
@@ -85,8 +85,8 @@ func (s *Segments) Update(ctx context.Context, orgID, id string, in ports.Segmen
 	return s.segments.UpdateSegment(ctx, orgID, id, in, s.now())
 }
 
-// Delete removes a segment.
-func (s *Segments) Delete(ctx context.Context, orgID, id string) error {
+// DeleteSegment removes a segment.
+func (s *Segments) DeleteSegment(ctx context.Context, orgID, id string) error {
 	if !validID(id) {
 		return notFound("segment")
 	}
@@ -104,8 +104,8 @@ func checkLimit(limit int) (int, error) {
 	return limit, nil
 }
 
-// Preview counts the contacts a rule matches and returns a sample of them.
-func (s *Segments) Preview(ctx context.Context, orgID string, rule json.RawMessage, limit int) (ports.SegmentPreview, error) {
+// PreviewRule counts the contacts a rule matches and returns a sample of them.
+func (s *Segments) PreviewRule(ctx context.Context, orgID string, rule json.RawMessage, limit int) (ports.SegmentPreview, error) {
 	limit, err := checkLimit(limit)
 	if err != nil {
 		return ports.SegmentPreview{}, err
@@ -117,13 +117,13 @@ func (s *Segments) Preview(ctx context.Context, orgID string, rule json.RawMessa
 	return s.segments.PreviewPlan(ctx, orgID, plan, limit)
 }
 
-// PreviewSaved previews a saved segment's rule.
-func (s *Segments) PreviewSaved(ctx context.Context, orgID, id string, limit int) (ports.SegmentPreview, error) {
+// PreviewSegment previews a saved segment's rule.
+func (s *Segments) PreviewSegment(ctx context.Context, orgID, id string, limit int) (ports.SegmentPreview, error) {
 	limit, err := checkLimit(limit)
 	if err != nil {
 		return ports.SegmentPreview{}, err
 	}
-	seg, err := s.Get(ctx, orgID, id)
+	seg, err := s.GetSegment(ctx, orgID, id)
 	if err != nil {
 		return ports.SegmentPreview{}, err
 	}

@@ -38,8 +38,8 @@ func checkTopic(in ports.TopicInput, create bool) violations {
 	return v
 }
 
-// Create stores a new topic. Errors: already_exists (topics_organization_id_key_key) for a key in use.
-func (s *Topics) Create(ctx context.Context, orgID string, in ports.TopicInput) (ports.Topic, error) {
+// CreateTopic stores a new topic. Errors: already_exists (topics_organization_id_key_key) for a key in use.
+func (s *Topics) CreateTopic(ctx context.Context, orgID string, in ports.TopicInput) (ports.Topic, error) {
 	if err := checkTopic(in, true).err(); err != nil {
 		return ports.Topic{}, err
 	}
@@ -54,21 +54,21 @@ func (s *Topics) Create(ctx context.Context, orgID string, in ports.TopicInput) 
 	return s.topics.CreateTopic(ctx, t)
 }
 
-// Get returns one of the organization's topics.
-func (s *Topics) Get(ctx context.Context, orgID, id string) (ports.Topic, error) {
+// GetTopic returns one of the organization's topics.
+func (s *Topics) GetTopic(ctx context.Context, orgID, id string) (ports.Topic, error) {
 	if !validID(id) {
 		return ports.Topic{}, notFound("topic")
 	}
 	return s.topics.GetTopic(ctx, orgID, id)
 }
 
-// List returns the organization's topics, newest first (at most ports.MaxUnpagedListRows).
-func (s *Topics) List(ctx context.Context, orgID string) ([]ports.Topic, error) {
+// ListTopics returns the organization's topics, newest first (at most ports.MaxUnpagedListRows).
+func (s *Topics) ListTopics(ctx context.Context, orgID string) ([]ports.Topic, error) {
 	return s.topics.ListTopics(ctx, orgID, ports.MaxUnpagedListRows)
 }
 
-// Update changes everything but the key.
-func (s *Topics) Update(ctx context.Context, orgID, id string, in ports.TopicInput) (ports.Topic, error) {
+// UpdateTopic changes everything but the key.
+func (s *Topics) UpdateTopic(ctx context.Context, orgID, id string, in ports.TopicInput) (ports.Topic, error) {
 	if err := checkTopic(in, false).err(); err != nil {
 		return ports.Topic{}, err
 	}
@@ -78,8 +78,8 @@ func (s *Topics) Update(ctx context.Context, orgID, id string, in ports.TopicInp
 	return s.topics.UpdateTopic(ctx, orgID, id, in, s.now())
 }
 
-// Delete removes a topic and its subscriptions.
-func (s *Topics) Delete(ctx context.Context, orgID, id string) error {
+// DeleteTopic removes a topic and its subscriptions.
+func (s *Topics) DeleteTopic(ctx context.Context, orgID, id string) error {
 	if !validID(id) {
 		return notFound("topic")
 	}
@@ -103,15 +103,15 @@ func checkSubscription(r *ports.SubscriptionRequest) error {
 	return v.err()
 }
 
-// Subscribe subscribes a contact (by id, or by email, creating the contact) to the topic. On a double
+// SubscribeTopic subscribes a contact (by id, or by email, creating the contact) to the topic. On a double
 // opt-in topic a new subscription is pending and the answer carries a confirm token for
 // POST /p/confirm/{token}; a subscription already confirmed stays subscribed.
-func (s *Topics) Subscribe(ctx context.Context, orgID, topicID string, r ports.SubscriptionRequest) (ports.SubscriptionResult, error) {
+func (s *Topics) SubscribeTopic(ctx context.Context, orgID, topicID string, r ports.SubscriptionRequest) (ports.SubscriptionResult, error) {
 	return s.set(ctx, orgID, topicID, r, true)
 }
 
-// Unsubscribe records that the contact left the topic.
-func (s *Topics) Unsubscribe(ctx context.Context, orgID, topicID string, r ports.SubscriptionRequest) (ports.SubscriptionResult, error) {
+// UnsubscribeTopic records that the contact left the topic.
+func (s *Topics) UnsubscribeTopic(ctx context.Context, orgID, topicID string, r ports.SubscriptionRequest) (ports.SubscriptionResult, error) {
 	return s.set(ctx, orgID, topicID, r, false)
 }
 
