@@ -51,6 +51,7 @@ var coreAreas = []coreArea{
 	(*App).coreSending,
 	(*App).coreWebhook,
 	(*App).coreDeliverability,
+	(*App).coreMarketing,
 	(*App).coreInbound,
 }
 
