@@ -319,11 +319,11 @@ func batchResultsFromProto(l *emailv1.BatchItemResultList) []ports.BatchItemResu
 }
 
 func recipientToProto(r ports.Recipient) *emailv1.Recipient {
-	return &emailv1.Recipient{Id: r.ID, Type: r.Type, Address: r.Address, Status: string(r.Status)}
+	return &emailv1.Recipient{Id: r.ID, Type: r.Type, Address: r.Address, Name: r.Name, Status: string(r.Status)}
 }
 
 func recipientFromProto(r *emailv1.Recipient) ports.Recipient {
-	return ports.Recipient{ID: r.GetId(), Type: r.GetType(), Address: r.GetAddress(), Status: ports.MessageStatus(r.GetStatus())}
+	return ports.Recipient{ID: r.GetId(), Type: r.GetType(), Address: r.GetAddress(), Name: r.GetName(), Status: ports.MessageStatus(r.GetStatus())}
 }
 
 func recipientsToProto(recipients []ports.Recipient) *emailv1.RecipientList {

@@ -124,8 +124,8 @@ func fullMessage() ports.Message {
 		Metadata: json.RawMessage(`{"a":[1,2.50,"x"]}`), Sandbox: true, ScheduledAt: ptr(t1),
 		IdempotencyKey: "idem-1", CreatedAt: t0,
 		Recipients: []ports.Recipient{
-			{ID: "rc1", Type: ports.RecipientTo, Address: "b@example.org", Status: ports.StatusDelivered},
-			{ID: "rc2", Type: ports.RecipientBcc, Address: "e@example.org", Status: ports.StatusDeliveryDelayed},
+			{ID: "rc1", Type: ports.RecipientTo, Address: "b@example.org", Name: "Bea", Status: ports.StatusDelivered},
+			{ID: "rc2", Type: ports.RecipientBcc, Address: "e@example.org", Name: "Eve", Status: ports.StatusDeliveryDelayed},
 		},
 		Attachments: []ports.StoredAttachment{{
 			ID: "a1", Filename: "invoice.pdf", ContentType: "application/pdf", Size: 10 << 20, Inline: true,

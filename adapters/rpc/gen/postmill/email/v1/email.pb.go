@@ -750,9 +750,11 @@ type Recipient struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Id    string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
 	// type is to, cc or bcc.
-	Type          string `protobuf:"bytes,2,opt,name=type,proto3" json:"type,omitempty"`
-	Address       string `protobuf:"bytes,3,opt,name=address,proto3" json:"address,omitempty"`
-	Status        string `protobuf:"bytes,4,opt,name=status,proto3" json:"status,omitempty"`
+	Type    string `protobuf:"bytes,2,opt,name=type,proto3" json:"type,omitempty"`
+	Address string `protobuf:"bytes,3,opt,name=address,proto3" json:"address,omitempty"`
+	Status  string `protobuf:"bytes,4,opt,name=status,proto3" json:"status,omitempty"`
+	// name is the display name the recipient was given, for the delivered header; empty when none.
+	Name          string `protobuf:"bytes,5,opt,name=name,proto3" json:"name,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -811,6 +813,13 @@ func (x *Recipient) GetAddress() string {
 func (x *Recipient) GetStatus() string {
 	if x != nil {
 		return x.Status
+	}
+	return ""
+}
+
+func (x *Recipient) GetName() string {
+	if x != nil {
+		return x.Name
 	}
 	return ""
 }
@@ -1983,12 +1992,13 @@ const file_postmill_email_v1_email_proto_rawDesc = "" +
 	"\x06result\x18\x02 \x01(\v2\x1d.postmill.email.v1.SendResultR\x06result\x127\n" +
 	"\x05error\x18\x03 \x01(\v2!.postmill.email.v1.BatchItemErrorR\x05error\"O\n" +
 	"\x13BatchItemResultList\x128\n" +
-	"\x05items\x18\x01 \x03(\v2\".postmill.email.v1.BatchItemResultR\x05items\"a\n" +
+	"\x05items\x18\x01 \x03(\v2\".postmill.email.v1.BatchItemResultR\x05items\"u\n" +
 	"\tRecipient\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04type\x18\x02 \x01(\tR\x04type\x12\x18\n" +
 	"\aaddress\x18\x03 \x01(\tR\aaddress\x12\x16\n" +
-	"\x06status\x18\x04 \x01(\tR\x06status\"C\n" +
+	"\x06status\x18\x04 \x01(\tR\x06status\x12\x12\n" +
+	"\x04name\x18\x05 \x01(\tR\x04name\"C\n" +
 	"\rRecipientList\x122\n" +
 	"\x05items\x18\x01 \x03(\v2\x1c.postmill.email.v1.RecipientR\x05items\"\xac\x01\n" +
 	"\x10StoredAttachment\x12\x0e\n" +
