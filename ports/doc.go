@@ -19,6 +19,7 @@
 //	account.go        users, organizations, sessions, API keys, SMTP credentials, rate limits (§4.1, §4.13)
 //	domain.go         sending domains and their DNS records (§4.3)
 //	sending.go        emails, the outbox, delivery jobs and reports (§4.2)
+//	delivery_batch.go DeliveryBatcher: loading and reporting many delivery jobs in one call
 //	template.go       templates and rendering (§4.4)
 //	deliverability.go suppressions, bounces, complaints and the feedback the inbound tier reports (§4.5)
 //	webhook.go        webhook endpoints, deliveries and the sender (§4.6)
