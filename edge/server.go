@@ -175,6 +175,8 @@ func New(cfg Config, core ports.Core) (*Server, error) {
 	s.registerSegmentRoutes()
 	s.registerPreferenceRoutes()
 	s.registerTrackingRoutes()
+	s.registerBroadcastRoutes()
+	s.registerUnsubscribeRoutes()
 	s.registerInboundRoutes()
 	documentValidationAs400(s.api.OpenAPI())
 	if err := documentExamples(s.api.OpenAPI()); err != nil {

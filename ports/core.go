@@ -32,6 +32,9 @@ type Core struct {
 	Topics      TopicService
 	Segments    SegmentService
 	Preferences PublicPreferenceService
+	// Broadcasts is SPEC §4.10; Unsubscribe answers the public /p/u pages (SPEC §4.11).
+	Broadcasts  BroadcastService
+	Unsubscribe PublicUnsubscribeService
 	// Health answers when the core and its database answer.
 	Health Pinger
 }

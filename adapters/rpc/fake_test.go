@@ -93,6 +93,8 @@ func (f *fakeCore) core() ports.Core {
 		Topics:          f,
 		Segments:        f,
 		Preferences:     f,
+		Broadcasts:      f,
+		Unsubscribe:     f,
 		Health:          f,
 	}
 }

@@ -434,6 +434,7 @@ func roundTrips() []roundTrip {
 	trips = append(trips, deliverabilityRoundTrips()...)
 	trips = append(trips, inboundRoundTrips()...)
 	trips = append(trips, marketingRoundTrips()...)
+	trips = append(trips, broadcastRoundTrips()...)
 	return append(trips, trackingRoundTrips()...)
 }
 

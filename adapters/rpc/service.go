@@ -9,6 +9,7 @@ import (
 	"github.com/postmill/postmill/ports"
 
 	"github.com/postmill/postmill/adapters/rpc/gen/postmill/account/v1/accountv1connect"
+	"github.com/postmill/postmill/adapters/rpc/gen/postmill/broadcast/v1/broadcastv1connect"
 	"github.com/postmill/postmill/adapters/rpc/gen/postmill/contact/v1/contactv1connect"
 	"github.com/postmill/postmill/adapters/rpc/gen/postmill/credential/v1/credentialv1connect"
 	"github.com/postmill/postmill/adapters/rpc/gen/postmill/deliverability/v1/deliverabilityv1connect"
@@ -80,6 +81,8 @@ var callers = map[string][]Tier{
 	deliveryv1connect.DeliveryServiceName:                    {TierMTA},
 	deliverabilityv1connect.FeedbackServiceName:              {TierInbound},
 	inboundv1connect.InboundServiceName:                      {TierEdge},
+	broadcastv1connect.BroadcastServiceName:                  {TierEdge},
+	broadcastv1connect.UnsubscribeServiceName:                {TierEdge},
 	inboundv1connect.ReceiveServiceName:                      {TierInbound},
 	healthv1connect.HealthServiceName:                        {TierEdge, TierMTA, TierInbound},
 	templatev1connect.TemplateServiceRenderTemplateProcedure: nil, // sending renders inside the core

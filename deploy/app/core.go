@@ -53,6 +53,7 @@ var coreAreas = []coreArea{
 	(*App).coreDeliverability,
 	(*App).coreMarketing,
 	(*App).coreInbound,
+	(*App).coreBroadcast,
 }
 
 // buildCore builds every area on st and returns the filled core with the loops its areas run.

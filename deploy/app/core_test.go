@@ -47,9 +47,10 @@ func TestBuildCoreFillsEveryPort(t *testing.T) {
 	if r, ok := core.Templates.(ports.TemplateRenderer); !ok || core.Renderer != r {
 		t.Error("the core's Renderer is not its template service")
 	}
-	// account, rate limit, sending (relay, scheduler, pruner), webhook (fan-out, dispatcher)
-	if len(loops) != 7 {
-		t.Errorf("the core runs %d background loops, want 7", len(loops))
+	// account, rate limit, sending (relay, scheduler, pruner), webhook (fan-out, dispatcher), broadcast
+	// (expander)
+	if len(loops) != 8 {
+		t.Errorf("the core runs %d background loops, want 8", len(loops))
 	}
 }
 

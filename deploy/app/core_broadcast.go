@@ -1,0 +1,25 @@
+package app
+
+import "github.com/postmill/postmill/core/broadcast"
+
+// coreBroadcast builds the broadcast service (SPEC §4.10), which also answers the public unsubscribe pages,
+// and hands its expander to the core's loops. Every broadcast message goes through the sending area's
+// send path, so this area comes after sending and templates.
+func (a *App) coreBroadcast(env *coreEnv) error {
+	svc, err := broadcast.New(broadcast.Config{BaseURL: a.cfg.BaseURL}, broadcast.Deps{
+		Store:    env.store,
+		Audience: env.store,
+		Domains:  env.store,
+		Emails:   env.core.Emails,
+		Renderer: env.core.Renderer,
+		Keyring:  env.keyring,
+		Clock:    env.clock,
+		Logger:   env.logger,
+	})
+	if err != nil {
+		return err
+	}
+	env.core.Broadcasts, env.core.Unsubscribe = svc, svc
+	env.loops = append(env.loops, svc.RunExpander)
+	return nil
+}
