@@ -47,6 +47,7 @@ type inboundRouteResponse struct {
 	Enabled         bool      `json:"enabled" doc:"Disabled routes never match"`
 	Priority        int       `json:"priority" example:"100" doc:"0-10000; lower wins ties of specificity"`
 	CreatedAt       time.Time `json:"createdAt" doc:"When the route was created"`
+	SigningSecret   string    `json:"signingSecret,omitempty" example:"whsec_3f9c1e0d2b7a48e5a9c6d1f0b2e4a7c9d8e1f2a3b4c5d6e7f8a9b0c1d2e3f4a5" doc:"Webhook routes, in the create answer only: the secret the requests of the route are signed with (x-service-signature, as SPEC §6). Store it now; it is not shown again"`
 }
 
 type createRouteRequest struct {
@@ -136,7 +137,8 @@ func toInboundDomain(d ports.InboundDomain) inboundDomainResponse {
 
 func toRoute(r ports.InboundRoute) inboundRouteResponse {
 	return inboundRouteResponse{ID: r.ID, InboundDomainID: r.InboundDomainID, MatchType: r.MatchType, MatchValue: r.MatchValue,
-		Action: r.Action, Destination: r.Destination, Enabled: r.Enabled, Priority: r.Priority, CreatedAt: utc(r.CreatedAt)}
+		Action: r.Action, Destination: r.Destination, Enabled: r.Enabled, Priority: r.Priority, CreatedAt: utc(r.CreatedAt),
+		SigningSecret: r.PlainSecret}
 }
 
 func inboundResult(d ports.InboundDomain, err error) (*body[inboundDomainResponse], error) {

@@ -29,7 +29,7 @@ type receivedEmailResponse struct {
 	SizeBytes      int64     `json:"sizeBytes" doc:"Size of the raw message"`
 	SpamStatus     string    `json:"spamStatus" enum:"ham,spam" doc:"Verdict of the spam check"`
 	ScanStatus     string    `json:"scanStatus" enum:"clean,infected,error" doc:"Worst verdict of the attachment scans; clean without attachments"`
-	Status         string    `json:"status" enum:"delivered,pending,dead_lettered,quarantined" doc:"delivered: the route's action is done (store: kept); pending: webhook or forward not done yet; dead_lettered: no route matched, kept; quarantined: spam or an attachment not clean, action not carried out"`
+	Status         string    `json:"status" enum:"delivered,pending,failed,blocked,dead_lettered,quarantined" doc:"delivered: the route's action is done (store: kept; webhook: a 2xx answer); pending: the webhook or forward is not done yet; failed: the webhook's 5 attempts failed; blocked: the webhook destination resolves to a forbidden address; dead_lettered: no route matched, kept; quarantined: spam or an attachment not clean, action not carried out"`
 	RouteID        *string   `json:"routeId" doc:"The route that took the message; null when dead-lettered"`
 	RouteAction    *string   `json:"routeAction" doc:"That route's action; null when dead-lettered"`
 	ForwardStatus  *string   `json:"forwardStatus" doc:"forward_email routes: pending, sent or failed; null otherwise"`

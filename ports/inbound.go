@@ -35,6 +35,11 @@ const (
 	ReceivedDelivered    = "delivered"
 	ReceivedDeadLettered = "dead_lettered"
 	ReceivedQuarantined  = "quarantined"
+	// ReceivedPending: a webhook or forward_email action is not done yet. ReceivedFailed: the webhook
+	// action's attempts ran out. ReceivedBlocked: the webhook destination resolves to a forbidden address.
+	ReceivedPending = "pending"
+	ReceivedFailed  = "failed"
+	ReceivedBlocked = "blocked"
 )
 
 // Scan and spam verdicts of a received email and its attachments.
@@ -80,6 +85,10 @@ type InboundRoute struct {
 	Enabled         bool
 	Priority        int
 	CreatedAt       time.Time
+	// Secret is a webhook route's signing secret, sealed; it never leaves the core. PlainSecret is the
+	// secret in clear in the create answer of a webhook route only.
+	Secret      []byte
+	PlainSecret string
 }
 
 // InboundRouteInput is the body of a route creation; nil Enabled and Priority take their defaults.
@@ -147,6 +156,18 @@ type ReceivedEmail struct {
 	Attachments []ReceivedAttachment
 	RawKey      string
 	DedupeKey   string
+	// ActionEventID is the email.received event a webhook route's request carries; ActionDue is when its
+	// first attempt is due (nil when the route is not a webhook or the message is not to be posted).
+	ActionEventID string
+	ActionDue     *time.Time
+}
+
+// DueAction is a received email whose webhook route is due an attempt, claimed under Lease.
+type DueAction struct {
+	Email    ReceivedEmail
+	Route    InboundRoute
+	Attempts int // made so far
+	Lease    string
 }
 
 // InboundPart is one attachment or inline part the inbound tier parsed out of a message.
@@ -271,4 +292,10 @@ type InboundStore interface {
 	ListReceived(ctx context.Context, orgID string, limit, offset int) ([]ReceivedEmail, error)
 	GetReceived(ctx context.Context, orgID, id string) (ReceivedEmail, error)
 	SetForwardStatus(ctx context.Context, orgID, id, status string) error
+	// ClaimDueActions leases up to max received emails whose webhook attempt is due at now, across
+	// organizations, for lease; a claim not recorded within lease is claimed again.
+	ClaimDueActions(ctx context.Context, now time.Time, lease time.Duration, max int) ([]DueAction, error)
+	// RecordAction stores an attempt's outcome when lease still holds the email: the new status, attempts,
+	// the next attempt (nil: none), the response code and a blocked reason.
+	RecordAction(ctx context.Context, id, lease, status string, attempts int, next *time.Time, code int, reason string) error
 }

@@ -97,19 +97,19 @@ func (s *Inbound) DeleteInboundDomain(ctx context.Context, orgID, id string) err
 
 const routeCols = `id, organization_id, inbound_domain_id, match_type, match_value, action, destination, enabled, priority, created_at`
 
-func scanRoute(row pgx.Row) (ports.InboundRoute, error) {
+func scanRoute(row pgx.Row, extra ...any) (ports.InboundRoute, error) {
 	var r ports.InboundRoute
-	err := row.Scan(&r.ID, &r.OrganizationID, &r.InboundDomainID, &r.MatchType, &r.MatchValue, &r.Action,
-		&r.Destination, &r.Enabled, &r.Priority, &r.CreatedAt)
+	err := row.Scan(append([]any{&r.ID, &r.OrganizationID, &r.InboundDomainID, &r.MatchType, &r.MatchValue, &r.Action,
+		&r.Destination, &r.Enabled, &r.Priority, &r.CreatedAt}, extra...)...)
 	r.CreatedAt = r.CreatedAt.UTC()
 	return r, err
 }
 
 // InsertRoute implements ports.InboundStore. Errors: not_found (no such domain in the organization).
 func (s *Inbound) InsertRoute(ctx context.Context, r ports.InboundRoute) error {
-	_, err := s.pool.Exec(ctx, `INSERT INTO inbound_routes (`+routeCols+`) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10)`,
+	_, err := s.pool.Exec(ctx, `INSERT INTO inbound_routes (`+routeCols+`, secret) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11)`,
 		r.ID, r.OrganizationID, r.InboundDomainID, r.MatchType, r.MatchValue, r.Action, r.Destination, r.Enabled,
-		r.Priority, r.CreatedAt)
+		r.Priority, r.CreatedAt, r.Secret)
 	if err := interpretError(err); ports.ErrorCode(err) == ports.CodeInvalidArgument {
 		// The domain went away between the core's check and the insert.
 		return ports.NotFound("inbound domain not found")

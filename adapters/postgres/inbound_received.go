@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -39,13 +40,14 @@ func (s *Inbound) InsertReceived(ctx context.Context, e ports.ReceivedEmail, eve
 		err := tx.QueryRow(ctx, `INSERT INTO received_emails (id, organization_id, inbound_domain_id, rcpt, mail_from,
 			header_from, header_from_name, to_addresses, cc_addresses, subject, message_id, in_reply_to, refs, size_bytes,
 			spam_status, scan_status, status, route_id, route_action, forward_status, received_at, text_body, html_body,
-			headers, raw_key, dedupe_key)
-			VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,$21,$22,$23,$24,$25,$26)
+			headers, raw_key, dedupe_key, action_event_id, action_next_at)
+			VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,$21,$22,$23,$24,$25,$26,
+			NULLIF($27, '')::uuid, $28)
 			ON CONFLICT ON CONSTRAINT received_emails_dedupe_key DO NOTHING RETURNING id`,
 			e.ID, e.OrganizationID, e.InboundDomainID, e.To, e.From, e.HeaderFrom, e.HeaderFromName, nonNilStrings(e.ToAddresses),
 			nonNilStrings(e.CcAddresses), e.Subject, e.MessageID, e.InReplyTo, e.References, e.SizeBytes, e.SpamStatus,
 			e.ScanStatus, e.Status, e.RouteID, e.RouteAction, e.ForwardStatus, e.ReceivedAt, e.Text, e.HTML, headers,
-			e.RawKey, e.DedupeKey).Scan(new(string))
+			e.RawKey, e.DedupeKey, e.ActionEventID, e.ActionDue).Scan(new(string))
 		if err == pgx.ErrNoRows {
 			return tx.QueryRow(ctx, `SELECT id FROM received_emails WHERE organization_id = $1 AND rcpt = $2 AND dedupe_key = $3`,
 				e.OrganizationID, e.To, e.DedupeKey).Scan(&existing)
@@ -152,4 +154,72 @@ func (s *Inbound) SetForwardStatus(ctx context.Context, orgID, id, status string
 		return ports.NotFound("received email not found")
 	}
 	return nil
+}
+
+// ClaimDueActions implements ports.InboundStore: due rows are leased with SKIP LOCKED, so concurrent
+// processes never attempt the same email at once; the lease also pushes the row's due time past now+lease,
+// so a process that dies mid-attempt leaves it to be claimed again later.
+func (s *Inbound) ClaimDueActions(ctx context.Context, now time.Time, lease time.Duration, max int) ([]ports.DueAction, error) {
+	rows, err := s.pool.Query(ctx, `WITH due AS (
+			SELECT id FROM received_emails WHERE action_next_at <= $1 ORDER BY action_next_at LIMIT $2 FOR UPDATE SKIP LOCKED)
+		UPDATE received_emails r SET action_lease = gen_random_uuid(), action_next_at = $3
+		FROM due WHERE r.id = due.id
+		RETURNING r.id, r.organization_id, r.route_id, r.action_lease, r.action_attempts, r.action_event_id`,
+		now, max, now.Add(lease))
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	type claimed struct {
+		id, org, lease, event string
+		route                 *string
+		attempts              int
+	}
+	var cs []claimed
+	for rows.Next() {
+		var c claimed
+		var event *string
+		if err := rows.Scan(&c.id, &c.org, &c.route, &c.lease, &c.attempts, &event); err != nil {
+			rows.Close()
+			return nil, interpretError(err)
+		}
+		if event != nil {
+			c.event = *event
+		}
+		cs = append(cs, c)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, interpretError(err)
+	}
+	out := make([]ports.DueAction, 0, len(cs))
+	for _, c := range cs {
+		e, err := s.GetReceived(ctx, c.org, c.id)
+		if err != nil {
+			return nil, err
+		}
+		e.ActionEventID = c.event
+		d := ports.DueAction{Email: e, Attempts: c.attempts, Lease: c.lease}
+		if c.route != nil {
+			var secret []byte
+			r, err := scanRoute(s.pool.QueryRow(ctx, `SELECT `+routeCols+`, secret FROM inbound_routes
+				WHERE organization_id = $1 AND id = $2`, c.org, *c.route), &secret)
+			switch {
+			case err == nil:
+				r.Secret = secret
+				d.Route = r
+			case err != pgx.ErrNoRows:
+				return nil, interpretError(err)
+			}
+		}
+		out = append(out, d)
+	}
+	return out, nil
+}
+
+// RecordAction implements ports.InboundStore.
+func (s *Inbound) RecordAction(ctx context.Context, id, lease, status string, attempts int, next *time.Time, code int, reason string) error {
+	_, err := s.pool.Exec(ctx, `UPDATE received_emails SET status = $3, action_attempts = $4, action_next_at = $5,
+		action_response_code = $6, action_blocked_reason = $7, action_lease = NULL
+		WHERE id = $1 AND action_lease = $2`, id, lease, status, attempts, next, code, reason)
+	return interpretError(err)
 }

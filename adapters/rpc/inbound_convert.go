@@ -79,13 +79,14 @@ func inboundDomainsFromProto(l []*inboundv1.InboundDomain) []ports.InboundDomain
 func routeToProto(r ports.InboundRoute) *inboundv1.InboundRoute {
 	return &inboundv1.InboundRoute{Id: r.ID, OrganizationId: r.OrganizationID, InboundDomainId: r.InboundDomainID,
 		MatchType: r.MatchType, MatchValue: r.MatchValue, Action: r.Action, Destination: r.Destination, Enabled: r.Enabled,
-		Priority: int64(r.Priority), CreatedAt: timeToProto(r.CreatedAt)}
+		Priority: int64(r.Priority), CreatedAt: timeToProto(r.CreatedAt), PlainSecret: r.PlainSecret}
 }
 
 func routeFromProto(r *inboundv1.InboundRoute) ports.InboundRoute {
 	return ports.InboundRoute{ID: r.GetId(), OrganizationID: r.GetOrganizationId(), InboundDomainID: r.GetInboundDomainId(),
 		MatchType: r.GetMatchType(), MatchValue: r.GetMatchValue(), Action: r.GetAction(), Destination: r.GetDestination(),
-		Enabled: r.GetEnabled(), Priority: int(r.GetPriority()), CreatedAt: timeFromProto(r.GetCreatedAt())}
+		Enabled: r.GetEnabled(), Priority: int(r.GetPriority()), CreatedAt: timeFromProto(r.GetCreatedAt()),
+		PlainSecret: r.GetPlainSecret()}
 }
 
 func routesToProto(rs []ports.InboundRoute) []*inboundv1.InboundRoute {

@@ -94,7 +94,8 @@ func inboundRoundTrips() []roundTrip {
 		DNSRecord: ports.DNSRecord{DomainID: "d1", Type: "MX", RecordType: "MX", Host: "in.acme.test", Value: "10 mx.postmill.test",
 			TTL: 3600, Required: true, Verified: true, CheckedAt: ptr(t1)}}
 	route := ports.InboundRoute{ID: "r1", OrganizationID: "org1", InboundDomainID: "d1", MatchType: ports.MatchPattern,
-		MatchValue: "a*@in.acme.test", Action: ports.ActionWebhook, Destination: "https://h.test/x", Enabled: true, Priority: 7, CreatedAt: t0}
+		MatchValue: "a*@in.acme.test", Action: ports.ActionWebhook, Destination: "https://h.test/x", Enabled: true, Priority: 7, CreatedAt: t0,
+		PlainSecret: "whsec_00"}
 	on, prio := false, 0
 	input := ports.InboundRouteInput{InboundDomainID: "d1", MatchType: ports.MatchExact, MatchValue: "a@in.acme.test",
 		Action: ports.ActionStore, Enabled: &on, Priority: &prio}

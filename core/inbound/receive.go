@@ -13,10 +13,6 @@ import (
 	"github.com/postmill/postmill/ports"
 )
 
-// ReceivedPending is the status of a message whose route's action (webhook or forward_email) has not been
-// carried out yet.
-const ReceivedPending = "pending"
-
 // accepting reports whether mail for the domain is taken at RCPT.
 func accepting(d ports.InboundDomain) bool { return d.Status == ports.InboundVerified }
 
@@ -124,7 +120,7 @@ func (s *Service) Receive(ctx context.Context, m ports.InboundMessage) (ports.Re
 			case route.Action == ports.ActionStore:
 				e.Status = ports.ReceivedDelivered
 			default:
-				e.Status = ReceivedPending
+				e.Status = ports.ReceivedPending
 			}
 			if route.Action == ports.ActionForwardEmail {
 				fs := ports.ForwardPending
@@ -133,6 +129,9 @@ func (s *Service) Receive(ctx context.Context, m ports.InboundMessage) (ports.Re
 		}
 		ev := ports.Event{ID: id.New(), OrganizationID: d.OrganizationID, Type: ports.EventEmailReceived,
 			MessageID: e.ID, OccurredAt: now}
+		if route != nil && route.Action == ports.ActionWebhook && e.Status == ports.ReceivedPending {
+			e.ActionEventID, e.ActionDue = ev.ID, &now
+		}
 		inserted, existing, err := s.deps.Store.InsertReceived(ctx, e, []ports.Event{ev})
 		if err != nil {
 			return res, err

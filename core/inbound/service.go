@@ -23,6 +23,8 @@ import (
 
 	"github.com/postmill/postmill/core/domain"
 	"github.com/postmill/postmill/core/id"
+	"github.com/postmill/postmill/core/secret"
+	"github.com/postmill/postmill/core/webhook"
 	"github.com/postmill/postmill/ports"
 )
 
@@ -47,6 +49,8 @@ type Config struct {
 	MXPriority    int
 	RecordTTL     int
 	RouteCacheTTL time.Duration
+	// Schedule is the wait before each webhook retry (default: the webhook endpoints' schedule of SPEC §6).
+	Schedule []time.Duration
 }
 
 // Deps are the Service's driven ports. Spam defaults to a checker that answers ham; Clock to the wall clock.
@@ -56,8 +60,12 @@ type Deps struct {
 	Blobs    ports.BlobStore
 	Scanner  ports.Scanner
 	Spam     ports.SpamChecker
-	Clock    ports.Clock
-	Logger   *slog.Logger
+	// Sender and Keyring post webhook routes' requests and seal their secrets; without them webhook routes
+	// cannot be created.
+	Sender  ports.WebhookSender
+	Keyring *secret.Keyring
+	Clock   ports.Clock
+	Logger  *slog.Logger
 }
 
 // Service implements ports.InboundService and ports.ReceiveService.
@@ -101,6 +109,9 @@ func New(cfg Config, deps Deps) (*Service, error) {
 	}
 	if cfg.RouteCacheTTL == 0 {
 		cfg.RouteCacheTTL = DefaultRouteCacheTTL
+	}
+	if len(cfg.Schedule) == 0 {
+		cfg.Schedule = webhook.DefaultSchedule
 	}
 	if deps.Store == nil || deps.Resolver == nil || deps.Blobs == nil || deps.Scanner == nil {
 		return nil, errors.New("inbound: the store, resolver, blob store and scanner are required")
@@ -303,11 +314,25 @@ func (s *Service) CreateRoute(ctx context.Context, orgID string, in ports.Inboun
 	if _, err := s.deps.Store.GetInboundDomain(ctx, orgID, r.InboundDomainID); err != nil {
 		return ports.InboundRoute{}, err
 	}
+	plain := ""
+	if r.Action == ports.ActionWebhook {
+		if s.deps.Keyring == nil {
+			return ports.InboundRoute{}, errors.New("inbound: webhook routes need a keyring")
+		}
+		plain = newRouteSecret()
+		sealed, err := s.deps.Keyring.Seal([]byte(plain), routeSecretAAD(r.ID))
+		if err != nil {
+			return ports.InboundRoute{}, err
+		}
+		r.Secret = sealed
+	}
 	if err := s.deps.Store.InsertRoute(ctx, r); err != nil {
 		return ports.InboundRoute{}, err
 	}
 	s.forget(r.InboundDomainID)
-	return r, nil
+	out := r
+	out.Secret, out.PlainSecret = nil, plain
+	return out, nil
 }
 
 // UpdateRoute implements ports.InboundService: only enabled, priority and destination change.

@@ -6,7 +6,8 @@ import (
 
 // coreInbound builds inbound mail: inbound domains (MX checked through the resolver), routes, receiving
 // (raw mail and attachments to the blob store, attachments through the malware scanner, a spam verdict that
-// is ham until a spam adapter is configured) and the received-mail API.
+// is ham until a spam adapter is configured), the received-mail API, and the loop posting webhook routes'
+// requests through the webhook sender's SSRF guard.
 func (a *App) coreInbound(env *coreEnv) error {
 	blobs, err := a.blobStore(env.ctx)
 	if err != nil {
@@ -16,13 +17,18 @@ func (a *App) coreInbound(env *coreEnv) error {
 	if err != nil {
 		return err
 	}
-	svc, err := inbound.New(inbound.Config{MXHost: a.cfg.InboundMXHost}, inbound.Deps{
+	sender, err := a.webhookSender()
+	if err != nil {
+		return err
+	}
+	svc, err := inbound.New(inbound.Config{MXHost: a.cfg.InboundMXHost, Schedule: a.cfg.WebhookSchedule}, inbound.Deps{
 		Store: env.store.Inbound, Resolver: a.dnsResolver(), Blobs: blobs, Scanner: scanner,
-		Clock: env.clock, Logger: env.logger,
+		Sender: sender, Keyring: env.keyring, Clock: env.clock, Logger: env.logger,
 	})
 	if err != nil {
 		return err
 	}
+	env.loops = append(env.loops, svc.RunActions)
 	env.core.Inbound = svc
 	env.core.Receiving = svc
 	return nil

@@ -48,9 +48,9 @@ func TestBuildCoreFillsEveryPort(t *testing.T) {
 		t.Error("the core's Renderer is not its template service")
 	}
 	// account, rate limit, sending (relay, scheduler, pruner), webhook (fan-out, dispatcher), broadcast
-	// (expander)
-	if len(loops) != 8 {
-		t.Errorf("the core runs %d background loops, want 8", len(loops))
+	// (expander), inbound (webhook routes)
+	if len(loops) != 9 {
+		t.Errorf("the core runs %d background loops, want 9", len(loops))
 	}
 }
 

@@ -1,12 +1,20 @@
 package e2e
 
 import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"net/netip"
 	"net/smtp"
 	"net/textproto"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/postmill/postmill/adapters/dns/dnstest"
 	"github.com/postmill/postmill/adapters/postgres/pgtest"
@@ -363,4 +371,102 @@ func TestInboundReceiving(t *testing.T) {
 	if smtpCode(errs[0]) != 550 {
 		t.Fatalf("RCPT at a suspended domain: %v, want 550", errs[0])
 	}
+}
+
+// TestInboundWebhookRoute: a webhook route posts the parsed message signed with the route's secret, as
+// SPEC §6's events are signed; a destination at a private address is blocked at delivery.
+func TestInboundWebhookRoute(t *testing.T) {
+	t.Parallel()
+	got := make(chan *http.Request, 4)
+	bodies := make(chan []byte, 4)
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		got <- r
+		bodies <- b
+	}))
+	t.Cleanup(hook.Close)
+	dns := dnstest.New(t)
+	cfg := testConfig(t, pgtest.URL(t))
+	cfg.DNSResolver = dns.Addr()
+	cfg.InboundMXHost = inboundMXHost
+	cfg.WebhookAllowNets = []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}
+	w := &inboundWorld{env: MustStart(t, cfg, "all"), dns: dns}
+	w.owner = w.MustSignup("owner@acme.example", "")
+	_, w.key = w.MustKey(w.owner, []string{ports.ScopeInboundRead})
+	w.domain = "hook-" + randomHex(t, 3) + ".acme.example"
+	w.domID = expect(t, w.post("/v1/inbound/domains", w.owner.access, map[string]any{"domain": w.domain}), 201).str("id")
+	dns.SetMX(w.domain, ports.MX{Host: inboundMXHost, Preference: 10})
+	expect(t, w.post("/v1/inbound/domains/"+w.domID+"/verify", w.owner.access, nil), 201)
+
+	r := expect(t, w.post("/v1/inbound/routes", w.owner.access, map[string]any{"inboundDomainId": w.domID, "matchType": "exact",
+		"matchValue": "hook@" + w.domain, "action": "webhook", "destination": hook.URL + "/inbound"}), 201)
+	secret := r.str("signingSecret")
+	if !strings.HasPrefix(secret, "whsec_") {
+		t.Fatalf("webhook route without a signing secret: %s", r.raw)
+	}
+	if l := expect(t, w.get("/v1/inbound/routes?inboundDomainId="+w.domID, w.owner.access), 200); strings.Contains(string(l.raw), secret) {
+		t.Fatal("the route list shows the signing secret")
+	}
+	expect(t, w.post("/v1/inbound/routes", w.owner.access, map[string]any{"inboundDomainId": w.domID, "matchType": "exact",
+		"matchValue": "private@" + w.domain, "action": "webhook", "destination": "http://10.0.0.1/hook"}), 201)
+
+	if _, derr := w.send(t, "jerome@sender.example", []string{"hook@" + w.domain}, inboundMessage("hook@"+w.domain, "hook", "aGVsbG8gd29ybGQK")); derr != nil {
+		t.Fatal(derr)
+	}
+	var req *http.Request
+	var body []byte
+	select {
+	case req = <-got:
+		body = <-bodies
+	case <-time.After(20 * time.Second):
+		t.Fatal("no webhook request within 20s")
+	}
+	sig := req.Header.Get("X-Service-Signature")
+	ts, v1, _ := strings.Cut(strings.TrimPrefix(sig, "t="), ",v1=")
+	mac := hmac.New(sha256.New, []byte(secret))
+	fmt.Fprintf(mac, "%s.%s.%s", ts, req.Header.Get("X-Service-Event-Id"), body)
+	if hex.EncodeToString(mac.Sum(nil)) != v1 || req.Header.Get("X-Service-Event") != "email.received" ||
+		req.Header.Get("User-Agent") != "Service-Webhooks/1" {
+		t.Fatalf("request headers %v do not verify", req.Header)
+	}
+	var payload struct {
+		ID   string `json:"id"`
+		Type string `json:"type"`
+		Data struct {
+			MessageID string         `json:"message_id"`
+			Email     map[string]any `json:"received_email"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(body, &payload); err != nil {
+		t.Fatal(err)
+	}
+	if payload.ID != req.Header.Get("X-Service-Event-Id") || payload.Type != "email.received" || payload.Data.Email["text"] != "Bonjour, café crème." ||
+		strings.Contains(string(body), "inbound/") {
+		t.Fatalf("payload: %s", body)
+	}
+	att := payload.Data.Email["attachments"].([]any)[0].(map[string]any)
+	if att["downloadPath"] != "/v1/received-emails/"+payload.Data.MessageID+"/attachments/"+att["id"].(string) {
+		t.Errorf("attachment: %v", att)
+	}
+	waitStatus := func(id, want string) {
+		t.Helper()
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			d := expect(t, w.get("/v1/received-emails/"+id, w.key), 200)
+			if d.str("status") == want {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("status %q, want %q", d.str("status"), want)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	waitStatus(payload.Data.MessageID, "delivered")
+
+	if _, derr := w.send(t, "jerome@sender.example", []string{"private@" + w.domain}, inboundMessage("private@"+w.domain, "private", "aGVsbG8gd29ybGQK")); derr != nil {
+		t.Fatal(derr)
+	}
+	l := expect(t, w.get("/v1/received-emails?limit=1", w.key), 200)
+	waitStatus(l.body["data"].([]any)[0].(map[string]any)["id"].(string), "blocked")
 }

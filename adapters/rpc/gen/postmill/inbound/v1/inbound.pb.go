@@ -1952,8 +1952,11 @@ type InboundRoute struct {
 	Enabled         bool                   `protobuf:"varint,8,opt,name=enabled,proto3" json:"enabled,omitempty"`
 	Priority        int64                  `protobuf:"varint,9,opt,name=priority,proto3" json:"priority,omitempty"`
 	CreatedAt       *timestamppb.Timestamp `protobuf:"bytes,10,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// plain_secret is a webhook route's signing secret in the create answer only; the sealed one stays in
+	// the core.
+	PlainSecret   string `protobuf:"bytes,11,opt,name=plain_secret,json=plainSecret,proto3" json:"plain_secret,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *InboundRoute) Reset() {
@@ -2054,6 +2057,13 @@ func (x *InboundRoute) GetCreatedAt() *timestamppb.Timestamp {
 		return x.CreatedAt
 	}
 	return nil
+}
+
+func (x *InboundRoute) GetPlainSecret() string {
+	if x != nil {
+		return x.PlainSecret
+	}
+	return ""
 }
 
 type ReceivedAttachment struct {
@@ -2793,7 +2803,7 @@ const file_postmill_inbound_v1_inbound_proto_rawDesc = "" +
 	"created_at\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x12A\n" +
 	"\n" +
 	"dns_record\x18\n" +
-	" \x01(\v2\".postmill.inbound.v1.InboundRecordR\tdnsRecord\"\xde\x02\n" +
+	" \x01(\v2\".postmill.inbound.v1.InboundRecordR\tdnsRecord\"\x81\x03\n" +
 	"\fInboundRoute\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12'\n" +
 	"\x0forganization_id\x18\x02 \x01(\tR\x0eorganizationId\x12*\n" +
@@ -2808,7 +2818,8 @@ const file_postmill_inbound_v1_inbound_proto_rawDesc = "" +
 	"\bpriority\x18\t \x01(\x03R\bpriority\x129\n" +
 	"\n" +
 	"created_at\x18\n" +
-	" \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\"\xd5\x02\n" +
+	" \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x12!\n" +
+	"\fplain_secret\x18\v \x01(\tR\vplainSecret\"\xd5\x02\n" +
 	"\x12ReceivedAttachment\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1a\n" +
 	"\bfilename\x18\x02 \x01(\tR\bfilename\x12!\n" +
