@@ -8,6 +8,8 @@
 #   e2e:      the platform with its default settings: N sends through the API while the MTA delivers them,
 #             timed from the first send to the last arrival (all-in-one, split, Kafka queue)
 #   webhooks: deliveries/s and first-attempt delay
+#   broadcast: a broadcast to 100,000 topic subscribers over 20 domains, from POST …/send to the last arrival,
+#             with transactional POST /v1/emails latency while it runs and the process's peak RSS
 # Every delivery benchmark delivers to the benchmark's in-process SMTP sink (sink.go), found through an MX
 # record of its own DNS server. Needs PostgreSQL (a private cluster is started when
 # POSTMILL_BENCH_DATABASE_URL is unset). Extra arguments go to the send benchmark.
@@ -50,6 +52,7 @@ run ./bin/postmill-bench e2e -db "$DB" -sends "$N" -shape split
 run ./bin/postmill-bench e2e -db "$DB" -sends "$N" -queue kafka
 run ./bin/postmill-bench webhooks -db "$DB" -sends 5000
 run ./bin/postmill-bench webhooks -db "$DB" -sends 3000 -rate 300
+run ./bin/postmill-bench broadcast -db "$DB" -contacts "${POSTMILL_BENCH_CONTACTS:-100000}"
 
 echo
 echo "delivery figures of this run, each against the RSA ceiling measured in its own benchmark:"

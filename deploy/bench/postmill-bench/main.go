@@ -54,6 +54,8 @@ func main() {
 		err = runE2E(os.Args[2:])
 	case "webhooks":
 		err = runWebhooks(os.Args[2:])
+	case "broadcast":
+		err = runBroadcast(os.Args[2:])
 	default:
 		err = fmt.Errorf("unknown run %q", os.Args[1])
 	}

@@ -1,0 +1,241 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// runBroadcast times a broadcast to a topic of N subscribed contacts spread over D recipient domains (each
+// with an MX pointing at the benchmark's sink): from POST /v1/broadcasts/{id}/send to the last message's
+// arrival. The MTA signs every message before it delivers it (a message it cannot sign is refused, never
+// sent unsigned); deploy/e2e's broadcast test verifies the signatures and their h= list. Beside it, the RSA-2048 signing ceiling of the same run and the process's
+// peak RSS; while it runs, a trickle of transactional sends through POST /v1/emails measures their latency.
+func runBroadcast(args []string) error {
+	fs := flag.NewFlagSet("broadcast", flag.ExitOnError)
+	bin := fs.String("bin", "bin/postmill", "postmill binary")
+	db := fs.String("db", "", "PostgreSQL URL (its public schema is reset)")
+	contacts := fs.Int("contacts", 100000, "subscribed contacts of the topic")
+	domains := fs.Int("domains", 20, "recipient domains the contacts are spread over")
+	txRate := fs.Int("tx-rate", 20, "transactional sends per second during the broadcast (0: none)")
+	rsaFor := fs.Duration("rsa", 3*time.Second, "how long the RSA ceiling is measured")
+	timeout := fs.Duration("timeout", 30*time.Minute, "give up after")
+	_ = fs.Parse(args)
+	ctx := context.Background()
+	if err := resetDatabase(ctx, *db); err != nil {
+		return err
+	}
+	ceilingBefore, _, err := rsaMeasure(*rsaFor)
+	if err != nil {
+		return err
+	}
+	mx, err := startSink(true)
+	if err != nil {
+		return err
+	}
+	defer mx.close()
+	host, port, _ := net.SplitHostPort(mx.addr())
+	z, err := startZone()
+	if err != nil {
+		return err
+	}
+	z.a["mx.rcpt.example"] = net.ParseIP(host)
+	for d := range *domains {
+		z.mx[fmt.Sprintf("rcpt%d.example", d)] = "mx.rcpt.example"
+	}
+	z.mx["tx.example"] = "mx.rcpt.example"
+	env := []string{"POSTMILL_MTA_PORT=" + port, "POSTMILL_MTA_ALLOW_NETS=" + host + "/32"}
+	p, err := startPlatform(platformOpts{bin: *bin, db: *db, targets: "all", zone: z, env: env})
+	if err != nil {
+		return err
+	}
+	defer p.stop()
+	if err := p.setup(z); err != nil {
+		return err
+	}
+
+	conn, err := pgx.Connect(ctx, *db)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	var orgID, topic string
+	if err := conn.QueryRow(ctx, `SELECT id::text FROM organizations LIMIT 1`).Scan(&orgID); err != nil {
+		return err
+	}
+	if err := conn.QueryRow(ctx, `INSERT INTO topics (id, organization_id, key, name, created_at, updated_at)
+		VALUES (gen_random_uuid(), $1, 'news', 'News', now(), now()) RETURNING id::text`, orgID).Scan(&topic); err != nil {
+		return err
+	}
+	seeded := time.Now()
+	if _, err := conn.Exec(ctx, `WITH c AS (INSERT INTO contacts (id, organization_id, email, first_name, properties, created_at, updated_at)
+		SELECT gen_random_uuid(), $1, 'c' || g || '@rcpt' || (g % $4) || '.example', 'Contact' || g, '{"plan":"pro"}', now(), now()
+		  FROM generate_series(1, $3) g RETURNING id)
+		INSERT INTO topic_subscriptions (organization_id, topic_id, contact_id, status, created_at, updated_at)
+		SELECT $1, $2, id, 'subscribed', now(), now() FROM c`, orgID, topic, *contacts, *domains); err != nil {
+		return err
+	}
+	fmt.Printf("broadcast: %d contacts over %d domains seeded in %s\n", *contacts, *domains, time.Since(seeded).Round(time.Millisecond))
+
+	st, body, err := p.call("POST", "/v1/broadcasts", p.key, map[string]any{"name": "bench", "subject": "Hello {{ contact.firstName }}",
+		"from": "news@" + p.domain, "html": "<p>Hello {{ contact.firstName }}, your plan is {{ contact.properties.plan }}.</p>",
+		"text": "Hello {{ contact.firstName }}", "topicId": topic})
+	if err != nil || st != 201 {
+		return fmt.Errorf("create broadcast: %d %v %v", st, body, err)
+	}
+	id := body["id"].(string)
+	pid := p.cmd.Process.Pid
+	var peakRSS atomic.Int64
+	stopRSS := make(chan struct{})
+	go func() {
+		for {
+			if kb := rssKB(pid); kb > peakRSS.Load() {
+				peakRSS.Store(kb)
+			}
+			select {
+			case <-stopRSS:
+				return
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+	}()
+
+	start := time.Now()
+	mx.startClock(start)
+	st, body, err = p.call("POST", "/v1/broadcasts/"+id+"/send", p.key, nil)
+	if err != nil || st != 200 {
+		return fmt.Errorf("send broadcast: %d %v %v", st, body, err)
+	}
+	sendAnswered := time.Since(start)
+
+	// Transactional sends at a steady rate while the broadcast runs.
+	var (
+		txMu   sync.Mutex
+		txLat  []time.Duration
+		txFail atomic.Int64
+		txStop = make(chan struct{})
+		txWG   sync.WaitGroup
+	)
+	if *txRate > 0 {
+		txBody, _ := json.Marshal(map[string]any{"from": "tx@" + p.domain, "to": "user@tx.example", "subject": "Receipt", "text": "Thanks."})
+		txWG.Go(func() {
+			tick := time.NewTicker(time.Second / time.Duration(*txRate))
+			defer tick.Stop()
+			for {
+				select {
+				case <-txStop:
+					return
+				case <-tick.C:
+				}
+				txWG.Go(func() {
+					req, _ := http.NewRequest("POST", p.base+"/v1/emails", bytes.NewReader(txBody))
+					req.Header.Set("Content-Type", "application/json")
+					req.Header.Set("Authorization", "Bearer "+p.key)
+					t0 := time.Now()
+					res, err := p.client.Do(req)
+					d := time.Since(t0)
+					if err != nil {
+						txFail.Add(1)
+						return
+					}
+					_, _ = io.Copy(io.Discard, res.Body)
+					res.Body.Close()
+					if res.StatusCode != 202 {
+						txFail.Add(1)
+						return
+					}
+					txMu.Lock()
+					txLat = append(txLat, d)
+					txMu.Unlock()
+				})
+			}
+		})
+	}
+
+	deadline := time.Now().Add(*timeout)
+	var expanded time.Duration
+	var status string
+	for time.Now().Before(deadline) {
+		if status != "sent" {
+			_ = conn.QueryRow(ctx, `SELECT status FROM broadcasts WHERE id = $1`, id).Scan(&status)
+			if status == "sent" {
+				expanded = time.Since(start)
+			}
+		}
+		if status == "sent" && mx.count.Load()-txAccepted(&txMu, &txLat) >= int64(*contacts) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	close(txStop)
+	txWG.Wait()
+	close(stopRSS)
+	_, last := mx.curve()
+	arrived := mx.count.Load() - txAccepted(&txMu, &txLat)
+	elapsed := last.Sub(start)
+	ceilingAfter, _, err := rsaMeasure(*rsaFor)
+	if err != nil {
+		return err
+	}
+	ceiling := (ceilingBefore + ceilingAfter) / 2
+	p.reportLogs()
+	dupes, noID, size := mx.stats()
+
+	fmt.Printf("broadcast: %d contacts, %d domains; POST …/send answered in %s; expanded (status sent) after %s\n",
+		*contacts, *domains, sendAnswered.Round(time.Millisecond), expanded.Round(time.Millisecond))
+	fmt.Printf("  %d of %d broadcast messages arrived in %s = %.0f msg/s (mean %d bytes; %d duplicates, %d without Message-ID)\n",
+		arrived, *contacts, elapsed.Round(time.Millisecond), float64(arrived)/elapsed.Seconds(), size, dupes, noID)
+	fmt.Printf("  RSA-2048 ceiling of this run: %.0f signatures/s (delivery at %.0f%% of it); peak RSS %d MiB\n",
+		ceiling, 100*float64(arrived)/elapsed.Seconds()/ceiling, peakRSS.Load()/1024)
+	if *txRate > 0 {
+		slices.Sort(txLat)
+		if len(txLat) > 0 {
+			fmt.Printf("  transactional POST /v1/emails during the broadcast: %d at %d/s, p50 %.1f ms, p99 %.1f ms, max %.1f ms, %d failed\n",
+				len(txLat), *txRate, ms(percentile(txLat, 0.50)), ms(percentile(txLat, 0.99)), ms(txLat[len(txLat)-1]), txFail.Load())
+		}
+	}
+	fmt.Printf("summary: broadcast %d contacts %.0f msg/s (%.0f%% of RSA %.0f/s), peak RSS %d MiB\n",
+		*contacts, float64(arrived)/elapsed.Seconds(), 100*float64(arrived)/elapsed.Seconds()/ceiling, ceiling, peakRSS.Load()/1024)
+	if arrived < int64(*contacts) {
+		return fmt.Errorf("only %d of %d broadcast messages arrived (status %s)", arrived, *contacts, status)
+	}
+	return nil
+}
+
+// txAccepted is how many transactional sends were accepted: the sink counts them with the broadcast's
+// messages, and they are taken off its count. (A transactional message still on its way when the count
+// is read makes the broadcast's figure look one message better for a moment, never the final one.)
+func txAccepted(mu *sync.Mutex, lat *[]time.Duration) int64 {
+	mu.Lock()
+	defer mu.Unlock()
+	return int64(len(*lat))
+}
+
+// rssKB is a process's resident set size in KiB, from /proc (0 when unreadable).
+func rssKB(pid int) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			n, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			return n
+		}
+	}
+	return 0
+}
