@@ -133,12 +133,12 @@ func preferenceUpdateFromProto(u *contactv1.PreferenceUpdate) ports.PreferenceUp
 	return out
 }
 
-func confirmationFromProto(r *contactv1.ConfirmationResponse) ports.PublicConfirmation {
+func confirmationFromProto(r *contactv1.Confirmation) ports.PublicConfirmation {
 	return ports.PublicConfirmation{TopicKey: r.GetTopicKey(), TopicName: r.GetTopicName(), Status: r.GetStatus()}
 }
 
-func confirmationToProto(c ports.PublicConfirmation) *contactv1.ConfirmationResponse {
-	return &contactv1.ConfirmationResponse{TopicKey: c.TopicKey, TopicName: c.TopicName, Status: c.Status}
+func confirmationToProto(c ports.PublicConfirmation) *contactv1.Confirmation {
+	return &contactv1.Confirmation{TopicKey: c.TopicKey, TopicName: c.TopicName, Status: c.Status}
 }
 
 // contactServer serves postmill.contact.v1.ContactService from a ports.ContactService.
@@ -151,26 +151,28 @@ func newContactServer(svc ports.ContactService, log *slog.Logger) contactv1conne
 	return &contactServer{svc: svc, log: log}
 }
 
-func contactResponse(c ports.Contact) func() *contactv1.ContactResponse {
-	return func() *contactv1.ContactResponse { return &contactv1.ContactResponse{Contact: contactToProto(c)} }
-}
-
-func (s *contactServer) CreateContact(ctx context.Context, req *connect.Request[contactv1.CreateContactRequest]) (*connect.Response[contactv1.ContactResponse], error) {
+func (s *contactServer) CreateContact(ctx context.Context, req *connect.Request[contactv1.CreateContactRequest]) (*connect.Response[contactv1.CreateContactResponse], error) {
 	c, err := s.svc.CreateContact(ctx, req.Msg.GetOrganizationId(), contactInputFromProto(req.Msg.GetInput()))
-	return respond(ctx, s.log, req, err, contactResponse(c))
+	return respond(ctx, s.log, req, err, func() *contactv1.CreateContactResponse {
+		return &contactv1.CreateContactResponse{Contact: contactToProto(c)}
+	})
 }
 
-func (s *contactServer) GetContact(ctx context.Context, req *connect.Request[contactv1.ContactIDRequest]) (*connect.Response[contactv1.ContactResponse], error) {
+func (s *contactServer) GetContact(ctx context.Context, req *connect.Request[contactv1.GetContactRequest]) (*connect.Response[contactv1.GetContactResponse], error) {
 	c, err := s.svc.GetContact(ctx, req.Msg.GetOrganizationId(), req.Msg.GetId())
-	return respond(ctx, s.log, req, err, contactResponse(c))
+	return respond(ctx, s.log, req, err, func() *contactv1.GetContactResponse {
+		return &contactv1.GetContactResponse{Contact: contactToProto(c)}
+	})
 }
 
-func (s *contactServer) UpdateContact(ctx context.Context, req *connect.Request[contactv1.UpdateContactRequest]) (*connect.Response[contactv1.ContactResponse], error) {
+func (s *contactServer) UpdateContact(ctx context.Context, req *connect.Request[contactv1.UpdateContactRequest]) (*connect.Response[contactv1.UpdateContactResponse], error) {
 	c, err := s.svc.UpdateContact(ctx, req.Msg.GetOrganizationId(), req.Msg.GetId(), contactInputFromProto(req.Msg.GetInput()))
-	return respond(ctx, s.log, req, err, contactResponse(c))
+	return respond(ctx, s.log, req, err, func() *contactv1.UpdateContactResponse {
+		return &contactv1.UpdateContactResponse{Contact: contactToProto(c)}
+	})
 }
 
-func (s *contactServer) DeleteContact(ctx context.Context, req *connect.Request[contactv1.ContactIDRequest]) (*connect.Response[contactv1.DeleteContactResponse], error) {
+func (s *contactServer) DeleteContact(ctx context.Context, req *connect.Request[contactv1.DeleteContactRequest]) (*connect.Response[contactv1.DeleteContactResponse], error) {
 	err := s.svc.DeleteContact(ctx, req.Msg.GetOrganizationId(), req.Msg.GetId())
 	return respond(ctx, s.log, req, err, empty[contactv1.DeleteContactResponse])
 }
@@ -211,20 +213,18 @@ func (s *contactServer) ExportPage(ctx context.Context, req *connect.Request[con
 	})
 }
 
-func preferencesResponse(p ports.Preferences) func() *contactv1.PreferencesResponse {
-	return func() *contactv1.PreferencesResponse {
-		return &contactv1.PreferencesResponse{Preferences: preferencesToProto(p)}
-	}
-}
-
-func (s *contactServer) GetPreferences(ctx context.Context, req *connect.Request[contactv1.ContactIDRequest]) (*connect.Response[contactv1.PreferencesResponse], error) {
+func (s *contactServer) GetPreferences(ctx context.Context, req *connect.Request[contactv1.GetPreferencesRequest]) (*connect.Response[contactv1.GetPreferencesResponse], error) {
 	p, err := s.svc.ContactPreferences(ctx, req.Msg.GetOrganizationId(), req.Msg.GetId())
-	return respond(ctx, s.log, req, err, preferencesResponse(p))
+	return respond(ctx, s.log, req, err, func() *contactv1.GetPreferencesResponse {
+		return &contactv1.GetPreferencesResponse{Preferences: preferencesToProto(p)}
+	})
 }
 
-func (s *contactServer) UpdatePreferences(ctx context.Context, req *connect.Request[contactv1.UpdatePreferencesRequest]) (*connect.Response[contactv1.PreferencesResponse], error) {
+func (s *contactServer) UpdatePreferences(ctx context.Context, req *connect.Request[contactv1.UpdatePreferencesRequest]) (*connect.Response[contactv1.UpdatePreferencesResponse], error) {
 	p, err := s.svc.UpdateContactPreferences(ctx, req.Msg.GetOrganizationId(), req.Msg.GetId(), preferenceUpdateFromProto(req.Msg.GetUpdate()))
-	return respond(ctx, s.log, req, err, preferencesResponse(p))
+	return respond(ctx, s.log, req, err, func() *contactv1.UpdatePreferencesResponse {
+		return &contactv1.UpdatePreferencesResponse{Preferences: preferencesToProto(p)}
+	})
 }
 
 // contactClient implements ports.ContactService over postmill.contact.v1.ContactService.
@@ -236,26 +236,28 @@ func newContactClient(conn contactv1connect.ContactServiceClient) ports.ContactS
 	return &contactClient{conn: conn}
 }
 
-func getContact(r *contactv1.ContactResponse) ports.Contact { return contactFromProto(r.GetContact()) }
+type contactMessage interface{ GetContact() *contactv1.Contact }
+
+func getContact[R contactMessage](r R) ports.Contact { return contactFromProto(r.GetContact()) }
 
 func (c *contactClient) CreateContact(ctx context.Context, orgID string, in ports.ContactInput) (ports.Contact, error) {
 	return call(ctx, contactv1connect.ContactServiceCreateContactProcedure, c.conn.CreateContact,
-		&contactv1.CreateContactRequest{OrganizationId: orgID, Input: contactInputToProto(in)}, getContact)
+		&contactv1.CreateContactRequest{OrganizationId: orgID, Input: contactInputToProto(in)}, getContact[*contactv1.CreateContactResponse])
 }
 
 func (c *contactClient) GetContact(ctx context.Context, orgID, id string) (ports.Contact, error) {
 	return call(ctx, contactv1connect.ContactServiceGetContactProcedure, c.conn.GetContact,
-		&contactv1.ContactIDRequest{OrganizationId: orgID, Id: id}, getContact)
+		&contactv1.GetContactRequest{OrganizationId: orgID, Id: id}, getContact[*contactv1.GetContactResponse])
 }
 
 func (c *contactClient) UpdateContact(ctx context.Context, orgID, id string, in ports.ContactInput) (ports.Contact, error) {
 	return call(ctx, contactv1connect.ContactServiceUpdateContactProcedure, c.conn.UpdateContact,
-		&contactv1.UpdateContactRequest{OrganizationId: orgID, Id: id, Input: contactInputToProto(in)}, getContact)
+		&contactv1.UpdateContactRequest{OrganizationId: orgID, Id: id, Input: contactInputToProto(in)}, getContact[*contactv1.UpdateContactResponse])
 }
 
 func (c *contactClient) DeleteContact(ctx context.Context, orgID, id string) error {
 	return exec(ctx, contactv1connect.ContactServiceDeleteContactProcedure, c.conn.DeleteContact,
-		&contactv1.ContactIDRequest{OrganizationId: orgID, Id: id})
+		&contactv1.DeleteContactRequest{OrganizationId: orgID, Id: id})
 }
 
 func (c *contactClient) ListContacts(ctx context.Context, orgID string, q ports.ContactQuery) (ports.ContactList, error) {
@@ -293,18 +295,20 @@ func (c *contactClient) ExportContactsPage(ctx context.Context, orgID, afterID s
 		func(r *contactv1.ExportPageResponse) []ports.Contact { return contactsFromProto(r.GetContacts()) })
 }
 
-func getPreferences(r *contactv1.PreferencesResponse) ports.Preferences {
+type preferencesMessage interface{ GetPreferences() *contactv1.Preferences }
+
+func getPreferences[R preferencesMessage](r R) ports.Preferences {
 	return preferencesFromProto(r.GetPreferences())
 }
 
 func (c *contactClient) ContactPreferences(ctx context.Context, orgID, contactID string) (ports.Preferences, error) {
 	return call(ctx, contactv1connect.ContactServiceGetPreferencesProcedure, c.conn.GetPreferences,
-		&contactv1.ContactIDRequest{OrganizationId: orgID, Id: contactID}, getPreferences)
+		&contactv1.GetPreferencesRequest{OrganizationId: orgID, Id: contactID}, getPreferences[*contactv1.GetPreferencesResponse])
 }
 
 func (c *contactClient) UpdateContactPreferences(ctx context.Context, orgID, contactID string, u ports.PreferenceUpdate) (ports.Preferences, error) {
 	return call(ctx, contactv1connect.ContactServiceUpdatePreferencesProcedure, c.conn.UpdatePreferences,
-		&contactv1.UpdatePreferencesRequest{OrganizationId: orgID, Id: contactID, Update: preferenceUpdateToProto(u)}, getPreferences)
+		&contactv1.UpdatePreferencesRequest{OrganizationId: orgID, Id: contactID, Update: preferenceUpdateToProto(u)}, getPreferences[*contactv1.UpdatePreferencesResponse])
 }
 
 // preferenceServer serves postmill.contact.v1.PublicPreferenceService.
@@ -317,24 +321,32 @@ func newPreferenceServer(svc ports.PublicPreferenceService, log *slog.Logger) co
 	return &preferenceServer{svc: svc, log: log}
 }
 
-func (s *preferenceServer) GetPublicPreferences(ctx context.Context, req *connect.Request[contactv1.PublicTokenRequest]) (*connect.Response[contactv1.PreferencesResponse], error) {
+func (s *preferenceServer) GetPublicPreferences(ctx context.Context, req *connect.Request[contactv1.GetPublicPreferencesRequest]) (*connect.Response[contactv1.GetPublicPreferencesResponse], error) {
 	p, err := s.svc.PublicPreferences(ctx, string(req.Msg.GetToken()))
-	return respond(ctx, s.log, req, err, preferencesResponse(p))
+	return respond(ctx, s.log, req, err, func() *contactv1.GetPublicPreferencesResponse {
+		return &contactv1.GetPublicPreferencesResponse{Preferences: preferencesToProto(p)}
+	})
 }
 
-func (s *preferenceServer) UpdatePublicPreferences(ctx context.Context, req *connect.Request[contactv1.UpdatePublicPreferencesRequest]) (*connect.Response[contactv1.PreferencesResponse], error) {
+func (s *preferenceServer) UpdatePublicPreferences(ctx context.Context, req *connect.Request[contactv1.UpdatePublicPreferencesRequest]) (*connect.Response[contactv1.UpdatePublicPreferencesResponse], error) {
 	p, err := s.svc.UpdatePublicPreferences(ctx, string(req.Msg.GetToken()), preferenceUpdateFromProto(req.Msg.GetUpdate()))
-	return respond(ctx, s.log, req, err, preferencesResponse(p))
+	return respond(ctx, s.log, req, err, func() *contactv1.UpdatePublicPreferencesResponse {
+		return &contactv1.UpdatePublicPreferencesResponse{Preferences: preferencesToProto(p)}
+	})
 }
 
-func (s *preferenceServer) GetConfirmation(ctx context.Context, req *connect.Request[contactv1.PublicTokenRequest]) (*connect.Response[contactv1.ConfirmationResponse], error) {
+func (s *preferenceServer) GetConfirmation(ctx context.Context, req *connect.Request[contactv1.GetConfirmationRequest]) (*connect.Response[contactv1.GetConfirmationResponse], error) {
 	c, err := s.svc.GetConfirmation(ctx, string(req.Msg.GetToken()))
-	return respond(ctx, s.log, req, err, func() *contactv1.ConfirmationResponse { return confirmationToProto(c) })
+	return respond(ctx, s.log, req, err, func() *contactv1.GetConfirmationResponse {
+		return &contactv1.GetConfirmationResponse{Confirmation: confirmationToProto(c)}
+	})
 }
 
-func (s *preferenceServer) Confirm(ctx context.Context, req *connect.Request[contactv1.ConfirmRequest]) (*connect.Response[contactv1.ConfirmationResponse], error) {
+func (s *preferenceServer) Confirm(ctx context.Context, req *connect.Request[contactv1.ConfirmRequest]) (*connect.Response[contactv1.ConfirmResponse], error) {
 	c, err := s.svc.ConfirmTopic(ctx, string(req.Msg.GetToken()), req.Msg.GetIp())
-	return respond(ctx, s.log, req, err, func() *contactv1.ConfirmationResponse { return confirmationToProto(c) })
+	return respond(ctx, s.log, req, err, func() *contactv1.ConfirmResponse {
+		return &contactv1.ConfirmResponse{Confirmation: confirmationToProto(c)}
+	})
 }
 
 // preferenceClient implements ports.PublicPreferenceService over the wire; tokens travel byte for byte.
@@ -348,20 +360,24 @@ func newPreferenceClient(conn contactv1connect.PublicPreferenceServiceClient) po
 
 func (c *preferenceClient) PublicPreferences(ctx context.Context, token string) (ports.Preferences, error) {
 	return call(ctx, contactv1connect.PublicPreferenceServiceGetPublicPreferencesProcedure, c.conn.GetPublicPreferences,
-		&contactv1.PublicTokenRequest{Token: []byte(token)}, getPreferences)
+		&contactv1.GetPublicPreferencesRequest{Token: []byte(token)}, getPreferences[*contactv1.GetPublicPreferencesResponse])
 }
 
 func (c *preferenceClient) UpdatePublicPreferences(ctx context.Context, token string, u ports.PreferenceUpdate) (ports.Preferences, error) {
 	return call(ctx, contactv1connect.PublicPreferenceServiceUpdatePublicPreferencesProcedure, c.conn.UpdatePublicPreferences,
-		&contactv1.UpdatePublicPreferencesRequest{Token: []byte(token), Update: preferenceUpdateToProto(u)}, getPreferences)
+		&contactv1.UpdatePublicPreferencesRequest{Token: []byte(token), Update: preferenceUpdateToProto(u)}, getPreferences[*contactv1.UpdatePublicPreferencesResponse])
 }
 
 func (c *preferenceClient) GetConfirmation(ctx context.Context, token string) (ports.PublicConfirmation, error) {
 	return call(ctx, contactv1connect.PublicPreferenceServiceGetConfirmationProcedure, c.conn.GetConfirmation,
-		&contactv1.PublicTokenRequest{Token: []byte(token)}, confirmationFromProto)
+		&contactv1.GetConfirmationRequest{Token: []byte(token)}, func(r *contactv1.GetConfirmationResponse) ports.PublicConfirmation {
+			return confirmationFromProto(r.GetConfirmation())
+		})
 }
 
 func (c *preferenceClient) ConfirmTopic(ctx context.Context, token, ip string) (ports.PublicConfirmation, error) {
 	return call(ctx, contactv1connect.PublicPreferenceServiceConfirmProcedure, c.conn.Confirm,
-		&contactv1.ConfirmRequest{Token: []byte(token), Ip: ip}, confirmationFromProto)
+		&contactv1.ConfirmRequest{Token: []byte(token), Ip: ip}, func(r *contactv1.ConfirmResponse) ports.PublicConfirmation {
+			return confirmationFromProto(r.GetConfirmation())
+		})
 }

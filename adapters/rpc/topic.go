@@ -37,15 +37,20 @@ func topicInputFromProto(in *topicv1.TopicInput) ports.TopicInput {
 	return ports.TopicInput{Key: in.GetKey(), Name: in.Name, Description: in.Description, DoubleOptIn: in.DoubleOptIn}
 }
 
-func subscriptionResultToProto(r ports.SubscriptionResult) *topicv1.SubscriptionResponse {
+func subscriptionResultToProto(r ports.SubscriptionResult) *topicv1.SubscriptionResult {
 	s := r.Subscription
-	return &topicv1.SubscriptionResponse{ConfirmToken: r.ConfirmToken, Subscription: &topicv1.Subscription{
+	return &topicv1.SubscriptionResult{ConfirmToken: r.ConfirmToken, Subscription: &topicv1.Subscription{
 		TopicId: s.TopicID, ContactId: s.ContactID, Email: s.Email, Status: s.Status, ConsentSource: s.ConsentSource,
 		ConsentIp: s.ConsentIP, CreatedAt: timeToProto(s.CreatedAt), UpdatedAt: timeToProto(s.UpdatedAt),
 		ConfirmedAt: timePtrToProto(s.ConfirmedAt)}}
 }
 
-func subscriptionResultFromProto(r *topicv1.SubscriptionResponse) ports.SubscriptionResult {
+type subscriptionMessage interface {
+	GetResult() *topicv1.SubscriptionResult
+}
+
+func subscriptionResultFromProto[R subscriptionMessage](m R) ports.SubscriptionResult {
+	r := m.GetResult()
 	s := r.GetSubscription()
 	return ports.SubscriptionResult{ConfirmToken: r.GetConfirmToken(), Subscription: ports.TopicSubscription{
 		TopicID: s.GetTopicId(), ContactID: s.GetContactId(), Email: s.GetEmail(), Status: s.GetStatus(),
@@ -63,18 +68,18 @@ func newTopicServer(svc ports.TopicService, log *slog.Logger) topicv1connect.Top
 	return &topicServer{svc: svc, log: log}
 }
 
-func topicResponse(t ports.Topic) func() *topicv1.TopicResponse {
-	return func() *topicv1.TopicResponse { return &topicv1.TopicResponse{Topic: topicToProto(t)} }
-}
-
-func (s *topicServer) CreateTopic(ctx context.Context, req *connect.Request[topicv1.CreateTopicRequest]) (*connect.Response[topicv1.TopicResponse], error) {
+func (s *topicServer) CreateTopic(ctx context.Context, req *connect.Request[topicv1.CreateTopicRequest]) (*connect.Response[topicv1.CreateTopicResponse], error) {
 	t, err := s.svc.CreateTopic(ctx, req.Msg.GetOrganizationId(), topicInputFromProto(req.Msg.GetInput()))
-	return respond(ctx, s.log, req, err, topicResponse(t))
+	return respond(ctx, s.log, req, err, func() *topicv1.CreateTopicResponse {
+		return &topicv1.CreateTopicResponse{Topic: topicToProto(t)}
+	})
 }
 
-func (s *topicServer) GetTopic(ctx context.Context, req *connect.Request[topicv1.TopicIDRequest]) (*connect.Response[topicv1.TopicResponse], error) {
+func (s *topicServer) GetTopic(ctx context.Context, req *connect.Request[topicv1.GetTopicRequest]) (*connect.Response[topicv1.GetTopicResponse], error) {
 	t, err := s.svc.GetTopic(ctx, req.Msg.GetOrganizationId(), req.Msg.GetId())
-	return respond(ctx, s.log, req, err, topicResponse(t))
+	return respond(ctx, s.log, req, err, func() *topicv1.GetTopicResponse {
+		return &topicv1.GetTopicResponse{Topic: topicToProto(t)}
+	})
 }
 
 func (s *topicServer) ListTopics(ctx context.Context, req *connect.Request[topicv1.ListTopicsRequest]) (*connect.Response[topicv1.ListTopicsResponse], error) {
@@ -88,28 +93,36 @@ func (s *topicServer) ListTopics(ctx context.Context, req *connect.Request[topic
 	})
 }
 
-func (s *topicServer) UpdateTopic(ctx context.Context, req *connect.Request[topicv1.UpdateTopicRequest]) (*connect.Response[topicv1.TopicResponse], error) {
+func (s *topicServer) UpdateTopic(ctx context.Context, req *connect.Request[topicv1.UpdateTopicRequest]) (*connect.Response[topicv1.UpdateTopicResponse], error) {
 	t, err := s.svc.UpdateTopic(ctx, req.Msg.GetOrganizationId(), req.Msg.GetId(), topicInputFromProto(req.Msg.GetInput()))
-	return respond(ctx, s.log, req, err, topicResponse(t))
+	return respond(ctx, s.log, req, err, func() *topicv1.UpdateTopicResponse {
+		return &topicv1.UpdateTopicResponse{Topic: topicToProto(t)}
+	})
 }
 
-func (s *topicServer) DeleteTopic(ctx context.Context, req *connect.Request[topicv1.TopicIDRequest]) (*connect.Response[topicv1.DeleteTopicResponse], error) {
+func (s *topicServer) DeleteTopic(ctx context.Context, req *connect.Request[topicv1.DeleteTopicRequest]) (*connect.Response[topicv1.DeleteTopicResponse], error) {
 	err := s.svc.DeleteTopic(ctx, req.Msg.GetOrganizationId(), req.Msg.GetId())
 	return respond(ctx, s.log, req, err, empty[topicv1.DeleteTopicResponse])
 }
 
-func subscriptionRequestFromProto(m *topicv1.SubscriptionRequest) ports.SubscriptionRequest {
+func subscriptionRequestFromProto(m *topicv1.SubscriptionChange) ports.SubscriptionRequest {
 	return ports.SubscriptionRequest{ContactID: m.GetContactId(), Email: m.GetEmail(), ConsentSource: m.GetConsentSource(), ConsentIP: m.GetConsentIp()}
 }
 
-func (s *topicServer) Subscribe(ctx context.Context, req *connect.Request[topicv1.SubscriptionRequest]) (*connect.Response[topicv1.SubscriptionResponse], error) {
-	r, err := s.svc.SubscribeTopic(ctx, req.Msg.GetOrganizationId(), req.Msg.GetTopicId(), subscriptionRequestFromProto(req.Msg))
-	return respond(ctx, s.log, req, err, func() *topicv1.SubscriptionResponse { return subscriptionResultToProto(r) })
+func (s *topicServer) Subscribe(ctx context.Context, req *connect.Request[topicv1.SubscribeRequest]) (*connect.Response[topicv1.SubscribeResponse], error) {
+	ch := req.Msg.GetChange()
+	r, err := s.svc.SubscribeTopic(ctx, ch.GetOrganizationId(), ch.GetTopicId(), subscriptionRequestFromProto(ch))
+	return respond(ctx, s.log, req, err, func() *topicv1.SubscribeResponse {
+		return &topicv1.SubscribeResponse{Result: subscriptionResultToProto(r)}
+	})
 }
 
-func (s *topicServer) Unsubscribe(ctx context.Context, req *connect.Request[topicv1.SubscriptionRequest]) (*connect.Response[topicv1.SubscriptionResponse], error) {
-	r, err := s.svc.UnsubscribeTopic(ctx, req.Msg.GetOrganizationId(), req.Msg.GetTopicId(), subscriptionRequestFromProto(req.Msg))
-	return respond(ctx, s.log, req, err, func() *topicv1.SubscriptionResponse { return subscriptionResultToProto(r) })
+func (s *topicServer) Unsubscribe(ctx context.Context, req *connect.Request[topicv1.UnsubscribeRequest]) (*connect.Response[topicv1.UnsubscribeResponse], error) {
+	ch := req.Msg.GetChange()
+	r, err := s.svc.UnsubscribeTopic(ctx, ch.GetOrganizationId(), ch.GetTopicId(), subscriptionRequestFromProto(ch))
+	return respond(ctx, s.log, req, err, func() *topicv1.UnsubscribeResponse {
+		return &topicv1.UnsubscribeResponse{Result: subscriptionResultToProto(r)}
+	})
 }
 
 // topicClient implements ports.TopicService over postmill.topic.v1.TopicService.
@@ -121,16 +134,18 @@ func newTopicClient(conn topicv1connect.TopicServiceClient) ports.TopicService {
 	return &topicClient{conn: conn}
 }
 
-func getTopic(r *topicv1.TopicResponse) ports.Topic { return topicFromProto(r.GetTopic()) }
+type topicMessage interface{ GetTopic() *topicv1.Topic }
+
+func getTopic[R topicMessage](r R) ports.Topic { return topicFromProto(r.GetTopic()) }
 
 func (c *topicClient) CreateTopic(ctx context.Context, orgID string, in ports.TopicInput) (ports.Topic, error) {
 	return call(ctx, topicv1connect.TopicServiceCreateTopicProcedure, c.conn.CreateTopic,
-		&topicv1.CreateTopicRequest{OrganizationId: orgID, Input: topicInputToProto(in)}, getTopic)
+		&topicv1.CreateTopicRequest{OrganizationId: orgID, Input: topicInputToProto(in)}, getTopic[*topicv1.CreateTopicResponse])
 }
 
 func (c *topicClient) GetTopic(ctx context.Context, orgID, id string) (ports.Topic, error) {
 	return call(ctx, topicv1connect.TopicServiceGetTopicProcedure, c.conn.GetTopic,
-		&topicv1.TopicIDRequest{OrganizationId: orgID, Id: id}, getTopic)
+		&topicv1.GetTopicRequest{OrganizationId: orgID, Id: id}, getTopic[*topicv1.GetTopicResponse])
 }
 
 func (c *topicClient) ListTopics(ctx context.Context, orgID string) ([]ports.Topic, error) {
@@ -146,25 +161,27 @@ func (c *topicClient) ListTopics(ctx context.Context, orgID string) ([]ports.Top
 
 func (c *topicClient) UpdateTopic(ctx context.Context, orgID, id string, in ports.TopicInput) (ports.Topic, error) {
 	return call(ctx, topicv1connect.TopicServiceUpdateTopicProcedure, c.conn.UpdateTopic,
-		&topicv1.UpdateTopicRequest{OrganizationId: orgID, Id: id, Input: topicInputToProto(in)}, getTopic)
+		&topicv1.UpdateTopicRequest{OrganizationId: orgID, Id: id, Input: topicInputToProto(in)}, getTopic[*topicv1.UpdateTopicResponse])
 }
 
 func (c *topicClient) DeleteTopic(ctx context.Context, orgID, id string) error {
 	return exec(ctx, topicv1connect.TopicServiceDeleteTopicProcedure, c.conn.DeleteTopic,
-		&topicv1.TopicIDRequest{OrganizationId: orgID, Id: id})
+		&topicv1.DeleteTopicRequest{OrganizationId: orgID, Id: id})
 }
 
-func subscriptionRequestToProto(orgID, topicID string, r ports.SubscriptionRequest) *topicv1.SubscriptionRequest {
-	return &topicv1.SubscriptionRequest{OrganizationId: orgID, TopicId: topicID, ContactId: r.ContactID, Email: r.Email,
+func subscriptionRequestToProto(orgID, topicID string, r ports.SubscriptionRequest) *topicv1.SubscriptionChange {
+	return &topicv1.SubscriptionChange{OrganizationId: orgID, TopicId: topicID, ContactId: r.ContactID, Email: r.Email,
 		ConsentSource: r.ConsentSource, ConsentIp: r.ConsentIP}
 }
 
 func (c *topicClient) SubscribeTopic(ctx context.Context, orgID, topicID string, r ports.SubscriptionRequest) (ports.SubscriptionResult, error) {
 	return call(ctx, topicv1connect.TopicServiceSubscribeProcedure, c.conn.Subscribe,
-		subscriptionRequestToProto(orgID, topicID, r), subscriptionResultFromProto)
+		&topicv1.SubscribeRequest{Change: subscriptionRequestToProto(orgID, topicID, r)},
+		subscriptionResultFromProto[*topicv1.SubscribeResponse])
 }
 
 func (c *topicClient) UnsubscribeTopic(ctx context.Context, orgID, topicID string, r ports.SubscriptionRequest) (ports.SubscriptionResult, error) {
 	return call(ctx, topicv1connect.TopicServiceUnsubscribeProcedure, c.conn.Unsubscribe,
-		subscriptionRequestToProto(orgID, topicID, r), subscriptionResultFromProto)
+		&topicv1.UnsubscribeRequest{Change: subscriptionRequestToProto(orgID, topicID, r)},
+		subscriptionResultFromProto[*topicv1.UnsubscribeResponse])
 }

@@ -437,7 +437,7 @@ func (x *UpdateContactRequest) GetInput() *ContactInput {
 	return nil
 }
 
-type ContactIDRequest struct {
+type GetContactRequest struct {
 	state          protoimpl.MessageState `protogen:"open.v1"`
 	OrganizationId string                 `protobuf:"bytes,1,opt,name=organization_id,json=organizationId,proto3" json:"organization_id,omitempty"`
 	Id             string                 `protobuf:"bytes,2,opt,name=id,proto3" json:"id,omitempty"`
@@ -445,20 +445,20 @@ type ContactIDRequest struct {
 	sizeCache      protoimpl.SizeCache
 }
 
-func (x *ContactIDRequest) Reset() {
-	*x = ContactIDRequest{}
+func (x *GetContactRequest) Reset() {
+	*x = GetContactRequest{}
 	mi := &file_postmill_contact_v1_contact_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
 
-func (x *ContactIDRequest) String() string {
+func (x *GetContactRequest) String() string {
 	return protoimpl.X.MessageStringOf(x)
 }
 
-func (*ContactIDRequest) ProtoMessage() {}
+func (*GetContactRequest) ProtoMessage() {}
 
-func (x *ContactIDRequest) ProtoReflect() protoreflect.Message {
+func (x *GetContactRequest) ProtoReflect() protoreflect.Message {
 	mi := &file_postmill_contact_v1_contact_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
@@ -470,46 +470,47 @@ func (x *ContactIDRequest) ProtoReflect() protoreflect.Message {
 	return mi.MessageOf(x)
 }
 
-// Deprecated: Use ContactIDRequest.ProtoReflect.Descriptor instead.
-func (*ContactIDRequest) Descriptor() ([]byte, []int) {
+// Deprecated: Use GetContactRequest.ProtoReflect.Descriptor instead.
+func (*GetContactRequest) Descriptor() ([]byte, []int) {
 	return file_postmill_contact_v1_contact_proto_rawDescGZIP(), []int{4}
 }
 
-func (x *ContactIDRequest) GetOrganizationId() string {
+func (x *GetContactRequest) GetOrganizationId() string {
 	if x != nil {
 		return x.OrganizationId
 	}
 	return ""
 }
 
-func (x *ContactIDRequest) GetId() string {
+func (x *GetContactRequest) GetId() string {
 	if x != nil {
 		return x.Id
 	}
 	return ""
 }
 
-type ContactResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Contact       *Contact               `protobuf:"bytes,1,opt,name=contact,proto3" json:"contact,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+type DeleteContactRequest struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	OrganizationId string                 `protobuf:"bytes,1,opt,name=organization_id,json=organizationId,proto3" json:"organization_id,omitempty"`
+	Id             string                 `protobuf:"bytes,2,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
-func (x *ContactResponse) Reset() {
-	*x = ContactResponse{}
+func (x *DeleteContactRequest) Reset() {
+	*x = DeleteContactRequest{}
 	mi := &file_postmill_contact_v1_contact_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
 
-func (x *ContactResponse) String() string {
+func (x *DeleteContactRequest) String() string {
 	return protoimpl.X.MessageStringOf(x)
 }
 
-func (*ContactResponse) ProtoMessage() {}
+func (*DeleteContactRequest) ProtoMessage() {}
 
-func (x *ContactResponse) ProtoReflect() protoreflect.Message {
+func (x *DeleteContactRequest) ProtoReflect() protoreflect.Message {
 	mi := &file_postmill_contact_v1_contact_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
@@ -521,12 +522,203 @@ func (x *ContactResponse) ProtoReflect() protoreflect.Message {
 	return mi.MessageOf(x)
 }
 
-// Deprecated: Use ContactResponse.ProtoReflect.Descriptor instead.
-func (*ContactResponse) Descriptor() ([]byte, []int) {
+// Deprecated: Use DeleteContactRequest.ProtoReflect.Descriptor instead.
+func (*DeleteContactRequest) Descriptor() ([]byte, []int) {
 	return file_postmill_contact_v1_contact_proto_rawDescGZIP(), []int{5}
 }
 
-func (x *ContactResponse) GetContact() *Contact {
+func (x *DeleteContactRequest) GetOrganizationId() string {
+	if x != nil {
+		return x.OrganizationId
+	}
+	return ""
+}
+
+func (x *DeleteContactRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+type GetPreferencesRequest struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	OrganizationId string                 `protobuf:"bytes,1,opt,name=organization_id,json=organizationId,proto3" json:"organization_id,omitempty"`
+	Id             string                 `protobuf:"bytes,2,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *GetPreferencesRequest) Reset() {
+	*x = GetPreferencesRequest{}
+	mi := &file_postmill_contact_v1_contact_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetPreferencesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetPreferencesRequest) ProtoMessage() {}
+
+func (x *GetPreferencesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_postmill_contact_v1_contact_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetPreferencesRequest.ProtoReflect.Descriptor instead.
+func (*GetPreferencesRequest) Descriptor() ([]byte, []int) {
+	return file_postmill_contact_v1_contact_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *GetPreferencesRequest) GetOrganizationId() string {
+	if x != nil {
+		return x.OrganizationId
+	}
+	return ""
+}
+
+func (x *GetPreferencesRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+type CreateContactResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Contact       *Contact               `protobuf:"bytes,1,opt,name=contact,proto3" json:"contact,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateContactResponse) Reset() {
+	*x = CreateContactResponse{}
+	mi := &file_postmill_contact_v1_contact_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateContactResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateContactResponse) ProtoMessage() {}
+
+func (x *CreateContactResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_postmill_contact_v1_contact_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateContactResponse.ProtoReflect.Descriptor instead.
+func (*CreateContactResponse) Descriptor() ([]byte, []int) {
+	return file_postmill_contact_v1_contact_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *CreateContactResponse) GetContact() *Contact {
+	if x != nil {
+		return x.Contact
+	}
+	return nil
+}
+
+type GetContactResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Contact       *Contact               `protobuf:"bytes,1,opt,name=contact,proto3" json:"contact,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetContactResponse) Reset() {
+	*x = GetContactResponse{}
+	mi := &file_postmill_contact_v1_contact_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetContactResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetContactResponse) ProtoMessage() {}
+
+func (x *GetContactResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_postmill_contact_v1_contact_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetContactResponse.ProtoReflect.Descriptor instead.
+func (*GetContactResponse) Descriptor() ([]byte, []int) {
+	return file_postmill_contact_v1_contact_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *GetContactResponse) GetContact() *Contact {
+	if x != nil {
+		return x.Contact
+	}
+	return nil
+}
+
+type UpdateContactResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Contact       *Contact               `protobuf:"bytes,1,opt,name=contact,proto3" json:"contact,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateContactResponse) Reset() {
+	*x = UpdateContactResponse{}
+	mi := &file_postmill_contact_v1_contact_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateContactResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateContactResponse) ProtoMessage() {}
+
+func (x *UpdateContactResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_postmill_contact_v1_contact_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateContactResponse.ProtoReflect.Descriptor instead.
+func (*UpdateContactResponse) Descriptor() ([]byte, []int) {
+	return file_postmill_contact_v1_contact_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *UpdateContactResponse) GetContact() *Contact {
 	if x != nil {
 		return x.Contact
 	}
@@ -541,7 +733,7 @@ type DeleteContactResponse struct {
 
 func (x *DeleteContactResponse) Reset() {
 	*x = DeleteContactResponse{}
-	mi := &file_postmill_contact_v1_contact_proto_msgTypes[6]
+	mi := &file_postmill_contact_v1_contact_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -553,7 +745,7 @@ func (x *DeleteContactResponse) String() string {
 func (*DeleteContactResponse) ProtoMessage() {}
 
 func (x *DeleteContactResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_postmill_contact_v1_contact_proto_msgTypes[6]
+	mi := &file_postmill_contact_v1_contact_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -566,7 +758,7 @@ func (x *DeleteContactResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteContactResponse.ProtoReflect.Descriptor instead.
 func (*DeleteContactResponse) Descriptor() ([]byte, []int) {
-	return file_postmill_contact_v1_contact_proto_rawDescGZIP(), []int{6}
+	return file_postmill_contact_v1_contact_proto_rawDescGZIP(), []int{10}
 }
 
 type ListContactsRequest struct {
@@ -582,7 +774,7 @@ type ListContactsRequest struct {
 
 func (x *ListContactsRequest) Reset() {
 	*x = ListContactsRequest{}
-	mi := &file_postmill_contact_v1_contact_proto_msgTypes[7]
+	mi := &file_postmill_contact_v1_contact_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -594,7 +786,7 @@ func (x *ListContactsRequest) String() string {
 func (*ListContactsRequest) ProtoMessage() {}
 
 func (x *ListContactsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_postmill_contact_v1_contact_proto_msgTypes[7]
+	mi := &file_postmill_contact_v1_contact_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -607,7 +799,7 @@ func (x *ListContactsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListContactsRequest.ProtoReflect.Descriptor instead.
 func (*ListContactsRequest) Descriptor() ([]byte, []int) {
-	return file_postmill_contact_v1_contact_proto_rawDescGZIP(), []int{7}
+	return file_postmill_contact_v1_contact_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ListContactsRequest) GetOrganizationId() string {
@@ -657,7 +849,7 @@ type ListContactsResponse struct {
 
 func (x *ListContactsResponse) Reset() {
 	*x = ListContactsResponse{}
-	mi := &file_postmill_contact_v1_contact_proto_msgTypes[8]
+	mi := &file_postmill_contact_v1_contact_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -669,7 +861,7 @@ func (x *ListContactsResponse) String() string {
 func (*ListContactsResponse) ProtoMessage() {}
 
 func (x *ListContactsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_postmill_contact_v1_contact_proto_msgTypes[8]
+	mi := &file_postmill_contact_v1_contact_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -682,7 +874,7 @@ func (x *ListContactsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListContactsResponse.ProtoReflect.Descriptor instead.
 func (*ListContactsResponse) Descriptor() ([]byte, []int) {
-	return file_postmill_contact_v1_contact_proto_rawDescGZIP(), []int{8}
+	return file_postmill_contact_v1_contact_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ListContactsResponse) GetData() []*Contact {
@@ -727,7 +919,7 @@ type ImportContactsRequest struct {
 
 func (x *ImportContactsRequest) Reset() {
 	*x = ImportContactsRequest{}
-	mi := &file_postmill_contact_v1_contact_proto_msgTypes[9]
+	mi := &file_postmill_contact_v1_contact_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -739,7 +931,7 @@ func (x *ImportContactsRequest) String() string {
 func (*ImportContactsRequest) ProtoMessage() {}
 
 func (x *ImportContactsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_postmill_contact_v1_contact_proto_msgTypes[9]
+	mi := &file_postmill_contact_v1_contact_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -752,7 +944,7 @@ func (x *ImportContactsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportContactsRequest.ProtoReflect.Descriptor instead.
 func (*ImportContactsRequest) Descriptor() ([]byte, []int) {
-	return file_postmill_contact_v1_contact_proto_rawDescGZIP(), []int{9}
+	return file_postmill_contact_v1_contact_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ImportContactsRequest) GetOrganizationId() string {
@@ -800,7 +992,7 @@ type FieldViolation struct {
 
 func (x *FieldViolation) Reset() {
 	*x = FieldViolation{}
-	mi := &file_postmill_contact_v1_contact_proto_msgTypes[10]
+	mi := &file_postmill_contact_v1_contact_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -812,7 +1004,7 @@ func (x *FieldViolation) String() string {
 func (*FieldViolation) ProtoMessage() {}
 
 func (x *FieldViolation) ProtoReflect() protoreflect.Message {
-	mi := &file_postmill_contact_v1_contact_proto_msgTypes[10]
+	mi := &file_postmill_contact_v1_contact_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -825,7 +1017,7 @@ func (x *FieldViolation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FieldViolation.ProtoReflect.Descriptor instead.
 func (*FieldViolation) Descriptor() ([]byte, []int) {
-	return file_postmill_contact_v1_contact_proto_rawDescGZIP(), []int{10}
+	return file_postmill_contact_v1_contact_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *FieldViolation) GetPath() string {
@@ -853,7 +1045,7 @@ type ImportRowError struct {
 
 func (x *ImportRowError) Reset() {
 	*x = ImportRowError{}
-	mi := &file_postmill_contact_v1_contact_proto_msgTypes[11]
+	mi := &file_postmill_contact_v1_contact_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -865,7 +1057,7 @@ func (x *ImportRowError) String() string {
 func (*ImportRowError) ProtoMessage() {}
 
 func (x *ImportRowError) ProtoReflect() protoreflect.Message {
-	mi := &file_postmill_contact_v1_contact_proto_msgTypes[11]
+	mi := &file_postmill_contact_v1_contact_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -878,7 +1070,7 @@ func (x *ImportRowError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportRowError.ProtoReflect.Descriptor instead.
 func (*ImportRowError) Descriptor() ([]byte, []int) {
-	return file_postmill_contact_v1_contact_proto_rawDescGZIP(), []int{11}
+	return file_postmill_contact_v1_contact_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ImportRowError) GetIndex() int64 {
@@ -914,7 +1106,7 @@ type ImportContactsResponse struct {
 
 func (x *ImportContactsResponse) Reset() {
 	*x = ImportContactsResponse{}
-	mi := &file_postmill_contact_v1_contact_proto_msgTypes[12]
+	mi := &file_postmill_contact_v1_contact_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -926,7 +1118,7 @@ func (x *ImportContactsResponse) String() string {
 func (*ImportContactsResponse) ProtoMessage() {}
 
 func (x *ImportContactsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_postmill_contact_v1_contact_proto_msgTypes[12]
+	mi := &file_postmill_contact_v1_contact_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -939,7 +1131,7 @@ func (x *ImportContactsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportContactsResponse.ProtoReflect.Descriptor instead.
 func (*ImportContactsResponse) Descriptor() ([]byte, []int) {
-	return file_postmill_contact_v1_contact_proto_rawDescGZIP(), []int{12}
+	return file_postmill_contact_v1_contact_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ImportContactsResponse) GetCreated() int64 {
@@ -981,7 +1173,7 @@ type ExportPageRequest struct {
 
 func (x *ExportPageRequest) Reset() {
 	*x = ExportPageRequest{}
-	mi := &file_postmill_contact_v1_contact_proto_msgTypes[13]
+	mi := &file_postmill_contact_v1_contact_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -993,7 +1185,7 @@ func (x *ExportPageRequest) String() string {
 func (*ExportPageRequest) ProtoMessage() {}
 
 func (x *ExportPageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_postmill_contact_v1_contact_proto_msgTypes[13]
+	mi := &file_postmill_contact_v1_contact_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1006,7 +1198,7 @@ func (x *ExportPageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExportPageRequest.ProtoReflect.Descriptor instead.
 func (*ExportPageRequest) Descriptor() ([]byte, []int) {
-	return file_postmill_contact_v1_contact_proto_rawDescGZIP(), []int{13}
+	return file_postmill_contact_v1_contact_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ExportPageRequest) GetOrganizationId() string {
@@ -1039,7 +1231,7 @@ type ExportPageResponse struct {
 
 func (x *ExportPageResponse) Reset() {
 	*x = ExportPageResponse{}
-	mi := &file_postmill_contact_v1_contact_proto_msgTypes[14]
+	mi := &file_postmill_contact_v1_contact_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1051,7 +1243,7 @@ func (x *ExportPageResponse) String() string {
 func (*ExportPageResponse) ProtoMessage() {}
 
 func (x *ExportPageResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_postmill_contact_v1_contact_proto_msgTypes[14]
+	mi := &file_postmill_contact_v1_contact_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1064,7 +1256,7 @@ func (x *ExportPageResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExportPageResponse.ProtoReflect.Descriptor instead.
 func (*ExportPageResponse) Descriptor() ([]byte, []int) {
-	return file_postmill_contact_v1_contact_proto_rawDescGZIP(), []int{14}
+	return file_postmill_contact_v1_contact_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ExportPageResponse) GetContacts() []*Contact {
@@ -1088,7 +1280,7 @@ type TopicPreference struct {
 
 func (x *TopicPreference) Reset() {
 	*x = TopicPreference{}
-	mi := &file_postmill_contact_v1_contact_proto_msgTypes[15]
+	mi := &file_postmill_contact_v1_contact_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1100,7 +1292,7 @@ func (x *TopicPreference) String() string {
 func (*TopicPreference) ProtoMessage() {}
 
 func (x *TopicPreference) ProtoReflect() protoreflect.Message {
-	mi := &file_postmill_contact_v1_contact_proto_msgTypes[15]
+	mi := &file_postmill_contact_v1_contact_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1113,7 +1305,7 @@ func (x *TopicPreference) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TopicPreference.ProtoReflect.Descriptor instead.
 func (*TopicPreference) Descriptor() ([]byte, []int) {
-	return file_postmill_contact_v1_contact_proto_rawDescGZIP(), []int{15}
+	return file_postmill_contact_v1_contact_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *TopicPreference) GetTopicId() string {
@@ -1169,7 +1361,7 @@ type Preferences struct {
 
 func (x *Preferences) Reset() {
 	*x = Preferences{}
-	mi := &file_postmill_contact_v1_contact_proto_msgTypes[16]
+	mi := &file_postmill_contact_v1_contact_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1181,7 +1373,7 @@ func (x *Preferences) String() string {
 func (*Preferences) ProtoMessage() {}
 
 func (x *Preferences) ProtoReflect() protoreflect.Message {
-	mi := &file_postmill_contact_v1_contact_proto_msgTypes[16]
+	mi := &file_postmill_contact_v1_contact_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1194,7 +1386,7 @@ func (x *Preferences) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Preferences.ProtoReflect.Descriptor instead.
 func (*Preferences) Descriptor() ([]byte, []int) {
-	return file_postmill_contact_v1_contact_proto_rawDescGZIP(), []int{16}
+	return file_postmill_contact_v1_contact_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *Preferences) GetContactId() string {
@@ -1228,7 +1420,7 @@ type TopicChoice struct {
 
 func (x *TopicChoice) Reset() {
 	*x = TopicChoice{}
-	mi := &file_postmill_contact_v1_contact_proto_msgTypes[17]
+	mi := &file_postmill_contact_v1_contact_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1240,7 +1432,7 @@ func (x *TopicChoice) String() string {
 func (*TopicChoice) ProtoMessage() {}
 
 func (x *TopicChoice) ProtoReflect() protoreflect.Message {
-	mi := &file_postmill_contact_v1_contact_proto_msgTypes[17]
+	mi := &file_postmill_contact_v1_contact_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1253,7 +1445,7 @@ func (x *TopicChoice) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TopicChoice.ProtoReflect.Descriptor instead.
 func (*TopicChoice) Descriptor() ([]byte, []int) {
-	return file_postmill_contact_v1_contact_proto_rawDescGZIP(), []int{17}
+	return file_postmill_contact_v1_contact_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *TopicChoice) GetKey() string {
@@ -1282,7 +1474,7 @@ type PreferenceUpdate struct {
 
 func (x *PreferenceUpdate) Reset() {
 	*x = PreferenceUpdate{}
-	mi := &file_postmill_contact_v1_contact_proto_msgTypes[18]
+	mi := &file_postmill_contact_v1_contact_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1294,7 +1486,7 @@ func (x *PreferenceUpdate) String() string {
 func (*PreferenceUpdate) ProtoMessage() {}
 
 func (x *PreferenceUpdate) ProtoReflect() protoreflect.Message {
-	mi := &file_postmill_contact_v1_contact_proto_msgTypes[18]
+	mi := &file_postmill_contact_v1_contact_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1307,7 +1499,7 @@ func (x *PreferenceUpdate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PreferenceUpdate.ProtoReflect.Descriptor instead.
 func (*PreferenceUpdate) Descriptor() ([]byte, []int) {
-	return file_postmill_contact_v1_contact_proto_rawDescGZIP(), []int{18}
+	return file_postmill_contact_v1_contact_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *PreferenceUpdate) GetTopics() []*TopicChoice {
@@ -1349,7 +1541,7 @@ type UpdatePreferencesRequest struct {
 
 func (x *UpdatePreferencesRequest) Reset() {
 	*x = UpdatePreferencesRequest{}
-	mi := &file_postmill_contact_v1_contact_proto_msgTypes[19]
+	mi := &file_postmill_contact_v1_contact_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1361,7 +1553,7 @@ func (x *UpdatePreferencesRequest) String() string {
 func (*UpdatePreferencesRequest) ProtoMessage() {}
 
 func (x *UpdatePreferencesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_postmill_contact_v1_contact_proto_msgTypes[19]
+	mi := &file_postmill_contact_v1_contact_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1374,7 +1566,7 @@ func (x *UpdatePreferencesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdatePreferencesRequest.ProtoReflect.Descriptor instead.
 func (*UpdatePreferencesRequest) Descriptor() ([]byte, []int) {
-	return file_postmill_contact_v1_contact_proto_rawDescGZIP(), []int{19}
+	return file_postmill_contact_v1_contact_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *UpdatePreferencesRequest) GetOrganizationId() string {
@@ -1398,28 +1590,28 @@ func (x *UpdatePreferencesRequest) GetUpdate() *PreferenceUpdate {
 	return nil
 }
 
-type PreferencesResponse struct {
+type GetPreferencesResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Preferences   *Preferences           `protobuf:"bytes,1,opt,name=preferences,proto3" json:"preferences,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
-func (x *PreferencesResponse) Reset() {
-	*x = PreferencesResponse{}
-	mi := &file_postmill_contact_v1_contact_proto_msgTypes[20]
+func (x *GetPreferencesResponse) Reset() {
+	*x = GetPreferencesResponse{}
+	mi := &file_postmill_contact_v1_contact_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
 
-func (x *PreferencesResponse) String() string {
+func (x *GetPreferencesResponse) String() string {
 	return protoimpl.X.MessageStringOf(x)
 }
 
-func (*PreferencesResponse) ProtoMessage() {}
+func (*GetPreferencesResponse) ProtoMessage() {}
 
-func (x *PreferencesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_postmill_contact_v1_contact_proto_msgTypes[20]
+func (x *GetPreferencesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_postmill_contact_v1_contact_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1430,40 +1622,40 @@ func (x *PreferencesResponse) ProtoReflect() protoreflect.Message {
 	return mi.MessageOf(x)
 }
 
-// Deprecated: Use PreferencesResponse.ProtoReflect.Descriptor instead.
-func (*PreferencesResponse) Descriptor() ([]byte, []int) {
-	return file_postmill_contact_v1_contact_proto_rawDescGZIP(), []int{20}
+// Deprecated: Use GetPreferencesResponse.ProtoReflect.Descriptor instead.
+func (*GetPreferencesResponse) Descriptor() ([]byte, []int) {
+	return file_postmill_contact_v1_contact_proto_rawDescGZIP(), []int{24}
 }
 
-func (x *PreferencesResponse) GetPreferences() *Preferences {
+func (x *GetPreferencesResponse) GetPreferences() *Preferences {
 	if x != nil {
 		return x.Preferences
 	}
 	return nil
 }
 
-type PublicTokenRequest struct {
+type UpdatePreferencesResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
-	Token         []byte                 `protobuf:"bytes,1,opt,name=token,proto3" json:"token,omitempty"`
+	Preferences   *Preferences           `protobuf:"bytes,1,opt,name=preferences,proto3" json:"preferences,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
-func (x *PublicTokenRequest) Reset() {
-	*x = PublicTokenRequest{}
-	mi := &file_postmill_contact_v1_contact_proto_msgTypes[21]
+func (x *UpdatePreferencesResponse) Reset() {
+	*x = UpdatePreferencesResponse{}
+	mi := &file_postmill_contact_v1_contact_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
 
-func (x *PublicTokenRequest) String() string {
+func (x *UpdatePreferencesResponse) String() string {
 	return protoimpl.X.MessageStringOf(x)
 }
 
-func (*PublicTokenRequest) ProtoMessage() {}
+func (*UpdatePreferencesResponse) ProtoMessage() {}
 
-func (x *PublicTokenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_postmill_contact_v1_contact_proto_msgTypes[21]
+func (x *UpdatePreferencesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_postmill_contact_v1_contact_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1474,12 +1666,188 @@ func (x *PublicTokenRequest) ProtoReflect() protoreflect.Message {
 	return mi.MessageOf(x)
 }
 
-// Deprecated: Use PublicTokenRequest.ProtoReflect.Descriptor instead.
-func (*PublicTokenRequest) Descriptor() ([]byte, []int) {
-	return file_postmill_contact_v1_contact_proto_rawDescGZIP(), []int{21}
+// Deprecated: Use UpdatePreferencesResponse.ProtoReflect.Descriptor instead.
+func (*UpdatePreferencesResponse) Descriptor() ([]byte, []int) {
+	return file_postmill_contact_v1_contact_proto_rawDescGZIP(), []int{25}
 }
 
-func (x *PublicTokenRequest) GetToken() []byte {
+func (x *UpdatePreferencesResponse) GetPreferences() *Preferences {
+	if x != nil {
+		return x.Preferences
+	}
+	return nil
+}
+
+type GetPublicPreferencesResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Preferences   *Preferences           `protobuf:"bytes,1,opt,name=preferences,proto3" json:"preferences,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetPublicPreferencesResponse) Reset() {
+	*x = GetPublicPreferencesResponse{}
+	mi := &file_postmill_contact_v1_contact_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetPublicPreferencesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetPublicPreferencesResponse) ProtoMessage() {}
+
+func (x *GetPublicPreferencesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_postmill_contact_v1_contact_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetPublicPreferencesResponse.ProtoReflect.Descriptor instead.
+func (*GetPublicPreferencesResponse) Descriptor() ([]byte, []int) {
+	return file_postmill_contact_v1_contact_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *GetPublicPreferencesResponse) GetPreferences() *Preferences {
+	if x != nil {
+		return x.Preferences
+	}
+	return nil
+}
+
+type UpdatePublicPreferencesResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Preferences   *Preferences           `protobuf:"bytes,1,opt,name=preferences,proto3" json:"preferences,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdatePublicPreferencesResponse) Reset() {
+	*x = UpdatePublicPreferencesResponse{}
+	mi := &file_postmill_contact_v1_contact_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdatePublicPreferencesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdatePublicPreferencesResponse) ProtoMessage() {}
+
+func (x *UpdatePublicPreferencesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_postmill_contact_v1_contact_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdatePublicPreferencesResponse.ProtoReflect.Descriptor instead.
+func (*UpdatePublicPreferencesResponse) Descriptor() ([]byte, []int) {
+	return file_postmill_contact_v1_contact_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *UpdatePublicPreferencesResponse) GetPreferences() *Preferences {
+	if x != nil {
+		return x.Preferences
+	}
+	return nil
+}
+
+type GetPublicPreferencesRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Token         []byte                 `protobuf:"bytes,1,opt,name=token,proto3" json:"token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetPublicPreferencesRequest) Reset() {
+	*x = GetPublicPreferencesRequest{}
+	mi := &file_postmill_contact_v1_contact_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetPublicPreferencesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetPublicPreferencesRequest) ProtoMessage() {}
+
+func (x *GetPublicPreferencesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_postmill_contact_v1_contact_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetPublicPreferencesRequest.ProtoReflect.Descriptor instead.
+func (*GetPublicPreferencesRequest) Descriptor() ([]byte, []int) {
+	return file_postmill_contact_v1_contact_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *GetPublicPreferencesRequest) GetToken() []byte {
+	if x != nil {
+		return x.Token
+	}
+	return nil
+}
+
+type GetConfirmationRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Token         []byte                 `protobuf:"bytes,1,opt,name=token,proto3" json:"token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetConfirmationRequest) Reset() {
+	*x = GetConfirmationRequest{}
+	mi := &file_postmill_contact_v1_contact_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetConfirmationRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetConfirmationRequest) ProtoMessage() {}
+
+func (x *GetConfirmationRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_postmill_contact_v1_contact_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetConfirmationRequest.ProtoReflect.Descriptor instead.
+func (*GetConfirmationRequest) Descriptor() ([]byte, []int) {
+	return file_postmill_contact_v1_contact_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *GetConfirmationRequest) GetToken() []byte {
 	if x != nil {
 		return x.Token
 	}
@@ -1496,7 +1864,7 @@ type UpdatePublicPreferencesRequest struct {
 
 func (x *UpdatePublicPreferencesRequest) Reset() {
 	*x = UpdatePublicPreferencesRequest{}
-	mi := &file_postmill_contact_v1_contact_proto_msgTypes[22]
+	mi := &file_postmill_contact_v1_contact_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1508,7 +1876,7 @@ func (x *UpdatePublicPreferencesRequest) String() string {
 func (*UpdatePublicPreferencesRequest) ProtoMessage() {}
 
 func (x *UpdatePublicPreferencesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_postmill_contact_v1_contact_proto_msgTypes[22]
+	mi := &file_postmill_contact_v1_contact_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1521,7 +1889,7 @@ func (x *UpdatePublicPreferencesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdatePublicPreferencesRequest.ProtoReflect.Descriptor instead.
 func (*UpdatePublicPreferencesRequest) Descriptor() ([]byte, []int) {
-	return file_postmill_contact_v1_contact_proto_rawDescGZIP(), []int{22}
+	return file_postmill_contact_v1_contact_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *UpdatePublicPreferencesRequest) GetToken() []byte {
@@ -1548,7 +1916,7 @@ type ConfirmRequest struct {
 
 func (x *ConfirmRequest) Reset() {
 	*x = ConfirmRequest{}
-	mi := &file_postmill_contact_v1_contact_proto_msgTypes[23]
+	mi := &file_postmill_contact_v1_contact_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1560,7 +1928,7 @@ func (x *ConfirmRequest) String() string {
 func (*ConfirmRequest) ProtoMessage() {}
 
 func (x *ConfirmRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_postmill_contact_v1_contact_proto_msgTypes[23]
+	mi := &file_postmill_contact_v1_contact_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1573,7 +1941,7 @@ func (x *ConfirmRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfirmRequest.ProtoReflect.Descriptor instead.
 func (*ConfirmRequest) Descriptor() ([]byte, []int) {
-	return file_postmill_contact_v1_contact_proto_rawDescGZIP(), []int{23}
+	return file_postmill_contact_v1_contact_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ConfirmRequest) GetToken() []byte {
@@ -1590,7 +1958,7 @@ func (x *ConfirmRequest) GetIp() string {
 	return ""
 }
 
-type ConfirmationResponse struct {
+type Confirmation struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	TopicKey      string                 `protobuf:"bytes,1,opt,name=topic_key,json=topicKey,proto3" json:"topic_key,omitempty"`
 	TopicName     string                 `protobuf:"bytes,2,opt,name=topic_name,json=topicName,proto3" json:"topic_name,omitempty"`
@@ -1599,21 +1967,21 @@ type ConfirmationResponse struct {
 	sizeCache     protoimpl.SizeCache
 }
 
-func (x *ConfirmationResponse) Reset() {
-	*x = ConfirmationResponse{}
-	mi := &file_postmill_contact_v1_contact_proto_msgTypes[24]
+func (x *Confirmation) Reset() {
+	*x = Confirmation{}
+	mi := &file_postmill_contact_v1_contact_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
 
-func (x *ConfirmationResponse) String() string {
+func (x *Confirmation) String() string {
 	return protoimpl.X.MessageStringOf(x)
 }
 
-func (*ConfirmationResponse) ProtoMessage() {}
+func (*Confirmation) ProtoMessage() {}
 
-func (x *ConfirmationResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_postmill_contact_v1_contact_proto_msgTypes[24]
+func (x *Confirmation) ProtoReflect() protoreflect.Message {
+	mi := &file_postmill_contact_v1_contact_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1624,30 +1992,118 @@ func (x *ConfirmationResponse) ProtoReflect() protoreflect.Message {
 	return mi.MessageOf(x)
 }
 
-// Deprecated: Use ConfirmationResponse.ProtoReflect.Descriptor instead.
-func (*ConfirmationResponse) Descriptor() ([]byte, []int) {
-	return file_postmill_contact_v1_contact_proto_rawDescGZIP(), []int{24}
+// Deprecated: Use Confirmation.ProtoReflect.Descriptor instead.
+func (*Confirmation) Descriptor() ([]byte, []int) {
+	return file_postmill_contact_v1_contact_proto_rawDescGZIP(), []int{32}
 }
 
-func (x *ConfirmationResponse) GetTopicKey() string {
+func (x *Confirmation) GetTopicKey() string {
 	if x != nil {
 		return x.TopicKey
 	}
 	return ""
 }
 
-func (x *ConfirmationResponse) GetTopicName() string {
+func (x *Confirmation) GetTopicName() string {
 	if x != nil {
 		return x.TopicName
 	}
 	return ""
 }
 
-func (x *ConfirmationResponse) GetStatus() string {
+func (x *Confirmation) GetStatus() string {
 	if x != nil {
 		return x.Status
 	}
 	return ""
+}
+
+type GetConfirmationResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Confirmation  *Confirmation          `protobuf:"bytes,1,opt,name=confirmation,proto3" json:"confirmation,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetConfirmationResponse) Reset() {
+	*x = GetConfirmationResponse{}
+	mi := &file_postmill_contact_v1_contact_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetConfirmationResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetConfirmationResponse) ProtoMessage() {}
+
+func (x *GetConfirmationResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_postmill_contact_v1_contact_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetConfirmationResponse.ProtoReflect.Descriptor instead.
+func (*GetConfirmationResponse) Descriptor() ([]byte, []int) {
+	return file_postmill_contact_v1_contact_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *GetConfirmationResponse) GetConfirmation() *Confirmation {
+	if x != nil {
+		return x.Confirmation
+	}
+	return nil
+}
+
+type ConfirmResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Confirmation  *Confirmation          `protobuf:"bytes,1,opt,name=confirmation,proto3" json:"confirmation,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ConfirmResponse) Reset() {
+	*x = ConfirmResponse{}
+	mi := &file_postmill_contact_v1_contact_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ConfirmResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ConfirmResponse) ProtoMessage() {}
+
+func (x *ConfirmResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_postmill_contact_v1_contact_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ConfirmResponse.ProtoReflect.Descriptor instead.
+func (*ConfirmResponse) Descriptor() ([]byte, []int) {
+	return file_postmill_contact_v1_contact_proto_rawDescGZIP(), []int{34}
+}
+
+func (x *ConfirmResponse) GetConfirmation() *Confirmation {
+	if x != nil {
+		return x.Confirmation
+	}
+	return nil
 }
 
 var File_postmill_contact_v1_contact_proto protoreflect.FileDescriptor
@@ -1715,11 +2171,21 @@ const file_postmill_contact_v1_contact_proto_rawDesc = "" +
 	"\x14UpdateContactRequest\x12'\n" +
 	"\x0forganization_id\x18\x01 \x01(\tR\x0eorganizationId\x12\x0e\n" +
 	"\x02id\x18\x02 \x01(\tR\x02id\x127\n" +
-	"\x05input\x18\x03 \x01(\v2!.postmill.contact.v1.ContactInputR\x05input\"K\n" +
-	"\x10ContactIDRequest\x12'\n" +
+	"\x05input\x18\x03 \x01(\v2!.postmill.contact.v1.ContactInputR\x05input\"L\n" +
+	"\x11GetContactRequest\x12'\n" +
 	"\x0forganization_id\x18\x01 \x01(\tR\x0eorganizationId\x12\x0e\n" +
-	"\x02id\x18\x02 \x01(\tR\x02id\"I\n" +
-	"\x0fContactResponse\x126\n" +
+	"\x02id\x18\x02 \x01(\tR\x02id\"O\n" +
+	"\x14DeleteContactRequest\x12'\n" +
+	"\x0forganization_id\x18\x01 \x01(\tR\x0eorganizationId\x12\x0e\n" +
+	"\x02id\x18\x02 \x01(\tR\x02id\"P\n" +
+	"\x15GetPreferencesRequest\x12'\n" +
+	"\x0forganization_id\x18\x01 \x01(\tR\x0eorganizationId\x12\x0e\n" +
+	"\x02id\x18\x02 \x01(\tR\x02id\"O\n" +
+	"\x15CreateContactResponse\x126\n" +
+	"\acontact\x18\x01 \x01(\v2\x1c.postmill.contact.v1.ContactR\acontact\"L\n" +
+	"\x12GetContactResponse\x126\n" +
+	"\acontact\x18\x01 \x01(\v2\x1c.postmill.contact.v1.ContactR\acontact\"O\n" +
+	"\x15UpdateContactResponse\x126\n" +
 	"\acontact\x18\x01 \x01(\v2\x1c.postmill.contact.v1.ContactR\acontact\"\x17\n" +
 	"\x15DeleteContactResponse\"\xab\x01\n" +
 	"\x13ListContactsRequest\x12'\n" +
@@ -1786,39 +2252,51 @@ const file_postmill_contact_v1_contact_proto_rawDesc = "" +
 	"\x18UpdatePreferencesRequest\x12'\n" +
 	"\x0forganization_id\x18\x01 \x01(\tR\x0eorganizationId\x12\x0e\n" +
 	"\x02id\x18\x02 \x01(\tR\x02id\x12=\n" +
-	"\x06update\x18\x03 \x01(\v2%.postmill.contact.v1.PreferenceUpdateR\x06update\"Y\n" +
-	"\x13PreferencesResponse\x12B\n" +
-	"\vpreferences\x18\x01 \x01(\v2 .postmill.contact.v1.PreferencesR\vpreferences\"*\n" +
-	"\x12PublicTokenRequest\x12\x14\n" +
+	"\x06update\x18\x03 \x01(\v2%.postmill.contact.v1.PreferenceUpdateR\x06update\"\\\n" +
+	"\x16GetPreferencesResponse\x12B\n" +
+	"\vpreferences\x18\x01 \x01(\v2 .postmill.contact.v1.PreferencesR\vpreferences\"_\n" +
+	"\x19UpdatePreferencesResponse\x12B\n" +
+	"\vpreferences\x18\x01 \x01(\v2 .postmill.contact.v1.PreferencesR\vpreferences\"b\n" +
+	"\x1cGetPublicPreferencesResponse\x12B\n" +
+	"\vpreferences\x18\x01 \x01(\v2 .postmill.contact.v1.PreferencesR\vpreferences\"e\n" +
+	"\x1fUpdatePublicPreferencesResponse\x12B\n" +
+	"\vpreferences\x18\x01 \x01(\v2 .postmill.contact.v1.PreferencesR\vpreferences\"3\n" +
+	"\x1bGetPublicPreferencesRequest\x12\x14\n" +
+	"\x05token\x18\x01 \x01(\fR\x05token\".\n" +
+	"\x16GetConfirmationRequest\x12\x14\n" +
 	"\x05token\x18\x01 \x01(\fR\x05token\"u\n" +
 	"\x1eUpdatePublicPreferencesRequest\x12\x14\n" +
 	"\x05token\x18\x01 \x01(\fR\x05token\x12=\n" +
 	"\x06update\x18\x02 \x01(\v2%.postmill.contact.v1.PreferenceUpdateR\x06update\"6\n" +
 	"\x0eConfirmRequest\x12\x14\n" +
 	"\x05token\x18\x01 \x01(\fR\x05token\x12\x0e\n" +
-	"\x02ip\x18\x02 \x01(\tR\x02ip\"j\n" +
-	"\x14ConfirmationResponse\x12\x1b\n" +
+	"\x02ip\x18\x02 \x01(\tR\x02ip\"b\n" +
+	"\fConfirmation\x12\x1b\n" +
 	"\ttopic_key\x18\x01 \x01(\tR\btopicKey\x12\x1d\n" +
 	"\n" +
 	"topic_name\x18\x02 \x01(\tR\ttopicName\x12\x16\n" +
-	"\x06status\x18\x03 \x01(\tR\x06status2\x93\a\n" +
-	"\x0eContactService\x12`\n" +
-	"\rCreateContact\x12).postmill.contact.v1.CreateContactRequest\x1a$.postmill.contact.v1.ContactResponse\x12Y\n" +
+	"\x06status\x18\x03 \x01(\tR\x06status\"`\n" +
+	"\x17GetConfirmationResponse\x12E\n" +
+	"\fconfirmation\x18\x01 \x01(\v2!.postmill.contact.v1.ConfirmationR\fconfirmation\"X\n" +
+	"\x0fConfirmResponse\x12E\n" +
+	"\fconfirmation\x18\x01 \x01(\v2!.postmill.contact.v1.ConfirmationR\fconfirmation2\xb5\a\n" +
+	"\x0eContactService\x12f\n" +
+	"\rCreateContact\x12).postmill.contact.v1.CreateContactRequest\x1a*.postmill.contact.v1.CreateContactResponse\x12]\n" +
 	"\n" +
-	"GetContact\x12%.postmill.contact.v1.ContactIDRequest\x1a$.postmill.contact.v1.ContactResponse\x12`\n" +
-	"\rUpdateContact\x12).postmill.contact.v1.UpdateContactRequest\x1a$.postmill.contact.v1.ContactResponse\x12b\n" +
-	"\rDeleteContact\x12%.postmill.contact.v1.ContactIDRequest\x1a*.postmill.contact.v1.DeleteContactResponse\x12c\n" +
+	"GetContact\x12&.postmill.contact.v1.GetContactRequest\x1a'.postmill.contact.v1.GetContactResponse\x12f\n" +
+	"\rUpdateContact\x12).postmill.contact.v1.UpdateContactRequest\x1a*.postmill.contact.v1.UpdateContactResponse\x12f\n" +
+	"\rDeleteContact\x12).postmill.contact.v1.DeleteContactRequest\x1a*.postmill.contact.v1.DeleteContactResponse\x12c\n" +
 	"\fListContacts\x12(.postmill.contact.v1.ListContactsRequest\x1a).postmill.contact.v1.ListContactsResponse\x12i\n" +
 	"\x0eImportContacts\x12*.postmill.contact.v1.ImportContactsRequest\x1a+.postmill.contact.v1.ImportContactsResponse\x12]\n" +
 	"\n" +
-	"ExportPage\x12&.postmill.contact.v1.ExportPageRequest\x1a'.postmill.contact.v1.ExportPageResponse\x12a\n" +
-	"\x0eGetPreferences\x12%.postmill.contact.v1.ContactIDRequest\x1a(.postmill.contact.v1.PreferencesResponse\x12l\n" +
-	"\x11UpdatePreferences\x12-.postmill.contact.v1.UpdatePreferencesRequest\x1a(.postmill.contact.v1.PreferencesResponse2\xc0\x03\n" +
-	"\x17PublicPreferenceService\x12i\n" +
-	"\x14GetPublicPreferences\x12'.postmill.contact.v1.PublicTokenRequest\x1a(.postmill.contact.v1.PreferencesResponse\x12x\n" +
-	"\x17UpdatePublicPreferences\x123.postmill.contact.v1.UpdatePublicPreferencesRequest\x1a(.postmill.contact.v1.PreferencesResponse\x12e\n" +
-	"\x0fGetConfirmation\x12'.postmill.contact.v1.PublicTokenRequest\x1a).postmill.contact.v1.ConfirmationResponse\x12Y\n" +
-	"\aConfirm\x12#.postmill.contact.v1.ConfirmRequest\x1a).postmill.contact.v1.ConfirmationResponseB\xe2\x01\n" +
+	"ExportPage\x12&.postmill.contact.v1.ExportPageRequest\x1a'.postmill.contact.v1.ExportPageResponse\x12i\n" +
+	"\x0eGetPreferences\x12*.postmill.contact.v1.GetPreferencesRequest\x1a+.postmill.contact.v1.GetPreferencesResponse\x12r\n" +
+	"\x11UpdatePreferences\x12-.postmill.contact.v1.UpdatePreferencesRequest\x1a..postmill.contact.v1.UpdatePreferencesResponse2\xe1\x03\n" +
+	"\x17PublicPreferenceService\x12{\n" +
+	"\x14GetPublicPreferences\x120.postmill.contact.v1.GetPublicPreferencesRequest\x1a1.postmill.contact.v1.GetPublicPreferencesResponse\x12\x84\x01\n" +
+	"\x17UpdatePublicPreferences\x123.postmill.contact.v1.UpdatePublicPreferencesRequest\x1a4.postmill.contact.v1.UpdatePublicPreferencesResponse\x12l\n" +
+	"\x0fGetConfirmation\x12+.postmill.contact.v1.GetConfirmationRequest\x1a,.postmill.contact.v1.GetConfirmationResponse\x12T\n" +
+	"\aConfirm\x12#.postmill.contact.v1.ConfirmRequest\x1a$.postmill.contact.v1.ConfirmResponseB\xe2\x01\n" +
 	"\x17com.postmill.contact.v1B\fContactProtoP\x01ZKgithub.com/postmill/postmill/adapters/rpc/gen/postmill/contact/v1;contactv1\xa2\x02\x03PCX\xaa\x02\x13Postmill.Contact.V1\xca\x02\x13Postmill\\Contact\\V1\xe2\x02\x1fPostmill\\Contact\\V1\\GPBMetadata\xea\x02\x15Postmill::Contact::V1b\x06proto3"
 
 var (
@@ -1833,85 +2311,102 @@ func file_postmill_contact_v1_contact_proto_rawDescGZIP() []byte {
 	return file_postmill_contact_v1_contact_proto_rawDescData
 }
 
-var file_postmill_contact_v1_contact_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
+var file_postmill_contact_v1_contact_proto_msgTypes = make([]protoimpl.MessageInfo, 35)
 var file_postmill_contact_v1_contact_proto_goTypes = []any{
-	(*Contact)(nil),                        // 0: postmill.contact.v1.Contact
-	(*ContactInput)(nil),                   // 1: postmill.contact.v1.ContactInput
-	(*CreateContactRequest)(nil),           // 2: postmill.contact.v1.CreateContactRequest
-	(*UpdateContactRequest)(nil),           // 3: postmill.contact.v1.UpdateContactRequest
-	(*ContactIDRequest)(nil),               // 4: postmill.contact.v1.ContactIDRequest
-	(*ContactResponse)(nil),                // 5: postmill.contact.v1.ContactResponse
-	(*DeleteContactResponse)(nil),          // 6: postmill.contact.v1.DeleteContactResponse
-	(*ListContactsRequest)(nil),            // 7: postmill.contact.v1.ListContactsRequest
-	(*ListContactsResponse)(nil),           // 8: postmill.contact.v1.ListContactsResponse
-	(*ImportContactsRequest)(nil),          // 9: postmill.contact.v1.ImportContactsRequest
-	(*FieldViolation)(nil),                 // 10: postmill.contact.v1.FieldViolation
-	(*ImportRowError)(nil),                 // 11: postmill.contact.v1.ImportRowError
-	(*ImportContactsResponse)(nil),         // 12: postmill.contact.v1.ImportContactsResponse
-	(*ExportPageRequest)(nil),              // 13: postmill.contact.v1.ExportPageRequest
-	(*ExportPageResponse)(nil),             // 14: postmill.contact.v1.ExportPageResponse
-	(*TopicPreference)(nil),                // 15: postmill.contact.v1.TopicPreference
-	(*Preferences)(nil),                    // 16: postmill.contact.v1.Preferences
-	(*TopicChoice)(nil),                    // 17: postmill.contact.v1.TopicChoice
-	(*PreferenceUpdate)(nil),               // 18: postmill.contact.v1.PreferenceUpdate
-	(*UpdatePreferencesRequest)(nil),       // 19: postmill.contact.v1.UpdatePreferencesRequest
-	(*PreferencesResponse)(nil),            // 20: postmill.contact.v1.PreferencesResponse
-	(*PublicTokenRequest)(nil),             // 21: postmill.contact.v1.PublicTokenRequest
-	(*UpdatePublicPreferencesRequest)(nil), // 22: postmill.contact.v1.UpdatePublicPreferencesRequest
-	(*ConfirmRequest)(nil),                 // 23: postmill.contact.v1.ConfirmRequest
-	(*ConfirmationResponse)(nil),           // 24: postmill.contact.v1.ConfirmationResponse
-	(*timestamppb.Timestamp)(nil),          // 25: google.protobuf.Timestamp
+	(*Contact)(nil),                         // 0: postmill.contact.v1.Contact
+	(*ContactInput)(nil),                    // 1: postmill.contact.v1.ContactInput
+	(*CreateContactRequest)(nil),            // 2: postmill.contact.v1.CreateContactRequest
+	(*UpdateContactRequest)(nil),            // 3: postmill.contact.v1.UpdateContactRequest
+	(*GetContactRequest)(nil),               // 4: postmill.contact.v1.GetContactRequest
+	(*DeleteContactRequest)(nil),            // 5: postmill.contact.v1.DeleteContactRequest
+	(*GetPreferencesRequest)(nil),           // 6: postmill.contact.v1.GetPreferencesRequest
+	(*CreateContactResponse)(nil),           // 7: postmill.contact.v1.CreateContactResponse
+	(*GetContactResponse)(nil),              // 8: postmill.contact.v1.GetContactResponse
+	(*UpdateContactResponse)(nil),           // 9: postmill.contact.v1.UpdateContactResponse
+	(*DeleteContactResponse)(nil),           // 10: postmill.contact.v1.DeleteContactResponse
+	(*ListContactsRequest)(nil),             // 11: postmill.contact.v1.ListContactsRequest
+	(*ListContactsResponse)(nil),            // 12: postmill.contact.v1.ListContactsResponse
+	(*ImportContactsRequest)(nil),           // 13: postmill.contact.v1.ImportContactsRequest
+	(*FieldViolation)(nil),                  // 14: postmill.contact.v1.FieldViolation
+	(*ImportRowError)(nil),                  // 15: postmill.contact.v1.ImportRowError
+	(*ImportContactsResponse)(nil),          // 16: postmill.contact.v1.ImportContactsResponse
+	(*ExportPageRequest)(nil),               // 17: postmill.contact.v1.ExportPageRequest
+	(*ExportPageResponse)(nil),              // 18: postmill.contact.v1.ExportPageResponse
+	(*TopicPreference)(nil),                 // 19: postmill.contact.v1.TopicPreference
+	(*Preferences)(nil),                     // 20: postmill.contact.v1.Preferences
+	(*TopicChoice)(nil),                     // 21: postmill.contact.v1.TopicChoice
+	(*PreferenceUpdate)(nil),                // 22: postmill.contact.v1.PreferenceUpdate
+	(*UpdatePreferencesRequest)(nil),        // 23: postmill.contact.v1.UpdatePreferencesRequest
+	(*GetPreferencesResponse)(nil),          // 24: postmill.contact.v1.GetPreferencesResponse
+	(*UpdatePreferencesResponse)(nil),       // 25: postmill.contact.v1.UpdatePreferencesResponse
+	(*GetPublicPreferencesResponse)(nil),    // 26: postmill.contact.v1.GetPublicPreferencesResponse
+	(*UpdatePublicPreferencesResponse)(nil), // 27: postmill.contact.v1.UpdatePublicPreferencesResponse
+	(*GetPublicPreferencesRequest)(nil),     // 28: postmill.contact.v1.GetPublicPreferencesRequest
+	(*GetConfirmationRequest)(nil),          // 29: postmill.contact.v1.GetConfirmationRequest
+	(*UpdatePublicPreferencesRequest)(nil),  // 30: postmill.contact.v1.UpdatePublicPreferencesRequest
+	(*ConfirmRequest)(nil),                  // 31: postmill.contact.v1.ConfirmRequest
+	(*Confirmation)(nil),                    // 32: postmill.contact.v1.Confirmation
+	(*GetConfirmationResponse)(nil),         // 33: postmill.contact.v1.GetConfirmationResponse
+	(*ConfirmResponse)(nil),                 // 34: postmill.contact.v1.ConfirmResponse
+	(*timestamppb.Timestamp)(nil),           // 35: google.protobuf.Timestamp
 }
 var file_postmill_contact_v1_contact_proto_depIdxs = []int32{
-	25, // 0: postmill.contact.v1.Contact.consent_at:type_name -> google.protobuf.Timestamp
-	25, // 1: postmill.contact.v1.Contact.last_sent_at:type_name -> google.protobuf.Timestamp
-	25, // 2: postmill.contact.v1.Contact.last_active_at:type_name -> google.protobuf.Timestamp
-	25, // 3: postmill.contact.v1.Contact.created_at:type_name -> google.protobuf.Timestamp
-	25, // 4: postmill.contact.v1.Contact.updated_at:type_name -> google.protobuf.Timestamp
+	35, // 0: postmill.contact.v1.Contact.consent_at:type_name -> google.protobuf.Timestamp
+	35, // 1: postmill.contact.v1.Contact.last_sent_at:type_name -> google.protobuf.Timestamp
+	35, // 2: postmill.contact.v1.Contact.last_active_at:type_name -> google.protobuf.Timestamp
+	35, // 3: postmill.contact.v1.Contact.created_at:type_name -> google.protobuf.Timestamp
+	35, // 4: postmill.contact.v1.Contact.updated_at:type_name -> google.protobuf.Timestamp
 	1,  // 5: postmill.contact.v1.CreateContactRequest.input:type_name -> postmill.contact.v1.ContactInput
 	1,  // 6: postmill.contact.v1.UpdateContactRequest.input:type_name -> postmill.contact.v1.ContactInput
-	0,  // 7: postmill.contact.v1.ContactResponse.contact:type_name -> postmill.contact.v1.Contact
-	0,  // 8: postmill.contact.v1.ListContactsResponse.data:type_name -> postmill.contact.v1.Contact
-	1,  // 9: postmill.contact.v1.ImportContactsRequest.contacts:type_name -> postmill.contact.v1.ContactInput
-	10, // 10: postmill.contact.v1.ImportRowError.details:type_name -> postmill.contact.v1.FieldViolation
-	11, // 11: postmill.contact.v1.ImportContactsResponse.errors:type_name -> postmill.contact.v1.ImportRowError
-	0,  // 12: postmill.contact.v1.ExportPageResponse.contacts:type_name -> postmill.contact.v1.Contact
-	15, // 13: postmill.contact.v1.Preferences.topics:type_name -> postmill.contact.v1.TopicPreference
-	17, // 14: postmill.contact.v1.PreferenceUpdate.topics:type_name -> postmill.contact.v1.TopicChoice
-	18, // 15: postmill.contact.v1.UpdatePreferencesRequest.update:type_name -> postmill.contact.v1.PreferenceUpdate
-	16, // 16: postmill.contact.v1.PreferencesResponse.preferences:type_name -> postmill.contact.v1.Preferences
-	18, // 17: postmill.contact.v1.UpdatePublicPreferencesRequest.update:type_name -> postmill.contact.v1.PreferenceUpdate
-	2,  // 18: postmill.contact.v1.ContactService.CreateContact:input_type -> postmill.contact.v1.CreateContactRequest
-	4,  // 19: postmill.contact.v1.ContactService.GetContact:input_type -> postmill.contact.v1.ContactIDRequest
-	3,  // 20: postmill.contact.v1.ContactService.UpdateContact:input_type -> postmill.contact.v1.UpdateContactRequest
-	4,  // 21: postmill.contact.v1.ContactService.DeleteContact:input_type -> postmill.contact.v1.ContactIDRequest
-	7,  // 22: postmill.contact.v1.ContactService.ListContacts:input_type -> postmill.contact.v1.ListContactsRequest
-	9,  // 23: postmill.contact.v1.ContactService.ImportContacts:input_type -> postmill.contact.v1.ImportContactsRequest
-	13, // 24: postmill.contact.v1.ContactService.ExportPage:input_type -> postmill.contact.v1.ExportPageRequest
-	4,  // 25: postmill.contact.v1.ContactService.GetPreferences:input_type -> postmill.contact.v1.ContactIDRequest
-	19, // 26: postmill.contact.v1.ContactService.UpdatePreferences:input_type -> postmill.contact.v1.UpdatePreferencesRequest
-	21, // 27: postmill.contact.v1.PublicPreferenceService.GetPublicPreferences:input_type -> postmill.contact.v1.PublicTokenRequest
-	22, // 28: postmill.contact.v1.PublicPreferenceService.UpdatePublicPreferences:input_type -> postmill.contact.v1.UpdatePublicPreferencesRequest
-	21, // 29: postmill.contact.v1.PublicPreferenceService.GetConfirmation:input_type -> postmill.contact.v1.PublicTokenRequest
-	23, // 30: postmill.contact.v1.PublicPreferenceService.Confirm:input_type -> postmill.contact.v1.ConfirmRequest
-	5,  // 31: postmill.contact.v1.ContactService.CreateContact:output_type -> postmill.contact.v1.ContactResponse
-	5,  // 32: postmill.contact.v1.ContactService.GetContact:output_type -> postmill.contact.v1.ContactResponse
-	5,  // 33: postmill.contact.v1.ContactService.UpdateContact:output_type -> postmill.contact.v1.ContactResponse
-	6,  // 34: postmill.contact.v1.ContactService.DeleteContact:output_type -> postmill.contact.v1.DeleteContactResponse
-	8,  // 35: postmill.contact.v1.ContactService.ListContacts:output_type -> postmill.contact.v1.ListContactsResponse
-	12, // 36: postmill.contact.v1.ContactService.ImportContacts:output_type -> postmill.contact.v1.ImportContactsResponse
-	14, // 37: postmill.contact.v1.ContactService.ExportPage:output_type -> postmill.contact.v1.ExportPageResponse
-	20, // 38: postmill.contact.v1.ContactService.GetPreferences:output_type -> postmill.contact.v1.PreferencesResponse
-	20, // 39: postmill.contact.v1.ContactService.UpdatePreferences:output_type -> postmill.contact.v1.PreferencesResponse
-	20, // 40: postmill.contact.v1.PublicPreferenceService.GetPublicPreferences:output_type -> postmill.contact.v1.PreferencesResponse
-	20, // 41: postmill.contact.v1.PublicPreferenceService.UpdatePublicPreferences:output_type -> postmill.contact.v1.PreferencesResponse
-	24, // 42: postmill.contact.v1.PublicPreferenceService.GetConfirmation:output_type -> postmill.contact.v1.ConfirmationResponse
-	24, // 43: postmill.contact.v1.PublicPreferenceService.Confirm:output_type -> postmill.contact.v1.ConfirmationResponse
-	31, // [31:44] is the sub-list for method output_type
-	18, // [18:31] is the sub-list for method input_type
-	18, // [18:18] is the sub-list for extension type_name
-	18, // [18:18] is the sub-list for extension extendee
-	0,  // [0:18] is the sub-list for field type_name
+	0,  // 7: postmill.contact.v1.CreateContactResponse.contact:type_name -> postmill.contact.v1.Contact
+	0,  // 8: postmill.contact.v1.GetContactResponse.contact:type_name -> postmill.contact.v1.Contact
+	0,  // 9: postmill.contact.v1.UpdateContactResponse.contact:type_name -> postmill.contact.v1.Contact
+	0,  // 10: postmill.contact.v1.ListContactsResponse.data:type_name -> postmill.contact.v1.Contact
+	1,  // 11: postmill.contact.v1.ImportContactsRequest.contacts:type_name -> postmill.contact.v1.ContactInput
+	14, // 12: postmill.contact.v1.ImportRowError.details:type_name -> postmill.contact.v1.FieldViolation
+	15, // 13: postmill.contact.v1.ImportContactsResponse.errors:type_name -> postmill.contact.v1.ImportRowError
+	0,  // 14: postmill.contact.v1.ExportPageResponse.contacts:type_name -> postmill.contact.v1.Contact
+	19, // 15: postmill.contact.v1.Preferences.topics:type_name -> postmill.contact.v1.TopicPreference
+	21, // 16: postmill.contact.v1.PreferenceUpdate.topics:type_name -> postmill.contact.v1.TopicChoice
+	22, // 17: postmill.contact.v1.UpdatePreferencesRequest.update:type_name -> postmill.contact.v1.PreferenceUpdate
+	20, // 18: postmill.contact.v1.GetPreferencesResponse.preferences:type_name -> postmill.contact.v1.Preferences
+	20, // 19: postmill.contact.v1.UpdatePreferencesResponse.preferences:type_name -> postmill.contact.v1.Preferences
+	20, // 20: postmill.contact.v1.GetPublicPreferencesResponse.preferences:type_name -> postmill.contact.v1.Preferences
+	20, // 21: postmill.contact.v1.UpdatePublicPreferencesResponse.preferences:type_name -> postmill.contact.v1.Preferences
+	22, // 22: postmill.contact.v1.UpdatePublicPreferencesRequest.update:type_name -> postmill.contact.v1.PreferenceUpdate
+	32, // 23: postmill.contact.v1.GetConfirmationResponse.confirmation:type_name -> postmill.contact.v1.Confirmation
+	32, // 24: postmill.contact.v1.ConfirmResponse.confirmation:type_name -> postmill.contact.v1.Confirmation
+	2,  // 25: postmill.contact.v1.ContactService.CreateContact:input_type -> postmill.contact.v1.CreateContactRequest
+	4,  // 26: postmill.contact.v1.ContactService.GetContact:input_type -> postmill.contact.v1.GetContactRequest
+	3,  // 27: postmill.contact.v1.ContactService.UpdateContact:input_type -> postmill.contact.v1.UpdateContactRequest
+	5,  // 28: postmill.contact.v1.ContactService.DeleteContact:input_type -> postmill.contact.v1.DeleteContactRequest
+	11, // 29: postmill.contact.v1.ContactService.ListContacts:input_type -> postmill.contact.v1.ListContactsRequest
+	13, // 30: postmill.contact.v1.ContactService.ImportContacts:input_type -> postmill.contact.v1.ImportContactsRequest
+	17, // 31: postmill.contact.v1.ContactService.ExportPage:input_type -> postmill.contact.v1.ExportPageRequest
+	6,  // 32: postmill.contact.v1.ContactService.GetPreferences:input_type -> postmill.contact.v1.GetPreferencesRequest
+	23, // 33: postmill.contact.v1.ContactService.UpdatePreferences:input_type -> postmill.contact.v1.UpdatePreferencesRequest
+	28, // 34: postmill.contact.v1.PublicPreferenceService.GetPublicPreferences:input_type -> postmill.contact.v1.GetPublicPreferencesRequest
+	30, // 35: postmill.contact.v1.PublicPreferenceService.UpdatePublicPreferences:input_type -> postmill.contact.v1.UpdatePublicPreferencesRequest
+	29, // 36: postmill.contact.v1.PublicPreferenceService.GetConfirmation:input_type -> postmill.contact.v1.GetConfirmationRequest
+	31, // 37: postmill.contact.v1.PublicPreferenceService.Confirm:input_type -> postmill.contact.v1.ConfirmRequest
+	7,  // 38: postmill.contact.v1.ContactService.CreateContact:output_type -> postmill.contact.v1.CreateContactResponse
+	8,  // 39: postmill.contact.v1.ContactService.GetContact:output_type -> postmill.contact.v1.GetContactResponse
+	9,  // 40: postmill.contact.v1.ContactService.UpdateContact:output_type -> postmill.contact.v1.UpdateContactResponse
+	10, // 41: postmill.contact.v1.ContactService.DeleteContact:output_type -> postmill.contact.v1.DeleteContactResponse
+	12, // 42: postmill.contact.v1.ContactService.ListContacts:output_type -> postmill.contact.v1.ListContactsResponse
+	16, // 43: postmill.contact.v1.ContactService.ImportContacts:output_type -> postmill.contact.v1.ImportContactsResponse
+	18, // 44: postmill.contact.v1.ContactService.ExportPage:output_type -> postmill.contact.v1.ExportPageResponse
+	24, // 45: postmill.contact.v1.ContactService.GetPreferences:output_type -> postmill.contact.v1.GetPreferencesResponse
+	25, // 46: postmill.contact.v1.ContactService.UpdatePreferences:output_type -> postmill.contact.v1.UpdatePreferencesResponse
+	26, // 47: postmill.contact.v1.PublicPreferenceService.GetPublicPreferences:output_type -> postmill.contact.v1.GetPublicPreferencesResponse
+	27, // 48: postmill.contact.v1.PublicPreferenceService.UpdatePublicPreferences:output_type -> postmill.contact.v1.UpdatePublicPreferencesResponse
+	33, // 49: postmill.contact.v1.PublicPreferenceService.GetConfirmation:output_type -> postmill.contact.v1.GetConfirmationResponse
+	34, // 50: postmill.contact.v1.PublicPreferenceService.Confirm:output_type -> postmill.contact.v1.ConfirmResponse
+	38, // [38:51] is the sub-list for method output_type
+	25, // [25:38] is the sub-list for method input_type
+	25, // [25:25] is the sub-list for extension type_name
+	25, // [25:25] is the sub-list for extension extendee
+	0,  // [0:25] is the sub-list for field type_name
 }
 
 func init() { file_postmill_contact_v1_contact_proto_init() }
@@ -1920,14 +2415,14 @@ func file_postmill_contact_v1_contact_proto_init() {
 		return
 	}
 	file_postmill_contact_v1_contact_proto_msgTypes[1].OneofWrappers = []any{}
-	file_postmill_contact_v1_contact_proto_msgTypes[9].OneofWrappers = []any{}
+	file_postmill_contact_v1_contact_proto_msgTypes[13].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_postmill_contact_v1_contact_proto_rawDesc), len(file_postmill_contact_v1_contact_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   25,
+			NumMessages:   35,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

@@ -291,7 +291,7 @@ func (x *UpdateSegmentRequest) GetInput() *SegmentInput {
 	return nil
 }
 
-type SegmentIDRequest struct {
+type GetSegmentRequest struct {
 	state          protoimpl.MessageState `protogen:"open.v1"`
 	OrganizationId string                 `protobuf:"bytes,1,opt,name=organization_id,json=organizationId,proto3" json:"organization_id,omitempty"`
 	Id             string                 `protobuf:"bytes,2,opt,name=id,proto3" json:"id,omitempty"`
@@ -299,20 +299,20 @@ type SegmentIDRequest struct {
 	sizeCache      protoimpl.SizeCache
 }
 
-func (x *SegmentIDRequest) Reset() {
-	*x = SegmentIDRequest{}
+func (x *GetSegmentRequest) Reset() {
+	*x = GetSegmentRequest{}
 	mi := &file_postmill_segment_v1_segment_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
 
-func (x *SegmentIDRequest) String() string {
+func (x *GetSegmentRequest) String() string {
 	return protoimpl.X.MessageStringOf(x)
 }
 
-func (*SegmentIDRequest) ProtoMessage() {}
+func (*GetSegmentRequest) ProtoMessage() {}
 
-func (x *SegmentIDRequest) ProtoReflect() protoreflect.Message {
+func (x *GetSegmentRequest) ProtoReflect() protoreflect.Message {
 	mi := &file_postmill_segment_v1_segment_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
@@ -324,46 +324,47 @@ func (x *SegmentIDRequest) ProtoReflect() protoreflect.Message {
 	return mi.MessageOf(x)
 }
 
-// Deprecated: Use SegmentIDRequest.ProtoReflect.Descriptor instead.
-func (*SegmentIDRequest) Descriptor() ([]byte, []int) {
+// Deprecated: Use GetSegmentRequest.ProtoReflect.Descriptor instead.
+func (*GetSegmentRequest) Descriptor() ([]byte, []int) {
 	return file_postmill_segment_v1_segment_proto_rawDescGZIP(), []int{4}
 }
 
-func (x *SegmentIDRequest) GetOrganizationId() string {
+func (x *GetSegmentRequest) GetOrganizationId() string {
 	if x != nil {
 		return x.OrganizationId
 	}
 	return ""
 }
 
-func (x *SegmentIDRequest) GetId() string {
+func (x *GetSegmentRequest) GetId() string {
 	if x != nil {
 		return x.Id
 	}
 	return ""
 }
 
-type SegmentResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Segment       *Segment               `protobuf:"bytes,1,opt,name=segment,proto3" json:"segment,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+type DeleteSegmentRequest struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	OrganizationId string                 `protobuf:"bytes,1,opt,name=organization_id,json=organizationId,proto3" json:"organization_id,omitempty"`
+	Id             string                 `protobuf:"bytes,2,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
-func (x *SegmentResponse) Reset() {
-	*x = SegmentResponse{}
+func (x *DeleteSegmentRequest) Reset() {
+	*x = DeleteSegmentRequest{}
 	mi := &file_postmill_segment_v1_segment_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
 
-func (x *SegmentResponse) String() string {
+func (x *DeleteSegmentRequest) String() string {
 	return protoimpl.X.MessageStringOf(x)
 }
 
-func (*SegmentResponse) ProtoMessage() {}
+func (*DeleteSegmentRequest) ProtoMessage() {}
 
-func (x *SegmentResponse) ProtoReflect() protoreflect.Message {
+func (x *DeleteSegmentRequest) ProtoReflect() protoreflect.Message {
 	mi := &file_postmill_segment_v1_segment_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
@@ -375,12 +376,151 @@ func (x *SegmentResponse) ProtoReflect() protoreflect.Message {
 	return mi.MessageOf(x)
 }
 
-// Deprecated: Use SegmentResponse.ProtoReflect.Descriptor instead.
-func (*SegmentResponse) Descriptor() ([]byte, []int) {
+// Deprecated: Use DeleteSegmentRequest.ProtoReflect.Descriptor instead.
+func (*DeleteSegmentRequest) Descriptor() ([]byte, []int) {
 	return file_postmill_segment_v1_segment_proto_rawDescGZIP(), []int{5}
 }
 
-func (x *SegmentResponse) GetSegment() *Segment {
+func (x *DeleteSegmentRequest) GetOrganizationId() string {
+	if x != nil {
+		return x.OrganizationId
+	}
+	return ""
+}
+
+func (x *DeleteSegmentRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+type CreateSegmentResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Segment       *Segment               `protobuf:"bytes,1,opt,name=segment,proto3" json:"segment,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateSegmentResponse) Reset() {
+	*x = CreateSegmentResponse{}
+	mi := &file_postmill_segment_v1_segment_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateSegmentResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateSegmentResponse) ProtoMessage() {}
+
+func (x *CreateSegmentResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_postmill_segment_v1_segment_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateSegmentResponse.ProtoReflect.Descriptor instead.
+func (*CreateSegmentResponse) Descriptor() ([]byte, []int) {
+	return file_postmill_segment_v1_segment_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *CreateSegmentResponse) GetSegment() *Segment {
+	if x != nil {
+		return x.Segment
+	}
+	return nil
+}
+
+type GetSegmentResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Segment       *Segment               `protobuf:"bytes,1,opt,name=segment,proto3" json:"segment,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetSegmentResponse) Reset() {
+	*x = GetSegmentResponse{}
+	mi := &file_postmill_segment_v1_segment_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetSegmentResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetSegmentResponse) ProtoMessage() {}
+
+func (x *GetSegmentResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_postmill_segment_v1_segment_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetSegmentResponse.ProtoReflect.Descriptor instead.
+func (*GetSegmentResponse) Descriptor() ([]byte, []int) {
+	return file_postmill_segment_v1_segment_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *GetSegmentResponse) GetSegment() *Segment {
+	if x != nil {
+		return x.Segment
+	}
+	return nil
+}
+
+type UpdateSegmentResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Segment       *Segment               `protobuf:"bytes,1,opt,name=segment,proto3" json:"segment,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateSegmentResponse) Reset() {
+	*x = UpdateSegmentResponse{}
+	mi := &file_postmill_segment_v1_segment_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateSegmentResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateSegmentResponse) ProtoMessage() {}
+
+func (x *UpdateSegmentResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_postmill_segment_v1_segment_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateSegmentResponse.ProtoReflect.Descriptor instead.
+func (*UpdateSegmentResponse) Descriptor() ([]byte, []int) {
+	return file_postmill_segment_v1_segment_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *UpdateSegmentResponse) GetSegment() *Segment {
 	if x != nil {
 		return x.Segment
 	}
@@ -395,7 +535,7 @@ type DeleteSegmentResponse struct {
 
 func (x *DeleteSegmentResponse) Reset() {
 	*x = DeleteSegmentResponse{}
-	mi := &file_postmill_segment_v1_segment_proto_msgTypes[6]
+	mi := &file_postmill_segment_v1_segment_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -407,7 +547,7 @@ func (x *DeleteSegmentResponse) String() string {
 func (*DeleteSegmentResponse) ProtoMessage() {}
 
 func (x *DeleteSegmentResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_postmill_segment_v1_segment_proto_msgTypes[6]
+	mi := &file_postmill_segment_v1_segment_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -420,7 +560,7 @@ func (x *DeleteSegmentResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteSegmentResponse.ProtoReflect.Descriptor instead.
 func (*DeleteSegmentResponse) Descriptor() ([]byte, []int) {
-	return file_postmill_segment_v1_segment_proto_rawDescGZIP(), []int{6}
+	return file_postmill_segment_v1_segment_proto_rawDescGZIP(), []int{9}
 }
 
 type ListSegmentsRequest struct {
@@ -432,7 +572,7 @@ type ListSegmentsRequest struct {
 
 func (x *ListSegmentsRequest) Reset() {
 	*x = ListSegmentsRequest{}
-	mi := &file_postmill_segment_v1_segment_proto_msgTypes[7]
+	mi := &file_postmill_segment_v1_segment_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -444,7 +584,7 @@ func (x *ListSegmentsRequest) String() string {
 func (*ListSegmentsRequest) ProtoMessage() {}
 
 func (x *ListSegmentsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_postmill_segment_v1_segment_proto_msgTypes[7]
+	mi := &file_postmill_segment_v1_segment_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -457,7 +597,7 @@ func (x *ListSegmentsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSegmentsRequest.ProtoReflect.Descriptor instead.
 func (*ListSegmentsRequest) Descriptor() ([]byte, []int) {
-	return file_postmill_segment_v1_segment_proto_rawDescGZIP(), []int{7}
+	return file_postmill_segment_v1_segment_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ListSegmentsRequest) GetOrganizationId() string {
@@ -476,7 +616,7 @@ type ListSegmentsResponse struct {
 
 func (x *ListSegmentsResponse) Reset() {
 	*x = ListSegmentsResponse{}
-	mi := &file_postmill_segment_v1_segment_proto_msgTypes[8]
+	mi := &file_postmill_segment_v1_segment_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -488,7 +628,7 @@ func (x *ListSegmentsResponse) String() string {
 func (*ListSegmentsResponse) ProtoMessage() {}
 
 func (x *ListSegmentsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_postmill_segment_v1_segment_proto_msgTypes[8]
+	mi := &file_postmill_segment_v1_segment_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -501,7 +641,7 @@ func (x *ListSegmentsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSegmentsResponse.ProtoReflect.Descriptor instead.
 func (*ListSegmentsResponse) Descriptor() ([]byte, []int) {
-	return file_postmill_segment_v1_segment_proto_rawDescGZIP(), []int{8}
+	return file_postmill_segment_v1_segment_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ListSegmentsResponse) GetSegments() []*Segment {
@@ -522,7 +662,7 @@ type PreviewRuleRequest struct {
 
 func (x *PreviewRuleRequest) Reset() {
 	*x = PreviewRuleRequest{}
-	mi := &file_postmill_segment_v1_segment_proto_msgTypes[9]
+	mi := &file_postmill_segment_v1_segment_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -534,7 +674,7 @@ func (x *PreviewRuleRequest) String() string {
 func (*PreviewRuleRequest) ProtoMessage() {}
 
 func (x *PreviewRuleRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_postmill_segment_v1_segment_proto_msgTypes[9]
+	mi := &file_postmill_segment_v1_segment_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -547,7 +687,7 @@ func (x *PreviewRuleRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PreviewRuleRequest.ProtoReflect.Descriptor instead.
 func (*PreviewRuleRequest) Descriptor() ([]byte, []int) {
-	return file_postmill_segment_v1_segment_proto_rawDescGZIP(), []int{9}
+	return file_postmill_segment_v1_segment_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *PreviewRuleRequest) GetOrganizationId() string {
@@ -582,7 +722,7 @@ type PreviewSegmentRequest struct {
 
 func (x *PreviewSegmentRequest) Reset() {
 	*x = PreviewSegmentRequest{}
-	mi := &file_postmill_segment_v1_segment_proto_msgTypes[10]
+	mi := &file_postmill_segment_v1_segment_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -594,7 +734,7 @@ func (x *PreviewSegmentRequest) String() string {
 func (*PreviewSegmentRequest) ProtoMessage() {}
 
 func (x *PreviewSegmentRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_postmill_segment_v1_segment_proto_msgTypes[10]
+	mi := &file_postmill_segment_v1_segment_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -607,7 +747,7 @@ func (x *PreviewSegmentRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PreviewSegmentRequest.ProtoReflect.Descriptor instead.
 func (*PreviewSegmentRequest) Descriptor() ([]byte, []int) {
-	return file_postmill_segment_v1_segment_proto_rawDescGZIP(), []int{10}
+	return file_postmill_segment_v1_segment_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *PreviewSegmentRequest) GetOrganizationId() string {
@@ -631,7 +771,7 @@ func (x *PreviewSegmentRequest) GetLimit() int64 {
 	return 0
 }
 
-type PreviewResponse struct {
+type Preview struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Count         int64                  `protobuf:"varint,1,opt,name=count,proto3" json:"count,omitempty"`
 	Sample        []*v1.Contact          `protobuf:"bytes,2,rep,name=sample,proto3" json:"sample,omitempty"`
@@ -639,21 +779,21 @@ type PreviewResponse struct {
 	sizeCache     protoimpl.SizeCache
 }
 
-func (x *PreviewResponse) Reset() {
-	*x = PreviewResponse{}
-	mi := &file_postmill_segment_v1_segment_proto_msgTypes[11]
+func (x *Preview) Reset() {
+	*x = Preview{}
+	mi := &file_postmill_segment_v1_segment_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
 
-func (x *PreviewResponse) String() string {
+func (x *Preview) String() string {
 	return protoimpl.X.MessageStringOf(x)
 }
 
-func (*PreviewResponse) ProtoMessage() {}
+func (*Preview) ProtoMessage() {}
 
-func (x *PreviewResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_postmill_segment_v1_segment_proto_msgTypes[11]
+func (x *Preview) ProtoReflect() protoreflect.Message {
+	mi := &file_postmill_segment_v1_segment_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -664,21 +804,109 @@ func (x *PreviewResponse) ProtoReflect() protoreflect.Message {
 	return mi.MessageOf(x)
 }
 
-// Deprecated: Use PreviewResponse.ProtoReflect.Descriptor instead.
-func (*PreviewResponse) Descriptor() ([]byte, []int) {
-	return file_postmill_segment_v1_segment_proto_rawDescGZIP(), []int{11}
+// Deprecated: Use Preview.ProtoReflect.Descriptor instead.
+func (*Preview) Descriptor() ([]byte, []int) {
+	return file_postmill_segment_v1_segment_proto_rawDescGZIP(), []int{14}
 }
 
-func (x *PreviewResponse) GetCount() int64 {
+func (x *Preview) GetCount() int64 {
 	if x != nil {
 		return x.Count
 	}
 	return 0
 }
 
-func (x *PreviewResponse) GetSample() []*v1.Contact {
+func (x *Preview) GetSample() []*v1.Contact {
 	if x != nil {
 		return x.Sample
+	}
+	return nil
+}
+
+type PreviewRuleResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Preview       *Preview               `protobuf:"bytes,1,opt,name=preview,proto3" json:"preview,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PreviewRuleResponse) Reset() {
+	*x = PreviewRuleResponse{}
+	mi := &file_postmill_segment_v1_segment_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PreviewRuleResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PreviewRuleResponse) ProtoMessage() {}
+
+func (x *PreviewRuleResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_postmill_segment_v1_segment_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PreviewRuleResponse.ProtoReflect.Descriptor instead.
+func (*PreviewRuleResponse) Descriptor() ([]byte, []int) {
+	return file_postmill_segment_v1_segment_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *PreviewRuleResponse) GetPreview() *Preview {
+	if x != nil {
+		return x.Preview
+	}
+	return nil
+}
+
+type PreviewSegmentResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Preview       *Preview               `protobuf:"bytes,1,opt,name=preview,proto3" json:"preview,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PreviewSegmentResponse) Reset() {
+	*x = PreviewSegmentResponse{}
+	mi := &file_postmill_segment_v1_segment_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PreviewSegmentResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PreviewSegmentResponse) ProtoMessage() {}
+
+func (x *PreviewSegmentResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_postmill_segment_v1_segment_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PreviewSegmentResponse.ProtoReflect.Descriptor instead.
+func (*PreviewSegmentResponse) Descriptor() ([]byte, []int) {
+	return file_postmill_segment_v1_segment_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *PreviewSegmentResponse) GetPreview() *Preview {
+	if x != nil {
+		return x.Preview
 	}
 	return nil
 }
@@ -710,11 +938,18 @@ const file_postmill_segment_v1_segment_proto_rawDesc = "" +
 	"\x14UpdateSegmentRequest\x12'\n" +
 	"\x0forganization_id\x18\x01 \x01(\tR\x0eorganizationId\x12\x0e\n" +
 	"\x02id\x18\x02 \x01(\tR\x02id\x127\n" +
-	"\x05input\x18\x03 \x01(\v2!.postmill.segment.v1.SegmentInputR\x05input\"K\n" +
-	"\x10SegmentIDRequest\x12'\n" +
+	"\x05input\x18\x03 \x01(\v2!.postmill.segment.v1.SegmentInputR\x05input\"L\n" +
+	"\x11GetSegmentRequest\x12'\n" +
 	"\x0forganization_id\x18\x01 \x01(\tR\x0eorganizationId\x12\x0e\n" +
-	"\x02id\x18\x02 \x01(\tR\x02id\"I\n" +
-	"\x0fSegmentResponse\x126\n" +
+	"\x02id\x18\x02 \x01(\tR\x02id\"O\n" +
+	"\x14DeleteSegmentRequest\x12'\n" +
+	"\x0forganization_id\x18\x01 \x01(\tR\x0eorganizationId\x12\x0e\n" +
+	"\x02id\x18\x02 \x01(\tR\x02id\"O\n" +
+	"\x15CreateSegmentResponse\x126\n" +
+	"\asegment\x18\x01 \x01(\v2\x1c.postmill.segment.v1.SegmentR\asegment\"L\n" +
+	"\x12GetSegmentResponse\x126\n" +
+	"\asegment\x18\x01 \x01(\v2\x1c.postmill.segment.v1.SegmentR\asegment\"O\n" +
+	"\x15UpdateSegmentResponse\x126\n" +
 	"\asegment\x18\x01 \x01(\v2\x1c.postmill.segment.v1.SegmentR\asegment\"\x17\n" +
 	"\x15DeleteSegmentResponse\">\n" +
 	"\x13ListSegmentsRequest\x12'\n" +
@@ -728,19 +963,23 @@ const file_postmill_segment_v1_segment_proto_rawDesc = "" +
 	"\x15PreviewSegmentRequest\x12'\n" +
 	"\x0forganization_id\x18\x01 \x01(\tR\x0eorganizationId\x12\x0e\n" +
 	"\x02id\x18\x02 \x01(\tR\x02id\x12\x14\n" +
-	"\x05limit\x18\x03 \x01(\x03R\x05limit\"]\n" +
-	"\x0fPreviewResponse\x12\x14\n" +
+	"\x05limit\x18\x03 \x01(\x03R\x05limit\"U\n" +
+	"\aPreview\x12\x14\n" +
 	"\x05count\x18\x01 \x01(\x03R\x05count\x124\n" +
-	"\x06sample\x18\x02 \x03(\v2\x1c.postmill.contact.v1.ContactR\x06sample2\xba\x05\n" +
-	"\x0eSegmentService\x12`\n" +
-	"\rCreateSegment\x12).postmill.segment.v1.CreateSegmentRequest\x1a$.postmill.segment.v1.SegmentResponse\x12Y\n" +
+	"\x06sample\x18\x02 \x03(\v2\x1c.postmill.contact.v1.ContactR\x06sample\"M\n" +
+	"\x13PreviewRuleResponse\x126\n" +
+	"\apreview\x18\x01 \x01(\v2\x1c.postmill.segment.v1.PreviewR\apreview\"P\n" +
+	"\x16PreviewSegmentResponse\x126\n" +
+	"\apreview\x18\x01 \x01(\v2\x1c.postmill.segment.v1.PreviewR\apreview2\xd9\x05\n" +
+	"\x0eSegmentService\x12f\n" +
+	"\rCreateSegment\x12).postmill.segment.v1.CreateSegmentRequest\x1a*.postmill.segment.v1.CreateSegmentResponse\x12]\n" +
 	"\n" +
-	"GetSegment\x12%.postmill.segment.v1.SegmentIDRequest\x1a$.postmill.segment.v1.SegmentResponse\x12c\n" +
-	"\fListSegments\x12(.postmill.segment.v1.ListSegmentsRequest\x1a).postmill.segment.v1.ListSegmentsResponse\x12`\n" +
-	"\rUpdateSegment\x12).postmill.segment.v1.UpdateSegmentRequest\x1a$.postmill.segment.v1.SegmentResponse\x12b\n" +
-	"\rDeleteSegment\x12%.postmill.segment.v1.SegmentIDRequest\x1a*.postmill.segment.v1.DeleteSegmentResponse\x12\\\n" +
-	"\vPreviewRule\x12'.postmill.segment.v1.PreviewRuleRequest\x1a$.postmill.segment.v1.PreviewResponse\x12b\n" +
-	"\x0ePreviewSegment\x12*.postmill.segment.v1.PreviewSegmentRequest\x1a$.postmill.segment.v1.PreviewResponseB\xe2\x01\n" +
+	"GetSegment\x12&.postmill.segment.v1.GetSegmentRequest\x1a'.postmill.segment.v1.GetSegmentResponse\x12c\n" +
+	"\fListSegments\x12(.postmill.segment.v1.ListSegmentsRequest\x1a).postmill.segment.v1.ListSegmentsResponse\x12f\n" +
+	"\rUpdateSegment\x12).postmill.segment.v1.UpdateSegmentRequest\x1a*.postmill.segment.v1.UpdateSegmentResponse\x12f\n" +
+	"\rDeleteSegment\x12).postmill.segment.v1.DeleteSegmentRequest\x1a*.postmill.segment.v1.DeleteSegmentResponse\x12`\n" +
+	"\vPreviewRule\x12'.postmill.segment.v1.PreviewRuleRequest\x1a(.postmill.segment.v1.PreviewRuleResponse\x12i\n" +
+	"\x0ePreviewSegment\x12*.postmill.segment.v1.PreviewSegmentRequest\x1a+.postmill.segment.v1.PreviewSegmentResponseB\xe2\x01\n" +
 	"\x17com.postmill.segment.v1B\fSegmentProtoP\x01ZKgithub.com/postmill/postmill/adapters/rpc/gen/postmill/segment/v1;segmentv1\xa2\x02\x03PSX\xaa\x02\x13Postmill.Segment.V1\xca\x02\x13Postmill\\Segment\\V1\xe2\x02\x1fPostmill\\Segment\\V1\\GPBMetadata\xea\x02\x15Postmill::Segment::V1b\x06proto3"
 
 var (
@@ -755,50 +994,59 @@ func file_postmill_segment_v1_segment_proto_rawDescGZIP() []byte {
 	return file_postmill_segment_v1_segment_proto_rawDescData
 }
 
-var file_postmill_segment_v1_segment_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
+var file_postmill_segment_v1_segment_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
 var file_postmill_segment_v1_segment_proto_goTypes = []any{
-	(*Segment)(nil),               // 0: postmill.segment.v1.Segment
-	(*SegmentInput)(nil),          // 1: postmill.segment.v1.SegmentInput
-	(*CreateSegmentRequest)(nil),  // 2: postmill.segment.v1.CreateSegmentRequest
-	(*UpdateSegmentRequest)(nil),  // 3: postmill.segment.v1.UpdateSegmentRequest
-	(*SegmentIDRequest)(nil),      // 4: postmill.segment.v1.SegmentIDRequest
-	(*SegmentResponse)(nil),       // 5: postmill.segment.v1.SegmentResponse
-	(*DeleteSegmentResponse)(nil), // 6: postmill.segment.v1.DeleteSegmentResponse
-	(*ListSegmentsRequest)(nil),   // 7: postmill.segment.v1.ListSegmentsRequest
-	(*ListSegmentsResponse)(nil),  // 8: postmill.segment.v1.ListSegmentsResponse
-	(*PreviewRuleRequest)(nil),    // 9: postmill.segment.v1.PreviewRuleRequest
-	(*PreviewSegmentRequest)(nil), // 10: postmill.segment.v1.PreviewSegmentRequest
-	(*PreviewResponse)(nil),       // 11: postmill.segment.v1.PreviewResponse
-	(*timestamppb.Timestamp)(nil), // 12: google.protobuf.Timestamp
-	(*v1.Contact)(nil),            // 13: postmill.contact.v1.Contact
+	(*Segment)(nil),                // 0: postmill.segment.v1.Segment
+	(*SegmentInput)(nil),           // 1: postmill.segment.v1.SegmentInput
+	(*CreateSegmentRequest)(nil),   // 2: postmill.segment.v1.CreateSegmentRequest
+	(*UpdateSegmentRequest)(nil),   // 3: postmill.segment.v1.UpdateSegmentRequest
+	(*GetSegmentRequest)(nil),      // 4: postmill.segment.v1.GetSegmentRequest
+	(*DeleteSegmentRequest)(nil),   // 5: postmill.segment.v1.DeleteSegmentRequest
+	(*CreateSegmentResponse)(nil),  // 6: postmill.segment.v1.CreateSegmentResponse
+	(*GetSegmentResponse)(nil),     // 7: postmill.segment.v1.GetSegmentResponse
+	(*UpdateSegmentResponse)(nil),  // 8: postmill.segment.v1.UpdateSegmentResponse
+	(*DeleteSegmentResponse)(nil),  // 9: postmill.segment.v1.DeleteSegmentResponse
+	(*ListSegmentsRequest)(nil),    // 10: postmill.segment.v1.ListSegmentsRequest
+	(*ListSegmentsResponse)(nil),   // 11: postmill.segment.v1.ListSegmentsResponse
+	(*PreviewRuleRequest)(nil),     // 12: postmill.segment.v1.PreviewRuleRequest
+	(*PreviewSegmentRequest)(nil),  // 13: postmill.segment.v1.PreviewSegmentRequest
+	(*Preview)(nil),                // 14: postmill.segment.v1.Preview
+	(*PreviewRuleResponse)(nil),    // 15: postmill.segment.v1.PreviewRuleResponse
+	(*PreviewSegmentResponse)(nil), // 16: postmill.segment.v1.PreviewSegmentResponse
+	(*timestamppb.Timestamp)(nil),  // 17: google.protobuf.Timestamp
+	(*v1.Contact)(nil),             // 18: postmill.contact.v1.Contact
 }
 var file_postmill_segment_v1_segment_proto_depIdxs = []int32{
-	12, // 0: postmill.segment.v1.Segment.created_at:type_name -> google.protobuf.Timestamp
-	12, // 1: postmill.segment.v1.Segment.updated_at:type_name -> google.protobuf.Timestamp
+	17, // 0: postmill.segment.v1.Segment.created_at:type_name -> google.protobuf.Timestamp
+	17, // 1: postmill.segment.v1.Segment.updated_at:type_name -> google.protobuf.Timestamp
 	1,  // 2: postmill.segment.v1.CreateSegmentRequest.input:type_name -> postmill.segment.v1.SegmentInput
 	1,  // 3: postmill.segment.v1.UpdateSegmentRequest.input:type_name -> postmill.segment.v1.SegmentInput
-	0,  // 4: postmill.segment.v1.SegmentResponse.segment:type_name -> postmill.segment.v1.Segment
-	0,  // 5: postmill.segment.v1.ListSegmentsResponse.segments:type_name -> postmill.segment.v1.Segment
-	13, // 6: postmill.segment.v1.PreviewResponse.sample:type_name -> postmill.contact.v1.Contact
-	2,  // 7: postmill.segment.v1.SegmentService.CreateSegment:input_type -> postmill.segment.v1.CreateSegmentRequest
-	4,  // 8: postmill.segment.v1.SegmentService.GetSegment:input_type -> postmill.segment.v1.SegmentIDRequest
-	7,  // 9: postmill.segment.v1.SegmentService.ListSegments:input_type -> postmill.segment.v1.ListSegmentsRequest
-	3,  // 10: postmill.segment.v1.SegmentService.UpdateSegment:input_type -> postmill.segment.v1.UpdateSegmentRequest
-	4,  // 11: postmill.segment.v1.SegmentService.DeleteSegment:input_type -> postmill.segment.v1.SegmentIDRequest
-	9,  // 12: postmill.segment.v1.SegmentService.PreviewRule:input_type -> postmill.segment.v1.PreviewRuleRequest
-	10, // 13: postmill.segment.v1.SegmentService.PreviewSegment:input_type -> postmill.segment.v1.PreviewSegmentRequest
-	5,  // 14: postmill.segment.v1.SegmentService.CreateSegment:output_type -> postmill.segment.v1.SegmentResponse
-	5,  // 15: postmill.segment.v1.SegmentService.GetSegment:output_type -> postmill.segment.v1.SegmentResponse
-	8,  // 16: postmill.segment.v1.SegmentService.ListSegments:output_type -> postmill.segment.v1.ListSegmentsResponse
-	5,  // 17: postmill.segment.v1.SegmentService.UpdateSegment:output_type -> postmill.segment.v1.SegmentResponse
-	6,  // 18: postmill.segment.v1.SegmentService.DeleteSegment:output_type -> postmill.segment.v1.DeleteSegmentResponse
-	11, // 19: postmill.segment.v1.SegmentService.PreviewRule:output_type -> postmill.segment.v1.PreviewResponse
-	11, // 20: postmill.segment.v1.SegmentService.PreviewSegment:output_type -> postmill.segment.v1.PreviewResponse
-	14, // [14:21] is the sub-list for method output_type
-	7,  // [7:14] is the sub-list for method input_type
-	7,  // [7:7] is the sub-list for extension type_name
-	7,  // [7:7] is the sub-list for extension extendee
-	0,  // [0:7] is the sub-list for field type_name
+	0,  // 4: postmill.segment.v1.CreateSegmentResponse.segment:type_name -> postmill.segment.v1.Segment
+	0,  // 5: postmill.segment.v1.GetSegmentResponse.segment:type_name -> postmill.segment.v1.Segment
+	0,  // 6: postmill.segment.v1.UpdateSegmentResponse.segment:type_name -> postmill.segment.v1.Segment
+	0,  // 7: postmill.segment.v1.ListSegmentsResponse.segments:type_name -> postmill.segment.v1.Segment
+	18, // 8: postmill.segment.v1.Preview.sample:type_name -> postmill.contact.v1.Contact
+	14, // 9: postmill.segment.v1.PreviewRuleResponse.preview:type_name -> postmill.segment.v1.Preview
+	14, // 10: postmill.segment.v1.PreviewSegmentResponse.preview:type_name -> postmill.segment.v1.Preview
+	2,  // 11: postmill.segment.v1.SegmentService.CreateSegment:input_type -> postmill.segment.v1.CreateSegmentRequest
+	4,  // 12: postmill.segment.v1.SegmentService.GetSegment:input_type -> postmill.segment.v1.GetSegmentRequest
+	10, // 13: postmill.segment.v1.SegmentService.ListSegments:input_type -> postmill.segment.v1.ListSegmentsRequest
+	3,  // 14: postmill.segment.v1.SegmentService.UpdateSegment:input_type -> postmill.segment.v1.UpdateSegmentRequest
+	5,  // 15: postmill.segment.v1.SegmentService.DeleteSegment:input_type -> postmill.segment.v1.DeleteSegmentRequest
+	12, // 16: postmill.segment.v1.SegmentService.PreviewRule:input_type -> postmill.segment.v1.PreviewRuleRequest
+	13, // 17: postmill.segment.v1.SegmentService.PreviewSegment:input_type -> postmill.segment.v1.PreviewSegmentRequest
+	6,  // 18: postmill.segment.v1.SegmentService.CreateSegment:output_type -> postmill.segment.v1.CreateSegmentResponse
+	7,  // 19: postmill.segment.v1.SegmentService.GetSegment:output_type -> postmill.segment.v1.GetSegmentResponse
+	11, // 20: postmill.segment.v1.SegmentService.ListSegments:output_type -> postmill.segment.v1.ListSegmentsResponse
+	8,  // 21: postmill.segment.v1.SegmentService.UpdateSegment:output_type -> postmill.segment.v1.UpdateSegmentResponse
+	9,  // 22: postmill.segment.v1.SegmentService.DeleteSegment:output_type -> postmill.segment.v1.DeleteSegmentResponse
+	15, // 23: postmill.segment.v1.SegmentService.PreviewRule:output_type -> postmill.segment.v1.PreviewRuleResponse
+	16, // 24: postmill.segment.v1.SegmentService.PreviewSegment:output_type -> postmill.segment.v1.PreviewSegmentResponse
+	18, // [18:25] is the sub-list for method output_type
+	11, // [11:18] is the sub-list for method input_type
+	11, // [11:11] is the sub-list for extension type_name
+	11, // [11:11] is the sub-list for extension extendee
+	0,  // [0:11] is the sub-list for field type_name
 }
 
 func init() { file_postmill_segment_v1_segment_proto_init() }
@@ -813,7 +1061,7 @@ func file_postmill_segment_v1_segment_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_postmill_segment_v1_segment_proto_rawDesc), len(file_postmill_segment_v1_segment_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   12,
+			NumMessages:   17,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

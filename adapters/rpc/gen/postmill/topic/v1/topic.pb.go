@@ -305,7 +305,7 @@ func (x *UpdateTopicRequest) GetInput() *TopicInput {
 	return nil
 }
 
-type TopicIDRequest struct {
+type GetTopicRequest struct {
 	state          protoimpl.MessageState `protogen:"open.v1"`
 	OrganizationId string                 `protobuf:"bytes,1,opt,name=organization_id,json=organizationId,proto3" json:"organization_id,omitempty"`
 	Id             string                 `protobuf:"bytes,2,opt,name=id,proto3" json:"id,omitempty"`
@@ -313,20 +313,20 @@ type TopicIDRequest struct {
 	sizeCache      protoimpl.SizeCache
 }
 
-func (x *TopicIDRequest) Reset() {
-	*x = TopicIDRequest{}
+func (x *GetTopicRequest) Reset() {
+	*x = GetTopicRequest{}
 	mi := &file_postmill_topic_v1_topic_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
 
-func (x *TopicIDRequest) String() string {
+func (x *GetTopicRequest) String() string {
 	return protoimpl.X.MessageStringOf(x)
 }
 
-func (*TopicIDRequest) ProtoMessage() {}
+func (*GetTopicRequest) ProtoMessage() {}
 
-func (x *TopicIDRequest) ProtoReflect() protoreflect.Message {
+func (x *GetTopicRequest) ProtoReflect() protoreflect.Message {
 	mi := &file_postmill_topic_v1_topic_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
@@ -338,46 +338,47 @@ func (x *TopicIDRequest) ProtoReflect() protoreflect.Message {
 	return mi.MessageOf(x)
 }
 
-// Deprecated: Use TopicIDRequest.ProtoReflect.Descriptor instead.
-func (*TopicIDRequest) Descriptor() ([]byte, []int) {
+// Deprecated: Use GetTopicRequest.ProtoReflect.Descriptor instead.
+func (*GetTopicRequest) Descriptor() ([]byte, []int) {
 	return file_postmill_topic_v1_topic_proto_rawDescGZIP(), []int{4}
 }
 
-func (x *TopicIDRequest) GetOrganizationId() string {
+func (x *GetTopicRequest) GetOrganizationId() string {
 	if x != nil {
 		return x.OrganizationId
 	}
 	return ""
 }
 
-func (x *TopicIDRequest) GetId() string {
+func (x *GetTopicRequest) GetId() string {
 	if x != nil {
 		return x.Id
 	}
 	return ""
 }
 
-type TopicResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Topic         *Topic                 `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+type DeleteTopicRequest struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	OrganizationId string                 `protobuf:"bytes,1,opt,name=organization_id,json=organizationId,proto3" json:"organization_id,omitempty"`
+	Id             string                 `protobuf:"bytes,2,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
-func (x *TopicResponse) Reset() {
-	*x = TopicResponse{}
+func (x *DeleteTopicRequest) Reset() {
+	*x = DeleteTopicRequest{}
 	mi := &file_postmill_topic_v1_topic_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
 
-func (x *TopicResponse) String() string {
+func (x *DeleteTopicRequest) String() string {
 	return protoimpl.X.MessageStringOf(x)
 }
 
-func (*TopicResponse) ProtoMessage() {}
+func (*DeleteTopicRequest) ProtoMessage() {}
 
-func (x *TopicResponse) ProtoReflect() protoreflect.Message {
+func (x *DeleteTopicRequest) ProtoReflect() protoreflect.Message {
 	mi := &file_postmill_topic_v1_topic_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
@@ -389,12 +390,151 @@ func (x *TopicResponse) ProtoReflect() protoreflect.Message {
 	return mi.MessageOf(x)
 }
 
-// Deprecated: Use TopicResponse.ProtoReflect.Descriptor instead.
-func (*TopicResponse) Descriptor() ([]byte, []int) {
+// Deprecated: Use DeleteTopicRequest.ProtoReflect.Descriptor instead.
+func (*DeleteTopicRequest) Descriptor() ([]byte, []int) {
 	return file_postmill_topic_v1_topic_proto_rawDescGZIP(), []int{5}
 }
 
-func (x *TopicResponse) GetTopic() *Topic {
+func (x *DeleteTopicRequest) GetOrganizationId() string {
+	if x != nil {
+		return x.OrganizationId
+	}
+	return ""
+}
+
+func (x *DeleteTopicRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+type CreateTopicResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Topic         *Topic                 `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateTopicResponse) Reset() {
+	*x = CreateTopicResponse{}
+	mi := &file_postmill_topic_v1_topic_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateTopicResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateTopicResponse) ProtoMessage() {}
+
+func (x *CreateTopicResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_postmill_topic_v1_topic_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateTopicResponse.ProtoReflect.Descriptor instead.
+func (*CreateTopicResponse) Descriptor() ([]byte, []int) {
+	return file_postmill_topic_v1_topic_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *CreateTopicResponse) GetTopic() *Topic {
+	if x != nil {
+		return x.Topic
+	}
+	return nil
+}
+
+type GetTopicResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Topic         *Topic                 `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetTopicResponse) Reset() {
+	*x = GetTopicResponse{}
+	mi := &file_postmill_topic_v1_topic_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetTopicResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetTopicResponse) ProtoMessage() {}
+
+func (x *GetTopicResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_postmill_topic_v1_topic_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetTopicResponse.ProtoReflect.Descriptor instead.
+func (*GetTopicResponse) Descriptor() ([]byte, []int) {
+	return file_postmill_topic_v1_topic_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *GetTopicResponse) GetTopic() *Topic {
+	if x != nil {
+		return x.Topic
+	}
+	return nil
+}
+
+type UpdateTopicResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Topic         *Topic                 `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateTopicResponse) Reset() {
+	*x = UpdateTopicResponse{}
+	mi := &file_postmill_topic_v1_topic_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateTopicResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateTopicResponse) ProtoMessage() {}
+
+func (x *UpdateTopicResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_postmill_topic_v1_topic_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateTopicResponse.ProtoReflect.Descriptor instead.
+func (*UpdateTopicResponse) Descriptor() ([]byte, []int) {
+	return file_postmill_topic_v1_topic_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *UpdateTopicResponse) GetTopic() *Topic {
 	if x != nil {
 		return x.Topic
 	}
@@ -409,7 +549,7 @@ type DeleteTopicResponse struct {
 
 func (x *DeleteTopicResponse) Reset() {
 	*x = DeleteTopicResponse{}
-	mi := &file_postmill_topic_v1_topic_proto_msgTypes[6]
+	mi := &file_postmill_topic_v1_topic_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -421,7 +561,7 @@ func (x *DeleteTopicResponse) String() string {
 func (*DeleteTopicResponse) ProtoMessage() {}
 
 func (x *DeleteTopicResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_postmill_topic_v1_topic_proto_msgTypes[6]
+	mi := &file_postmill_topic_v1_topic_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -434,7 +574,7 @@ func (x *DeleteTopicResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteTopicResponse.ProtoReflect.Descriptor instead.
 func (*DeleteTopicResponse) Descriptor() ([]byte, []int) {
-	return file_postmill_topic_v1_topic_proto_rawDescGZIP(), []int{6}
+	return file_postmill_topic_v1_topic_proto_rawDescGZIP(), []int{9}
 }
 
 type ListTopicsRequest struct {
@@ -446,7 +586,7 @@ type ListTopicsRequest struct {
 
 func (x *ListTopicsRequest) Reset() {
 	*x = ListTopicsRequest{}
-	mi := &file_postmill_topic_v1_topic_proto_msgTypes[7]
+	mi := &file_postmill_topic_v1_topic_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -458,7 +598,7 @@ func (x *ListTopicsRequest) String() string {
 func (*ListTopicsRequest) ProtoMessage() {}
 
 func (x *ListTopicsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_postmill_topic_v1_topic_proto_msgTypes[7]
+	mi := &file_postmill_topic_v1_topic_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -471,7 +611,7 @@ func (x *ListTopicsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTopicsRequest.ProtoReflect.Descriptor instead.
 func (*ListTopicsRequest) Descriptor() ([]byte, []int) {
-	return file_postmill_topic_v1_topic_proto_rawDescGZIP(), []int{7}
+	return file_postmill_topic_v1_topic_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ListTopicsRequest) GetOrganizationId() string {
@@ -490,7 +630,7 @@ type ListTopicsResponse struct {
 
 func (x *ListTopicsResponse) Reset() {
 	*x = ListTopicsResponse{}
-	mi := &file_postmill_topic_v1_topic_proto_msgTypes[8]
+	mi := &file_postmill_topic_v1_topic_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -502,7 +642,7 @@ func (x *ListTopicsResponse) String() string {
 func (*ListTopicsResponse) ProtoMessage() {}
 
 func (x *ListTopicsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_postmill_topic_v1_topic_proto_msgTypes[8]
+	mi := &file_postmill_topic_v1_topic_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -515,7 +655,7 @@ func (x *ListTopicsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTopicsResponse.ProtoReflect.Descriptor instead.
 func (*ListTopicsResponse) Descriptor() ([]byte, []int) {
-	return file_postmill_topic_v1_topic_proto_rawDescGZIP(), []int{8}
+	return file_postmill_topic_v1_topic_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ListTopicsResponse) GetTopics() []*Topic {
@@ -525,7 +665,8 @@ func (x *ListTopicsResponse) GetTopics() []*Topic {
 	return nil
 }
 
-type SubscriptionRequest struct {
+// SubscriptionChange is the body both subscribe and unsubscribe carry.
+type SubscriptionChange struct {
 	state          protoimpl.MessageState `protogen:"open.v1"`
 	OrganizationId string                 `protobuf:"bytes,1,opt,name=organization_id,json=organizationId,proto3" json:"organization_id,omitempty"`
 	TopicId        string                 `protobuf:"bytes,2,opt,name=topic_id,json=topicId,proto3" json:"topic_id,omitempty"`
@@ -537,21 +678,21 @@ type SubscriptionRequest struct {
 	sizeCache      protoimpl.SizeCache
 }
 
-func (x *SubscriptionRequest) Reset() {
-	*x = SubscriptionRequest{}
-	mi := &file_postmill_topic_v1_topic_proto_msgTypes[9]
+func (x *SubscriptionChange) Reset() {
+	*x = SubscriptionChange{}
+	mi := &file_postmill_topic_v1_topic_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
 
-func (x *SubscriptionRequest) String() string {
+func (x *SubscriptionChange) String() string {
 	return protoimpl.X.MessageStringOf(x)
 }
 
-func (*SubscriptionRequest) ProtoMessage() {}
+func (*SubscriptionChange) ProtoMessage() {}
 
-func (x *SubscriptionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_postmill_topic_v1_topic_proto_msgTypes[9]
+func (x *SubscriptionChange) ProtoReflect() protoreflect.Message {
+	mi := &file_postmill_topic_v1_topic_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -562,47 +703,47 @@ func (x *SubscriptionRequest) ProtoReflect() protoreflect.Message {
 	return mi.MessageOf(x)
 }
 
-// Deprecated: Use SubscriptionRequest.ProtoReflect.Descriptor instead.
-func (*SubscriptionRequest) Descriptor() ([]byte, []int) {
-	return file_postmill_topic_v1_topic_proto_rawDescGZIP(), []int{9}
+// Deprecated: Use SubscriptionChange.ProtoReflect.Descriptor instead.
+func (*SubscriptionChange) Descriptor() ([]byte, []int) {
+	return file_postmill_topic_v1_topic_proto_rawDescGZIP(), []int{12}
 }
 
-func (x *SubscriptionRequest) GetOrganizationId() string {
+func (x *SubscriptionChange) GetOrganizationId() string {
 	if x != nil {
 		return x.OrganizationId
 	}
 	return ""
 }
 
-func (x *SubscriptionRequest) GetTopicId() string {
+func (x *SubscriptionChange) GetTopicId() string {
 	if x != nil {
 		return x.TopicId
 	}
 	return ""
 }
 
-func (x *SubscriptionRequest) GetContactId() string {
+func (x *SubscriptionChange) GetContactId() string {
 	if x != nil {
 		return x.ContactId
 	}
 	return ""
 }
 
-func (x *SubscriptionRequest) GetEmail() string {
+func (x *SubscriptionChange) GetEmail() string {
 	if x != nil {
 		return x.Email
 	}
 	return ""
 }
 
-func (x *SubscriptionRequest) GetConsentSource() string {
+func (x *SubscriptionChange) GetConsentSource() string {
 	if x != nil {
 		return x.ConsentSource
 	}
 	return ""
 }
 
-func (x *SubscriptionRequest) GetConsentIp() string {
+func (x *SubscriptionChange) GetConsentIp() string {
 	if x != nil {
 		return x.ConsentIp
 	}
@@ -626,7 +767,7 @@ type Subscription struct {
 
 func (x *Subscription) Reset() {
 	*x = Subscription{}
-	mi := &file_postmill_topic_v1_topic_proto_msgTypes[10]
+	mi := &file_postmill_topic_v1_topic_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -638,7 +779,7 @@ func (x *Subscription) String() string {
 func (*Subscription) ProtoMessage() {}
 
 func (x *Subscription) ProtoReflect() protoreflect.Message {
-	mi := &file_postmill_topic_v1_topic_proto_msgTypes[10]
+	mi := &file_postmill_topic_v1_topic_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -651,7 +792,7 @@ func (x *Subscription) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Subscription.ProtoReflect.Descriptor instead.
 func (*Subscription) Descriptor() ([]byte, []int) {
-	return file_postmill_topic_v1_topic_proto_rawDescGZIP(), []int{10}
+	return file_postmill_topic_v1_topic_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Subscription) GetTopicId() string {
@@ -717,29 +858,28 @@ func (x *Subscription) GetConfirmedAt() *timestamppb.Timestamp {
 	return nil
 }
 
-type SubscriptionResponse struct {
+type SubscribeRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
-	Subscription  *Subscription          `protobuf:"bytes,1,opt,name=subscription,proto3" json:"subscription,omitempty"`
-	ConfirmToken  string                 `protobuf:"bytes,2,opt,name=confirm_token,json=confirmToken,proto3" json:"confirm_token,omitempty"`
+	Change        *SubscriptionChange    `protobuf:"bytes,1,opt,name=change,proto3" json:"change,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
-func (x *SubscriptionResponse) Reset() {
-	*x = SubscriptionResponse{}
-	mi := &file_postmill_topic_v1_topic_proto_msgTypes[11]
+func (x *SubscribeRequest) Reset() {
+	*x = SubscribeRequest{}
+	mi := &file_postmill_topic_v1_topic_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
 
-func (x *SubscriptionResponse) String() string {
+func (x *SubscribeRequest) String() string {
 	return protoimpl.X.MessageStringOf(x)
 }
 
-func (*SubscriptionResponse) ProtoMessage() {}
+func (*SubscribeRequest) ProtoMessage() {}
 
-func (x *SubscriptionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_postmill_topic_v1_topic_proto_msgTypes[11]
+func (x *SubscribeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_postmill_topic_v1_topic_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -750,23 +890,200 @@ func (x *SubscriptionResponse) ProtoReflect() protoreflect.Message {
 	return mi.MessageOf(x)
 }
 
-// Deprecated: Use SubscriptionResponse.ProtoReflect.Descriptor instead.
-func (*SubscriptionResponse) Descriptor() ([]byte, []int) {
-	return file_postmill_topic_v1_topic_proto_rawDescGZIP(), []int{11}
+// Deprecated: Use SubscribeRequest.ProtoReflect.Descriptor instead.
+func (*SubscribeRequest) Descriptor() ([]byte, []int) {
+	return file_postmill_topic_v1_topic_proto_rawDescGZIP(), []int{14}
 }
 
-func (x *SubscriptionResponse) GetSubscription() *Subscription {
+func (x *SubscribeRequest) GetChange() *SubscriptionChange {
+	if x != nil {
+		return x.Change
+	}
+	return nil
+}
+
+type UnsubscribeRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Change        *SubscriptionChange    `protobuf:"bytes,1,opt,name=change,proto3" json:"change,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UnsubscribeRequest) Reset() {
+	*x = UnsubscribeRequest{}
+	mi := &file_postmill_topic_v1_topic_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UnsubscribeRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UnsubscribeRequest) ProtoMessage() {}
+
+func (x *UnsubscribeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_postmill_topic_v1_topic_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UnsubscribeRequest.ProtoReflect.Descriptor instead.
+func (*UnsubscribeRequest) Descriptor() ([]byte, []int) {
+	return file_postmill_topic_v1_topic_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *UnsubscribeRequest) GetChange() *SubscriptionChange {
+	if x != nil {
+		return x.Change
+	}
+	return nil
+}
+
+type SubscriptionResult struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Subscription  *Subscription          `protobuf:"bytes,1,opt,name=subscription,proto3" json:"subscription,omitempty"`
+	ConfirmToken  string                 `protobuf:"bytes,2,opt,name=confirm_token,json=confirmToken,proto3" json:"confirm_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SubscriptionResult) Reset() {
+	*x = SubscriptionResult{}
+	mi := &file_postmill_topic_v1_topic_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SubscriptionResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SubscriptionResult) ProtoMessage() {}
+
+func (x *SubscriptionResult) ProtoReflect() protoreflect.Message {
+	mi := &file_postmill_topic_v1_topic_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SubscriptionResult.ProtoReflect.Descriptor instead.
+func (*SubscriptionResult) Descriptor() ([]byte, []int) {
+	return file_postmill_topic_v1_topic_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *SubscriptionResult) GetSubscription() *Subscription {
 	if x != nil {
 		return x.Subscription
 	}
 	return nil
 }
 
-func (x *SubscriptionResponse) GetConfirmToken() string {
+func (x *SubscriptionResult) GetConfirmToken() string {
 	if x != nil {
 		return x.ConfirmToken
 	}
 	return ""
+}
+
+type SubscribeResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Result        *SubscriptionResult    `protobuf:"bytes,1,opt,name=result,proto3" json:"result,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SubscribeResponse) Reset() {
+	*x = SubscribeResponse{}
+	mi := &file_postmill_topic_v1_topic_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SubscribeResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SubscribeResponse) ProtoMessage() {}
+
+func (x *SubscribeResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_postmill_topic_v1_topic_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SubscribeResponse.ProtoReflect.Descriptor instead.
+func (*SubscribeResponse) Descriptor() ([]byte, []int) {
+	return file_postmill_topic_v1_topic_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *SubscribeResponse) GetResult() *SubscriptionResult {
+	if x != nil {
+		return x.Result
+	}
+	return nil
+}
+
+type UnsubscribeResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Result        *SubscriptionResult    `protobuf:"bytes,1,opt,name=result,proto3" json:"result,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UnsubscribeResponse) Reset() {
+	*x = UnsubscribeResponse{}
+	mi := &file_postmill_topic_v1_topic_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UnsubscribeResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UnsubscribeResponse) ProtoMessage() {}
+
+func (x *UnsubscribeResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_postmill_topic_v1_topic_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UnsubscribeResponse.ProtoReflect.Descriptor instead.
+func (*UnsubscribeResponse) Descriptor() ([]byte, []int) {
+	return file_postmill_topic_v1_topic_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *UnsubscribeResponse) GetResult() *SubscriptionResult {
+	if x != nil {
+		return x.Result
+	}
+	return nil
 }
 
 var File_postmill_topic_v1_topic_proto protoreflect.FileDescriptor
@@ -800,18 +1117,25 @@ const file_postmill_topic_v1_topic_proto_rawDesc = "" +
 	"\x12UpdateTopicRequest\x12'\n" +
 	"\x0forganization_id\x18\x01 \x01(\tR\x0eorganizationId\x12\x0e\n" +
 	"\x02id\x18\x02 \x01(\tR\x02id\x123\n" +
-	"\x05input\x18\x03 \x01(\v2\x1d.postmill.topic.v1.TopicInputR\x05input\"I\n" +
-	"\x0eTopicIDRequest\x12'\n" +
+	"\x05input\x18\x03 \x01(\v2\x1d.postmill.topic.v1.TopicInputR\x05input\"J\n" +
+	"\x0fGetTopicRequest\x12'\n" +
 	"\x0forganization_id\x18\x01 \x01(\tR\x0eorganizationId\x12\x0e\n" +
-	"\x02id\x18\x02 \x01(\tR\x02id\"?\n" +
-	"\rTopicResponse\x12.\n" +
+	"\x02id\x18\x02 \x01(\tR\x02id\"M\n" +
+	"\x12DeleteTopicRequest\x12'\n" +
+	"\x0forganization_id\x18\x01 \x01(\tR\x0eorganizationId\x12\x0e\n" +
+	"\x02id\x18\x02 \x01(\tR\x02id\"E\n" +
+	"\x13CreateTopicResponse\x12.\n" +
+	"\x05topic\x18\x01 \x01(\v2\x18.postmill.topic.v1.TopicR\x05topic\"B\n" +
+	"\x10GetTopicResponse\x12.\n" +
+	"\x05topic\x18\x01 \x01(\v2\x18.postmill.topic.v1.TopicR\x05topic\"E\n" +
+	"\x13UpdateTopicResponse\x12.\n" +
 	"\x05topic\x18\x01 \x01(\v2\x18.postmill.topic.v1.TopicR\x05topic\"\x15\n" +
 	"\x13DeleteTopicResponse\"<\n" +
 	"\x11ListTopicsRequest\x12'\n" +
 	"\x0forganization_id\x18\x01 \x01(\tR\x0eorganizationId\"F\n" +
 	"\x12ListTopicsResponse\x120\n" +
-	"\x06topics\x18\x01 \x03(\v2\x18.postmill.topic.v1.TopicR\x06topics\"\xd4\x01\n" +
-	"\x13SubscriptionRequest\x12'\n" +
+	"\x06topics\x18\x01 \x03(\v2\x18.postmill.topic.v1.TopicR\x06topics\"\xd3\x01\n" +
+	"\x12SubscriptionChange\x12'\n" +
 	"\x0forganization_id\x18\x01 \x01(\tR\x0eorganizationId\x12\x19\n" +
 	"\btopic_id\x18\x02 \x01(\tR\atopicId\x12\x1d\n" +
 	"\n" +
@@ -833,19 +1157,27 @@ const file_postmill_topic_v1_topic_proto_rawDesc = "" +
 	"created_at\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x129\n" +
 	"\n" +
 	"updated_at\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\x12=\n" +
-	"\fconfirmed_at\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\vconfirmedAt\"\x80\x01\n" +
-	"\x14SubscriptionResponse\x12C\n" +
+	"\fconfirmed_at\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\vconfirmedAt\"Q\n" +
+	"\x10SubscribeRequest\x12=\n" +
+	"\x06change\x18\x01 \x01(\v2%.postmill.topic.v1.SubscriptionChangeR\x06change\"S\n" +
+	"\x12UnsubscribeRequest\x12=\n" +
+	"\x06change\x18\x01 \x01(\v2%.postmill.topic.v1.SubscriptionChangeR\x06change\"~\n" +
+	"\x12SubscriptionResult\x12C\n" +
 	"\fsubscription\x18\x01 \x01(\v2\x1f.postmill.topic.v1.SubscriptionR\fsubscription\x12#\n" +
-	"\rconfirm_token\x18\x02 \x01(\tR\fconfirmToken2\x82\x05\n" +
-	"\fTopicService\x12V\n" +
-	"\vCreateTopic\x12%.postmill.topic.v1.CreateTopicRequest\x1a .postmill.topic.v1.TopicResponse\x12O\n" +
-	"\bGetTopic\x12!.postmill.topic.v1.TopicIDRequest\x1a .postmill.topic.v1.TopicResponse\x12Y\n" +
+	"\rconfirm_token\x18\x02 \x01(\tR\fconfirmToken\"R\n" +
+	"\x11SubscribeResponse\x12=\n" +
+	"\x06result\x18\x01 \x01(\v2%.postmill.topic.v1.SubscriptionResultR\x06result\"T\n" +
+	"\x13UnsubscribeResponse\x12=\n" +
+	"\x06result\x18\x01 \x01(\v2%.postmill.topic.v1.SubscriptionResultR\x06result2\x8e\x05\n" +
+	"\fTopicService\x12\\\n" +
+	"\vCreateTopic\x12%.postmill.topic.v1.CreateTopicRequest\x1a&.postmill.topic.v1.CreateTopicResponse\x12S\n" +
+	"\bGetTopic\x12\".postmill.topic.v1.GetTopicRequest\x1a#.postmill.topic.v1.GetTopicResponse\x12Y\n" +
 	"\n" +
-	"ListTopics\x12$.postmill.topic.v1.ListTopicsRequest\x1a%.postmill.topic.v1.ListTopicsResponse\x12V\n" +
-	"\vUpdateTopic\x12%.postmill.topic.v1.UpdateTopicRequest\x1a .postmill.topic.v1.TopicResponse\x12X\n" +
-	"\vDeleteTopic\x12!.postmill.topic.v1.TopicIDRequest\x1a&.postmill.topic.v1.DeleteTopicResponse\x12\\\n" +
-	"\tSubscribe\x12&.postmill.topic.v1.SubscriptionRequest\x1a'.postmill.topic.v1.SubscriptionResponse\x12^\n" +
-	"\vUnsubscribe\x12&.postmill.topic.v1.SubscriptionRequest\x1a'.postmill.topic.v1.SubscriptionResponseB\xd2\x01\n" +
+	"ListTopics\x12$.postmill.topic.v1.ListTopicsRequest\x1a%.postmill.topic.v1.ListTopicsResponse\x12\\\n" +
+	"\vUpdateTopic\x12%.postmill.topic.v1.UpdateTopicRequest\x1a&.postmill.topic.v1.UpdateTopicResponse\x12\\\n" +
+	"\vDeleteTopic\x12%.postmill.topic.v1.DeleteTopicRequest\x1a&.postmill.topic.v1.DeleteTopicResponse\x12V\n" +
+	"\tSubscribe\x12#.postmill.topic.v1.SubscribeRequest\x1a$.postmill.topic.v1.SubscribeResponse\x12\\\n" +
+	"\vUnsubscribe\x12%.postmill.topic.v1.UnsubscribeRequest\x1a&.postmill.topic.v1.UnsubscribeResponseB\xd2\x01\n" +
 	"\x15com.postmill.topic.v1B\n" +
 	"TopicProtoP\x01ZGgithub.com/postmill/postmill/adapters/rpc/gen/postmill/topic/v1;topicv1\xa2\x02\x03PTX\xaa\x02\x11Postmill.Topic.V1\xca\x02\x11Postmill\\Topic\\V1\xe2\x02\x1dPostmill\\Topic\\V1\\GPBMetadata\xea\x02\x13Postmill::Topic::V1b\x06proto3"
 
@@ -861,52 +1193,65 @@ func file_postmill_topic_v1_topic_proto_rawDescGZIP() []byte {
 	return file_postmill_topic_v1_topic_proto_rawDescData
 }
 
-var file_postmill_topic_v1_topic_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
+var file_postmill_topic_v1_topic_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
 var file_postmill_topic_v1_topic_proto_goTypes = []any{
 	(*Topic)(nil),                 // 0: postmill.topic.v1.Topic
 	(*TopicInput)(nil),            // 1: postmill.topic.v1.TopicInput
 	(*CreateTopicRequest)(nil),    // 2: postmill.topic.v1.CreateTopicRequest
 	(*UpdateTopicRequest)(nil),    // 3: postmill.topic.v1.UpdateTopicRequest
-	(*TopicIDRequest)(nil),        // 4: postmill.topic.v1.TopicIDRequest
-	(*TopicResponse)(nil),         // 5: postmill.topic.v1.TopicResponse
-	(*DeleteTopicResponse)(nil),   // 6: postmill.topic.v1.DeleteTopicResponse
-	(*ListTopicsRequest)(nil),     // 7: postmill.topic.v1.ListTopicsRequest
-	(*ListTopicsResponse)(nil),    // 8: postmill.topic.v1.ListTopicsResponse
-	(*SubscriptionRequest)(nil),   // 9: postmill.topic.v1.SubscriptionRequest
-	(*Subscription)(nil),          // 10: postmill.topic.v1.Subscription
-	(*SubscriptionResponse)(nil),  // 11: postmill.topic.v1.SubscriptionResponse
-	(*timestamppb.Timestamp)(nil), // 12: google.protobuf.Timestamp
+	(*GetTopicRequest)(nil),       // 4: postmill.topic.v1.GetTopicRequest
+	(*DeleteTopicRequest)(nil),    // 5: postmill.topic.v1.DeleteTopicRequest
+	(*CreateTopicResponse)(nil),   // 6: postmill.topic.v1.CreateTopicResponse
+	(*GetTopicResponse)(nil),      // 7: postmill.topic.v1.GetTopicResponse
+	(*UpdateTopicResponse)(nil),   // 8: postmill.topic.v1.UpdateTopicResponse
+	(*DeleteTopicResponse)(nil),   // 9: postmill.topic.v1.DeleteTopicResponse
+	(*ListTopicsRequest)(nil),     // 10: postmill.topic.v1.ListTopicsRequest
+	(*ListTopicsResponse)(nil),    // 11: postmill.topic.v1.ListTopicsResponse
+	(*SubscriptionChange)(nil),    // 12: postmill.topic.v1.SubscriptionChange
+	(*Subscription)(nil),          // 13: postmill.topic.v1.Subscription
+	(*SubscribeRequest)(nil),      // 14: postmill.topic.v1.SubscribeRequest
+	(*UnsubscribeRequest)(nil),    // 15: postmill.topic.v1.UnsubscribeRequest
+	(*SubscriptionResult)(nil),    // 16: postmill.topic.v1.SubscriptionResult
+	(*SubscribeResponse)(nil),     // 17: postmill.topic.v1.SubscribeResponse
+	(*UnsubscribeResponse)(nil),   // 18: postmill.topic.v1.UnsubscribeResponse
+	(*timestamppb.Timestamp)(nil), // 19: google.protobuf.Timestamp
 }
 var file_postmill_topic_v1_topic_proto_depIdxs = []int32{
-	12, // 0: postmill.topic.v1.Topic.created_at:type_name -> google.protobuf.Timestamp
-	12, // 1: postmill.topic.v1.Topic.updated_at:type_name -> google.protobuf.Timestamp
+	19, // 0: postmill.topic.v1.Topic.created_at:type_name -> google.protobuf.Timestamp
+	19, // 1: postmill.topic.v1.Topic.updated_at:type_name -> google.protobuf.Timestamp
 	1,  // 2: postmill.topic.v1.CreateTopicRequest.input:type_name -> postmill.topic.v1.TopicInput
 	1,  // 3: postmill.topic.v1.UpdateTopicRequest.input:type_name -> postmill.topic.v1.TopicInput
-	0,  // 4: postmill.topic.v1.TopicResponse.topic:type_name -> postmill.topic.v1.Topic
-	0,  // 5: postmill.topic.v1.ListTopicsResponse.topics:type_name -> postmill.topic.v1.Topic
-	12, // 6: postmill.topic.v1.Subscription.created_at:type_name -> google.protobuf.Timestamp
-	12, // 7: postmill.topic.v1.Subscription.updated_at:type_name -> google.protobuf.Timestamp
-	12, // 8: postmill.topic.v1.Subscription.confirmed_at:type_name -> google.protobuf.Timestamp
-	10, // 9: postmill.topic.v1.SubscriptionResponse.subscription:type_name -> postmill.topic.v1.Subscription
-	2,  // 10: postmill.topic.v1.TopicService.CreateTopic:input_type -> postmill.topic.v1.CreateTopicRequest
-	4,  // 11: postmill.topic.v1.TopicService.GetTopic:input_type -> postmill.topic.v1.TopicIDRequest
-	7,  // 12: postmill.topic.v1.TopicService.ListTopics:input_type -> postmill.topic.v1.ListTopicsRequest
-	3,  // 13: postmill.topic.v1.TopicService.UpdateTopic:input_type -> postmill.topic.v1.UpdateTopicRequest
-	4,  // 14: postmill.topic.v1.TopicService.DeleteTopic:input_type -> postmill.topic.v1.TopicIDRequest
-	9,  // 15: postmill.topic.v1.TopicService.Subscribe:input_type -> postmill.topic.v1.SubscriptionRequest
-	9,  // 16: postmill.topic.v1.TopicService.Unsubscribe:input_type -> postmill.topic.v1.SubscriptionRequest
-	5,  // 17: postmill.topic.v1.TopicService.CreateTopic:output_type -> postmill.topic.v1.TopicResponse
-	5,  // 18: postmill.topic.v1.TopicService.GetTopic:output_type -> postmill.topic.v1.TopicResponse
-	8,  // 19: postmill.topic.v1.TopicService.ListTopics:output_type -> postmill.topic.v1.ListTopicsResponse
-	5,  // 20: postmill.topic.v1.TopicService.UpdateTopic:output_type -> postmill.topic.v1.TopicResponse
-	6,  // 21: postmill.topic.v1.TopicService.DeleteTopic:output_type -> postmill.topic.v1.DeleteTopicResponse
-	11, // 22: postmill.topic.v1.TopicService.Subscribe:output_type -> postmill.topic.v1.SubscriptionResponse
-	11, // 23: postmill.topic.v1.TopicService.Unsubscribe:output_type -> postmill.topic.v1.SubscriptionResponse
-	17, // [17:24] is the sub-list for method output_type
-	10, // [10:17] is the sub-list for method input_type
-	10, // [10:10] is the sub-list for extension type_name
-	10, // [10:10] is the sub-list for extension extendee
-	0,  // [0:10] is the sub-list for field type_name
+	0,  // 4: postmill.topic.v1.CreateTopicResponse.topic:type_name -> postmill.topic.v1.Topic
+	0,  // 5: postmill.topic.v1.GetTopicResponse.topic:type_name -> postmill.topic.v1.Topic
+	0,  // 6: postmill.topic.v1.UpdateTopicResponse.topic:type_name -> postmill.topic.v1.Topic
+	0,  // 7: postmill.topic.v1.ListTopicsResponse.topics:type_name -> postmill.topic.v1.Topic
+	19, // 8: postmill.topic.v1.Subscription.created_at:type_name -> google.protobuf.Timestamp
+	19, // 9: postmill.topic.v1.Subscription.updated_at:type_name -> google.protobuf.Timestamp
+	19, // 10: postmill.topic.v1.Subscription.confirmed_at:type_name -> google.protobuf.Timestamp
+	12, // 11: postmill.topic.v1.SubscribeRequest.change:type_name -> postmill.topic.v1.SubscriptionChange
+	12, // 12: postmill.topic.v1.UnsubscribeRequest.change:type_name -> postmill.topic.v1.SubscriptionChange
+	13, // 13: postmill.topic.v1.SubscriptionResult.subscription:type_name -> postmill.topic.v1.Subscription
+	16, // 14: postmill.topic.v1.SubscribeResponse.result:type_name -> postmill.topic.v1.SubscriptionResult
+	16, // 15: postmill.topic.v1.UnsubscribeResponse.result:type_name -> postmill.topic.v1.SubscriptionResult
+	2,  // 16: postmill.topic.v1.TopicService.CreateTopic:input_type -> postmill.topic.v1.CreateTopicRequest
+	4,  // 17: postmill.topic.v1.TopicService.GetTopic:input_type -> postmill.topic.v1.GetTopicRequest
+	10, // 18: postmill.topic.v1.TopicService.ListTopics:input_type -> postmill.topic.v1.ListTopicsRequest
+	3,  // 19: postmill.topic.v1.TopicService.UpdateTopic:input_type -> postmill.topic.v1.UpdateTopicRequest
+	5,  // 20: postmill.topic.v1.TopicService.DeleteTopic:input_type -> postmill.topic.v1.DeleteTopicRequest
+	14, // 21: postmill.topic.v1.TopicService.Subscribe:input_type -> postmill.topic.v1.SubscribeRequest
+	15, // 22: postmill.topic.v1.TopicService.Unsubscribe:input_type -> postmill.topic.v1.UnsubscribeRequest
+	6,  // 23: postmill.topic.v1.TopicService.CreateTopic:output_type -> postmill.topic.v1.CreateTopicResponse
+	7,  // 24: postmill.topic.v1.TopicService.GetTopic:output_type -> postmill.topic.v1.GetTopicResponse
+	11, // 25: postmill.topic.v1.TopicService.ListTopics:output_type -> postmill.topic.v1.ListTopicsResponse
+	8,  // 26: postmill.topic.v1.TopicService.UpdateTopic:output_type -> postmill.topic.v1.UpdateTopicResponse
+	9,  // 27: postmill.topic.v1.TopicService.DeleteTopic:output_type -> postmill.topic.v1.DeleteTopicResponse
+	17, // 28: postmill.topic.v1.TopicService.Subscribe:output_type -> postmill.topic.v1.SubscribeResponse
+	18, // 29: postmill.topic.v1.TopicService.Unsubscribe:output_type -> postmill.topic.v1.UnsubscribeResponse
+	23, // [23:30] is the sub-list for method output_type
+	16, // [16:23] is the sub-list for method input_type
+	16, // [16:16] is the sub-list for extension type_name
+	16, // [16:16] is the sub-list for extension extendee
+	0,  // [0:16] is the sub-list for field type_name
 }
 
 func init() { file_postmill_topic_v1_topic_proto_init() }
@@ -921,7 +1266,7 @@ func file_postmill_topic_v1_topic_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_postmill_topic_v1_topic_proto_rawDesc), len(file_postmill_topic_v1_topic_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   12,
+			NumMessages:   19,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

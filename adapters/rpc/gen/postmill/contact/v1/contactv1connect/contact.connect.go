@@ -81,16 +81,16 @@ const (
 
 // ContactServiceClient is a client for the postmill.contact.v1.ContactService service.
 type ContactServiceClient interface {
-	CreateContact(context.Context, *connect.Request[v1.CreateContactRequest]) (*connect.Response[v1.ContactResponse], error)
-	GetContact(context.Context, *connect.Request[v1.ContactIDRequest]) (*connect.Response[v1.ContactResponse], error)
-	UpdateContact(context.Context, *connect.Request[v1.UpdateContactRequest]) (*connect.Response[v1.ContactResponse], error)
-	DeleteContact(context.Context, *connect.Request[v1.ContactIDRequest]) (*connect.Response[v1.DeleteContactResponse], error)
+	CreateContact(context.Context, *connect.Request[v1.CreateContactRequest]) (*connect.Response[v1.CreateContactResponse], error)
+	GetContact(context.Context, *connect.Request[v1.GetContactRequest]) (*connect.Response[v1.GetContactResponse], error)
+	UpdateContact(context.Context, *connect.Request[v1.UpdateContactRequest]) (*connect.Response[v1.UpdateContactResponse], error)
+	DeleteContact(context.Context, *connect.Request[v1.DeleteContactRequest]) (*connect.Response[v1.DeleteContactResponse], error)
 	ListContacts(context.Context, *connect.Request[v1.ListContactsRequest]) (*connect.Response[v1.ListContactsResponse], error)
 	ImportContacts(context.Context, *connect.Request[v1.ImportContactsRequest]) (*connect.Response[v1.ImportContactsResponse], error)
 	// ExportPage returns the contacts after after_id in id order; the edge streams the CSV page by page.
 	ExportPage(context.Context, *connect.Request[v1.ExportPageRequest]) (*connect.Response[v1.ExportPageResponse], error)
-	GetPreferences(context.Context, *connect.Request[v1.ContactIDRequest]) (*connect.Response[v1.PreferencesResponse], error)
-	UpdatePreferences(context.Context, *connect.Request[v1.UpdatePreferencesRequest]) (*connect.Response[v1.PreferencesResponse], error)
+	GetPreferences(context.Context, *connect.Request[v1.GetPreferencesRequest]) (*connect.Response[v1.GetPreferencesResponse], error)
+	UpdatePreferences(context.Context, *connect.Request[v1.UpdatePreferencesRequest]) (*connect.Response[v1.UpdatePreferencesResponse], error)
 }
 
 // NewContactServiceClient constructs a client for the postmill.contact.v1.ContactService service.
@@ -104,25 +104,25 @@ func NewContactServiceClient(httpClient connect.HTTPClient, baseURL string, opts
 	baseURL = strings.TrimRight(baseURL, "/")
 	contactServiceMethods := v1.File_postmill_contact_v1_contact_proto.Services().ByName("ContactService").Methods()
 	return &contactServiceClient{
-		createContact: connect.NewClient[v1.CreateContactRequest, v1.ContactResponse](
+		createContact: connect.NewClient[v1.CreateContactRequest, v1.CreateContactResponse](
 			httpClient,
 			baseURL+ContactServiceCreateContactProcedure,
 			connect.WithSchema(contactServiceMethods.ByName("CreateContact")),
 			connect.WithClientOptions(opts...),
 		),
-		getContact: connect.NewClient[v1.ContactIDRequest, v1.ContactResponse](
+		getContact: connect.NewClient[v1.GetContactRequest, v1.GetContactResponse](
 			httpClient,
 			baseURL+ContactServiceGetContactProcedure,
 			connect.WithSchema(contactServiceMethods.ByName("GetContact")),
 			connect.WithClientOptions(opts...),
 		),
-		updateContact: connect.NewClient[v1.UpdateContactRequest, v1.ContactResponse](
+		updateContact: connect.NewClient[v1.UpdateContactRequest, v1.UpdateContactResponse](
 			httpClient,
 			baseURL+ContactServiceUpdateContactProcedure,
 			connect.WithSchema(contactServiceMethods.ByName("UpdateContact")),
 			connect.WithClientOptions(opts...),
 		),
-		deleteContact: connect.NewClient[v1.ContactIDRequest, v1.DeleteContactResponse](
+		deleteContact: connect.NewClient[v1.DeleteContactRequest, v1.DeleteContactResponse](
 			httpClient,
 			baseURL+ContactServiceDeleteContactProcedure,
 			connect.WithSchema(contactServiceMethods.ByName("DeleteContact")),
@@ -146,13 +146,13 @@ func NewContactServiceClient(httpClient connect.HTTPClient, baseURL string, opts
 			connect.WithSchema(contactServiceMethods.ByName("ExportPage")),
 			connect.WithClientOptions(opts...),
 		),
-		getPreferences: connect.NewClient[v1.ContactIDRequest, v1.PreferencesResponse](
+		getPreferences: connect.NewClient[v1.GetPreferencesRequest, v1.GetPreferencesResponse](
 			httpClient,
 			baseURL+ContactServiceGetPreferencesProcedure,
 			connect.WithSchema(contactServiceMethods.ByName("GetPreferences")),
 			connect.WithClientOptions(opts...),
 		),
-		updatePreferences: connect.NewClient[v1.UpdatePreferencesRequest, v1.PreferencesResponse](
+		updatePreferences: connect.NewClient[v1.UpdatePreferencesRequest, v1.UpdatePreferencesResponse](
 			httpClient,
 			baseURL+ContactServiceUpdatePreferencesProcedure,
 			connect.WithSchema(contactServiceMethods.ByName("UpdatePreferences")),
@@ -163,34 +163,34 @@ func NewContactServiceClient(httpClient connect.HTTPClient, baseURL string, opts
 
 // contactServiceClient implements ContactServiceClient.
 type contactServiceClient struct {
-	createContact     *connect.Client[v1.CreateContactRequest, v1.ContactResponse]
-	getContact        *connect.Client[v1.ContactIDRequest, v1.ContactResponse]
-	updateContact     *connect.Client[v1.UpdateContactRequest, v1.ContactResponse]
-	deleteContact     *connect.Client[v1.ContactIDRequest, v1.DeleteContactResponse]
+	createContact     *connect.Client[v1.CreateContactRequest, v1.CreateContactResponse]
+	getContact        *connect.Client[v1.GetContactRequest, v1.GetContactResponse]
+	updateContact     *connect.Client[v1.UpdateContactRequest, v1.UpdateContactResponse]
+	deleteContact     *connect.Client[v1.DeleteContactRequest, v1.DeleteContactResponse]
 	listContacts      *connect.Client[v1.ListContactsRequest, v1.ListContactsResponse]
 	importContacts    *connect.Client[v1.ImportContactsRequest, v1.ImportContactsResponse]
 	exportPage        *connect.Client[v1.ExportPageRequest, v1.ExportPageResponse]
-	getPreferences    *connect.Client[v1.ContactIDRequest, v1.PreferencesResponse]
-	updatePreferences *connect.Client[v1.UpdatePreferencesRequest, v1.PreferencesResponse]
+	getPreferences    *connect.Client[v1.GetPreferencesRequest, v1.GetPreferencesResponse]
+	updatePreferences *connect.Client[v1.UpdatePreferencesRequest, v1.UpdatePreferencesResponse]
 }
 
 // CreateContact calls postmill.contact.v1.ContactService.CreateContact.
-func (c *contactServiceClient) CreateContact(ctx context.Context, req *connect.Request[v1.CreateContactRequest]) (*connect.Response[v1.ContactResponse], error) {
+func (c *contactServiceClient) CreateContact(ctx context.Context, req *connect.Request[v1.CreateContactRequest]) (*connect.Response[v1.CreateContactResponse], error) {
 	return c.createContact.CallUnary(ctx, req)
 }
 
 // GetContact calls postmill.contact.v1.ContactService.GetContact.
-func (c *contactServiceClient) GetContact(ctx context.Context, req *connect.Request[v1.ContactIDRequest]) (*connect.Response[v1.ContactResponse], error) {
+func (c *contactServiceClient) GetContact(ctx context.Context, req *connect.Request[v1.GetContactRequest]) (*connect.Response[v1.GetContactResponse], error) {
 	return c.getContact.CallUnary(ctx, req)
 }
 
 // UpdateContact calls postmill.contact.v1.ContactService.UpdateContact.
-func (c *contactServiceClient) UpdateContact(ctx context.Context, req *connect.Request[v1.UpdateContactRequest]) (*connect.Response[v1.ContactResponse], error) {
+func (c *contactServiceClient) UpdateContact(ctx context.Context, req *connect.Request[v1.UpdateContactRequest]) (*connect.Response[v1.UpdateContactResponse], error) {
 	return c.updateContact.CallUnary(ctx, req)
 }
 
 // DeleteContact calls postmill.contact.v1.ContactService.DeleteContact.
-func (c *contactServiceClient) DeleteContact(ctx context.Context, req *connect.Request[v1.ContactIDRequest]) (*connect.Response[v1.DeleteContactResponse], error) {
+func (c *contactServiceClient) DeleteContact(ctx context.Context, req *connect.Request[v1.DeleteContactRequest]) (*connect.Response[v1.DeleteContactResponse], error) {
 	return c.deleteContact.CallUnary(ctx, req)
 }
 
@@ -210,27 +210,27 @@ func (c *contactServiceClient) ExportPage(ctx context.Context, req *connect.Requ
 }
 
 // GetPreferences calls postmill.contact.v1.ContactService.GetPreferences.
-func (c *contactServiceClient) GetPreferences(ctx context.Context, req *connect.Request[v1.ContactIDRequest]) (*connect.Response[v1.PreferencesResponse], error) {
+func (c *contactServiceClient) GetPreferences(ctx context.Context, req *connect.Request[v1.GetPreferencesRequest]) (*connect.Response[v1.GetPreferencesResponse], error) {
 	return c.getPreferences.CallUnary(ctx, req)
 }
 
 // UpdatePreferences calls postmill.contact.v1.ContactService.UpdatePreferences.
-func (c *contactServiceClient) UpdatePreferences(ctx context.Context, req *connect.Request[v1.UpdatePreferencesRequest]) (*connect.Response[v1.PreferencesResponse], error) {
+func (c *contactServiceClient) UpdatePreferences(ctx context.Context, req *connect.Request[v1.UpdatePreferencesRequest]) (*connect.Response[v1.UpdatePreferencesResponse], error) {
 	return c.updatePreferences.CallUnary(ctx, req)
 }
 
 // ContactServiceHandler is an implementation of the postmill.contact.v1.ContactService service.
 type ContactServiceHandler interface {
-	CreateContact(context.Context, *connect.Request[v1.CreateContactRequest]) (*connect.Response[v1.ContactResponse], error)
-	GetContact(context.Context, *connect.Request[v1.ContactIDRequest]) (*connect.Response[v1.ContactResponse], error)
-	UpdateContact(context.Context, *connect.Request[v1.UpdateContactRequest]) (*connect.Response[v1.ContactResponse], error)
-	DeleteContact(context.Context, *connect.Request[v1.ContactIDRequest]) (*connect.Response[v1.DeleteContactResponse], error)
+	CreateContact(context.Context, *connect.Request[v1.CreateContactRequest]) (*connect.Response[v1.CreateContactResponse], error)
+	GetContact(context.Context, *connect.Request[v1.GetContactRequest]) (*connect.Response[v1.GetContactResponse], error)
+	UpdateContact(context.Context, *connect.Request[v1.UpdateContactRequest]) (*connect.Response[v1.UpdateContactResponse], error)
+	DeleteContact(context.Context, *connect.Request[v1.DeleteContactRequest]) (*connect.Response[v1.DeleteContactResponse], error)
 	ListContacts(context.Context, *connect.Request[v1.ListContactsRequest]) (*connect.Response[v1.ListContactsResponse], error)
 	ImportContacts(context.Context, *connect.Request[v1.ImportContactsRequest]) (*connect.Response[v1.ImportContactsResponse], error)
 	// ExportPage returns the contacts after after_id in id order; the edge streams the CSV page by page.
 	ExportPage(context.Context, *connect.Request[v1.ExportPageRequest]) (*connect.Response[v1.ExportPageResponse], error)
-	GetPreferences(context.Context, *connect.Request[v1.ContactIDRequest]) (*connect.Response[v1.PreferencesResponse], error)
-	UpdatePreferences(context.Context, *connect.Request[v1.UpdatePreferencesRequest]) (*connect.Response[v1.PreferencesResponse], error)
+	GetPreferences(context.Context, *connect.Request[v1.GetPreferencesRequest]) (*connect.Response[v1.GetPreferencesResponse], error)
+	UpdatePreferences(context.Context, *connect.Request[v1.UpdatePreferencesRequest]) (*connect.Response[v1.UpdatePreferencesResponse], error)
 }
 
 // NewContactServiceHandler builds an HTTP handler from the service implementation. It returns the
@@ -323,19 +323,19 @@ func NewContactServiceHandler(svc ContactServiceHandler, opts ...connect.Handler
 // UnimplementedContactServiceHandler returns CodeUnimplemented from all methods.
 type UnimplementedContactServiceHandler struct{}
 
-func (UnimplementedContactServiceHandler) CreateContact(context.Context, *connect.Request[v1.CreateContactRequest]) (*connect.Response[v1.ContactResponse], error) {
+func (UnimplementedContactServiceHandler) CreateContact(context.Context, *connect.Request[v1.CreateContactRequest]) (*connect.Response[v1.CreateContactResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("postmill.contact.v1.ContactService.CreateContact is not implemented"))
 }
 
-func (UnimplementedContactServiceHandler) GetContact(context.Context, *connect.Request[v1.ContactIDRequest]) (*connect.Response[v1.ContactResponse], error) {
+func (UnimplementedContactServiceHandler) GetContact(context.Context, *connect.Request[v1.GetContactRequest]) (*connect.Response[v1.GetContactResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("postmill.contact.v1.ContactService.GetContact is not implemented"))
 }
 
-func (UnimplementedContactServiceHandler) UpdateContact(context.Context, *connect.Request[v1.UpdateContactRequest]) (*connect.Response[v1.ContactResponse], error) {
+func (UnimplementedContactServiceHandler) UpdateContact(context.Context, *connect.Request[v1.UpdateContactRequest]) (*connect.Response[v1.UpdateContactResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("postmill.contact.v1.ContactService.UpdateContact is not implemented"))
 }
 
-func (UnimplementedContactServiceHandler) DeleteContact(context.Context, *connect.Request[v1.ContactIDRequest]) (*connect.Response[v1.DeleteContactResponse], error) {
+func (UnimplementedContactServiceHandler) DeleteContact(context.Context, *connect.Request[v1.DeleteContactRequest]) (*connect.Response[v1.DeleteContactResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("postmill.contact.v1.ContactService.DeleteContact is not implemented"))
 }
 
@@ -351,21 +351,21 @@ func (UnimplementedContactServiceHandler) ExportPage(context.Context, *connect.R
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("postmill.contact.v1.ContactService.ExportPage is not implemented"))
 }
 
-func (UnimplementedContactServiceHandler) GetPreferences(context.Context, *connect.Request[v1.ContactIDRequest]) (*connect.Response[v1.PreferencesResponse], error) {
+func (UnimplementedContactServiceHandler) GetPreferences(context.Context, *connect.Request[v1.GetPreferencesRequest]) (*connect.Response[v1.GetPreferencesResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("postmill.contact.v1.ContactService.GetPreferences is not implemented"))
 }
 
-func (UnimplementedContactServiceHandler) UpdatePreferences(context.Context, *connect.Request[v1.UpdatePreferencesRequest]) (*connect.Response[v1.PreferencesResponse], error) {
+func (UnimplementedContactServiceHandler) UpdatePreferences(context.Context, *connect.Request[v1.UpdatePreferencesRequest]) (*connect.Response[v1.UpdatePreferencesResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("postmill.contact.v1.ContactService.UpdatePreferences is not implemented"))
 }
 
 // PublicPreferenceServiceClient is a client for the postmill.contact.v1.PublicPreferenceService
 // service.
 type PublicPreferenceServiceClient interface {
-	GetPublicPreferences(context.Context, *connect.Request[v1.PublicTokenRequest]) (*connect.Response[v1.PreferencesResponse], error)
-	UpdatePublicPreferences(context.Context, *connect.Request[v1.UpdatePublicPreferencesRequest]) (*connect.Response[v1.PreferencesResponse], error)
-	GetConfirmation(context.Context, *connect.Request[v1.PublicTokenRequest]) (*connect.Response[v1.ConfirmationResponse], error)
-	Confirm(context.Context, *connect.Request[v1.ConfirmRequest]) (*connect.Response[v1.ConfirmationResponse], error)
+	GetPublicPreferences(context.Context, *connect.Request[v1.GetPublicPreferencesRequest]) (*connect.Response[v1.GetPublicPreferencesResponse], error)
+	UpdatePublicPreferences(context.Context, *connect.Request[v1.UpdatePublicPreferencesRequest]) (*connect.Response[v1.UpdatePublicPreferencesResponse], error)
+	GetConfirmation(context.Context, *connect.Request[v1.GetConfirmationRequest]) (*connect.Response[v1.GetConfirmationResponse], error)
+	Confirm(context.Context, *connect.Request[v1.ConfirmRequest]) (*connect.Response[v1.ConfirmResponse], error)
 }
 
 // NewPublicPreferenceServiceClient constructs a client for the
@@ -380,25 +380,25 @@ func NewPublicPreferenceServiceClient(httpClient connect.HTTPClient, baseURL str
 	baseURL = strings.TrimRight(baseURL, "/")
 	publicPreferenceServiceMethods := v1.File_postmill_contact_v1_contact_proto.Services().ByName("PublicPreferenceService").Methods()
 	return &publicPreferenceServiceClient{
-		getPublicPreferences: connect.NewClient[v1.PublicTokenRequest, v1.PreferencesResponse](
+		getPublicPreferences: connect.NewClient[v1.GetPublicPreferencesRequest, v1.GetPublicPreferencesResponse](
 			httpClient,
 			baseURL+PublicPreferenceServiceGetPublicPreferencesProcedure,
 			connect.WithSchema(publicPreferenceServiceMethods.ByName("GetPublicPreferences")),
 			connect.WithClientOptions(opts...),
 		),
-		updatePublicPreferences: connect.NewClient[v1.UpdatePublicPreferencesRequest, v1.PreferencesResponse](
+		updatePublicPreferences: connect.NewClient[v1.UpdatePublicPreferencesRequest, v1.UpdatePublicPreferencesResponse](
 			httpClient,
 			baseURL+PublicPreferenceServiceUpdatePublicPreferencesProcedure,
 			connect.WithSchema(publicPreferenceServiceMethods.ByName("UpdatePublicPreferences")),
 			connect.WithClientOptions(opts...),
 		),
-		getConfirmation: connect.NewClient[v1.PublicTokenRequest, v1.ConfirmationResponse](
+		getConfirmation: connect.NewClient[v1.GetConfirmationRequest, v1.GetConfirmationResponse](
 			httpClient,
 			baseURL+PublicPreferenceServiceGetConfirmationProcedure,
 			connect.WithSchema(publicPreferenceServiceMethods.ByName("GetConfirmation")),
 			connect.WithClientOptions(opts...),
 		),
-		confirm: connect.NewClient[v1.ConfirmRequest, v1.ConfirmationResponse](
+		confirm: connect.NewClient[v1.ConfirmRequest, v1.ConfirmResponse](
 			httpClient,
 			baseURL+PublicPreferenceServiceConfirmProcedure,
 			connect.WithSchema(publicPreferenceServiceMethods.ByName("Confirm")),
@@ -409,40 +409,40 @@ func NewPublicPreferenceServiceClient(httpClient connect.HTTPClient, baseURL str
 
 // publicPreferenceServiceClient implements PublicPreferenceServiceClient.
 type publicPreferenceServiceClient struct {
-	getPublicPreferences    *connect.Client[v1.PublicTokenRequest, v1.PreferencesResponse]
-	updatePublicPreferences *connect.Client[v1.UpdatePublicPreferencesRequest, v1.PreferencesResponse]
-	getConfirmation         *connect.Client[v1.PublicTokenRequest, v1.ConfirmationResponse]
-	confirm                 *connect.Client[v1.ConfirmRequest, v1.ConfirmationResponse]
+	getPublicPreferences    *connect.Client[v1.GetPublicPreferencesRequest, v1.GetPublicPreferencesResponse]
+	updatePublicPreferences *connect.Client[v1.UpdatePublicPreferencesRequest, v1.UpdatePublicPreferencesResponse]
+	getConfirmation         *connect.Client[v1.GetConfirmationRequest, v1.GetConfirmationResponse]
+	confirm                 *connect.Client[v1.ConfirmRequest, v1.ConfirmResponse]
 }
 
 // GetPublicPreferences calls postmill.contact.v1.PublicPreferenceService.GetPublicPreferences.
-func (c *publicPreferenceServiceClient) GetPublicPreferences(ctx context.Context, req *connect.Request[v1.PublicTokenRequest]) (*connect.Response[v1.PreferencesResponse], error) {
+func (c *publicPreferenceServiceClient) GetPublicPreferences(ctx context.Context, req *connect.Request[v1.GetPublicPreferencesRequest]) (*connect.Response[v1.GetPublicPreferencesResponse], error) {
 	return c.getPublicPreferences.CallUnary(ctx, req)
 }
 
 // UpdatePublicPreferences calls
 // postmill.contact.v1.PublicPreferenceService.UpdatePublicPreferences.
-func (c *publicPreferenceServiceClient) UpdatePublicPreferences(ctx context.Context, req *connect.Request[v1.UpdatePublicPreferencesRequest]) (*connect.Response[v1.PreferencesResponse], error) {
+func (c *publicPreferenceServiceClient) UpdatePublicPreferences(ctx context.Context, req *connect.Request[v1.UpdatePublicPreferencesRequest]) (*connect.Response[v1.UpdatePublicPreferencesResponse], error) {
 	return c.updatePublicPreferences.CallUnary(ctx, req)
 }
 
 // GetConfirmation calls postmill.contact.v1.PublicPreferenceService.GetConfirmation.
-func (c *publicPreferenceServiceClient) GetConfirmation(ctx context.Context, req *connect.Request[v1.PublicTokenRequest]) (*connect.Response[v1.ConfirmationResponse], error) {
+func (c *publicPreferenceServiceClient) GetConfirmation(ctx context.Context, req *connect.Request[v1.GetConfirmationRequest]) (*connect.Response[v1.GetConfirmationResponse], error) {
 	return c.getConfirmation.CallUnary(ctx, req)
 }
 
 // Confirm calls postmill.contact.v1.PublicPreferenceService.Confirm.
-func (c *publicPreferenceServiceClient) Confirm(ctx context.Context, req *connect.Request[v1.ConfirmRequest]) (*connect.Response[v1.ConfirmationResponse], error) {
+func (c *publicPreferenceServiceClient) Confirm(ctx context.Context, req *connect.Request[v1.ConfirmRequest]) (*connect.Response[v1.ConfirmResponse], error) {
 	return c.confirm.CallUnary(ctx, req)
 }
 
 // PublicPreferenceServiceHandler is an implementation of the
 // postmill.contact.v1.PublicPreferenceService service.
 type PublicPreferenceServiceHandler interface {
-	GetPublicPreferences(context.Context, *connect.Request[v1.PublicTokenRequest]) (*connect.Response[v1.PreferencesResponse], error)
-	UpdatePublicPreferences(context.Context, *connect.Request[v1.UpdatePublicPreferencesRequest]) (*connect.Response[v1.PreferencesResponse], error)
-	GetConfirmation(context.Context, *connect.Request[v1.PublicTokenRequest]) (*connect.Response[v1.ConfirmationResponse], error)
-	Confirm(context.Context, *connect.Request[v1.ConfirmRequest]) (*connect.Response[v1.ConfirmationResponse], error)
+	GetPublicPreferences(context.Context, *connect.Request[v1.GetPublicPreferencesRequest]) (*connect.Response[v1.GetPublicPreferencesResponse], error)
+	UpdatePublicPreferences(context.Context, *connect.Request[v1.UpdatePublicPreferencesRequest]) (*connect.Response[v1.UpdatePublicPreferencesResponse], error)
+	GetConfirmation(context.Context, *connect.Request[v1.GetConfirmationRequest]) (*connect.Response[v1.GetConfirmationResponse], error)
+	Confirm(context.Context, *connect.Request[v1.ConfirmRequest]) (*connect.Response[v1.ConfirmResponse], error)
 }
 
 // NewPublicPreferenceServiceHandler builds an HTTP handler from the service implementation. It
@@ -495,18 +495,18 @@ func NewPublicPreferenceServiceHandler(svc PublicPreferenceServiceHandler, opts 
 // UnimplementedPublicPreferenceServiceHandler returns CodeUnimplemented from all methods.
 type UnimplementedPublicPreferenceServiceHandler struct{}
 
-func (UnimplementedPublicPreferenceServiceHandler) GetPublicPreferences(context.Context, *connect.Request[v1.PublicTokenRequest]) (*connect.Response[v1.PreferencesResponse], error) {
+func (UnimplementedPublicPreferenceServiceHandler) GetPublicPreferences(context.Context, *connect.Request[v1.GetPublicPreferencesRequest]) (*connect.Response[v1.GetPublicPreferencesResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("postmill.contact.v1.PublicPreferenceService.GetPublicPreferences is not implemented"))
 }
 
-func (UnimplementedPublicPreferenceServiceHandler) UpdatePublicPreferences(context.Context, *connect.Request[v1.UpdatePublicPreferencesRequest]) (*connect.Response[v1.PreferencesResponse], error) {
+func (UnimplementedPublicPreferenceServiceHandler) UpdatePublicPreferences(context.Context, *connect.Request[v1.UpdatePublicPreferencesRequest]) (*connect.Response[v1.UpdatePublicPreferencesResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("postmill.contact.v1.PublicPreferenceService.UpdatePublicPreferences is not implemented"))
 }
 
-func (UnimplementedPublicPreferenceServiceHandler) GetConfirmation(context.Context, *connect.Request[v1.PublicTokenRequest]) (*connect.Response[v1.ConfirmationResponse], error) {
+func (UnimplementedPublicPreferenceServiceHandler) GetConfirmation(context.Context, *connect.Request[v1.GetConfirmationRequest]) (*connect.Response[v1.GetConfirmationResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("postmill.contact.v1.PublicPreferenceService.GetConfirmation is not implemented"))
 }
 
-func (UnimplementedPublicPreferenceServiceHandler) Confirm(context.Context, *connect.Request[v1.ConfirmRequest]) (*connect.Response[v1.ConfirmationResponse], error) {
+func (UnimplementedPublicPreferenceServiceHandler) Confirm(context.Context, *connect.Request[v1.ConfirmRequest]) (*connect.Response[v1.ConfirmResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("postmill.contact.v1.PublicPreferenceService.Confirm is not implemented"))
 }

@@ -60,13 +60,13 @@ const (
 
 // SegmentServiceClient is a client for the postmill.segment.v1.SegmentService service.
 type SegmentServiceClient interface {
-	CreateSegment(context.Context, *connect.Request[v1.CreateSegmentRequest]) (*connect.Response[v1.SegmentResponse], error)
-	GetSegment(context.Context, *connect.Request[v1.SegmentIDRequest]) (*connect.Response[v1.SegmentResponse], error)
+	CreateSegment(context.Context, *connect.Request[v1.CreateSegmentRequest]) (*connect.Response[v1.CreateSegmentResponse], error)
+	GetSegment(context.Context, *connect.Request[v1.GetSegmentRequest]) (*connect.Response[v1.GetSegmentResponse], error)
 	ListSegments(context.Context, *connect.Request[v1.ListSegmentsRequest]) (*connect.Response[v1.ListSegmentsResponse], error)
-	UpdateSegment(context.Context, *connect.Request[v1.UpdateSegmentRequest]) (*connect.Response[v1.SegmentResponse], error)
-	DeleteSegment(context.Context, *connect.Request[v1.SegmentIDRequest]) (*connect.Response[v1.DeleteSegmentResponse], error)
-	PreviewRule(context.Context, *connect.Request[v1.PreviewRuleRequest]) (*connect.Response[v1.PreviewResponse], error)
-	PreviewSegment(context.Context, *connect.Request[v1.PreviewSegmentRequest]) (*connect.Response[v1.PreviewResponse], error)
+	UpdateSegment(context.Context, *connect.Request[v1.UpdateSegmentRequest]) (*connect.Response[v1.UpdateSegmentResponse], error)
+	DeleteSegment(context.Context, *connect.Request[v1.DeleteSegmentRequest]) (*connect.Response[v1.DeleteSegmentResponse], error)
+	PreviewRule(context.Context, *connect.Request[v1.PreviewRuleRequest]) (*connect.Response[v1.PreviewRuleResponse], error)
+	PreviewSegment(context.Context, *connect.Request[v1.PreviewSegmentRequest]) (*connect.Response[v1.PreviewSegmentResponse], error)
 }
 
 // NewSegmentServiceClient constructs a client for the postmill.segment.v1.SegmentService service.
@@ -80,13 +80,13 @@ func NewSegmentServiceClient(httpClient connect.HTTPClient, baseURL string, opts
 	baseURL = strings.TrimRight(baseURL, "/")
 	segmentServiceMethods := v1.File_postmill_segment_v1_segment_proto.Services().ByName("SegmentService").Methods()
 	return &segmentServiceClient{
-		createSegment: connect.NewClient[v1.CreateSegmentRequest, v1.SegmentResponse](
+		createSegment: connect.NewClient[v1.CreateSegmentRequest, v1.CreateSegmentResponse](
 			httpClient,
 			baseURL+SegmentServiceCreateSegmentProcedure,
 			connect.WithSchema(segmentServiceMethods.ByName("CreateSegment")),
 			connect.WithClientOptions(opts...),
 		),
-		getSegment: connect.NewClient[v1.SegmentIDRequest, v1.SegmentResponse](
+		getSegment: connect.NewClient[v1.GetSegmentRequest, v1.GetSegmentResponse](
 			httpClient,
 			baseURL+SegmentServiceGetSegmentProcedure,
 			connect.WithSchema(segmentServiceMethods.ByName("GetSegment")),
@@ -98,25 +98,25 @@ func NewSegmentServiceClient(httpClient connect.HTTPClient, baseURL string, opts
 			connect.WithSchema(segmentServiceMethods.ByName("ListSegments")),
 			connect.WithClientOptions(opts...),
 		),
-		updateSegment: connect.NewClient[v1.UpdateSegmentRequest, v1.SegmentResponse](
+		updateSegment: connect.NewClient[v1.UpdateSegmentRequest, v1.UpdateSegmentResponse](
 			httpClient,
 			baseURL+SegmentServiceUpdateSegmentProcedure,
 			connect.WithSchema(segmentServiceMethods.ByName("UpdateSegment")),
 			connect.WithClientOptions(opts...),
 		),
-		deleteSegment: connect.NewClient[v1.SegmentIDRequest, v1.DeleteSegmentResponse](
+		deleteSegment: connect.NewClient[v1.DeleteSegmentRequest, v1.DeleteSegmentResponse](
 			httpClient,
 			baseURL+SegmentServiceDeleteSegmentProcedure,
 			connect.WithSchema(segmentServiceMethods.ByName("DeleteSegment")),
 			connect.WithClientOptions(opts...),
 		),
-		previewRule: connect.NewClient[v1.PreviewRuleRequest, v1.PreviewResponse](
+		previewRule: connect.NewClient[v1.PreviewRuleRequest, v1.PreviewRuleResponse](
 			httpClient,
 			baseURL+SegmentServicePreviewRuleProcedure,
 			connect.WithSchema(segmentServiceMethods.ByName("PreviewRule")),
 			connect.WithClientOptions(opts...),
 		),
-		previewSegment: connect.NewClient[v1.PreviewSegmentRequest, v1.PreviewResponse](
+		previewSegment: connect.NewClient[v1.PreviewSegmentRequest, v1.PreviewSegmentResponse](
 			httpClient,
 			baseURL+SegmentServicePreviewSegmentProcedure,
 			connect.WithSchema(segmentServiceMethods.ByName("PreviewSegment")),
@@ -127,22 +127,22 @@ func NewSegmentServiceClient(httpClient connect.HTTPClient, baseURL string, opts
 
 // segmentServiceClient implements SegmentServiceClient.
 type segmentServiceClient struct {
-	createSegment  *connect.Client[v1.CreateSegmentRequest, v1.SegmentResponse]
-	getSegment     *connect.Client[v1.SegmentIDRequest, v1.SegmentResponse]
+	createSegment  *connect.Client[v1.CreateSegmentRequest, v1.CreateSegmentResponse]
+	getSegment     *connect.Client[v1.GetSegmentRequest, v1.GetSegmentResponse]
 	listSegments   *connect.Client[v1.ListSegmentsRequest, v1.ListSegmentsResponse]
-	updateSegment  *connect.Client[v1.UpdateSegmentRequest, v1.SegmentResponse]
-	deleteSegment  *connect.Client[v1.SegmentIDRequest, v1.DeleteSegmentResponse]
-	previewRule    *connect.Client[v1.PreviewRuleRequest, v1.PreviewResponse]
-	previewSegment *connect.Client[v1.PreviewSegmentRequest, v1.PreviewResponse]
+	updateSegment  *connect.Client[v1.UpdateSegmentRequest, v1.UpdateSegmentResponse]
+	deleteSegment  *connect.Client[v1.DeleteSegmentRequest, v1.DeleteSegmentResponse]
+	previewRule    *connect.Client[v1.PreviewRuleRequest, v1.PreviewRuleResponse]
+	previewSegment *connect.Client[v1.PreviewSegmentRequest, v1.PreviewSegmentResponse]
 }
 
 // CreateSegment calls postmill.segment.v1.SegmentService.CreateSegment.
-func (c *segmentServiceClient) CreateSegment(ctx context.Context, req *connect.Request[v1.CreateSegmentRequest]) (*connect.Response[v1.SegmentResponse], error) {
+func (c *segmentServiceClient) CreateSegment(ctx context.Context, req *connect.Request[v1.CreateSegmentRequest]) (*connect.Response[v1.CreateSegmentResponse], error) {
 	return c.createSegment.CallUnary(ctx, req)
 }
 
 // GetSegment calls postmill.segment.v1.SegmentService.GetSegment.
-func (c *segmentServiceClient) GetSegment(ctx context.Context, req *connect.Request[v1.SegmentIDRequest]) (*connect.Response[v1.SegmentResponse], error) {
+func (c *segmentServiceClient) GetSegment(ctx context.Context, req *connect.Request[v1.GetSegmentRequest]) (*connect.Response[v1.GetSegmentResponse], error) {
 	return c.getSegment.CallUnary(ctx, req)
 }
 
@@ -152,34 +152,34 @@ func (c *segmentServiceClient) ListSegments(ctx context.Context, req *connect.Re
 }
 
 // UpdateSegment calls postmill.segment.v1.SegmentService.UpdateSegment.
-func (c *segmentServiceClient) UpdateSegment(ctx context.Context, req *connect.Request[v1.UpdateSegmentRequest]) (*connect.Response[v1.SegmentResponse], error) {
+func (c *segmentServiceClient) UpdateSegment(ctx context.Context, req *connect.Request[v1.UpdateSegmentRequest]) (*connect.Response[v1.UpdateSegmentResponse], error) {
 	return c.updateSegment.CallUnary(ctx, req)
 }
 
 // DeleteSegment calls postmill.segment.v1.SegmentService.DeleteSegment.
-func (c *segmentServiceClient) DeleteSegment(ctx context.Context, req *connect.Request[v1.SegmentIDRequest]) (*connect.Response[v1.DeleteSegmentResponse], error) {
+func (c *segmentServiceClient) DeleteSegment(ctx context.Context, req *connect.Request[v1.DeleteSegmentRequest]) (*connect.Response[v1.DeleteSegmentResponse], error) {
 	return c.deleteSegment.CallUnary(ctx, req)
 }
 
 // PreviewRule calls postmill.segment.v1.SegmentService.PreviewRule.
-func (c *segmentServiceClient) PreviewRule(ctx context.Context, req *connect.Request[v1.PreviewRuleRequest]) (*connect.Response[v1.PreviewResponse], error) {
+func (c *segmentServiceClient) PreviewRule(ctx context.Context, req *connect.Request[v1.PreviewRuleRequest]) (*connect.Response[v1.PreviewRuleResponse], error) {
 	return c.previewRule.CallUnary(ctx, req)
 }
 
 // PreviewSegment calls postmill.segment.v1.SegmentService.PreviewSegment.
-func (c *segmentServiceClient) PreviewSegment(ctx context.Context, req *connect.Request[v1.PreviewSegmentRequest]) (*connect.Response[v1.PreviewResponse], error) {
+func (c *segmentServiceClient) PreviewSegment(ctx context.Context, req *connect.Request[v1.PreviewSegmentRequest]) (*connect.Response[v1.PreviewSegmentResponse], error) {
 	return c.previewSegment.CallUnary(ctx, req)
 }
 
 // SegmentServiceHandler is an implementation of the postmill.segment.v1.SegmentService service.
 type SegmentServiceHandler interface {
-	CreateSegment(context.Context, *connect.Request[v1.CreateSegmentRequest]) (*connect.Response[v1.SegmentResponse], error)
-	GetSegment(context.Context, *connect.Request[v1.SegmentIDRequest]) (*connect.Response[v1.SegmentResponse], error)
+	CreateSegment(context.Context, *connect.Request[v1.CreateSegmentRequest]) (*connect.Response[v1.CreateSegmentResponse], error)
+	GetSegment(context.Context, *connect.Request[v1.GetSegmentRequest]) (*connect.Response[v1.GetSegmentResponse], error)
 	ListSegments(context.Context, *connect.Request[v1.ListSegmentsRequest]) (*connect.Response[v1.ListSegmentsResponse], error)
-	UpdateSegment(context.Context, *connect.Request[v1.UpdateSegmentRequest]) (*connect.Response[v1.SegmentResponse], error)
-	DeleteSegment(context.Context, *connect.Request[v1.SegmentIDRequest]) (*connect.Response[v1.DeleteSegmentResponse], error)
-	PreviewRule(context.Context, *connect.Request[v1.PreviewRuleRequest]) (*connect.Response[v1.PreviewResponse], error)
-	PreviewSegment(context.Context, *connect.Request[v1.PreviewSegmentRequest]) (*connect.Response[v1.PreviewResponse], error)
+	UpdateSegment(context.Context, *connect.Request[v1.UpdateSegmentRequest]) (*connect.Response[v1.UpdateSegmentResponse], error)
+	DeleteSegment(context.Context, *connect.Request[v1.DeleteSegmentRequest]) (*connect.Response[v1.DeleteSegmentResponse], error)
+	PreviewRule(context.Context, *connect.Request[v1.PreviewRuleRequest]) (*connect.Response[v1.PreviewRuleResponse], error)
+	PreviewSegment(context.Context, *connect.Request[v1.PreviewSegmentRequest]) (*connect.Response[v1.PreviewSegmentResponse], error)
 }
 
 // NewSegmentServiceHandler builds an HTTP handler from the service implementation. It returns the
@@ -256,11 +256,11 @@ func NewSegmentServiceHandler(svc SegmentServiceHandler, opts ...connect.Handler
 // UnimplementedSegmentServiceHandler returns CodeUnimplemented from all methods.
 type UnimplementedSegmentServiceHandler struct{}
 
-func (UnimplementedSegmentServiceHandler) CreateSegment(context.Context, *connect.Request[v1.CreateSegmentRequest]) (*connect.Response[v1.SegmentResponse], error) {
+func (UnimplementedSegmentServiceHandler) CreateSegment(context.Context, *connect.Request[v1.CreateSegmentRequest]) (*connect.Response[v1.CreateSegmentResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("postmill.segment.v1.SegmentService.CreateSegment is not implemented"))
 }
 
-func (UnimplementedSegmentServiceHandler) GetSegment(context.Context, *connect.Request[v1.SegmentIDRequest]) (*connect.Response[v1.SegmentResponse], error) {
+func (UnimplementedSegmentServiceHandler) GetSegment(context.Context, *connect.Request[v1.GetSegmentRequest]) (*connect.Response[v1.GetSegmentResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("postmill.segment.v1.SegmentService.GetSegment is not implemented"))
 }
 
@@ -268,18 +268,18 @@ func (UnimplementedSegmentServiceHandler) ListSegments(context.Context, *connect
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("postmill.segment.v1.SegmentService.ListSegments is not implemented"))
 }
 
-func (UnimplementedSegmentServiceHandler) UpdateSegment(context.Context, *connect.Request[v1.UpdateSegmentRequest]) (*connect.Response[v1.SegmentResponse], error) {
+func (UnimplementedSegmentServiceHandler) UpdateSegment(context.Context, *connect.Request[v1.UpdateSegmentRequest]) (*connect.Response[v1.UpdateSegmentResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("postmill.segment.v1.SegmentService.UpdateSegment is not implemented"))
 }
 
-func (UnimplementedSegmentServiceHandler) DeleteSegment(context.Context, *connect.Request[v1.SegmentIDRequest]) (*connect.Response[v1.DeleteSegmentResponse], error) {
+func (UnimplementedSegmentServiceHandler) DeleteSegment(context.Context, *connect.Request[v1.DeleteSegmentRequest]) (*connect.Response[v1.DeleteSegmentResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("postmill.segment.v1.SegmentService.DeleteSegment is not implemented"))
 }
 
-func (UnimplementedSegmentServiceHandler) PreviewRule(context.Context, *connect.Request[v1.PreviewRuleRequest]) (*connect.Response[v1.PreviewResponse], error) {
+func (UnimplementedSegmentServiceHandler) PreviewRule(context.Context, *connect.Request[v1.PreviewRuleRequest]) (*connect.Response[v1.PreviewRuleResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("postmill.segment.v1.SegmentService.PreviewRule is not implemented"))
 }
 
-func (UnimplementedSegmentServiceHandler) PreviewSegment(context.Context, *connect.Request[v1.PreviewSegmentRequest]) (*connect.Response[v1.PreviewResponse], error) {
+func (UnimplementedSegmentServiceHandler) PreviewSegment(context.Context, *connect.Request[v1.PreviewSegmentRequest]) (*connect.Response[v1.PreviewSegmentResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("postmill.segment.v1.SegmentService.PreviewSegment is not implemented"))
 }

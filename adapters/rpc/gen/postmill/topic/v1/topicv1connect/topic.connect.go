@@ -56,13 +56,13 @@ const (
 
 // TopicServiceClient is a client for the postmill.topic.v1.TopicService service.
 type TopicServiceClient interface {
-	CreateTopic(context.Context, *connect.Request[v1.CreateTopicRequest]) (*connect.Response[v1.TopicResponse], error)
-	GetTopic(context.Context, *connect.Request[v1.TopicIDRequest]) (*connect.Response[v1.TopicResponse], error)
+	CreateTopic(context.Context, *connect.Request[v1.CreateTopicRequest]) (*connect.Response[v1.CreateTopicResponse], error)
+	GetTopic(context.Context, *connect.Request[v1.GetTopicRequest]) (*connect.Response[v1.GetTopicResponse], error)
 	ListTopics(context.Context, *connect.Request[v1.ListTopicsRequest]) (*connect.Response[v1.ListTopicsResponse], error)
-	UpdateTopic(context.Context, *connect.Request[v1.UpdateTopicRequest]) (*connect.Response[v1.TopicResponse], error)
-	DeleteTopic(context.Context, *connect.Request[v1.TopicIDRequest]) (*connect.Response[v1.DeleteTopicResponse], error)
-	Subscribe(context.Context, *connect.Request[v1.SubscriptionRequest]) (*connect.Response[v1.SubscriptionResponse], error)
-	Unsubscribe(context.Context, *connect.Request[v1.SubscriptionRequest]) (*connect.Response[v1.SubscriptionResponse], error)
+	UpdateTopic(context.Context, *connect.Request[v1.UpdateTopicRequest]) (*connect.Response[v1.UpdateTopicResponse], error)
+	DeleteTopic(context.Context, *connect.Request[v1.DeleteTopicRequest]) (*connect.Response[v1.DeleteTopicResponse], error)
+	Subscribe(context.Context, *connect.Request[v1.SubscribeRequest]) (*connect.Response[v1.SubscribeResponse], error)
+	Unsubscribe(context.Context, *connect.Request[v1.UnsubscribeRequest]) (*connect.Response[v1.UnsubscribeResponse], error)
 }
 
 // NewTopicServiceClient constructs a client for the postmill.topic.v1.TopicService service. By
@@ -76,13 +76,13 @@ func NewTopicServiceClient(httpClient connect.HTTPClient, baseURL string, opts .
 	baseURL = strings.TrimRight(baseURL, "/")
 	topicServiceMethods := v1.File_postmill_topic_v1_topic_proto.Services().ByName("TopicService").Methods()
 	return &topicServiceClient{
-		createTopic: connect.NewClient[v1.CreateTopicRequest, v1.TopicResponse](
+		createTopic: connect.NewClient[v1.CreateTopicRequest, v1.CreateTopicResponse](
 			httpClient,
 			baseURL+TopicServiceCreateTopicProcedure,
 			connect.WithSchema(topicServiceMethods.ByName("CreateTopic")),
 			connect.WithClientOptions(opts...),
 		),
-		getTopic: connect.NewClient[v1.TopicIDRequest, v1.TopicResponse](
+		getTopic: connect.NewClient[v1.GetTopicRequest, v1.GetTopicResponse](
 			httpClient,
 			baseURL+TopicServiceGetTopicProcedure,
 			connect.WithSchema(topicServiceMethods.ByName("GetTopic")),
@@ -94,25 +94,25 @@ func NewTopicServiceClient(httpClient connect.HTTPClient, baseURL string, opts .
 			connect.WithSchema(topicServiceMethods.ByName("ListTopics")),
 			connect.WithClientOptions(opts...),
 		),
-		updateTopic: connect.NewClient[v1.UpdateTopicRequest, v1.TopicResponse](
+		updateTopic: connect.NewClient[v1.UpdateTopicRequest, v1.UpdateTopicResponse](
 			httpClient,
 			baseURL+TopicServiceUpdateTopicProcedure,
 			connect.WithSchema(topicServiceMethods.ByName("UpdateTopic")),
 			connect.WithClientOptions(opts...),
 		),
-		deleteTopic: connect.NewClient[v1.TopicIDRequest, v1.DeleteTopicResponse](
+		deleteTopic: connect.NewClient[v1.DeleteTopicRequest, v1.DeleteTopicResponse](
 			httpClient,
 			baseURL+TopicServiceDeleteTopicProcedure,
 			connect.WithSchema(topicServiceMethods.ByName("DeleteTopic")),
 			connect.WithClientOptions(opts...),
 		),
-		subscribe: connect.NewClient[v1.SubscriptionRequest, v1.SubscriptionResponse](
+		subscribe: connect.NewClient[v1.SubscribeRequest, v1.SubscribeResponse](
 			httpClient,
 			baseURL+TopicServiceSubscribeProcedure,
 			connect.WithSchema(topicServiceMethods.ByName("Subscribe")),
 			connect.WithClientOptions(opts...),
 		),
-		unsubscribe: connect.NewClient[v1.SubscriptionRequest, v1.SubscriptionResponse](
+		unsubscribe: connect.NewClient[v1.UnsubscribeRequest, v1.UnsubscribeResponse](
 			httpClient,
 			baseURL+TopicServiceUnsubscribeProcedure,
 			connect.WithSchema(topicServiceMethods.ByName("Unsubscribe")),
@@ -123,22 +123,22 @@ func NewTopicServiceClient(httpClient connect.HTTPClient, baseURL string, opts .
 
 // topicServiceClient implements TopicServiceClient.
 type topicServiceClient struct {
-	createTopic *connect.Client[v1.CreateTopicRequest, v1.TopicResponse]
-	getTopic    *connect.Client[v1.TopicIDRequest, v1.TopicResponse]
+	createTopic *connect.Client[v1.CreateTopicRequest, v1.CreateTopicResponse]
+	getTopic    *connect.Client[v1.GetTopicRequest, v1.GetTopicResponse]
 	listTopics  *connect.Client[v1.ListTopicsRequest, v1.ListTopicsResponse]
-	updateTopic *connect.Client[v1.UpdateTopicRequest, v1.TopicResponse]
-	deleteTopic *connect.Client[v1.TopicIDRequest, v1.DeleteTopicResponse]
-	subscribe   *connect.Client[v1.SubscriptionRequest, v1.SubscriptionResponse]
-	unsubscribe *connect.Client[v1.SubscriptionRequest, v1.SubscriptionResponse]
+	updateTopic *connect.Client[v1.UpdateTopicRequest, v1.UpdateTopicResponse]
+	deleteTopic *connect.Client[v1.DeleteTopicRequest, v1.DeleteTopicResponse]
+	subscribe   *connect.Client[v1.SubscribeRequest, v1.SubscribeResponse]
+	unsubscribe *connect.Client[v1.UnsubscribeRequest, v1.UnsubscribeResponse]
 }
 
 // CreateTopic calls postmill.topic.v1.TopicService.CreateTopic.
-func (c *topicServiceClient) CreateTopic(ctx context.Context, req *connect.Request[v1.CreateTopicRequest]) (*connect.Response[v1.TopicResponse], error) {
+func (c *topicServiceClient) CreateTopic(ctx context.Context, req *connect.Request[v1.CreateTopicRequest]) (*connect.Response[v1.CreateTopicResponse], error) {
 	return c.createTopic.CallUnary(ctx, req)
 }
 
 // GetTopic calls postmill.topic.v1.TopicService.GetTopic.
-func (c *topicServiceClient) GetTopic(ctx context.Context, req *connect.Request[v1.TopicIDRequest]) (*connect.Response[v1.TopicResponse], error) {
+func (c *topicServiceClient) GetTopic(ctx context.Context, req *connect.Request[v1.GetTopicRequest]) (*connect.Response[v1.GetTopicResponse], error) {
 	return c.getTopic.CallUnary(ctx, req)
 }
 
@@ -148,34 +148,34 @@ func (c *topicServiceClient) ListTopics(ctx context.Context, req *connect.Reques
 }
 
 // UpdateTopic calls postmill.topic.v1.TopicService.UpdateTopic.
-func (c *topicServiceClient) UpdateTopic(ctx context.Context, req *connect.Request[v1.UpdateTopicRequest]) (*connect.Response[v1.TopicResponse], error) {
+func (c *topicServiceClient) UpdateTopic(ctx context.Context, req *connect.Request[v1.UpdateTopicRequest]) (*connect.Response[v1.UpdateTopicResponse], error) {
 	return c.updateTopic.CallUnary(ctx, req)
 }
 
 // DeleteTopic calls postmill.topic.v1.TopicService.DeleteTopic.
-func (c *topicServiceClient) DeleteTopic(ctx context.Context, req *connect.Request[v1.TopicIDRequest]) (*connect.Response[v1.DeleteTopicResponse], error) {
+func (c *topicServiceClient) DeleteTopic(ctx context.Context, req *connect.Request[v1.DeleteTopicRequest]) (*connect.Response[v1.DeleteTopicResponse], error) {
 	return c.deleteTopic.CallUnary(ctx, req)
 }
 
 // Subscribe calls postmill.topic.v1.TopicService.Subscribe.
-func (c *topicServiceClient) Subscribe(ctx context.Context, req *connect.Request[v1.SubscriptionRequest]) (*connect.Response[v1.SubscriptionResponse], error) {
+func (c *topicServiceClient) Subscribe(ctx context.Context, req *connect.Request[v1.SubscribeRequest]) (*connect.Response[v1.SubscribeResponse], error) {
 	return c.subscribe.CallUnary(ctx, req)
 }
 
 // Unsubscribe calls postmill.topic.v1.TopicService.Unsubscribe.
-func (c *topicServiceClient) Unsubscribe(ctx context.Context, req *connect.Request[v1.SubscriptionRequest]) (*connect.Response[v1.SubscriptionResponse], error) {
+func (c *topicServiceClient) Unsubscribe(ctx context.Context, req *connect.Request[v1.UnsubscribeRequest]) (*connect.Response[v1.UnsubscribeResponse], error) {
 	return c.unsubscribe.CallUnary(ctx, req)
 }
 
 // TopicServiceHandler is an implementation of the postmill.topic.v1.TopicService service.
 type TopicServiceHandler interface {
-	CreateTopic(context.Context, *connect.Request[v1.CreateTopicRequest]) (*connect.Response[v1.TopicResponse], error)
-	GetTopic(context.Context, *connect.Request[v1.TopicIDRequest]) (*connect.Response[v1.TopicResponse], error)
+	CreateTopic(context.Context, *connect.Request[v1.CreateTopicRequest]) (*connect.Response[v1.CreateTopicResponse], error)
+	GetTopic(context.Context, *connect.Request[v1.GetTopicRequest]) (*connect.Response[v1.GetTopicResponse], error)
 	ListTopics(context.Context, *connect.Request[v1.ListTopicsRequest]) (*connect.Response[v1.ListTopicsResponse], error)
-	UpdateTopic(context.Context, *connect.Request[v1.UpdateTopicRequest]) (*connect.Response[v1.TopicResponse], error)
-	DeleteTopic(context.Context, *connect.Request[v1.TopicIDRequest]) (*connect.Response[v1.DeleteTopicResponse], error)
-	Subscribe(context.Context, *connect.Request[v1.SubscriptionRequest]) (*connect.Response[v1.SubscriptionResponse], error)
-	Unsubscribe(context.Context, *connect.Request[v1.SubscriptionRequest]) (*connect.Response[v1.SubscriptionResponse], error)
+	UpdateTopic(context.Context, *connect.Request[v1.UpdateTopicRequest]) (*connect.Response[v1.UpdateTopicResponse], error)
+	DeleteTopic(context.Context, *connect.Request[v1.DeleteTopicRequest]) (*connect.Response[v1.DeleteTopicResponse], error)
+	Subscribe(context.Context, *connect.Request[v1.SubscribeRequest]) (*connect.Response[v1.SubscribeResponse], error)
+	Unsubscribe(context.Context, *connect.Request[v1.UnsubscribeRequest]) (*connect.Response[v1.UnsubscribeResponse], error)
 }
 
 // NewTopicServiceHandler builds an HTTP handler from the service implementation. It returns the
@@ -252,11 +252,11 @@ func NewTopicServiceHandler(svc TopicServiceHandler, opts ...connect.HandlerOpti
 // UnimplementedTopicServiceHandler returns CodeUnimplemented from all methods.
 type UnimplementedTopicServiceHandler struct{}
 
-func (UnimplementedTopicServiceHandler) CreateTopic(context.Context, *connect.Request[v1.CreateTopicRequest]) (*connect.Response[v1.TopicResponse], error) {
+func (UnimplementedTopicServiceHandler) CreateTopic(context.Context, *connect.Request[v1.CreateTopicRequest]) (*connect.Response[v1.CreateTopicResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("postmill.topic.v1.TopicService.CreateTopic is not implemented"))
 }
 
-func (UnimplementedTopicServiceHandler) GetTopic(context.Context, *connect.Request[v1.TopicIDRequest]) (*connect.Response[v1.TopicResponse], error) {
+func (UnimplementedTopicServiceHandler) GetTopic(context.Context, *connect.Request[v1.GetTopicRequest]) (*connect.Response[v1.GetTopicResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("postmill.topic.v1.TopicService.GetTopic is not implemented"))
 }
 
@@ -264,18 +264,18 @@ func (UnimplementedTopicServiceHandler) ListTopics(context.Context, *connect.Req
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("postmill.topic.v1.TopicService.ListTopics is not implemented"))
 }
 
-func (UnimplementedTopicServiceHandler) UpdateTopic(context.Context, *connect.Request[v1.UpdateTopicRequest]) (*connect.Response[v1.TopicResponse], error) {
+func (UnimplementedTopicServiceHandler) UpdateTopic(context.Context, *connect.Request[v1.UpdateTopicRequest]) (*connect.Response[v1.UpdateTopicResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("postmill.topic.v1.TopicService.UpdateTopic is not implemented"))
 }
 
-func (UnimplementedTopicServiceHandler) DeleteTopic(context.Context, *connect.Request[v1.TopicIDRequest]) (*connect.Response[v1.DeleteTopicResponse], error) {
+func (UnimplementedTopicServiceHandler) DeleteTopic(context.Context, *connect.Request[v1.DeleteTopicRequest]) (*connect.Response[v1.DeleteTopicResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("postmill.topic.v1.TopicService.DeleteTopic is not implemented"))
 }
 
-func (UnimplementedTopicServiceHandler) Subscribe(context.Context, *connect.Request[v1.SubscriptionRequest]) (*connect.Response[v1.SubscriptionResponse], error) {
+func (UnimplementedTopicServiceHandler) Subscribe(context.Context, *connect.Request[v1.SubscribeRequest]) (*connect.Response[v1.SubscribeResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("postmill.topic.v1.TopicService.Subscribe is not implemented"))
 }
 
-func (UnimplementedTopicServiceHandler) Unsubscribe(context.Context, *connect.Request[v1.SubscriptionRequest]) (*connect.Response[v1.SubscriptionResponse], error) {
+func (UnimplementedTopicServiceHandler) Unsubscribe(context.Context, *connect.Request[v1.UnsubscribeRequest]) (*connect.Response[v1.UnsubscribeResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("postmill.topic.v1.TopicService.Unsubscribe is not implemented"))
 }
