@@ -24,6 +24,9 @@
 //	deliverability.go suppressions, bounces, complaints and the feedback the inbound tier reports (§4.5)
 //	webhook.go        webhook endpoints, deliveries and the sender (§4.6)
 //	tracking.go       open and click tracking
+//	contact.go        marketing contacts, import, preferences, the audience broadcasts page through (§4.7)
+//	topic.go          topics and subscriptions with double opt-in (§4.8)
+//	segment.go        segments and the compiled rule plan (§4.9)
 //	secret.go         the columns sealed with the master secret, for re-encryption after a key rotation
 //	change.go         ChangeFeed: news of paused organizations, new plans and domain statuses between processes
 //	hold.go           delivery jobs held while their organization is paused or their domain suspended
