@@ -10,6 +10,81 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
+type AnalyticsEvent struct {
+	ID             string
+	OrganizationID string
+	OccurredAt     time.Time
+	Type           string
+	MessageID      pgtype.UUID
+	Domain         string
+	Tags           []string
+}
+
+type AnalyticsEventsDefault struct {
+	ID             string
+	OrganizationID string
+	OccurredAt     time.Time
+	Type           string
+	MessageID      pgtype.UUID
+	Domain         string
+	Tags           []string
+}
+
+type AnalyticsOutbox struct {
+	ID string
+}
+
+type AnalyticsRequest struct {
+	OrganizationID string
+	ID             string
+	OccurredAt     time.Time
+	Method         string
+	Route          string
+	Path           string
+	Status         int32
+	LatencyUs      int64
+	ApiKeyID       string
+	UserID         string
+	UserAgent      string
+	ClientIp       string
+	RequestID      string
+	RequestBody    string
+	ResponseBody   string
+}
+
+type AnalyticsRequestsDefault struct {
+	OrganizationID string
+	ID             string
+	OccurredAt     time.Time
+	Method         string
+	Route          string
+	Path           string
+	Status         int32
+	LatencyUs      int64
+	ApiKeyID       string
+	UserID         string
+	UserAgent      string
+	ClientIp       string
+	RequestID      string
+	RequestBody    string
+	ResponseBody   string
+}
+
+type AnalyticsRollup struct {
+	OrganizationID string
+	Domain         string
+	Tag            string
+	Bucket         time.Time
+	Sent           int64
+	Delivered      int64
+	Bounced        int64
+	Complained     int64
+	Opened         int64
+	Clicked        int64
+	Failed         int64
+	Delayed        int64
+}
+
 type ApiKey struct {
 	ID             string
 	OrganizationID string
@@ -57,6 +132,40 @@ type Bounce struct {
 	Class          string
 }
 
+type Broadcast struct {
+	ID             string
+	OrganizationID string
+	Name           string
+	Subject        string
+	FromAddress    string
+	ReplyTo        string
+	HtmlBody       string
+	TextBody       string
+	TemplateID     pgtype.UUID
+	SegmentID      pgtype.UUID
+	TopicID        pgtype.UUID
+	ScheduledAt    *time.Time
+	Status         string
+	Cursor         string
+	PausedUntil    *time.Time
+	FailureReason  string
+	StartedAt      *time.Time
+	CompletedAt    *time.Time
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+}
+
+type BroadcastRecipient struct {
+	OrganizationID string
+	BroadcastID    string
+	ContactID      string
+	Email          string
+	MessageID      pgtype.UUID
+	Status         string
+	UnsubscribedAt *time.Time
+	CreatedAt      time.Time
+}
+
 type Complaint struct {
 	ID             string
 	OrganizationID string
@@ -69,6 +178,27 @@ type Complaint struct {
 	SourceIp       string
 	ArrivalDate    *time.Time
 	CreatedAt      time.Time
+}
+
+type Contact struct {
+	ID             string
+	OrganizationID string
+	Email          string
+	FirstName      string
+	LastName       string
+	Locale         string
+	Timezone       string
+	Source         string
+	Properties     []byte
+	ConsentStatus  string
+	ConsentSource  string
+	ConsentIp      string
+	ConsentAt      *time.Time
+	Bounced        bool
+	LastSentAt     *time.Time
+	LastActiveAt   *time.Time
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
 }
 
 type DeliveryHeld struct {
@@ -158,6 +288,32 @@ type Event struct {
 	BounceClass      pgtype.Text
 }
 
+type InboundDomain struct {
+	ID             string
+	OrganizationID string
+	Name           string
+	Status         string
+	MxHost         string
+	MxPriority     int32
+	VerifiedAt     *time.Time
+	LastCheckedAt  *time.Time
+	CreatedAt      time.Time
+}
+
+type InboundRoute struct {
+	ID              string
+	OrganizationID  string
+	InboundDomainID string
+	MatchType       string
+	MatchValue      string
+	Action          string
+	Destination     string
+	Enabled         bool
+	Priority        int32
+	CreatedAt       time.Time
+	Secret          []byte
+}
+
 type Membership struct {
 	UserID         string
 	OrganizationID string
@@ -201,6 +357,57 @@ type RateLimitWindow struct {
 	ExpiresAt   time.Time
 }
 
+type ReceivedAttachment struct {
+	ID              string
+	OrganizationID  string
+	ReceivedEmailID string
+	Position        int32
+	Filename        string
+	ContentType     string
+	SizeBytes       int64
+	Inline          bool
+	ContentID       string
+	ScanStatus      string
+	ScanSignature   string
+	ScannedAt       *time.Time
+	BlobKey         string
+}
+
+type ReceivedEmail struct {
+	ID                  string
+	OrganizationID      string
+	InboundDomainID     string
+	Rcpt                string
+	MailFrom            string
+	HeaderFrom          string
+	HeaderFromName      string
+	ToAddresses         []string
+	CcAddresses         []string
+	Subject             string
+	MessageID           string
+	InReplyTo           pgtype.Text
+	Refs                pgtype.Text
+	SizeBytes           int64
+	SpamStatus          string
+	ScanStatus          string
+	Status              string
+	RouteID             pgtype.UUID
+	RouteAction         pgtype.Text
+	ForwardStatus       pgtype.Text
+	ReceivedAt          time.Time
+	TextBody            string
+	HtmlBody            string
+	Headers             []byte
+	RawKey              string
+	DedupeKey           string
+	ActionEventID       pgtype.UUID
+	ActionAttempts      int32
+	ActionNextAt        *time.Time
+	ActionLease         pgtype.UUID
+	ActionResponseCode  int32
+	ActionBlockedReason string
+}
+
 type Recipient struct {
 	ID             string
 	MessageID      string
@@ -223,6 +430,17 @@ type RefreshToken struct {
 	UsedAt         *time.Time
 	RevokedAt      *time.Time
 	CreatedAt      time.Time
+}
+
+type Segment struct {
+	ID             string
+	OrganizationID string
+	Name           string
+	Description    string
+	Rule           []byte
+	Plan           []byte
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
 }
 
 type SmtpCredential struct {
@@ -263,6 +481,29 @@ type TemplateVersion struct {
 	TextBody       string
 	ReactSource    string
 	CreatedAt      time.Time
+}
+
+type Topic struct {
+	ID             string
+	OrganizationID string
+	Key            string
+	Name           string
+	Description    string
+	DoubleOptIn    bool
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+}
+
+type TopicSubscription struct {
+	OrganizationID string
+	TopicID        string
+	ContactID      string
+	Status         string
+	ConsentSource  string
+	ConsentIp      string
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+	ConfirmedAt    *time.Time
 }
 
 type UsageMeter struct {
