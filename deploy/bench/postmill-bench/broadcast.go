@@ -183,6 +183,11 @@ func runBroadcast(args []string) error {
 	}
 	close(txStop)
 	txWG.Wait()
+	// Transactional sends accepted at the very end may still be on their way: wait for them, so that the
+	// broadcast's count is not short by them.
+	for end := time.Now().Add(30 * time.Second); mx.count.Load() < int64(*contacts)+txAccepted(&txMu, &txLat) && time.Now().Before(end); {
+		time.Sleep(20 * time.Millisecond)
+	}
 	close(stopRSS)
 	_, last := mx.curve()
 	arrived := mx.count.Load() - txAccepted(&txMu, &txLat)
