@@ -296,6 +296,7 @@ type InboundStore interface {
 	// organizations, for lease; a claim not recorded within lease is claimed again.
 	ClaimDueActions(ctx context.Context, now time.Time, lease time.Duration, max int) ([]DueAction, error)
 	// RecordAction stores an attempt's outcome when lease still holds the email: the new status, attempts,
-	// the next attempt (nil: none), the response code and a blocked reason.
-	RecordAction(ctx context.Context, id, lease, status string, attempts int, next *time.Time, code int, reason string) error
+	// the next attempt (nil: none), the response code, a blocked reason and, for forward_email routes, the
+	// forward status ("" leaves it).
+	RecordAction(ctx context.Context, id, lease, status string, attempts int, next *time.Time, code int, reason, forward string) error
 }

@@ -217,9 +217,10 @@ func (s *Inbound) ClaimDueActions(ctx context.Context, now time.Time, lease time
 }
 
 // RecordAction implements ports.InboundStore.
-func (s *Inbound) RecordAction(ctx context.Context, id, lease, status string, attempts int, next *time.Time, code int, reason string) error {
+func (s *Inbound) RecordAction(ctx context.Context, id, lease, status string, attempts int, next *time.Time, code int, reason, forward string) error {
 	_, err := s.pool.Exec(ctx, `UPDATE received_emails SET status = $3, action_attempts = $4, action_next_at = $5,
-		action_response_code = $6, action_blocked_reason = $7, action_lease = NULL
-		WHERE id = $1 AND action_lease = $2`, id, lease, status, attempts, next, code, reason)
+		action_response_code = $6, action_blocked_reason = $7, action_lease = NULL,
+		forward_status = COALESCE(NULLIF($8, ''), forward_status)
+		WHERE id = $1 AND action_lease = $2`, id, lease, status, attempts, next, code, reason, forward)
 	return interpretError(err)
 }

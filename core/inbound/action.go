@@ -108,9 +108,12 @@ func (s *Service) actionRound(ctx context.Context) (bool, error) {
 // attempt makes one attempt of d and records it.
 func (s *Service) attempt(ctx context.Context, d ports.DueAction) error {
 	e := d.Email
+	if d.Route.ID != "" && d.Route.Action == ports.ActionForwardEmail {
+		return s.forward(ctx, d)
+	}
 	if d.Route.ID == "" || d.Route.Action != ports.ActionWebhook || s.deps.Sender == nil || s.deps.Keyring == nil {
 		// The route was deleted (or this process cannot post): nothing can be done for the message.
-		return s.deps.Store.RecordAction(ctx, e.ID, d.Lease, ports.ReceivedFailed, d.Attempts, nil, 0, "")
+		return s.deps.Store.RecordAction(ctx, e.ID, d.Lease, ports.ReceivedFailed, d.Attempts, nil, 0, "", "")
 	}
 	secret, err := s.deps.Keyring.Open(d.Route.Secret, routeSecretAAD(d.Route.ID))
 	if err != nil {
@@ -140,5 +143,5 @@ func (s *Service) attempt(ctx context.Context, d ports.DueAction) error {
 		attrs = append(attrs, slog.String("error", sendErr.Error()))
 	}
 	s.deps.Logger.LogAttrs(ctx, slog.LevelInfo, "inbound webhook attempt", attrs...)
-	return s.deps.Store.RecordAction(ctx, e.ID, d.Lease, status, a.Attempts, a.NextRetryAt, a.ResponseCode, a.BlockedReason)
+	return s.deps.Store.RecordAction(ctx, e.ID, d.Lease, status, a.Attempts, a.NextRetryAt, a.ResponseCode, a.BlockedReason, "")
 }

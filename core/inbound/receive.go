@@ -129,7 +129,7 @@ func (s *Service) Receive(ctx context.Context, m ports.InboundMessage) (ports.Re
 		}
 		ev := ports.Event{ID: id.New(), OrganizationID: d.OrganizationID, Type: ports.EventEmailReceived,
 			MessageID: e.ID, OccurredAt: now}
-		if route != nil && route.Action == ports.ActionWebhook && e.Status == ports.ReceivedPending {
+		if route != nil && route.Action != ports.ActionStore && e.Status == ports.ReceivedPending {
 			e.ActionEventID, e.ActionDue = ev.ID, &now
 		}
 		inserted, existing, err := s.deps.Store.InsertReceived(ctx, e, []ports.Event{ev})

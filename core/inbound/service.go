@@ -64,6 +64,10 @@ type Deps struct {
 	// cannot be created.
 	Sender  ports.WebhookSender
 	Keyring *secret.Keyring
+	// Emails and Domains re-send what forward_email routes take, from a verified sending domain of the
+	// organization; without them forwarded messages fail.
+	Emails  ports.EmailService
+	Domains ports.DomainService
 	Clock   ports.Clock
 	Logger  *slog.Logger
 }

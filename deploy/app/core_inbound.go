@@ -23,7 +23,8 @@ func (a *App) coreInbound(env *coreEnv) error {
 	}
 	svc, err := inbound.New(inbound.Config{MXHost: a.cfg.InboundMXHost, Schedule: a.cfg.WebhookSchedule}, inbound.Deps{
 		Store: env.store.Inbound, Resolver: a.dnsResolver(), Blobs: blobs, Scanner: scanner,
-		Sender: sender, Keyring: env.keyring, Clock: env.clock, Logger: env.logger,
+		Sender: sender, Keyring: env.keyring, Emails: env.core.Emails, Domains: env.core.Domains,
+		Clock: env.clock, Logger: env.logger,
 	})
 	if err != nil {
 		return err

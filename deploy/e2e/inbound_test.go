@@ -18,6 +18,7 @@ import (
 
 	"github.com/postmill/postmill/adapters/dns/dnstest"
 	"github.com/postmill/postmill/adapters/postgres/pgtest"
+	"github.com/postmill/postmill/deploy/app"
 	"github.com/postmill/postmill/ports"
 )
 
@@ -469,4 +470,41 @@ func TestInboundWebhookRoute(t *testing.T) {
 	}
 	l := expect(t, w.get("/v1/received-emails?limit=1", w.key), 200)
 	waitStatus(l.body["data"].([]any)[0].(map[string]any)["id"].(string), "blocked")
+}
+
+// TestInboundForwardRoute: a forward_email route re-sends the message through the send path from the
+// organization's verified sending domain, with the original sender as Reply-To, and forwardStatus follows.
+func TestInboundForwardRoute(t *testing.T) {
+	t.Parallel()
+	mw := MustMailWorld(t, func(c *app.Config) { c.InboundMXHost = inboundMXHost })
+	w := &inboundWorld{env: mw.env, dns: mw.dns, owner: mw.owner}
+	_, w.key = w.MustKey(w.owner, []string{ports.ScopeInboundRead})
+	w.domain = "fwd-" + randomHex(t, 3) + ".acme.example"
+	w.domID = expect(t, w.post("/v1/inbound/domains", w.owner.access, map[string]any{"domain": w.domain}), 201).str("id")
+	w.dns.SetMX(w.domain, ports.MX{Host: inboundMXHost, Preference: 10})
+	expect(t, w.post("/v1/inbound/domains/"+w.domID+"/verify", w.owner.access, nil), 201)
+	expect(t, w.post("/v1/inbound/routes", w.owner.access, map[string]any{"inboundDomainId": w.domID, "matchType": "exact",
+		"matchValue": "fwd@" + w.domain, "action": "forward_email", "destination": "desk@rcpt.example"}), 201)
+
+	if _, derr := w.send(t, "jerome@sender.example", []string{"fwd@" + w.domain}, inboundMessage("fwd@"+w.domain, "forward me", "aGVsbG8gd29ybGQK")); derr != nil {
+		t.Fatal(derr)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		l := expect(t, w.get("/v1/received-emails?limit=1", w.key), 200)
+		item := l.body["data"].([]any)[0].(map[string]any)
+		if item["forwardStatus"] == "sent" && item["status"] == "delivered" {
+			break
+		}
+		if item["forwardStatus"] == "failed" || time.Now().After(deadline) {
+			t.Fatalf("received email after forwarding: %v", item)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	got := mw.mx.waitFor(t, "X-Postmill-Forwarded-For: fwd@"+w.domain, 30*time.Second)
+	data := string(got.data)
+	if len(got.to) != 1 || got.to[0] != "desk@rcpt.example" || !strings.Contains(data, "Reply-To: <jerome@sender.example>") ||
+		!strings.Contains(data, "forwarding@"+senderDomain) || !strings.Contains(data, "DKIM-Signature:") {
+		t.Fatalf("forwarded message to %v:\n%s", got.to, data)
+	}
 }
