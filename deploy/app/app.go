@@ -57,6 +57,7 @@ type App struct {
 	rpcTLS   bool     // the core's RPC listener serves TLS
 	smtpAddr net.Addr // submission listener
 	mxAddr   net.Addr // inbound MX listener
+	local    localMode
 }
 
 // New validates the configuration and builds the module graph for targets; nothing starts until Start.
@@ -113,6 +114,7 @@ func New(cfg Config, targets Targets, logger *slog.Logger) (*App, error) {
 		// An MTA-only process still reads the PostgreSQL queue.
 		deps[TargetMTA] = []string{moduleStore}
 	}
+	a.registerLocal(mm, deps)
 	for name, d := range deps {
 		if err := mm.AddDependency(name, d...); err != nil {
 			return nil, err

@@ -104,6 +104,8 @@ type Config struct {
 	// WebhookSchedule replaces SPEC §6's retry waits (15m, 30m, 1h, 2h). Tests set it; there is no
 	// environment variable, because the schedule is part of the contract with receivers.
 	WebhookSchedule []time.Duration
+	// Local is local mode (POSTMILL_LOCAL and its variables, local.go).
+	Local LocalConfig
 	// MTATLS is the MTA's outbound transport security: MTA-STS, DANE, TLS-RPT (tier_mta_tls.go).
 	MTATLS MTATLSConfig
 	// MaxDomainsPerOrg, MaxWebhooksPerOrg and MaxAPIKeysPerOrg bound what one organization may hold
@@ -250,6 +252,8 @@ func LoadEnv(getenv Getenv) (Config, error) {
 			errs = append(errs, fmt.Errorf("%s must be at least 1", v.name))
 		}
 	}
+	local, err := loadLocalEnv(getenv)
+	c.Local, errs = local, append(errs, err)
 	mtaTLS, err := loadMTATLSEnv(getenv)
 	c.MTATLS, errs = mtaTLS, append(errs, err)
 	if err := c.LogLevel.UnmarshalText([]byte(str("POSTMILL_LOG_LEVEL", "info"))); err != nil {
@@ -348,6 +352,7 @@ func (c *Config) Validate(targets Targets) error {
 	if c.MaxDomainsPerOrg < 0 || c.MaxWebhooksPerOrg < 0 || c.MaxAPIKeysPerOrg < 0 {
 		errs = append(errs, errors.New("POSTMILL_MAX_DOMAINS_PER_ORG, POSTMILL_MAX_WEBHOOKS_PER_ORG and POSTMILL_MAX_API_KEYS_PER_ORG must be at least 1"))
 	}
+	errs = append(errs, c.Local.validate(targets))
 	return errors.Join(errs...)
 }
 

@@ -40,6 +40,11 @@ func (a *App) initEdge() (services.Service, error) {
 		if err != nil {
 			return err
 		}
+		if c := a.localCatcher(); c != nil {
+			if err := e.ServeLocal(c); err != nil {
+				return err
+			}
+		}
 		ln, err := net.Listen("tcp", a.cfg.HTTPAddr)
 		if err != nil {
 			return fmt.Errorf("edge listener: %w", err)

@@ -35,10 +35,11 @@ func (a *App) initMTA() (services.Service, error) {
 		if err != nil {
 			return err
 		}
+		port, relay, allow := a.mtaRoute() // local mode points these at the catcher
 		cfg := mta.Config{
-			Port: a.cfg.MTAPort, Relay: a.cfg.MTARelay, RelayUsername: a.cfg.MTARelayUsername,
+			Port: port, Relay: relay, RelayUsername: a.cfg.MTARelayUsername,
 			RelayPassword: a.cfg.MTARelayPassword, HELO: a.cfg.MTAHelo, Concurrency: a.cfg.MTAConcurrency,
-			AllowNets: a.cfg.MTAAllowNets, JournalDir: filepath.Join(a.cfg.DataDir, "mta"),
+			AllowNets: allow, JournalDir: filepath.Join(a.cfg.DataDir, "mta"),
 		}
 		if a.cfg.Simulator {
 			if sim, err = a.startSimulator(); err != nil {

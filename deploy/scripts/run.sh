@@ -16,6 +16,9 @@ if [ -z "${POSTMILL_DATABASE_URL:-}" ]; then
 		echo "The private PostgreSQL was already running and stays up; deploy/scripts/pg.sh stop stops it."
 	fi
 fi
+# Local mode is make run's default (docs/local.md); POSTMILL_LOCAL=false gives the production shape that
+# `postmill serve` has on its own.
+export POSTMILL_LOCAL=${POSTMILL_LOCAL:-true}
 addr=${POSTMILL_HTTP_ADDR:-127.0.0.1:8080}
 base=${POSTMILL_BASE_URL:-http://$addr}
 cat <<MSG
@@ -29,6 +32,19 @@ Postmill is starting (Ctrl-C stops it).
   SMTP submit    ${POSTMILL_SUBMISSION_ADDR:-127.0.0.1:1587}
   database       ${POSTMILL_DATABASE_URL%%\?*}
 MSG
+case "$(echo "$POSTMILL_LOCAL" | tr '[:upper:]' '[:lower:]')" in
+1 | t | true)
+	cat <<MSG
+
+LOCAL MODE (POSTMILL_LOCAL=true; POSTMILL_LOCAL=false runs the production shape). Simulated in the process:
+  DNS            ${POSTMILL_LOCAL_DNS_ADDR:-127.0.0.1:1053} publishes the records of every domain created here,
+                 so POST /v1/domains/{id}/verify passes${POSTMILL_DNS_RESOLVER:+ (but POSTMILL_DNS_RESOLVER=$POSTMILL_DNS_RESOLVER is used for lookups)}
+  mailboxes      every message is delivered to the built-in catcher at ${POSTMILL_CATCHER_ADDR:-127.0.0.1:1025}${POSTMILL_MTA_RELAY:+ (but POSTMILL_MTA_RELAY=$POSTMILL_MTA_RELAY takes the mail instead)}
+                 no email leaves this machine; the newest ${POSTMILL_CATCHER_MAX:-1000} are kept
+  caught mail    $base/local/mail   (JSON: $base/local/api/messages)
+MSG
+	;;
+esac
 # Postmill runs as a child rather than in this shell's place, so that the EXIT trap can stop PostgreSQL
 # after it; an interrupt or a termination is passed on as SIGTERM, Postmill's graceful shutdown.
 ./bin/postmill serve "$@" &
