@@ -14,17 +14,19 @@ import (
 // ProbedStatements names the array-driven statements that run after ProbePlans: the send path's inserts,
 // the MTA's reads, the outcome writes, the queue's lease and acks and the relay's take.
 var ProbedStatements = map[string]func(q *db.Queries){
-	"InsertMessageRecipients": func(q *db.Queries) { _ = q.InsertMessageRecipients(context.Background(), db.InsertMessageRecipientsParams{}) },
-	"InsertSendEvents":        func(q *db.Queries) { _ = q.InsertSendEvents(context.Background(), db.InsertSendEventsParams{}) },
-	"InsertSendJobs":          func(q *db.Queries) { _ = q.InsertSendJobs(context.Background(), db.InsertSendJobsParams{}) },
-	"MeterSends":              func(q *db.Queries) { _, _ = q.MeterSends(context.Background(), db.MeterSendsParams{}) },
-	"SendOutcomes":            func(q *db.Queries) { _, _ = q.SendOutcomes(context.Background(), db.SendOutcomesParams{}) },
-	"OutboundMessages":        func(q *db.Queries) { _, _ = q.OutboundMessages(context.Background(), db.OutboundMessagesParams{}) },
-	"OutboundMessage":         func(q *db.Queries) { _, _ = q.OutboundMessage(context.Background(), db.OutboundMessageParams{}) },
-	"OutboundRecipients":      func(q *db.Queries) { _, _ = q.OutboundRecipients(context.Background(), db.OutboundRecipientsParams{}) },
-	"InsertAppliedJobs":       func(q *db.Queries) { _, _ = q.InsertAppliedJobs(context.Background(), db.InsertAppliedJobsParams{}) },
-	"LockMessages":            func(q *db.Queries) { _, _ = q.LockMessages(context.Background(), db.LockMessagesParams{}) },
-	"LockMessage":             func(q *db.Queries) { _, _ = q.LockMessage(context.Background(), db.LockMessageParams{}) },
+	"InsertMessageRecipients": func(q *db.Queries) {
+		_ = q.InsertMessageRecipients(context.Background(), db.InsertMessageRecipientsParams{})
+	},
+	"InsertSendEvents":   func(q *db.Queries) { _ = q.InsertSendEvents(context.Background(), db.InsertSendEventsParams{}) },
+	"InsertSendJobs":     func(q *db.Queries) { _ = q.InsertSendJobs(context.Background(), db.InsertSendJobsParams{}) },
+	"MeterSends":         func(q *db.Queries) { _, _ = q.MeterSends(context.Background(), db.MeterSendsParams{}) },
+	"SendOutcomes":       func(q *db.Queries) { _, _ = q.SendOutcomes(context.Background(), db.SendOutcomesParams{}) },
+	"OutboundMessages":   func(q *db.Queries) { _, _ = q.OutboundMessages(context.Background(), db.OutboundMessagesParams{}) },
+	"OutboundMessage":    func(q *db.Queries) { _, _ = q.OutboundMessage(context.Background(), db.OutboundMessageParams{}) },
+	"OutboundRecipients": func(q *db.Queries) { _, _ = q.OutboundRecipients(context.Background(), db.OutboundRecipientsParams{}) },
+	"InsertAppliedJobs":  func(q *db.Queries) { _, _ = q.InsertAppliedJobs(context.Background(), db.InsertAppliedJobsParams{}) },
+	"LockMessages":       func(q *db.Queries) { _, _ = q.LockMessages(context.Background(), db.LockMessagesParams{}) },
+	"LockMessage":        func(q *db.Queries) { _, _ = q.LockMessage(context.Background(), db.LockMessageParams{}) },
 	"SetRecipientStatusesOfMessages": func(q *db.Queries) {
 		_ = q.SetRecipientStatusesOfMessages(context.Background(), db.SetRecipientStatusesOfMessagesParams{})
 	},
