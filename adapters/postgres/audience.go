@@ -57,7 +57,11 @@ func (s *Marketing) PageAudience(ctx context.Context, orgID string, a ports.Audi
 		if err := json.Unmarshal(raw, &plan); err != nil {
 			return nil, err
 		}
-		b := &sqlBuilder{args: []any{orgID}, now: time.Now()}
+		topics, err := resolveTopics(ctx, s.pool, orgID, plan)
+		if err != nil {
+			return nil, err
+		}
+		b := &sqlBuilder{args: []any{orgID}, now: time.Now(), topics: topics}
 		where, err := b.node(plan, 0)
 		if err != nil {
 			return nil, err

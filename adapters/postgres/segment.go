@@ -97,13 +97,17 @@ func (s *Marketing) DeleteSegment(ctx context.Context, orgID, id string) error {
 // repeatable-read snapshot so the sample agrees with the count.
 func (s *Marketing) PreviewPlan(ctx context.Context, orgID string, plan ports.PlanNode, limit int) (ports.SegmentPreview, error) {
 	limit = min(max(limit, 1), ports.MaxListLimit)
-	b := &sqlBuilder{args: []any{orgID}, now: time.Now()}
-	where, err := b.node(plan, 0)
-	if err != nil {
-		return ports.SegmentPreview{}, err
-	}
 	out := ports.SegmentPreview{Sample: []ports.Contact{}}
-	err = pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		topics, err := resolveTopics(ctx, tx, orgID, plan)
+		if err != nil {
+			return err
+		}
+		b := &sqlBuilder{args: []any{orgID}, now: time.Now(), topics: topics}
+		where, err := b.node(plan, 0)
+		if err != nil {
+			return err
+		}
 		q := ` FROM contacts c WHERE c.organization_id = $1 AND (` + where + `)`
 		if err := tx.QueryRow(ctx, `SELECT count(*)`+q, b.args...).Scan(&out.Count); err != nil {
 			return err

@@ -1,11 +1,14 @@
 package postgres
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/postmill/postmill/ports"
 )
@@ -36,6 +39,45 @@ const numericText = `^-?[0-9]{1,30}(\.[0-9]{1,30})?$`
 type sqlBuilder struct {
 	args []any
 	now  time.Time
+	// topics are the organization's topic ids by key, for the keys the plan names (resolveTopics). A key
+	// that is not the organization's has no entry and names no topic.
+	topics map[string]string
+}
+
+// planTopicKeys lists the topic keys a plan names.
+func planTopicKeys(n ports.PlanNode, into []string) []string {
+	if n.Op == ports.PlanCond && n.Kind == ports.FieldTopic {
+		return append(into, n.Key)
+	}
+	for _, c := range n.Children {
+		into = planTopicKeys(c, into)
+	}
+	return into
+}
+
+// resolveTopics looks up the organization's topics the plan names, so that the SQL can probe
+// subscriptions by topic id (the topic_subscriptions_topic_status_idx index) rather than join topics.
+func resolveTopics(ctx context.Context, q interface {
+	Query(context.Context, string, ...any) (pgx.Rows, error)
+}, orgID string, plan ports.PlanNode) (map[string]string, error) {
+	out := map[string]string{}
+	keys := planTopicKeys(plan, nil)
+	if len(keys) == 0 {
+		return out, nil
+	}
+	rows, err := q.Query(ctx, `SELECT key, id FROM topics WHERE organization_id = $1 AND key = ANY($2::text[])`, orgID, keys)
+	if err != nil {
+		return nil, listError(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var k, id string
+		if err := rows.Scan(&k, &id); err != nil {
+			return nil, err
+		}
+		out[k] = id
+	}
+	return out, listError(rows.Err())
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
@@ -128,6 +170,11 @@ func (b *sqlBuilder) column(n ports.PlanNode) (string, error) {
 		p, err := b.typedFor(col.kind, n)
 		if err != nil {
 			return "", err
+		}
+		// Comparing a text column with a non-empty value needs no NULLIF (an empty column differs from it
+		// either way), which leaves the column bare for its indexes.
+		if col.kind == ports.FieldText && n.ValKind == "string" && n.Text != "" {
+			val = col.sql
 		}
 		if n.Cmp == "eq" {
 			return val + " = " + p, nil
@@ -278,10 +325,14 @@ func (b *sqlBuilder) topic(n ports.PlanNode) (string, error) {
 	if n.Key == "" || len(n.Key) > ports.MaxTopicKeyLen {
 		return "", errBadPlan
 	}
+	topicID, known := b.topics[n.Key]
 	sub := func(status string) string {
-		return "EXISTS (SELECT 1 FROM topic_subscriptions ts JOIN topics t ON t.organization_id = ts.organization_id" +
-			" AND t.id = ts.topic_id WHERE ts.organization_id = $1 AND ts.contact_id = c.id AND t.key = " +
-			b.arg(n.Key) + "::text" + status + ")"
+		if !known {
+			// Not one of the organization's topics: no contact has a subscription to it.
+			return "FALSE"
+		}
+		return "EXISTS (SELECT 1 FROM topic_subscriptions ts WHERE ts.topic_id = " + b.arg(topicID) +
+			"::uuid AND ts.organization_id = $1 AND ts.contact_id = c.id" + status + ")"
 	}
 	switch n.Cmp {
 	case "exists":
@@ -297,14 +348,18 @@ func (b *sqlBuilder) topic(n ports.PlanNode) (string, error) {
 			if n.ValKind != "string" {
 				return "", errBadPlan
 			}
-			cond = sub(" AND ts.status = " + b.arg(n.Text) + "::text")
+			if known {
+				cond = sub(" AND ts.status = " + b.arg(n.Text) + "::text")
+			} else {
+				cond = "FALSE"
+			}
 		}
 		if n.Cmp == "neq" {
 			return "NOT (" + cond + ")", nil
 		}
 		return cond, nil
 	case "in":
-		if len(n.Texts) == 0 {
+		if len(n.Texts) == 0 || !known {
 			return "FALSE", nil
 		}
 		return sub(" AND ts.status = ANY(" + b.arg(n.Texts) + "::text[])"), nil
