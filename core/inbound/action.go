@@ -22,7 +22,7 @@ import (
 // (5 attempts, then the message's status is failed). The body is documented in docs/inbound.md.
 
 const (
-	actionInterval = time.Second
+	actionInterval = 100 * time.Millisecond
 	actionBatch    = 50
 	// actionLease is how long a claimed attempt may take before another process may claim it again; it
 	// bounds one request (the sender's own timeout is shorter).

@@ -32,11 +32,8 @@ func (s *Service) AcceptsInboundRecipient(ctx context.Context, rcpt string) (boo
 	if host == "" {
 		return false, nil
 	}
-	d, err := s.deps.Store.InboundDomainByName(ctx, host)
-	if ports.ErrorCode(err) == ports.CodeNotFound {
-		return false, nil
-	}
-	if err != nil {
+	d, found, err := s.domainByName(ctx, host)
+	if err != nil || !found {
 		return false, err
 	}
 	return accepting(d), nil
@@ -92,14 +89,11 @@ func (s *Service) Receive(ctx context.Context, m ports.InboundMessage) (ports.Re
 	}
 	for i, rcpt := range m.Rcpts {
 		host := domainOf(rcpt)
-		d, err := s.deps.Store.InboundDomainByName(ctx, host)
-		if ports.ErrorCode(err) == ports.CodeNotFound {
-			continue
-		}
+		d, found, err := s.domainByName(ctx, host)
 		if err != nil {
 			return res, err
 		}
-		if !accepting(d) {
+		if !found || !accepting(d) {
 			continue
 		}
 		e := s.received(m, d, strings.ToLower(rcpt), rawKey, sum, spam.Status, scan, atts, now)

@@ -77,8 +77,16 @@ type Service struct {
 	cfg  Config
 	deps Deps
 
-	mu     sync.Mutex
-	routes map[string]cachedRoutes // by inbound domain id
+	mu      sync.Mutex
+	routes  map[string]cachedRoutes // by inbound domain id
+	domains map[string]cachedDomain // by name, for the MX listener's lookups
+}
+
+// cachedDomain is an inbound-domain lookup by name; found is false for a name that is no inbound domain.
+type cachedDomain struct {
+	d     ports.InboundDomain
+	found bool
+	at    time.Time
 }
 
 type cachedRoutes struct {
@@ -129,7 +137,7 @@ func New(cfg Config, deps Deps) (*Service, error) {
 	if deps.Logger == nil {
 		deps.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Service{cfg: cfg, deps: deps, routes: map[string]cachedRoutes{}}, nil
+	return &Service{cfg: cfg, deps: deps, routes: map[string]cachedRoutes{}, domains: map[string]cachedDomain{}}, nil
 }
 
 func (s *Service) now() time.Time { return s.deps.Clock.Now().UTC().Truncate(time.Microsecond) }
@@ -211,6 +219,7 @@ func (s *Service) VerifyInboundDomain(ctx context.Context, orgID, id string) (po
 	if err != nil {
 		return d, err
 	}
+	s.forgetName(d.Name)
 	return s.withRecord(d), nil
 }
 
@@ -220,15 +229,21 @@ func (s *Service) SuspendInboundDomain(ctx context.Context, orgID, id string) (p
 	if err != nil {
 		return d, err
 	}
+	s.forgetName(d.Name)
 	return s.withRecord(d), nil
 }
 
 // DeleteInboundDomain implements ports.InboundService.
 func (s *Service) DeleteInboundDomain(ctx context.Context, orgID, id string) error {
+	d, err := s.deps.Store.GetInboundDomain(ctx, orgID, id)
+	if err != nil {
+		return err
+	}
 	if err := s.deps.Store.DeleteInboundDomain(ctx, orgID, id); err != nil {
 		return err
 	}
 	s.forget(id)
+	s.forgetName(d.Name)
 	return nil
 }
 
@@ -430,5 +445,40 @@ func (s *Service) compiledRoutes(ctx context.Context, d ports.InboundDomain) (*c
 func (s *Service) forget(domainID string) {
 	s.mu.Lock()
 	delete(s.routes, domainID)
+	s.mu.Unlock()
+}
+
+// domainByName looks an inbound domain up for the MX listener, at most once per RouteCacheTTL per name: RCPT
+// and DATA of every message ask. A change made through this process is seen at once (forgetName); one made
+// through another core process within RouteCacheTTL.
+func (s *Service) domainByName(ctx context.Context, name string) (ports.InboundDomain, bool, error) {
+	now := time.Now()
+	s.mu.Lock()
+	c, ok := s.domains[name]
+	s.mu.Unlock()
+	if ok && now.Sub(c.at) < s.cfg.RouteCacheTTL {
+		return c.d, c.found, nil
+	}
+	d, err := s.deps.Store.InboundDomainByName(ctx, name)
+	found := err == nil
+	if err != nil && ports.ErrorCode(err) != ports.CodeNotFound {
+		return d, false, err
+	}
+	s.mu.Lock()
+	if len(s.domains) > maxCachedDomains {
+		clear(s.domains)
+	}
+	s.domains[name] = cachedDomain{d: d, found: found, at: now}
+	s.mu.Unlock()
+	return d, found, nil
+}
+
+// maxCachedDomains bounds the lookup cache: a sender trying many names cannot grow it without limit.
+const maxCachedDomains = 10000
+
+// forgetName drops a cached lookup after a change of the domain made through this process.
+func (s *Service) forgetName(name string) {
+	s.mu.Lock()
+	delete(s.domains, name)
 	s.mu.Unlock()
 }
