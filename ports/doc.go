@@ -24,6 +24,7 @@
 //	deliverability.go suppressions, bounces, complaints and the feedback the inbound tier reports (§4.5)
 //	webhook.go        webhook endpoints, deliveries and the sender (§4.6)
 //	tracking.go       open and click tracking
+//	inbound.go        inbound domains, routes, received mail, the spam checker (§4.12)
 //	contact.go        marketing contacts, import, preferences, the audience broadcasts page through (§4.7)
 //	topic.go          topics and subscriptions with double opt-in (§4.8)
 //	segment.go        segments and the compiled rule plan (§4.9)
