@@ -89,6 +89,11 @@ type Config struct {
 	// rule, and only a loopback address is accepted. Both empty: no such route.
 	SimulatorDomain string
 	SimulatorAddr   netip.AddrPort
+	// Shaping shapes the traffic per destination site: connections, message rate, messages per connection
+	// and idle timeout per MX roll-up, with an adaptive back-off from sites that throttle (site.go,
+	// POSTMILL_MTA_SHAPING_FILE). nil: the built-in rules (DefaultSites) and Concurrency and
+	// IdleConnTimeout for every other site.
+	Shaping *Shaping
 }
 
 // Defaults of Config. DefaultConcurrency is Postfix's default per-destination concurrency limit
@@ -241,6 +246,9 @@ func (c Config) Validate() error {
 	}
 	if strings.ContainsAny(c.SimulatorDomain, " \t\r\n@") {
 		errs = append(errs, fmt.Errorf("mta: simulator domain %q is not a domain", c.SimulatorDomain))
+	}
+	if err := c.Shaping.validate(); err != nil {
+		errs = append(errs, err)
 	}
 	if c.TLSConfig != nil && c.TLSConfig.InsecureSkipVerify {
 		errs = append(errs, errors.New("mta: TLSConfig.InsecureSkipVerify is refused; use Config.InsecureSkipVerify (tests only)"))

@@ -18,7 +18,7 @@ type metrics struct {
 	replays       prometheus.Counter       // outcomes reported again from the journal instead of resending
 }
 
-func newMetrics(reg prometheus.Registerer, p *pool, j *journal) (*metrics, error) {
+func newMetrics(reg prometheus.Registerer, p *pool, j *journal, sites prometheus.Collector) (*metrics, error) {
 	m := &metrics{
 		deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "postmill_mta_deliveries_total",
@@ -28,7 +28,7 @@ func newMetrics(reg prometheus.Registerer, p *pool, j *journal) (*metrics, error
 			Name: "postmill_mta_jobs_total",
 			Help: "Delivery jobs processed, by result: acked, nacked (redelivered after a backoff), dropped (message gone), " +
 				"held (kept by the core while the organization is paused or the sending domain suspended), " +
-				"dead_lettered (given up and reported failed), parked (given up and kept among the queue's dead letters, the report path failing too).",
+				"dead_lettered (given up and reported failed), throttled (handed back to wait for its destination site's rate), parked (given up and kept among the queue's dead letters, the report path failing too).",
 		}, []string{"result"}),
 		smtp: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "postmill_mta_smtp_duration_seconds",
@@ -68,7 +68,7 @@ func newMetrics(reg prometheus.Registerer, p *pool, j *journal) (*metrics, error
 		Help: "Idle SMTP connections kept for reuse.",
 	}, func() float64 { _, n := p.stats(); return float64(n) })
 	var errs []error
-	for _, c := range []prometheus.Collector{m.deliveries, m.jobs, m.smtp, m.tlsDowngrades, m.tls, m.forbidden, m.replays, open, idle, pending} {
+	for _, c := range []prometheus.Collector{m.deliveries, m.jobs, m.smtp, m.tlsDowngrades, m.tls, m.forbidden, m.replays, open, idle, pending, sites} {
 		errs = append(errs, reg.Register(c))
 	}
 	return m, errors.Join(errs...)

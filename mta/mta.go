@@ -63,6 +63,8 @@ type MTA struct {
 	routes  routeCache
 	journal *journal
 	metrics *metrics
+	// sites shapes the traffic per destination site (site.go, shaping.go).
+	sites *sites
 	// batch loads and reports jobs in batches when Deps.Delivery takes them (ports.DeliveryBatcher).
 	batch   *batching
 	stages  *stages
@@ -108,13 +110,16 @@ func New(cfg Config, deps Deps) (*MTA, error) {
 	}
 	m.log = m.log.With("component", "mta")
 	m.pool = newPool(cfg.Concurrency, cfg.IdleConnTimeout, m.quit)
+	shaping := cfg.Shaping.withDefaults(cfg)
+	m.sites = newSites(shaping, m.log)
+	m.pool.shortestIdle = shaping.shortestIdle()
 	m.signed.now = time.Now
 	j, err := openJournal(cfg.JournalDir, time.Now())
 	if err != nil {
 		return nil, fmt.Errorf("mta: %w", err)
 	}
 	m.journal = j
-	met, err := newMetrics(deps.Registerer, m.pool, j)
+	met, err := newMetrics(deps.Registerer, m.pool, j, newSiteCollector(m.sites, m.now))
 	if err != nil {
 		return nil, fmt.Errorf("mta: metrics: %w", err)
 	}
@@ -233,6 +238,9 @@ func (m *MTA) handle(ctx context.Context, d ports.Delivery) {
 		return
 	}
 
+	if !m.pace(ctx, d, job, log) { // the job's site is throttled: it comes back at its turn (shaping_run.go)
+		return
+	}
 	out, err := m.loadOutbound(ctx, job)
 	if ports.ErrorCode(err) == ports.CodeNotFound {
 		log.Info("message gone; job dropped")
@@ -347,7 +355,7 @@ func (m *MTA) deliver(ctx context.Context, out ports.OutboundMessage) ports.Deli
 		}
 		return report()
 	}
-	m.send(ctx, dests, envelopeAddress(out.ReturnPath), data, r)
+	m.send(ctx, dests, envelopeAddress(out.ReturnPath), data, r, m.siteFor(out.Job.Domain, dests))
 	return report()
 }
 

@@ -2,6 +2,7 @@ package mta
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"errors"
 	"net"
@@ -21,9 +22,12 @@ type session struct {
 	// downgrade says why a session that should have been under TLS is not (a refused STARTTLS or a failed
 	// handshake followed by plaintext); "" otherwise.
 	downgrade string
-	uses      int  // transactions started on it
-	clean     bool // the last transaction ended with 250 after DATA: the next MAIL needs no RSET first
-	idle      time.Time
+	uses      int // transactions started on it
+	// idleFor is how long the session may stay idle before the reaper closes it (its site's idle
+	// timeout); 0: the pool's.
+	idleFor time.Duration
+	clean   bool // the last transaction ended with 250 after DATA: the next MAIL needs no RSET first
+	idle    time.Time
 	// pipelining: the server offers PIPELINING (RFC 2920), and transactions are written in groups
 	// (pipelining.go) over bw and answered through br.
 	pipelining bool
@@ -39,6 +43,8 @@ type pool struct {
 	limit       int
 	idleTimeout time.Duration
 	quit        func(*session) // closes a session politely (QUIT, RFC 5321 §4.1.1.10)
+	// shortestIdle is the shortest idle timeout of any site (shaping.go), for the reaper's pace; 0: none.
+	shortestIdle time.Duration
 
 	mu      sync.Mutex
 	dests   map[string]*destPool
@@ -59,9 +65,13 @@ func newPool(limit int, idleTimeout time.Duration, quit func(*session)) *pool {
 	return &pool{limit: limit, idleTimeout: idleTimeout, quit: quit, dests: make(map[string]*destPool)}
 }
 
-// get returns an idle session for key or dials a new one when fewer than limit are open, waiting
-// otherwise until a session is returned, discarded or ctx ends.
-func (p *pool) get(ctx context.Context, key string, dial func(context.Context) (*session, error)) (*session, error) {
+// get returns an idle session for key or dials a new one when fewer than limit are open (the pool's limit
+// when limit is 0 or more than it: the site's, shaping.go, may only lower it), waiting otherwise until a
+// session is returned, discarded or ctx ends.
+func (p *pool) get(ctx context.Context, key string, limit int, dial func(context.Context) (*session, error)) (*session, error) {
+	if limit <= 0 || limit > p.limit {
+		limit = p.limit
+	}
 	for {
 		p.mu.Lock()
 		if p.closing {
@@ -81,7 +91,7 @@ func (p *pool) get(ctx context.Context, key string, dial func(context.Context) (
 			p.mu.Unlock()
 			return s, nil
 		}
-		if d.open < p.limit {
+		if d.open < limit {
 			d.open++
 			p.open++
 			p.mu.Unlock()
@@ -112,11 +122,12 @@ func (p *pool) get(ctx context.Context, key string, dial func(context.Context) (
 	}
 }
 
-// put returns a healthy session for reuse.
-func (p *pool) put(s *session) {
+// put returns a healthy session for reuse; with more than limit sessions open to its destination (a site
+// backed off since it was opened; 0: no such limit), it is closed instead.
+func (p *pool) put(s *session, limit int) {
 	p.mu.Lock()
 	d := p.dests[s.key]
-	if p.closing || d == nil {
+	if p.closing || d == nil || (limit > 0 && d.open > limit) {
 		p.mu.Unlock()
 		p.quit(s)
 		p.release(s.key)
@@ -160,14 +171,14 @@ func (d *destPool) wakeOne() {
 
 // reap closes sessions idle for longer than idleTimeout until ctx ends.
 func (p *pool) reap(ctx context.Context) {
-	t := time.NewTicker(max(p.idleTimeout/4, 10*time.Millisecond))
+	t := time.NewTicker(max(min(p.idleTimeout, cmp.Or(p.shortestIdle, p.idleTimeout))/4, 10*time.Millisecond))
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case now := <-t.C:
-			p.closeIdle(func(s *session) bool { return now.Sub(s.idle) >= p.idleTimeout })
+			p.closeIdle(func(s *session) bool { return now.Sub(s.idle) >= cmp.Or(s.idleFor, p.idleTimeout) })
 		}
 	}
 }

@@ -59,14 +59,19 @@ func (r *result) settleRest(kind ports.DeliveryOutcomeKind, response string) {
 //
 // When every destination failed because its host has only forbidden addresses (ports/netguard), the
 // recipients fail for good: retrying cannot make those addresses reachable.
-func (m *MTA) send(ctx context.Context, dests []destination, from string, data []byte, r *result) {
+//
+// The site of the destinations (site.go) sets how many connections may be open, how many messages each
+// carries and how long it stays idle; every reply is fed to the site's adaptive back-off.
+func (m *MTA) send(ctx context.Context, dests []destination, from string, data []byte, r *result, st *site) {
+	conns, perConn, idle := st.limits(m.sites.shaping.Adaptive, m.now())
 	last := "4.4.1 no destination reachable"
 	forbidden, allForbidden := "", true
 	for _, d := range dests {
 		for tries := 0; tries <= m.cfg.Concurrency; tries++ {
-			s, err := m.pool.get(ctx, d.key(), func(ctx context.Context) (*session, error) { return m.dial(ctx, d) })
+			s, err := m.pool.get(ctx, d.key(), conns, func(ctx context.Context) (*session, error) { return m.dial(ctx, d) })
 			if err != nil {
 				last = describeDialError(err)
+				m.observeSite(st, last)
 				var de *dialError
 				if errors.As(err, &de) && de.forbidden {
 					forbidden = cmp.Or(forbidden, de.response)
@@ -76,6 +81,7 @@ func (m *MTA) send(ctx context.Context, dests []destination, from string, data [
 				break
 			}
 			allForbidden = false
+			s.idleFor = idle
 			probe := s.uses > 0 && s.clean
 			if s.uses > 0 && !s.clean {
 				if err := m.rset(s); err != nil {
@@ -95,9 +101,13 @@ func (m *MTA) send(ctx context.Context, dests []destination, from string, data [
 				continue
 			}
 			m.metrics.smtp.WithLabelValues("transaction").Observe(time.Since(start).Seconds())
-			if keep {
-				m.pool.put(s)
-			} else {
+			m.observeResult(st, r)
+			switch {
+			case keep && perConn > 0 && s.uses >= perConn: // the site's messages per connection
+				m.pool.quitAll([]*session{s})
+			case keep:
+				m.pool.put(s, conns)
+			default:
 				m.pool.discard(s)
 			}
 			return

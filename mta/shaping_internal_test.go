@@ -1,0 +1,130 @@
+package mta
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestGCRA(t *testing.T) {
+	var g gcra
+	g.setRate(10, 3)
+	t0 := time.Unix(1000, 0)
+	for i := range 3 {
+		if w := g.reserve(t0); w != 0 {
+			t.Fatalf("burst message %d waits %v", i, w)
+		}
+	}
+	if w := g.reserve(t0); w != 100*time.Millisecond {
+		t.Fatalf("the fourth waits %v, want 100ms", w)
+	}
+	if w := g.wait(t0.Add(time.Second)); w != 0 {
+		t.Fatalf("after a second of silence the wait is %v", w)
+	}
+	g.setRate(0, 0)
+	if w := g.reserve(t0); w != 0 {
+		t.Fatalf("unlimited waits %v", w)
+	}
+}
+
+func TestSitesRollUpByMX(t *testing.T) {
+	sh := (&Shaping{}).withDefaults(Config{Concurrency: 20, IdleConnTimeout: 30 * time.Second, Workers: 128})
+	ss := newSites(sh, nil)
+	now := time.Now()
+	gmail := ss.of([]destination{{host: "gmail-smtp-in.l.google.com"}, {host: "alt1.gmail-smtp-in.l.google.com"}}, now)
+	workspace := ss.of([]destination{{host: "aspmx.l.google.com"}}, now)
+	googlemail := ss.of([]destination{{host: "gmr-smtp-in.l.googlemail.com"}}, now)
+	if gmail != workspace || gmail != googlemail || gmail.name != "google" {
+		t.Fatalf("Google's domains are different sites: %q %q %q", gmail.name, workspace.name, googlemail.name)
+	}
+	if y := ss.of([]destination{{host: "mta5.am0.yahoodns.net"}}, now); y.name != "yahoo" || y.rule.MessagesPerConnection != 20 {
+		t.Fatalf("yahoo site %+v", y.rule)
+	}
+	a := ss.of([]destination{{host: "mx2.example.net"}, {host: "mx1.example.net"}}, now)
+	b := ss.of([]destination{{host: "mx1.example.net"}, {host: "mx2.example.net"}}, now)
+	if a != b || a.name != "mx1.example.net,mx2.example.net" || a.rule.Connections != 20 {
+		t.Fatalf("unnamed sites %q %q, rule %+v", a.name, b.name, a.rule)
+	}
+	if c := ss.of([]destination{{host: "mx1.example.net"}}, now); c == a {
+		t.Fatal("a different MX set shares a site")
+	}
+}
+
+func TestSiteBackOffAndRecovery(t *testing.T) {
+	a := AdaptiveShaping{ErrorBurst: 3, Hold: time.Second, RecoverEvery: 10 * time.Second, PerConnectionRate: 10, LaneWait: time.Second, LaneJobs: 2}
+	s := &site{rule: SiteRule{Connections: 20, Burst: 1}, conns: 20}
+	t0 := time.Unix(1000, 0)
+	if down, conns, rate := s.observe(a, t0, signalThrottled); !down || conns != 10 || rate != 100 {
+		t.Fatalf("first 421: down %v, %d connections, rate %v; want 10 and 100 (half of 20 × 10)", down, conns, rate)
+	}
+	if down, _, _ := s.observe(a, t0.Add(time.Millisecond), signalThrottled); down {
+		t.Fatal("a second 421 within the hold backed off again")
+	}
+	for i := range 2 {
+		if down, _, _ := s.observe(a, t0.Add(2*time.Second), signalTempFail); down {
+			t.Fatalf("4xx %d backed off before the burst", i)
+		}
+	}
+	if down, conns, rate := s.observe(a, t0.Add(2*time.Second), signalTempFail); !down || conns != 5 || rate != 50 {
+		t.Fatalf("burst of 4xx: down %v, %d connections, rate %v", down, conns, rate)
+	}
+	st := s.state(a, t0.Add(2*time.Second+10*time.Second))
+	if st.Connections != 6 || st.Rate != 70 {
+		t.Fatalf("after one step: %+v, want 6 connections and 70 a second", st)
+	}
+	st = s.state(a, t0.Add(2*time.Second+10*time.Minute))
+	if st.Connections != 20 || st.Rate != 0 || st.Backoffs != 2 {
+		t.Fatalf("after long without throttling: %+v, want the rule's limits back", st)
+	}
+
+	// The lane: with a rate, a burst of jobs waits in it up to LaneJobs; beyond, jobs are handed back.
+	s.observe(a, t0.Add(time.Hour), signalThrottled)
+	now := t0.Add(time.Hour)
+	if w, ok := s.reserve(a, now); !ok || w != 0 {
+		t.Fatalf("first reserve %v %v", w, ok)
+	}
+	for i := range 2 {
+		if _, ok := s.reserve(a, now); !ok {
+			t.Fatalf("lane job %d refused", i)
+		}
+	}
+	if w, ok := s.reserve(a, now); ok || w < time.Second {
+		t.Fatalf("a full lane took a job (wait %v)", w)
+	}
+}
+
+func TestParseShaping(t *testing.T) {
+	sh, err := ParseShaping([]byte(`{
+		"default": {"connections": 5, "idle_timeout": "10s"},
+		"sites": [{"name": "corp", "mx_suffixes": ["mx.corp.example"], "rate": 2.5, "burst": 5, "messages_per_connection": 30}],
+		"adaptive": {"hold": "2s", "recover_every": "1m", "error_burst": 4}
+	}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sh.Default.Connections != 5 || sh.Default.IdleTimeout != 10*time.Second || sh.Adaptive.RecoverEvery != time.Minute || sh.Adaptive.ErrorBurst != 4 {
+		t.Fatalf("parsed %+v", sh)
+	}
+	if len(sh.Sites) != 1+len(DefaultSites()) || sh.Sites[0].Name != "corp" || sh.Sites[0].Rate != 2.5 {
+		t.Fatalf("sites %+v", sh.Sites)
+	}
+	full := sh.withDefaults(Config{Concurrency: 20, Workers: 8})
+	if c := full.Sites[0]; c.Connections != 5 || c.IdleTimeout != 10*time.Second || c.Burst != 5 {
+		t.Fatalf("corp rule with defaults %+v", c)
+	}
+	only, err := ParseShaping([]byte(`{"builtin_sites": false, "sites": [{"mx_suffixes": ["a.example"]}]}`))
+	if err != nil || len(only.Sites) != 1 {
+		t.Fatalf("builtin_sites false: %v %+v", err, only)
+	}
+	for _, bad := range []string{
+		`{"sites": [{"name": "x"}]}`,
+		`{"default": {"connections": -1}}`,
+		`{"default": {"idle_timeout": "soon"}}`,
+		`{"sites": [{"mx_suffixes": ["a b"]}]}`,
+		`{"unknown": 1}`,
+	} {
+		if _, err := ParseShaping([]byte(bad)); err == nil || !strings.HasPrefix(err.Error(), "mta: shaping") {
+			t.Errorf("%s: error %v", bad, err)
+		}
+	}
+}

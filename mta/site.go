@@ -1,0 +1,296 @@
+package mta
+
+import (
+	"log/slog"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// A site is where a recipient domain's mail goes, rolled up by MX (KumoMTA's egress model): every domain
+// whose MX hosts match the same named rule (SiteRule.Name, by MX host suffix), or else every domain with
+// the same set of MX hosts, is one site, shaped as one: gmail.com, googlemail.com and every Google
+// Workspace domain share Google's connections and rate. Each site has a connection limit, a message rate
+// (GCRA), a number of messages per connection and an idle timeout, from its rule; and the adaptive
+// back-off lowers its connections and rate when it throttles (a 421, or ErrorBurst 4xx replies in a row)
+// and gives them back slowly while it does not.
+type site struct {
+	name  string
+	rule  SiteRule
+	named bool
+
+	mu sync.Mutex
+	// conns and rate are the current limits: the rule's, or less after a back-off. rate 0: no limit.
+	conns int
+	rate  float64
+	// ceiling is the rate recovered towards: the rule's, or for a rule without one the estimate the
+	// back-off started from (reaching it lifts the limit again).
+	ceiling   float64
+	limiter   gcra
+	errors    int // 4xx replies since the last delivery
+	lastDown  time.Time
+	lastStep  time.Time // last decrease or recovery step
+	backoffs  int
+	waiting   int // jobs waiting in the site's lane
+	lastTouch time.Time
+}
+
+// SiteState is a site's shaping state at one moment (MTA.Sites).
+type SiteState struct {
+	Name string
+	// Connections and Rate are the current limits; MaxConnections and MaxRate the configured ones (Rate 0:
+	// no limit).
+	Connections, MaxConnections int
+	Rate, MaxRate               float64
+	// Backoffs counts the decreases since the site was first seen.
+	Backoffs int
+}
+
+// maxSites bounds the sites remembered; past it, the ones at their configured limits are forgotten.
+const maxSites = 10000
+
+// sites keeps the state of every site seen.
+type sites struct {
+	shaping Shaping
+	log     *slog.Logger
+
+	mu    sync.Mutex
+	sites map[string]*site
+}
+
+func newSites(sh Shaping, log *slog.Logger) *sites {
+	return &sites{shaping: sh, log: log, sites: map[string]*site{}}
+}
+
+// of returns the site of a route: the destinations' hosts, in any order.
+func (ss *sites) of(dests []destination, now time.Time) *site {
+	hosts := make([]string, 0, len(dests))
+	for _, d := range dests {
+		hosts = append(hosts, d.host)
+	}
+	rule, named := ss.match(hosts)
+	var name string
+	if named {
+		name = rule.Name
+	} else {
+		sort.Strings(hosts)
+		name = strings.Join(slices.Compact(hosts), ",")
+	}
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	s := ss.sites[name]
+	if s == nil {
+		if len(ss.sites) >= maxSites {
+			ss.forgetIdle()
+		}
+		s = &site{name: name, rule: rule, named: named, conns: rule.Connections, rate: rule.Rate, ceiling: rule.Rate}
+		s.limiter.setRate(rule.Rate, rule.Burst)
+		ss.sites[name] = s
+	}
+	s.lastTouch = now
+	return s
+}
+
+// match returns the first rule one of whose suffixes matches one of hosts, or the default rule.
+func (ss *sites) match(hosts []string) (SiteRule, bool) {
+	for _, r := range ss.shaping.Sites {
+		for _, sfx := range r.MXSuffixes {
+			for _, h := range hosts {
+				if h == sfx || strings.HasSuffix(h, "."+sfx) {
+					return r, r.Name != ""
+				}
+			}
+		}
+	}
+	return ss.shaping.Default, false
+}
+
+// forgetIdle drops the sites at their configured limits with nobody waiting. ss.mu is held.
+func (ss *sites) forgetIdle() {
+	for k, s := range ss.sites {
+		s.mu.Lock()
+		idle := s.waiting == 0 && s.conns == s.rule.Connections && s.rate == s.rule.Rate
+		s.mu.Unlock()
+		if idle {
+			delete(ss.sites, k)
+		}
+	}
+	if len(ss.sites) >= maxSites {
+		clear(ss.sites)
+	}
+}
+
+// snapshot returns every site's state, sorted by name.
+func (ss *sites) snapshot(now time.Time) []SiteState {
+	ss.mu.Lock()
+	all := make([]*site, 0, len(ss.sites))
+	for _, s := range ss.sites {
+		all = append(all, s)
+	}
+	ss.mu.Unlock()
+	out := make([]SiteState, 0, len(all))
+	for _, s := range all {
+		out = append(out, s.state(ss.shaping.Adaptive, now))
+	}
+	slices.SortFunc(out, func(a, b SiteState) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+func (s *site) state(a AdaptiveShaping, now time.Time) SiteState {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.recover(a, now)
+	return SiteState{Name: s.name, Connections: s.conns, MaxConnections: s.rule.Connections, Rate: s.rate, MaxRate: s.rule.Rate, Backoffs: s.backoffs}
+}
+
+// limits returns the site's current connection limit, messages per connection and idle timeout.
+func (s *site) limits(a AdaptiveShaping, now time.Time) (conns, perConn int, idle time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.recover(a, now)
+	return s.conns, s.rule.MessagesPerConnection, s.rule.IdleTimeout
+}
+
+// reserve books a message's turn in the site's rate and returns how long it must wait, unless the wait
+// is longer than maxWait or the lane already holds laneJobs waiting jobs: then nothing is booked, and ok
+// is false with the wait the job should spend elsewhere. A job given a non-zero wait is in the lane
+// until it calls leave.
+func (s *site) reserve(a AdaptiveShaping, now time.Time) (wait time.Duration, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.recover(a, now)
+	w := s.limiter.wait(now)
+	if w > 0 && (w > a.LaneWait || s.waiting >= a.LaneJobs) {
+		return max(w, time.Second), false
+	}
+	w = s.limiter.reserve(now)
+	if w > 0 {
+		s.waiting++
+	}
+	return w, true
+}
+
+func (s *site) leave() {
+	s.mu.Lock()
+	s.waiting--
+	s.mu.Unlock()
+}
+
+// signal is what one attempt told about a site.
+type signal int
+
+const (
+	signalDelivered signal = iota // a 250 after DATA
+	signalTempFail                // a 4xx reply other than 421
+	signalThrottled               // 421: the server closes the channel (RFC 5321 §3.8), or refuses to greet
+)
+
+// observe takes one attempt's signal and backs the site off when it throttles: a 421, or ErrorBurst
+// 4xx replies in a row. It returns whether the site was backed off.
+func (s *site) observe(a AdaptiveShaping, now time.Time, sig signal) (down bool, conns int, rate float64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.recover(a, now)
+	switch sig {
+	case signalDelivered:
+		s.errors = 0
+		s.recover(a, now)
+		return false, s.conns, s.rate
+	case signalTempFail:
+		s.errors++
+		if s.errors < a.ErrorBurst {
+			return false, s.conns, s.rate
+		}
+	}
+	s.errors = 0
+	if !s.lastDown.IsZero() && now.Sub(s.lastDown) < a.Hold {
+		s.lastStep = now // still throttling: the recovery waits
+		return false, s.conns, s.rate
+	}
+	// Multiplicative decrease: half the connections (at least one) and half the rate. A site without a
+	// rate starts from the estimate of what its current connections carry.
+	s.conns = max(1, s.conns/2)
+	if s.rate == 0 {
+		s.ceiling = a.PerConnectionRate * float64(max(s.conns*2, 1))
+		s.rate = s.ceiling
+	}
+	s.rate = max(s.rate/2, 1.0/60)
+	s.limiter.setRate(s.rate, min(max(1, int(s.rate)), max(s.rule.Burst, 1)))
+	s.lastDown, s.lastStep = now, now
+	s.backoffs++
+	return true, s.conns, s.rate
+}
+
+// recover gives a backed-off site one connection and a tenth of its ceiling rate back for every
+// RecoverEvery since its last step (additive increase); reaching the ceiling of a site without a
+// configured rate lifts the limit. s.mu is held.
+func (s *site) recover(a AdaptiveShaping, now time.Time) {
+	if s.conns >= s.rule.Connections && s.rate == s.rule.Rate {
+		return
+	}
+	for now.Sub(s.lastStep) >= a.RecoverEvery && (s.conns < s.rule.Connections || s.rate != s.rule.Rate) {
+		s.lastStep = s.lastStep.Add(a.RecoverEvery)
+		s.conns = min(s.conns+1, s.rule.Connections)
+		if s.rate != s.rule.Rate {
+			s.rate += s.ceiling / 10
+			if s.rate >= s.ceiling {
+				s.rate = s.rule.Rate
+			}
+		}
+	}
+	if s.rate == s.rule.Rate {
+		s.limiter.setRate(s.rule.Rate, s.rule.Burst)
+	} else {
+		s.limiter.setRate(s.rate, min(max(1, int(s.rate)), max(s.rule.Burst, 1)))
+	}
+}
+
+// siteCollector exposes the sites' state: postmill_mta_site_rate, postmill_mta_site_connections and
+// postmill_mta_site_backoffs_total, for the named sites and every site backed off at least once (the
+// others are many, one per set of MX hosts, and at their configured limits).
+type siteCollector struct {
+	sites               func() []SiteState
+	named               func(string) bool
+	rate, conns, backed *prometheus.Desc
+}
+
+func newSiteCollector(ss *sites, now func() time.Time) *siteCollector {
+	return &siteCollector{
+		sites: func() []SiteState { return ss.snapshot(now()) },
+		named: func(n string) bool {
+			for _, r := range ss.shaping.Sites {
+				if r.Name == n {
+					return true
+				}
+			}
+			return false
+		},
+		rate: prometheus.NewDesc("postmill_mta_site_rate",
+			"Current message rate limit of a destination site, in messages a second (0: no limit); lowered by the adaptive back-off.", []string{"site"}, nil),
+		conns: prometheus.NewDesc("postmill_mta_site_connections",
+			"Current connection limit of a destination site; lowered by the adaptive back-off.", []string{"site"}, nil),
+		backed: prometheus.NewDesc("postmill_mta_site_backoffs_total",
+			"Times a destination site was backed off (a 421 or a burst of 4xx replies).", []string{"site"}, nil),
+	}
+}
+
+func (c *siteCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.rate
+	ch <- c.conns
+	ch <- c.backed
+}
+
+func (c *siteCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, s := range c.sites() {
+		if s.Backoffs == 0 && !c.named(s.Name) {
+			continue
+		}
+		ch <- prometheus.MustNewConstMetric(c.rate, prometheus.GaugeValue, s.Rate, s.Name)
+		ch <- prometheus.MustNewConstMetric(c.conns, prometheus.GaugeValue, float64(s.Connections), s.Name)
+		ch <- prometheus.MustNewConstMetric(c.backed, prometheus.CounterValue, float64(s.Backoffs), s.Name)
+	}
+}
