@@ -40,15 +40,10 @@ func broadcastFromProto(b *broadcastv1.Broadcast) ports.Broadcast {
 		UpdatedAt: timeFromProto(b.GetUpdatedAt())}
 }
 
-func getBroadcast(r *broadcastv1.BroadcastResponse) ports.Broadcast {
-	return broadcastFromProto(r.GetBroadcast())
-}
+// withBroadcast is every response that carries one broadcast.
+type withBroadcast interface{ GetBroadcast() *broadcastv1.Broadcast }
 
-func broadcastResponse(b ports.Broadcast) func() *broadcastv1.BroadcastResponse {
-	return func() *broadcastv1.BroadcastResponse {
-		return &broadcastv1.BroadcastResponse{Broadcast: broadcastToProto(b)}
-	}
-}
+func getBroadcast[R withBroadcast](r R) ports.Broadcast { return broadcastFromProto(r.GetBroadcast()) }
 
 func patchToProto(p ports.BroadcastPatch) *broadcastv1.BroadcastPatch {
 	return &broadcastv1.BroadcastPatch{Name: p.Name, Subject: p.Subject, From: p.From, ReplyTo: p.ReplyTo, Html: p.HTML,
@@ -74,13 +69,15 @@ func newBroadcastServer(svc ports.BroadcastService, log *slog.Logger) broadcastv
 	return &broadcastServer{svc: svc, log: log}
 }
 
-func (s *broadcastServer) CreateBroadcast(ctx context.Context, req *connect.Request[broadcastv1.CreateBroadcastRequest]) (*connect.Response[broadcastv1.BroadcastResponse], error) {
+func (s *broadcastServer) CreateBroadcast(ctx context.Context, req *connect.Request[broadcastv1.CreateBroadcastRequest]) (*connect.Response[broadcastv1.CreateBroadcastResponse], error) {
 	n := req.Msg.GetBroadcast()
 	b, err := s.svc.CreateBroadcast(ctx, req.Msg.GetOrganizationId(), ports.NewBroadcast{Name: n.GetName(),
 		Subject: n.GetSubject(), From: n.GetFrom(), ReplyTo: n.GetReplyTo(), HTML: n.GetHtml(), Text: n.GetText(),
 		TemplateID: n.GetTemplateId(), SegmentID: n.GetSegmentId(), TopicID: n.GetTopicId(),
 		ScheduledAt: timePtrFromProto(n.GetScheduledAt())})
-	return respond(ctx, s.log, req, err, broadcastResponse(b))
+	return respond(ctx, s.log, req, err, func() *broadcastv1.CreateBroadcastResponse {
+		return &broadcastv1.CreateBroadcastResponse{Broadcast: broadcastToProto(b)}
+	})
 }
 
 func (s *broadcastServer) ListBroadcasts(ctx context.Context, req *connect.Request[broadcastv1.ListBroadcastsRequest]) (*connect.Response[broadcastv1.ListBroadcastsResponse], error) {
@@ -90,37 +87,47 @@ func (s *broadcastServer) ListBroadcasts(ctx context.Context, req *connect.Reque
 	})
 }
 
-func (s *broadcastServer) GetBroadcast(ctx context.Context, req *connect.Request[broadcastv1.BroadcastIDRequest]) (*connect.Response[broadcastv1.BroadcastResponse], error) {
+func (s *broadcastServer) GetBroadcast(ctx context.Context, req *connect.Request[broadcastv1.GetBroadcastRequest]) (*connect.Response[broadcastv1.GetBroadcastResponse], error) {
 	b, err := s.svc.GetBroadcast(ctx, req.Msg.GetOrganizationId(), req.Msg.GetId())
-	return respond(ctx, s.log, req, err, broadcastResponse(b))
+	return respond(ctx, s.log, req, err, func() *broadcastv1.GetBroadcastResponse {
+		return &broadcastv1.GetBroadcastResponse{Broadcast: broadcastToProto(b)}
+	})
 }
 
-func (s *broadcastServer) UpdateBroadcast(ctx context.Context, req *connect.Request[broadcastv1.UpdateBroadcastRequest]) (*connect.Response[broadcastv1.BroadcastResponse], error) {
+func (s *broadcastServer) UpdateBroadcast(ctx context.Context, req *connect.Request[broadcastv1.UpdateBroadcastRequest]) (*connect.Response[broadcastv1.UpdateBroadcastResponse], error) {
 	b, err := s.svc.UpdateBroadcast(ctx, req.Msg.GetOrganizationId(), req.Msg.GetId(), patchFromProto(req.Msg.GetPatch()))
-	return respond(ctx, s.log, req, err, broadcastResponse(b))
+	return respond(ctx, s.log, req, err, func() *broadcastv1.UpdateBroadcastResponse {
+		return &broadcastv1.UpdateBroadcastResponse{Broadcast: broadcastToProto(b)}
+	})
 }
 
-func (s *broadcastServer) DeleteBroadcast(ctx context.Context, req *connect.Request[broadcastv1.BroadcastIDRequest]) (*connect.Response[broadcastv1.DeleteBroadcastResponse], error) {
+func (s *broadcastServer) DeleteBroadcast(ctx context.Context, req *connect.Request[broadcastv1.DeleteBroadcastRequest]) (*connect.Response[broadcastv1.DeleteBroadcastResponse], error) {
 	err := s.svc.DeleteBroadcast(ctx, req.Msg.GetOrganizationId(), req.Msg.GetId())
 	return respond(ctx, s.log, req, err, empty[broadcastv1.DeleteBroadcastResponse])
 }
 
-func (s *broadcastServer) SendBroadcast(ctx context.Context, req *connect.Request[broadcastv1.BroadcastIDRequest]) (*connect.Response[broadcastv1.BroadcastResponse], error) {
+func (s *broadcastServer) SendBroadcast(ctx context.Context, req *connect.Request[broadcastv1.SendBroadcastRequest]) (*connect.Response[broadcastv1.SendBroadcastResponse], error) {
 	b, err := s.svc.SendBroadcast(ctx, req.Msg.GetOrganizationId(), req.Msg.GetId())
-	return respond(ctx, s.log, req, err, broadcastResponse(b))
+	return respond(ctx, s.log, req, err, func() *broadcastv1.SendBroadcastResponse {
+		return &broadcastv1.SendBroadcastResponse{Broadcast: broadcastToProto(b)}
+	})
 }
 
-func (s *broadcastServer) ScheduleBroadcast(ctx context.Context, req *connect.Request[broadcastv1.ScheduleBroadcastRequest]) (*connect.Response[broadcastv1.BroadcastResponse], error) {
+func (s *broadcastServer) ScheduleBroadcast(ctx context.Context, req *connect.Request[broadcastv1.ScheduleBroadcastRequest]) (*connect.Response[broadcastv1.ScheduleBroadcastResponse], error) {
 	b, err := s.svc.ScheduleBroadcast(ctx, req.Msg.GetOrganizationId(), req.Msg.GetId(), timeFromProto(req.Msg.GetScheduledAt()))
-	return respond(ctx, s.log, req, err, broadcastResponse(b))
+	return respond(ctx, s.log, req, err, func() *broadcastv1.ScheduleBroadcastResponse {
+		return &broadcastv1.ScheduleBroadcastResponse{Broadcast: broadcastToProto(b)}
+	})
 }
 
-func (s *broadcastServer) CancelBroadcast(ctx context.Context, req *connect.Request[broadcastv1.BroadcastIDRequest]) (*connect.Response[broadcastv1.BroadcastResponse], error) {
+func (s *broadcastServer) CancelBroadcast(ctx context.Context, req *connect.Request[broadcastv1.CancelBroadcastRequest]) (*connect.Response[broadcastv1.CancelBroadcastResponse], error) {
 	b, err := s.svc.CancelBroadcast(ctx, req.Msg.GetOrganizationId(), req.Msg.GetId())
-	return respond(ctx, s.log, req, err, broadcastResponse(b))
+	return respond(ctx, s.log, req, err, func() *broadcastv1.CancelBroadcastResponse {
+		return &broadcastv1.CancelBroadcastResponse{Broadcast: broadcastToProto(b)}
+	})
 }
 
-func (s *broadcastServer) BroadcastStats(ctx context.Context, req *connect.Request[broadcastv1.BroadcastIDRequest]) (*connect.Response[broadcastv1.BroadcastStatsResponse], error) {
+func (s *broadcastServer) BroadcastStats(ctx context.Context, req *connect.Request[broadcastv1.BroadcastStatsRequest]) (*connect.Response[broadcastv1.BroadcastStatsResponse], error) {
 	st, err := s.svc.BroadcastStats(ctx, req.Msg.GetOrganizationId(), req.Msg.GetId())
 	return respond(ctx, s.log, req, err, func() *broadcastv1.BroadcastStatsResponse {
 		return &broadcastv1.BroadcastStatsResponse{Recipients: st.Recipients, Sent: st.Sent, Delivered: st.Delivered,
@@ -152,7 +159,7 @@ func (c *broadcastClient) CreateBroadcast(ctx context.Context, orgID string, n p
 	return call(ctx, broadcastv1connect.BroadcastServiceCreateBroadcastProcedure, c.conn.CreateBroadcast,
 		&broadcastv1.CreateBroadcastRequest{OrganizationId: orgID, Broadcast: &broadcastv1.NewBroadcast{Name: n.Name,
 			Subject: n.Subject, From: n.From, ReplyTo: n.ReplyTo, Html: n.HTML, Text: n.Text, TemplateId: n.TemplateID,
-			SegmentId: n.SegmentID, TopicId: n.TopicID, ScheduledAt: timePtrToProto(n.ScheduledAt)}}, getBroadcast)
+			SegmentId: n.SegmentID, TopicId: n.TopicID, ScheduledAt: timePtrToProto(n.ScheduledAt)}}, getBroadcast[*broadcastv1.CreateBroadcastResponse])
 }
 
 func (c *broadcastClient) ListBroadcasts(ctx context.Context, orgID string) ([]ports.Broadcast, error) {
@@ -164,37 +171,37 @@ func (c *broadcastClient) ListBroadcasts(ctx context.Context, orgID string) ([]p
 
 func (c *broadcastClient) GetBroadcast(ctx context.Context, orgID, id string) (ports.Broadcast, error) {
 	return call(ctx, broadcastv1connect.BroadcastServiceGetBroadcastProcedure, c.conn.GetBroadcast,
-		&broadcastv1.BroadcastIDRequest{OrganizationId: orgID, Id: id}, getBroadcast)
+		&broadcastv1.GetBroadcastRequest{OrganizationId: orgID, Id: id}, getBroadcast[*broadcastv1.GetBroadcastResponse])
 }
 
 func (c *broadcastClient) UpdateBroadcast(ctx context.Context, orgID, id string, p ports.BroadcastPatch) (ports.Broadcast, error) {
 	return call(ctx, broadcastv1connect.BroadcastServiceUpdateBroadcastProcedure, c.conn.UpdateBroadcast,
-		&broadcastv1.UpdateBroadcastRequest{OrganizationId: orgID, Id: id, Patch: patchToProto(p)}, getBroadcast)
+		&broadcastv1.UpdateBroadcastRequest{OrganizationId: orgID, Id: id, Patch: patchToProto(p)}, getBroadcast[*broadcastv1.UpdateBroadcastResponse])
 }
 
 func (c *broadcastClient) DeleteBroadcast(ctx context.Context, orgID, id string) error {
 	return exec(ctx, broadcastv1connect.BroadcastServiceDeleteBroadcastProcedure, c.conn.DeleteBroadcast,
-		&broadcastv1.BroadcastIDRequest{OrganizationId: orgID, Id: id})
+		&broadcastv1.DeleteBroadcastRequest{OrganizationId: orgID, Id: id})
 }
 
 func (c *broadcastClient) SendBroadcast(ctx context.Context, orgID, id string) (ports.Broadcast, error) {
 	return call(ctx, broadcastv1connect.BroadcastServiceSendBroadcastProcedure, c.conn.SendBroadcast,
-		&broadcastv1.BroadcastIDRequest{OrganizationId: orgID, Id: id}, getBroadcast)
+		&broadcastv1.SendBroadcastRequest{OrganizationId: orgID, Id: id}, getBroadcast[*broadcastv1.SendBroadcastResponse])
 }
 
 func (c *broadcastClient) ScheduleBroadcast(ctx context.Context, orgID, id string, at time.Time) (ports.Broadcast, error) {
 	return call(ctx, broadcastv1connect.BroadcastServiceScheduleBroadcastProcedure, c.conn.ScheduleBroadcast,
-		&broadcastv1.ScheduleBroadcastRequest{OrganizationId: orgID, Id: id, ScheduledAt: timeToProto(at)}, getBroadcast)
+		&broadcastv1.ScheduleBroadcastRequest{OrganizationId: orgID, Id: id, ScheduledAt: timeToProto(at)}, getBroadcast[*broadcastv1.ScheduleBroadcastResponse])
 }
 
 func (c *broadcastClient) CancelBroadcast(ctx context.Context, orgID, id string) (ports.Broadcast, error) {
 	return call(ctx, broadcastv1connect.BroadcastServiceCancelBroadcastProcedure, c.conn.CancelBroadcast,
-		&broadcastv1.BroadcastIDRequest{OrganizationId: orgID, Id: id}, getBroadcast)
+		&broadcastv1.CancelBroadcastRequest{OrganizationId: orgID, Id: id}, getBroadcast[*broadcastv1.CancelBroadcastResponse])
 }
 
 func (c *broadcastClient) BroadcastStats(ctx context.Context, orgID, id string) (ports.BroadcastStats, error) {
 	return call(ctx, broadcastv1connect.BroadcastServiceBroadcastStatsProcedure, c.conn.BroadcastStats,
-		&broadcastv1.BroadcastIDRequest{OrganizationId: orgID, Id: id}, func(r *broadcastv1.BroadcastStatsResponse) ports.BroadcastStats {
+		&broadcastv1.BroadcastStatsRequest{OrganizationId: orgID, Id: id}, func(r *broadcastv1.BroadcastStatsResponse) ports.BroadcastStats {
 			return ports.BroadcastStats{Recipients: r.GetRecipients(), Sent: r.GetSent(), Delivered: r.GetDelivered(),
 				Bounced: r.GetBounced(), Complained: r.GetComplained(), Opened: r.GetOpened(), Clicked: r.GetClicked(),
 				Unsubscribed: r.GetUnsubscribed(), Failed: r.GetFailed()}
@@ -229,20 +236,18 @@ func newUnsubscribeServer(svc ports.PublicUnsubscribeService, log *slog.Logger) 
 	return &unsubscribeServer{svc: svc, log: log}
 }
 
-func unsubscribeResponse(v ports.UnsubscribeView) func() *broadcastv1.UnsubscribeResponse {
-	return func() *broadcastv1.UnsubscribeResponse {
-		return &broadcastv1.UnsubscribeResponse{MaskedEmail: v.MaskedEmail, TopicName: v.TopicName}
-	}
-}
-
-func (s *unsubscribeServer) PreviewUnsubscribe(ctx context.Context, req *connect.Request[broadcastv1.UnsubscribeRequest]) (*connect.Response[broadcastv1.UnsubscribeResponse], error) {
+func (s *unsubscribeServer) PreviewUnsubscribe(ctx context.Context, req *connect.Request[broadcastv1.PreviewUnsubscribeRequest]) (*connect.Response[broadcastv1.PreviewUnsubscribeResponse], error) {
 	v, err := s.svc.PreviewUnsubscribe(ctx, string(req.Msg.GetToken()))
-	return respond(ctx, s.log, req, err, unsubscribeResponse(v))
+	return respond(ctx, s.log, req, err, func() *broadcastv1.PreviewUnsubscribeResponse {
+		return &broadcastv1.PreviewUnsubscribeResponse{MaskedEmail: v.MaskedEmail, TopicName: v.TopicName}
+	})
 }
 
 func (s *unsubscribeServer) Unsubscribe(ctx context.Context, req *connect.Request[broadcastv1.UnsubscribeRequest]) (*connect.Response[broadcastv1.UnsubscribeResponse], error) {
 	v, err := s.svc.Unsubscribe(ctx, string(req.Msg.GetToken()))
-	return respond(ctx, s.log, req, err, unsubscribeResponse(v))
+	return respond(ctx, s.log, req, err, func() *broadcastv1.UnsubscribeResponse {
+		return &broadcastv1.UnsubscribeResponse{MaskedEmail: v.MaskedEmail, TopicName: v.TopicName}
+	})
 }
 
 // unsubscribeClient implements ports.PublicUnsubscribeService; tokens travel byte for byte.
@@ -254,16 +259,22 @@ func newUnsubscribeClient(conn broadcastv1connect.UnsubscribeServiceClient) port
 	return &unsubscribeClient{conn: conn}
 }
 
-func viewFromProto(r *broadcastv1.UnsubscribeResponse) ports.UnsubscribeView {
+// withView is both unsubscribe responses.
+type withView interface {
+	GetMaskedEmail() string
+	GetTopicName() string
+}
+
+func viewFromProto[R withView](r R) ports.UnsubscribeView {
 	return ports.UnsubscribeView{MaskedEmail: r.GetMaskedEmail(), TopicName: r.GetTopicName()}
 }
 
 func (c *unsubscribeClient) PreviewUnsubscribe(ctx context.Context, token string) (ports.UnsubscribeView, error) {
 	return call(ctx, broadcastv1connect.UnsubscribeServicePreviewUnsubscribeProcedure, c.conn.PreviewUnsubscribe,
-		&broadcastv1.UnsubscribeRequest{Token: []byte(token)}, viewFromProto)
+		&broadcastv1.PreviewUnsubscribeRequest{Token: []byte(token)}, viewFromProto[*broadcastv1.PreviewUnsubscribeResponse])
 }
 
 func (c *unsubscribeClient) Unsubscribe(ctx context.Context, token string) (ports.UnsubscribeView, error) {
 	return call(ctx, broadcastv1connect.UnsubscribeServiceUnsubscribeProcedure, c.conn.Unsubscribe,
-		&broadcastv1.UnsubscribeRequest{Token: []byte(token)}, viewFromProto)
+		&broadcastv1.UnsubscribeRequest{Token: []byte(token)}, viewFromProto[*broadcastv1.UnsubscribeResponse])
 }

@@ -223,27 +223,27 @@ func (x *Broadcast) GetUpdatedAt() *timestamppb.Timestamp {
 	return nil
 }
 
-type BroadcastResponse struct {
+type CreateBroadcastResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Broadcast     *Broadcast             `protobuf:"bytes,1,opt,name=broadcast,proto3" json:"broadcast,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
-func (x *BroadcastResponse) Reset() {
-	*x = BroadcastResponse{}
+func (x *CreateBroadcastResponse) Reset() {
+	*x = CreateBroadcastResponse{}
 	mi := &file_postmill_broadcast_v1_broadcast_proto_msgTypes[1]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
 
-func (x *BroadcastResponse) String() string {
+func (x *CreateBroadcastResponse) String() string {
 	return protoimpl.X.MessageStringOf(x)
 }
 
-func (*BroadcastResponse) ProtoMessage() {}
+func (*CreateBroadcastResponse) ProtoMessage() {}
 
-func (x *BroadcastResponse) ProtoReflect() protoreflect.Message {
+func (x *CreateBroadcastResponse) ProtoReflect() protoreflect.Message {
 	mi := &file_postmill_broadcast_v1_broadcast_proto_msgTypes[1]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
@@ -255,16 +255,496 @@ func (x *BroadcastResponse) ProtoReflect() protoreflect.Message {
 	return mi.MessageOf(x)
 }
 
-// Deprecated: Use BroadcastResponse.ProtoReflect.Descriptor instead.
-func (*BroadcastResponse) Descriptor() ([]byte, []int) {
+// Deprecated: Use CreateBroadcastResponse.ProtoReflect.Descriptor instead.
+func (*CreateBroadcastResponse) Descriptor() ([]byte, []int) {
 	return file_postmill_broadcast_v1_broadcast_proto_rawDescGZIP(), []int{1}
 }
 
-func (x *BroadcastResponse) GetBroadcast() *Broadcast {
+func (x *CreateBroadcastResponse) GetBroadcast() *Broadcast {
 	if x != nil {
 		return x.Broadcast
 	}
 	return nil
+}
+
+type GetBroadcastRequest struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	OrganizationId string                 `protobuf:"bytes,1,opt,name=organization_id,json=organizationId,proto3" json:"organization_id,omitempty"`
+	Id             string                 `protobuf:"bytes,2,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *GetBroadcastRequest) Reset() {
+	*x = GetBroadcastRequest{}
+	mi := &file_postmill_broadcast_v1_broadcast_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetBroadcastRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetBroadcastRequest) ProtoMessage() {}
+
+func (x *GetBroadcastRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_postmill_broadcast_v1_broadcast_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetBroadcastRequest.ProtoReflect.Descriptor instead.
+func (*GetBroadcastRequest) Descriptor() ([]byte, []int) {
+	return file_postmill_broadcast_v1_broadcast_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *GetBroadcastRequest) GetOrganizationId() string {
+	if x != nil {
+		return x.OrganizationId
+	}
+	return ""
+}
+
+func (x *GetBroadcastRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+type GetBroadcastResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Broadcast     *Broadcast             `protobuf:"bytes,1,opt,name=broadcast,proto3" json:"broadcast,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetBroadcastResponse) Reset() {
+	*x = GetBroadcastResponse{}
+	mi := &file_postmill_broadcast_v1_broadcast_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetBroadcastResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetBroadcastResponse) ProtoMessage() {}
+
+func (x *GetBroadcastResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_postmill_broadcast_v1_broadcast_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetBroadcastResponse.ProtoReflect.Descriptor instead.
+func (*GetBroadcastResponse) Descriptor() ([]byte, []int) {
+	return file_postmill_broadcast_v1_broadcast_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *GetBroadcastResponse) GetBroadcast() *Broadcast {
+	if x != nil {
+		return x.Broadcast
+	}
+	return nil
+}
+
+type UpdateBroadcastResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Broadcast     *Broadcast             `protobuf:"bytes,1,opt,name=broadcast,proto3" json:"broadcast,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateBroadcastResponse) Reset() {
+	*x = UpdateBroadcastResponse{}
+	mi := &file_postmill_broadcast_v1_broadcast_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateBroadcastResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateBroadcastResponse) ProtoMessage() {}
+
+func (x *UpdateBroadcastResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_postmill_broadcast_v1_broadcast_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateBroadcastResponse.ProtoReflect.Descriptor instead.
+func (*UpdateBroadcastResponse) Descriptor() ([]byte, []int) {
+	return file_postmill_broadcast_v1_broadcast_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *UpdateBroadcastResponse) GetBroadcast() *Broadcast {
+	if x != nil {
+		return x.Broadcast
+	}
+	return nil
+}
+
+type DeleteBroadcastRequest struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	OrganizationId string                 `protobuf:"bytes,1,opt,name=organization_id,json=organizationId,proto3" json:"organization_id,omitempty"`
+	Id             string                 `protobuf:"bytes,2,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *DeleteBroadcastRequest) Reset() {
+	*x = DeleteBroadcastRequest{}
+	mi := &file_postmill_broadcast_v1_broadcast_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteBroadcastRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteBroadcastRequest) ProtoMessage() {}
+
+func (x *DeleteBroadcastRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_postmill_broadcast_v1_broadcast_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteBroadcastRequest.ProtoReflect.Descriptor instead.
+func (*DeleteBroadcastRequest) Descriptor() ([]byte, []int) {
+	return file_postmill_broadcast_v1_broadcast_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *DeleteBroadcastRequest) GetOrganizationId() string {
+	if x != nil {
+		return x.OrganizationId
+	}
+	return ""
+}
+
+func (x *DeleteBroadcastRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+type SendBroadcastRequest struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	OrganizationId string                 `protobuf:"bytes,1,opt,name=organization_id,json=organizationId,proto3" json:"organization_id,omitempty"`
+	Id             string                 `protobuf:"bytes,2,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *SendBroadcastRequest) Reset() {
+	*x = SendBroadcastRequest{}
+	mi := &file_postmill_broadcast_v1_broadcast_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SendBroadcastRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SendBroadcastRequest) ProtoMessage() {}
+
+func (x *SendBroadcastRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_postmill_broadcast_v1_broadcast_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SendBroadcastRequest.ProtoReflect.Descriptor instead.
+func (*SendBroadcastRequest) Descriptor() ([]byte, []int) {
+	return file_postmill_broadcast_v1_broadcast_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *SendBroadcastRequest) GetOrganizationId() string {
+	if x != nil {
+		return x.OrganizationId
+	}
+	return ""
+}
+
+func (x *SendBroadcastRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+type SendBroadcastResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Broadcast     *Broadcast             `protobuf:"bytes,1,opt,name=broadcast,proto3" json:"broadcast,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SendBroadcastResponse) Reset() {
+	*x = SendBroadcastResponse{}
+	mi := &file_postmill_broadcast_v1_broadcast_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SendBroadcastResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SendBroadcastResponse) ProtoMessage() {}
+
+func (x *SendBroadcastResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_postmill_broadcast_v1_broadcast_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SendBroadcastResponse.ProtoReflect.Descriptor instead.
+func (*SendBroadcastResponse) Descriptor() ([]byte, []int) {
+	return file_postmill_broadcast_v1_broadcast_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *SendBroadcastResponse) GetBroadcast() *Broadcast {
+	if x != nil {
+		return x.Broadcast
+	}
+	return nil
+}
+
+type ScheduleBroadcastResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Broadcast     *Broadcast             `protobuf:"bytes,1,opt,name=broadcast,proto3" json:"broadcast,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ScheduleBroadcastResponse) Reset() {
+	*x = ScheduleBroadcastResponse{}
+	mi := &file_postmill_broadcast_v1_broadcast_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ScheduleBroadcastResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ScheduleBroadcastResponse) ProtoMessage() {}
+
+func (x *ScheduleBroadcastResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_postmill_broadcast_v1_broadcast_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ScheduleBroadcastResponse.ProtoReflect.Descriptor instead.
+func (*ScheduleBroadcastResponse) Descriptor() ([]byte, []int) {
+	return file_postmill_broadcast_v1_broadcast_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *ScheduleBroadcastResponse) GetBroadcast() *Broadcast {
+	if x != nil {
+		return x.Broadcast
+	}
+	return nil
+}
+
+type CancelBroadcastRequest struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	OrganizationId string                 `protobuf:"bytes,1,opt,name=organization_id,json=organizationId,proto3" json:"organization_id,omitempty"`
+	Id             string                 `protobuf:"bytes,2,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *CancelBroadcastRequest) Reset() {
+	*x = CancelBroadcastRequest{}
+	mi := &file_postmill_broadcast_v1_broadcast_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CancelBroadcastRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CancelBroadcastRequest) ProtoMessage() {}
+
+func (x *CancelBroadcastRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_postmill_broadcast_v1_broadcast_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CancelBroadcastRequest.ProtoReflect.Descriptor instead.
+func (*CancelBroadcastRequest) Descriptor() ([]byte, []int) {
+	return file_postmill_broadcast_v1_broadcast_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *CancelBroadcastRequest) GetOrganizationId() string {
+	if x != nil {
+		return x.OrganizationId
+	}
+	return ""
+}
+
+func (x *CancelBroadcastRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+type CancelBroadcastResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Broadcast     *Broadcast             `protobuf:"bytes,1,opt,name=broadcast,proto3" json:"broadcast,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CancelBroadcastResponse) Reset() {
+	*x = CancelBroadcastResponse{}
+	mi := &file_postmill_broadcast_v1_broadcast_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CancelBroadcastResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CancelBroadcastResponse) ProtoMessage() {}
+
+func (x *CancelBroadcastResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_postmill_broadcast_v1_broadcast_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CancelBroadcastResponse.ProtoReflect.Descriptor instead.
+func (*CancelBroadcastResponse) Descriptor() ([]byte, []int) {
+	return file_postmill_broadcast_v1_broadcast_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *CancelBroadcastResponse) GetBroadcast() *Broadcast {
+	if x != nil {
+		return x.Broadcast
+	}
+	return nil
+}
+
+type BroadcastStatsRequest struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	OrganizationId string                 `protobuf:"bytes,1,opt,name=organization_id,json=organizationId,proto3" json:"organization_id,omitempty"`
+	Id             string                 `protobuf:"bytes,2,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *BroadcastStatsRequest) Reset() {
+	*x = BroadcastStatsRequest{}
+	mi := &file_postmill_broadcast_v1_broadcast_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BroadcastStatsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BroadcastStatsRequest) ProtoMessage() {}
+
+func (x *BroadcastStatsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_postmill_broadcast_v1_broadcast_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BroadcastStatsRequest.ProtoReflect.Descriptor instead.
+func (*BroadcastStatsRequest) Descriptor() ([]byte, []int) {
+	return file_postmill_broadcast_v1_broadcast_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *BroadcastStatsRequest) GetOrganizationId() string {
+	if x != nil {
+		return x.OrganizationId
+	}
+	return ""
+}
+
+func (x *BroadcastStatsRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
 }
 
 // NewBroadcast is ports.NewBroadcast.
@@ -286,7 +766,7 @@ type NewBroadcast struct {
 
 func (x *NewBroadcast) Reset() {
 	*x = NewBroadcast{}
-	mi := &file_postmill_broadcast_v1_broadcast_proto_msgTypes[2]
+	mi := &file_postmill_broadcast_v1_broadcast_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -298,7 +778,7 @@ func (x *NewBroadcast) String() string {
 func (*NewBroadcast) ProtoMessage() {}
 
 func (x *NewBroadcast) ProtoReflect() protoreflect.Message {
-	mi := &file_postmill_broadcast_v1_broadcast_proto_msgTypes[2]
+	mi := &file_postmill_broadcast_v1_broadcast_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -311,7 +791,7 @@ func (x *NewBroadcast) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NewBroadcast.ProtoReflect.Descriptor instead.
 func (*NewBroadcast) Descriptor() ([]byte, []int) {
-	return file_postmill_broadcast_v1_broadcast_proto_rawDescGZIP(), []int{2}
+	return file_postmill_broadcast_v1_broadcast_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *NewBroadcast) GetName() string {
@@ -394,7 +874,7 @@ type CreateBroadcastRequest struct {
 
 func (x *CreateBroadcastRequest) Reset() {
 	*x = CreateBroadcastRequest{}
-	mi := &file_postmill_broadcast_v1_broadcast_proto_msgTypes[3]
+	mi := &file_postmill_broadcast_v1_broadcast_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -406,7 +886,7 @@ func (x *CreateBroadcastRequest) String() string {
 func (*CreateBroadcastRequest) ProtoMessage() {}
 
 func (x *CreateBroadcastRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_postmill_broadcast_v1_broadcast_proto_msgTypes[3]
+	mi := &file_postmill_broadcast_v1_broadcast_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -419,7 +899,7 @@ func (x *CreateBroadcastRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateBroadcastRequest.ProtoReflect.Descriptor instead.
 func (*CreateBroadcastRequest) Descriptor() ([]byte, []int) {
-	return file_postmill_broadcast_v1_broadcast_proto_rawDescGZIP(), []int{3}
+	return file_postmill_broadcast_v1_broadcast_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *CreateBroadcastRequest) GetOrganizationId() string {
@@ -445,7 +925,7 @@ type ListBroadcastsRequest struct {
 
 func (x *ListBroadcastsRequest) Reset() {
 	*x = ListBroadcastsRequest{}
-	mi := &file_postmill_broadcast_v1_broadcast_proto_msgTypes[4]
+	mi := &file_postmill_broadcast_v1_broadcast_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -457,7 +937,7 @@ func (x *ListBroadcastsRequest) String() string {
 func (*ListBroadcastsRequest) ProtoMessage() {}
 
 func (x *ListBroadcastsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_postmill_broadcast_v1_broadcast_proto_msgTypes[4]
+	mi := &file_postmill_broadcast_v1_broadcast_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -470,7 +950,7 @@ func (x *ListBroadcastsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListBroadcastsRequest.ProtoReflect.Descriptor instead.
 func (*ListBroadcastsRequest) Descriptor() ([]byte, []int) {
-	return file_postmill_broadcast_v1_broadcast_proto_rawDescGZIP(), []int{4}
+	return file_postmill_broadcast_v1_broadcast_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ListBroadcastsRequest) GetOrganizationId() string {
@@ -489,7 +969,7 @@ type ListBroadcastsResponse struct {
 
 func (x *ListBroadcastsResponse) Reset() {
 	*x = ListBroadcastsResponse{}
-	mi := &file_postmill_broadcast_v1_broadcast_proto_msgTypes[5]
+	mi := &file_postmill_broadcast_v1_broadcast_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -501,7 +981,7 @@ func (x *ListBroadcastsResponse) String() string {
 func (*ListBroadcastsResponse) ProtoMessage() {}
 
 func (x *ListBroadcastsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_postmill_broadcast_v1_broadcast_proto_msgTypes[5]
+	mi := &file_postmill_broadcast_v1_broadcast_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -514,7 +994,7 @@ func (x *ListBroadcastsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListBroadcastsResponse.ProtoReflect.Descriptor instead.
 func (*ListBroadcastsResponse) Descriptor() ([]byte, []int) {
-	return file_postmill_broadcast_v1_broadcast_proto_rawDescGZIP(), []int{5}
+	return file_postmill_broadcast_v1_broadcast_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ListBroadcastsResponse) GetBroadcasts() []*Broadcast {
@@ -522,58 +1002,6 @@ func (x *ListBroadcastsResponse) GetBroadcasts() []*Broadcast {
 		return x.Broadcasts
 	}
 	return nil
-}
-
-type BroadcastIDRequest struct {
-	state          protoimpl.MessageState `protogen:"open.v1"`
-	OrganizationId string                 `protobuf:"bytes,1,opt,name=organization_id,json=organizationId,proto3" json:"organization_id,omitempty"`
-	Id             string                 `protobuf:"bytes,2,opt,name=id,proto3" json:"id,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
-}
-
-func (x *BroadcastIDRequest) Reset() {
-	*x = BroadcastIDRequest{}
-	mi := &file_postmill_broadcast_v1_broadcast_proto_msgTypes[6]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *BroadcastIDRequest) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*BroadcastIDRequest) ProtoMessage() {}
-
-func (x *BroadcastIDRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_postmill_broadcast_v1_broadcast_proto_msgTypes[6]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use BroadcastIDRequest.ProtoReflect.Descriptor instead.
-func (*BroadcastIDRequest) Descriptor() ([]byte, []int) {
-	return file_postmill_broadcast_v1_broadcast_proto_rawDescGZIP(), []int{6}
-}
-
-func (x *BroadcastIDRequest) GetOrganizationId() string {
-	if x != nil {
-		return x.OrganizationId
-	}
-	return ""
-}
-
-func (x *BroadcastIDRequest) GetId() string {
-	if x != nil {
-		return x.Id
-	}
-	return ""
 }
 
 // BroadcastPatch is ports.BroadcastPatch: an absent optional field is left alone.
@@ -598,7 +1026,7 @@ type BroadcastPatch struct {
 
 func (x *BroadcastPatch) Reset() {
 	*x = BroadcastPatch{}
-	mi := &file_postmill_broadcast_v1_broadcast_proto_msgTypes[7]
+	mi := &file_postmill_broadcast_v1_broadcast_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -610,7 +1038,7 @@ func (x *BroadcastPatch) String() string {
 func (*BroadcastPatch) ProtoMessage() {}
 
 func (x *BroadcastPatch) ProtoReflect() protoreflect.Message {
-	mi := &file_postmill_broadcast_v1_broadcast_proto_msgTypes[7]
+	mi := &file_postmill_broadcast_v1_broadcast_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -623,7 +1051,7 @@ func (x *BroadcastPatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BroadcastPatch.ProtoReflect.Descriptor instead.
 func (*BroadcastPatch) Descriptor() ([]byte, []int) {
-	return file_postmill_broadcast_v1_broadcast_proto_rawDescGZIP(), []int{7}
+	return file_postmill_broadcast_v1_broadcast_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *BroadcastPatch) GetName() string {
@@ -728,7 +1156,7 @@ type UpdateBroadcastRequest struct {
 
 func (x *UpdateBroadcastRequest) Reset() {
 	*x = UpdateBroadcastRequest{}
-	mi := &file_postmill_broadcast_v1_broadcast_proto_msgTypes[8]
+	mi := &file_postmill_broadcast_v1_broadcast_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -740,7 +1168,7 @@ func (x *UpdateBroadcastRequest) String() string {
 func (*UpdateBroadcastRequest) ProtoMessage() {}
 
 func (x *UpdateBroadcastRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_postmill_broadcast_v1_broadcast_proto_msgTypes[8]
+	mi := &file_postmill_broadcast_v1_broadcast_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -753,7 +1181,7 @@ func (x *UpdateBroadcastRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateBroadcastRequest.ProtoReflect.Descriptor instead.
 func (*UpdateBroadcastRequest) Descriptor() ([]byte, []int) {
-	return file_postmill_broadcast_v1_broadcast_proto_rawDescGZIP(), []int{8}
+	return file_postmill_broadcast_v1_broadcast_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *UpdateBroadcastRequest) GetOrganizationId() string {
@@ -785,7 +1213,7 @@ type DeleteBroadcastResponse struct {
 
 func (x *DeleteBroadcastResponse) Reset() {
 	*x = DeleteBroadcastResponse{}
-	mi := &file_postmill_broadcast_v1_broadcast_proto_msgTypes[9]
+	mi := &file_postmill_broadcast_v1_broadcast_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -797,7 +1225,7 @@ func (x *DeleteBroadcastResponse) String() string {
 func (*DeleteBroadcastResponse) ProtoMessage() {}
 
 func (x *DeleteBroadcastResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_postmill_broadcast_v1_broadcast_proto_msgTypes[9]
+	mi := &file_postmill_broadcast_v1_broadcast_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -810,7 +1238,7 @@ func (x *DeleteBroadcastResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteBroadcastResponse.ProtoReflect.Descriptor instead.
 func (*DeleteBroadcastResponse) Descriptor() ([]byte, []int) {
-	return file_postmill_broadcast_v1_broadcast_proto_rawDescGZIP(), []int{9}
+	return file_postmill_broadcast_v1_broadcast_proto_rawDescGZIP(), []int{18}
 }
 
 type ScheduleBroadcastRequest struct {
@@ -824,7 +1252,7 @@ type ScheduleBroadcastRequest struct {
 
 func (x *ScheduleBroadcastRequest) Reset() {
 	*x = ScheduleBroadcastRequest{}
-	mi := &file_postmill_broadcast_v1_broadcast_proto_msgTypes[10]
+	mi := &file_postmill_broadcast_v1_broadcast_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -836,7 +1264,7 @@ func (x *ScheduleBroadcastRequest) String() string {
 func (*ScheduleBroadcastRequest) ProtoMessage() {}
 
 func (x *ScheduleBroadcastRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_postmill_broadcast_v1_broadcast_proto_msgTypes[10]
+	mi := &file_postmill_broadcast_v1_broadcast_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -849,7 +1277,7 @@ func (x *ScheduleBroadcastRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScheduleBroadcastRequest.ProtoReflect.Descriptor instead.
 func (*ScheduleBroadcastRequest) Descriptor() ([]byte, []int) {
-	return file_postmill_broadcast_v1_broadcast_proto_rawDescGZIP(), []int{10}
+	return file_postmill_broadcast_v1_broadcast_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ScheduleBroadcastRequest) GetOrganizationId() string {
@@ -891,7 +1319,7 @@ type BroadcastStatsResponse struct {
 
 func (x *BroadcastStatsResponse) Reset() {
 	*x = BroadcastStatsResponse{}
-	mi := &file_postmill_broadcast_v1_broadcast_proto_msgTypes[11]
+	mi := &file_postmill_broadcast_v1_broadcast_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -903,7 +1331,7 @@ func (x *BroadcastStatsResponse) String() string {
 func (*BroadcastStatsResponse) ProtoMessage() {}
 
 func (x *BroadcastStatsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_postmill_broadcast_v1_broadcast_proto_msgTypes[11]
+	mi := &file_postmill_broadcast_v1_broadcast_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -916,7 +1344,7 @@ func (x *BroadcastStatsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BroadcastStatsResponse.ProtoReflect.Descriptor instead.
 func (*BroadcastStatsResponse) Descriptor() ([]byte, []int) {
-	return file_postmill_broadcast_v1_broadcast_proto_rawDescGZIP(), []int{11}
+	return file_postmill_broadcast_v1_broadcast_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *BroadcastStatsResponse) GetRecipients() int64 {
@@ -994,7 +1422,7 @@ type BroadcastRecipientsRequest struct {
 
 func (x *BroadcastRecipientsRequest) Reset() {
 	*x = BroadcastRecipientsRequest{}
-	mi := &file_postmill_broadcast_v1_broadcast_proto_msgTypes[12]
+	mi := &file_postmill_broadcast_v1_broadcast_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1006,7 +1434,7 @@ func (x *BroadcastRecipientsRequest) String() string {
 func (*BroadcastRecipientsRequest) ProtoMessage() {}
 
 func (x *BroadcastRecipientsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_postmill_broadcast_v1_broadcast_proto_msgTypes[12]
+	mi := &file_postmill_broadcast_v1_broadcast_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1019,7 +1447,7 @@ func (x *BroadcastRecipientsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BroadcastRecipientsRequest.ProtoReflect.Descriptor instead.
 func (*BroadcastRecipientsRequest) Descriptor() ([]byte, []int) {
-	return file_postmill_broadcast_v1_broadcast_proto_rawDescGZIP(), []int{12}
+	return file_postmill_broadcast_v1_broadcast_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *BroadcastRecipientsRequest) GetOrganizationId() string {
@@ -1064,7 +1492,7 @@ type BroadcastRecipient struct {
 
 func (x *BroadcastRecipient) Reset() {
 	*x = BroadcastRecipient{}
-	mi := &file_postmill_broadcast_v1_broadcast_proto_msgTypes[13]
+	mi := &file_postmill_broadcast_v1_broadcast_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1076,7 +1504,7 @@ func (x *BroadcastRecipient) String() string {
 func (*BroadcastRecipient) ProtoMessage() {}
 
 func (x *BroadcastRecipient) ProtoReflect() protoreflect.Message {
-	mi := &file_postmill_broadcast_v1_broadcast_proto_msgTypes[13]
+	mi := &file_postmill_broadcast_v1_broadcast_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1089,7 +1517,7 @@ func (x *BroadcastRecipient) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BroadcastRecipient.ProtoReflect.Descriptor instead.
 func (*BroadcastRecipient) Descriptor() ([]byte, []int) {
-	return file_postmill_broadcast_v1_broadcast_proto_rawDescGZIP(), []int{13}
+	return file_postmill_broadcast_v1_broadcast_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *BroadcastRecipient) GetContactId() string {
@@ -1137,7 +1565,7 @@ type BroadcastRecipientsResponse struct {
 
 func (x *BroadcastRecipientsResponse) Reset() {
 	*x = BroadcastRecipientsResponse{}
-	mi := &file_postmill_broadcast_v1_broadcast_proto_msgTypes[14]
+	mi := &file_postmill_broadcast_v1_broadcast_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1149,7 +1577,7 @@ func (x *BroadcastRecipientsResponse) String() string {
 func (*BroadcastRecipientsResponse) ProtoMessage() {}
 
 func (x *BroadcastRecipientsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_postmill_broadcast_v1_broadcast_proto_msgTypes[14]
+	mi := &file_postmill_broadcast_v1_broadcast_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1162,7 +1590,7 @@ func (x *BroadcastRecipientsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BroadcastRecipientsResponse.ProtoReflect.Descriptor instead.
 func (*BroadcastRecipientsResponse) Descriptor() ([]byte, []int) {
-	return file_postmill_broadcast_v1_broadcast_proto_rawDescGZIP(), []int{14}
+	return file_postmill_broadcast_v1_broadcast_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *BroadcastRecipientsResponse) GetRecipients() []*BroadcastRecipient {
@@ -1179,7 +1607,7 @@ func (x *BroadcastRecipientsResponse) GetTotal() int64 {
 	return 0
 }
 
-type UnsubscribeRequest struct {
+type PreviewUnsubscribeRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// token is the path segment as the edge received it, byte for byte: a token that is not UTF-8 must reach
 	// the core and be refused there, as it would be in process.
@@ -1188,9 +1616,107 @@ type UnsubscribeRequest struct {
 	sizeCache     protoimpl.SizeCache
 }
 
+func (x *PreviewUnsubscribeRequest) Reset() {
+	*x = PreviewUnsubscribeRequest{}
+	mi := &file_postmill_broadcast_v1_broadcast_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PreviewUnsubscribeRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PreviewUnsubscribeRequest) ProtoMessage() {}
+
+func (x *PreviewUnsubscribeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_postmill_broadcast_v1_broadcast_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PreviewUnsubscribeRequest.ProtoReflect.Descriptor instead.
+func (*PreviewUnsubscribeRequest) Descriptor() ([]byte, []int) {
+	return file_postmill_broadcast_v1_broadcast_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *PreviewUnsubscribeRequest) GetToken() []byte {
+	if x != nil {
+		return x.Token
+	}
+	return nil
+}
+
+// PreviewUnsubscribeResponse is ports.UnsubscribeView.
+type PreviewUnsubscribeResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	MaskedEmail   string                 `protobuf:"bytes,1,opt,name=masked_email,json=maskedEmail,proto3" json:"masked_email,omitempty"`
+	TopicName     string                 `protobuf:"bytes,2,opt,name=topic_name,json=topicName,proto3" json:"topic_name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PreviewUnsubscribeResponse) Reset() {
+	*x = PreviewUnsubscribeResponse{}
+	mi := &file_postmill_broadcast_v1_broadcast_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PreviewUnsubscribeResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PreviewUnsubscribeResponse) ProtoMessage() {}
+
+func (x *PreviewUnsubscribeResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_postmill_broadcast_v1_broadcast_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PreviewUnsubscribeResponse.ProtoReflect.Descriptor instead.
+func (*PreviewUnsubscribeResponse) Descriptor() ([]byte, []int) {
+	return file_postmill_broadcast_v1_broadcast_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *PreviewUnsubscribeResponse) GetMaskedEmail() string {
+	if x != nil {
+		return x.MaskedEmail
+	}
+	return ""
+}
+
+func (x *PreviewUnsubscribeResponse) GetTopicName() string {
+	if x != nil {
+		return x.TopicName
+	}
+	return ""
+}
+
+type UnsubscribeRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// token is the path segment byte for byte, for the reason PreviewUnsubscribeRequest.token gives.
+	Token         []byte `protobuf:"bytes,1,opt,name=token,proto3" json:"token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
 func (x *UnsubscribeRequest) Reset() {
 	*x = UnsubscribeRequest{}
-	mi := &file_postmill_broadcast_v1_broadcast_proto_msgTypes[15]
+	mi := &file_postmill_broadcast_v1_broadcast_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1202,7 +1728,7 @@ func (x *UnsubscribeRequest) String() string {
 func (*UnsubscribeRequest) ProtoMessage() {}
 
 func (x *UnsubscribeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_postmill_broadcast_v1_broadcast_proto_msgTypes[15]
+	mi := &file_postmill_broadcast_v1_broadcast_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1215,7 +1741,7 @@ func (x *UnsubscribeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnsubscribeRequest.ProtoReflect.Descriptor instead.
 func (*UnsubscribeRequest) Descriptor() ([]byte, []int) {
-	return file_postmill_broadcast_v1_broadcast_proto_rawDescGZIP(), []int{15}
+	return file_postmill_broadcast_v1_broadcast_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *UnsubscribeRequest) GetToken() []byte {
@@ -1236,7 +1762,7 @@ type UnsubscribeResponse struct {
 
 func (x *UnsubscribeResponse) Reset() {
 	*x = UnsubscribeResponse{}
-	mi := &file_postmill_broadcast_v1_broadcast_proto_msgTypes[16]
+	mi := &file_postmill_broadcast_v1_broadcast_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1248,7 +1774,7 @@ func (x *UnsubscribeResponse) String() string {
 func (*UnsubscribeResponse) ProtoMessage() {}
 
 func (x *UnsubscribeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_postmill_broadcast_v1_broadcast_proto_msgTypes[16]
+	mi := &file_postmill_broadcast_v1_broadcast_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1261,7 +1787,7 @@ func (x *UnsubscribeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnsubscribeResponse.ProtoReflect.Descriptor instead.
 func (*UnsubscribeResponse) Descriptor() ([]byte, []int) {
-	return file_postmill_broadcast_v1_broadcast_proto_rawDescGZIP(), []int{16}
+	return file_postmill_broadcast_v1_broadcast_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *UnsubscribeResponse) GetMaskedEmail() string {
@@ -1309,9 +1835,34 @@ const file_postmill_broadcast_v1_broadcast_proto_rawDesc = "" +
 	"\n" +
 	"created_at\x18\x13 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x129\n" +
 	"\n" +
-	"updated_at\x18\x14 \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\"S\n" +
-	"\x11BroadcastResponse\x12>\n" +
-	"\tbroadcast\x18\x01 \x01(\v2 .postmill.broadcast.v1.BroadcastR\tbroadcast\"\xad\x02\n" +
+	"updated_at\x18\x14 \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\"Y\n" +
+	"\x17CreateBroadcastResponse\x12>\n" +
+	"\tbroadcast\x18\x01 \x01(\v2 .postmill.broadcast.v1.BroadcastR\tbroadcast\"N\n" +
+	"\x13GetBroadcastRequest\x12'\n" +
+	"\x0forganization_id\x18\x01 \x01(\tR\x0eorganizationId\x12\x0e\n" +
+	"\x02id\x18\x02 \x01(\tR\x02id\"V\n" +
+	"\x14GetBroadcastResponse\x12>\n" +
+	"\tbroadcast\x18\x01 \x01(\v2 .postmill.broadcast.v1.BroadcastR\tbroadcast\"Y\n" +
+	"\x17UpdateBroadcastResponse\x12>\n" +
+	"\tbroadcast\x18\x01 \x01(\v2 .postmill.broadcast.v1.BroadcastR\tbroadcast\"Q\n" +
+	"\x16DeleteBroadcastRequest\x12'\n" +
+	"\x0forganization_id\x18\x01 \x01(\tR\x0eorganizationId\x12\x0e\n" +
+	"\x02id\x18\x02 \x01(\tR\x02id\"O\n" +
+	"\x14SendBroadcastRequest\x12'\n" +
+	"\x0forganization_id\x18\x01 \x01(\tR\x0eorganizationId\x12\x0e\n" +
+	"\x02id\x18\x02 \x01(\tR\x02id\"W\n" +
+	"\x15SendBroadcastResponse\x12>\n" +
+	"\tbroadcast\x18\x01 \x01(\v2 .postmill.broadcast.v1.BroadcastR\tbroadcast\"[\n" +
+	"\x19ScheduleBroadcastResponse\x12>\n" +
+	"\tbroadcast\x18\x01 \x01(\v2 .postmill.broadcast.v1.BroadcastR\tbroadcast\"Q\n" +
+	"\x16CancelBroadcastRequest\x12'\n" +
+	"\x0forganization_id\x18\x01 \x01(\tR\x0eorganizationId\x12\x0e\n" +
+	"\x02id\x18\x02 \x01(\tR\x02id\"Y\n" +
+	"\x17CancelBroadcastResponse\x12>\n" +
+	"\tbroadcast\x18\x01 \x01(\v2 .postmill.broadcast.v1.BroadcastR\tbroadcast\"P\n" +
+	"\x15BroadcastStatsRequest\x12'\n" +
+	"\x0forganization_id\x18\x01 \x01(\tR\x0eorganizationId\x12\x0e\n" +
+	"\x02id\x18\x02 \x01(\tR\x02id\"\xad\x02\n" +
 	"\fNewBroadcast\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\asubject\x18\x02 \x01(\tR\asubject\x12\x12\n" +
@@ -1334,10 +1885,7 @@ const file_postmill_broadcast_v1_broadcast_proto_rawDesc = "" +
 	"\x16ListBroadcastsResponse\x12@\n" +
 	"\n" +
 	"broadcasts\x18\x01 \x03(\v2 .postmill.broadcast.v1.BroadcastR\n" +
-	"broadcasts\"M\n" +
-	"\x12BroadcastIDRequest\x12'\n" +
-	"\x0forganization_id\x18\x01 \x01(\tR\x0eorganizationId\x12\x0e\n" +
-	"\x02id\x18\x02 \x01(\tR\x02id\"\xb9\x04\n" +
+	"broadcasts\"\xb9\x04\n" +
 	"\x0eBroadcastPatch\x12\x17\n" +
 	"\x04name\x18\x01 \x01(\tH\x00R\x04name\x88\x01\x01\x12\x1d\n" +
 	"\asubject\x18\x02 \x01(\tH\x01R\asubject\x88\x01\x01\x12\x17\n" +
@@ -1407,26 +1955,32 @@ const file_postmill_broadcast_v1_broadcast_proto_rawDesc = "" +
 	"\n" +
 	"recipients\x18\x01 \x03(\v2).postmill.broadcast.v1.BroadcastRecipientR\n" +
 	"recipients\x12\x14\n" +
-	"\x05total\x18\x02 \x01(\x03R\x05total\"*\n" +
+	"\x05total\x18\x02 \x01(\x03R\x05total\"1\n" +
+	"\x19PreviewUnsubscribeRequest\x12\x14\n" +
+	"\x05token\x18\x01 \x01(\fR\x05token\"^\n" +
+	"\x1aPreviewUnsubscribeResponse\x12!\n" +
+	"\fmasked_email\x18\x01 \x01(\tR\vmaskedEmail\x12\x1d\n" +
+	"\n" +
+	"topic_name\x18\x02 \x01(\tR\ttopicName\"*\n" +
 	"\x12UnsubscribeRequest\x12\x14\n" +
 	"\x05token\x18\x01 \x01(\fR\x05token\"W\n" +
 	"\x13UnsubscribeResponse\x12!\n" +
 	"\fmasked_email\x18\x01 \x01(\tR\vmaskedEmail\x12\x1d\n" +
 	"\n" +
-	"topic_name\x18\x02 \x01(\tR\ttopicName2\xd4\b\n" +
-	"\x10BroadcastService\x12j\n" +
-	"\x0fCreateBroadcast\x12-.postmill.broadcast.v1.CreateBroadcastRequest\x1a(.postmill.broadcast.v1.BroadcastResponse\x12m\n" +
-	"\x0eListBroadcasts\x12,.postmill.broadcast.v1.ListBroadcastsRequest\x1a-.postmill.broadcast.v1.ListBroadcastsResponse\x12c\n" +
-	"\fGetBroadcast\x12).postmill.broadcast.v1.BroadcastIDRequest\x1a(.postmill.broadcast.v1.BroadcastResponse\x12j\n" +
-	"\x0fUpdateBroadcast\x12-.postmill.broadcast.v1.UpdateBroadcastRequest\x1a(.postmill.broadcast.v1.BroadcastResponse\x12l\n" +
-	"\x0fDeleteBroadcast\x12).postmill.broadcast.v1.BroadcastIDRequest\x1a..postmill.broadcast.v1.DeleteBroadcastResponse\x12d\n" +
-	"\rSendBroadcast\x12).postmill.broadcast.v1.BroadcastIDRequest\x1a(.postmill.broadcast.v1.BroadcastResponse\x12n\n" +
-	"\x11ScheduleBroadcast\x12/.postmill.broadcast.v1.ScheduleBroadcastRequest\x1a(.postmill.broadcast.v1.BroadcastResponse\x12f\n" +
-	"\x0fCancelBroadcast\x12).postmill.broadcast.v1.BroadcastIDRequest\x1a(.postmill.broadcast.v1.BroadcastResponse\x12j\n" +
-	"\x0eBroadcastStats\x12).postmill.broadcast.v1.BroadcastIDRequest\x1a-.postmill.broadcast.v1.BroadcastStatsResponse\x12|\n" +
-	"\x13BroadcastRecipients\x121.postmill.broadcast.v1.BroadcastRecipientsRequest\x1a2.postmill.broadcast.v1.BroadcastRecipientsResponse2\xe7\x01\n" +
-	"\x12UnsubscribeService\x12k\n" +
-	"\x12PreviewUnsubscribe\x12).postmill.broadcast.v1.UnsubscribeRequest\x1a*.postmill.broadcast.v1.UnsubscribeResponse\x12d\n" +
+	"topic_name\x18\x02 \x01(\tR\ttopicName2\x83\t\n" +
+	"\x10BroadcastService\x12p\n" +
+	"\x0fCreateBroadcast\x12-.postmill.broadcast.v1.CreateBroadcastRequest\x1a..postmill.broadcast.v1.CreateBroadcastResponse\x12m\n" +
+	"\x0eListBroadcasts\x12,.postmill.broadcast.v1.ListBroadcastsRequest\x1a-.postmill.broadcast.v1.ListBroadcastsResponse\x12g\n" +
+	"\fGetBroadcast\x12*.postmill.broadcast.v1.GetBroadcastRequest\x1a+.postmill.broadcast.v1.GetBroadcastResponse\x12p\n" +
+	"\x0fUpdateBroadcast\x12-.postmill.broadcast.v1.UpdateBroadcastRequest\x1a..postmill.broadcast.v1.UpdateBroadcastResponse\x12p\n" +
+	"\x0fDeleteBroadcast\x12-.postmill.broadcast.v1.DeleteBroadcastRequest\x1a..postmill.broadcast.v1.DeleteBroadcastResponse\x12j\n" +
+	"\rSendBroadcast\x12+.postmill.broadcast.v1.SendBroadcastRequest\x1a,.postmill.broadcast.v1.SendBroadcastResponse\x12v\n" +
+	"\x11ScheduleBroadcast\x12/.postmill.broadcast.v1.ScheduleBroadcastRequest\x1a0.postmill.broadcast.v1.ScheduleBroadcastResponse\x12p\n" +
+	"\x0fCancelBroadcast\x12-.postmill.broadcast.v1.CancelBroadcastRequest\x1a..postmill.broadcast.v1.CancelBroadcastResponse\x12m\n" +
+	"\x0eBroadcastStats\x12,.postmill.broadcast.v1.BroadcastStatsRequest\x1a-.postmill.broadcast.v1.BroadcastStatsResponse\x12|\n" +
+	"\x13BroadcastRecipients\x121.postmill.broadcast.v1.BroadcastRecipientsRequest\x1a2.postmill.broadcast.v1.BroadcastRecipientsResponse2\xf5\x01\n" +
+	"\x12UnsubscribeService\x12y\n" +
+	"\x12PreviewUnsubscribe\x120.postmill.broadcast.v1.PreviewUnsubscribeRequest\x1a1.postmill.broadcast.v1.PreviewUnsubscribeResponse\x12d\n" +
 	"\vUnsubscribe\x12).postmill.broadcast.v1.UnsubscribeRequest\x1a*.postmill.broadcast.v1.UnsubscribeResponseB\xf2\x01\n" +
 	"\x19com.postmill.broadcast.v1B\x0eBroadcastProtoP\x01ZOgithub.com/postmill/postmill/adapters/rpc/gen/postmill/broadcast/v1;broadcastv1\xa2\x02\x03PBX\xaa\x02\x15Postmill.Broadcast.V1\xca\x02\x15Postmill\\Broadcast\\V1\xe2\x02!Postmill\\Broadcast\\V1\\GPBMetadata\xea\x02\x17Postmill::Broadcast::V1b\x06proto3"
 
@@ -1442,72 +1996,88 @@ func file_postmill_broadcast_v1_broadcast_proto_rawDescGZIP() []byte {
 	return file_postmill_broadcast_v1_broadcast_proto_rawDescData
 }
 
-var file_postmill_broadcast_v1_broadcast_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
+var file_postmill_broadcast_v1_broadcast_proto_msgTypes = make([]protoimpl.MessageInfo, 28)
 var file_postmill_broadcast_v1_broadcast_proto_goTypes = []any{
 	(*Broadcast)(nil),                   // 0: postmill.broadcast.v1.Broadcast
-	(*BroadcastResponse)(nil),           // 1: postmill.broadcast.v1.BroadcastResponse
-	(*NewBroadcast)(nil),                // 2: postmill.broadcast.v1.NewBroadcast
-	(*CreateBroadcastRequest)(nil),      // 3: postmill.broadcast.v1.CreateBroadcastRequest
-	(*ListBroadcastsRequest)(nil),       // 4: postmill.broadcast.v1.ListBroadcastsRequest
-	(*ListBroadcastsResponse)(nil),      // 5: postmill.broadcast.v1.ListBroadcastsResponse
-	(*BroadcastIDRequest)(nil),          // 6: postmill.broadcast.v1.BroadcastIDRequest
-	(*BroadcastPatch)(nil),              // 7: postmill.broadcast.v1.BroadcastPatch
-	(*UpdateBroadcastRequest)(nil),      // 8: postmill.broadcast.v1.UpdateBroadcastRequest
-	(*DeleteBroadcastResponse)(nil),     // 9: postmill.broadcast.v1.DeleteBroadcastResponse
-	(*ScheduleBroadcastRequest)(nil),    // 10: postmill.broadcast.v1.ScheduleBroadcastRequest
-	(*BroadcastStatsResponse)(nil),      // 11: postmill.broadcast.v1.BroadcastStatsResponse
-	(*BroadcastRecipientsRequest)(nil),  // 12: postmill.broadcast.v1.BroadcastRecipientsRequest
-	(*BroadcastRecipient)(nil),          // 13: postmill.broadcast.v1.BroadcastRecipient
-	(*BroadcastRecipientsResponse)(nil), // 14: postmill.broadcast.v1.BroadcastRecipientsResponse
-	(*UnsubscribeRequest)(nil),          // 15: postmill.broadcast.v1.UnsubscribeRequest
-	(*UnsubscribeResponse)(nil),         // 16: postmill.broadcast.v1.UnsubscribeResponse
-	(*timestamppb.Timestamp)(nil),       // 17: google.protobuf.Timestamp
+	(*CreateBroadcastResponse)(nil),     // 1: postmill.broadcast.v1.CreateBroadcastResponse
+	(*GetBroadcastRequest)(nil),         // 2: postmill.broadcast.v1.GetBroadcastRequest
+	(*GetBroadcastResponse)(nil),        // 3: postmill.broadcast.v1.GetBroadcastResponse
+	(*UpdateBroadcastResponse)(nil),     // 4: postmill.broadcast.v1.UpdateBroadcastResponse
+	(*DeleteBroadcastRequest)(nil),      // 5: postmill.broadcast.v1.DeleteBroadcastRequest
+	(*SendBroadcastRequest)(nil),        // 6: postmill.broadcast.v1.SendBroadcastRequest
+	(*SendBroadcastResponse)(nil),       // 7: postmill.broadcast.v1.SendBroadcastResponse
+	(*ScheduleBroadcastResponse)(nil),   // 8: postmill.broadcast.v1.ScheduleBroadcastResponse
+	(*CancelBroadcastRequest)(nil),      // 9: postmill.broadcast.v1.CancelBroadcastRequest
+	(*CancelBroadcastResponse)(nil),     // 10: postmill.broadcast.v1.CancelBroadcastResponse
+	(*BroadcastStatsRequest)(nil),       // 11: postmill.broadcast.v1.BroadcastStatsRequest
+	(*NewBroadcast)(nil),                // 12: postmill.broadcast.v1.NewBroadcast
+	(*CreateBroadcastRequest)(nil),      // 13: postmill.broadcast.v1.CreateBroadcastRequest
+	(*ListBroadcastsRequest)(nil),       // 14: postmill.broadcast.v1.ListBroadcastsRequest
+	(*ListBroadcastsResponse)(nil),      // 15: postmill.broadcast.v1.ListBroadcastsResponse
+	(*BroadcastPatch)(nil),              // 16: postmill.broadcast.v1.BroadcastPatch
+	(*UpdateBroadcastRequest)(nil),      // 17: postmill.broadcast.v1.UpdateBroadcastRequest
+	(*DeleteBroadcastResponse)(nil),     // 18: postmill.broadcast.v1.DeleteBroadcastResponse
+	(*ScheduleBroadcastRequest)(nil),    // 19: postmill.broadcast.v1.ScheduleBroadcastRequest
+	(*BroadcastStatsResponse)(nil),      // 20: postmill.broadcast.v1.BroadcastStatsResponse
+	(*BroadcastRecipientsRequest)(nil),  // 21: postmill.broadcast.v1.BroadcastRecipientsRequest
+	(*BroadcastRecipient)(nil),          // 22: postmill.broadcast.v1.BroadcastRecipient
+	(*BroadcastRecipientsResponse)(nil), // 23: postmill.broadcast.v1.BroadcastRecipientsResponse
+	(*PreviewUnsubscribeRequest)(nil),   // 24: postmill.broadcast.v1.PreviewUnsubscribeRequest
+	(*PreviewUnsubscribeResponse)(nil),  // 25: postmill.broadcast.v1.PreviewUnsubscribeResponse
+	(*UnsubscribeRequest)(nil),          // 26: postmill.broadcast.v1.UnsubscribeRequest
+	(*UnsubscribeResponse)(nil),         // 27: postmill.broadcast.v1.UnsubscribeResponse
+	(*timestamppb.Timestamp)(nil),       // 28: google.protobuf.Timestamp
 }
 var file_postmill_broadcast_v1_broadcast_proto_depIdxs = []int32{
-	17, // 0: postmill.broadcast.v1.Broadcast.scheduled_at:type_name -> google.protobuf.Timestamp
-	17, // 1: postmill.broadcast.v1.Broadcast.paused_until:type_name -> google.protobuf.Timestamp
-	17, // 2: postmill.broadcast.v1.Broadcast.started_at:type_name -> google.protobuf.Timestamp
-	17, // 3: postmill.broadcast.v1.Broadcast.completed_at:type_name -> google.protobuf.Timestamp
-	17, // 4: postmill.broadcast.v1.Broadcast.created_at:type_name -> google.protobuf.Timestamp
-	17, // 5: postmill.broadcast.v1.Broadcast.updated_at:type_name -> google.protobuf.Timestamp
-	0,  // 6: postmill.broadcast.v1.BroadcastResponse.broadcast:type_name -> postmill.broadcast.v1.Broadcast
-	17, // 7: postmill.broadcast.v1.NewBroadcast.scheduled_at:type_name -> google.protobuf.Timestamp
-	2,  // 8: postmill.broadcast.v1.CreateBroadcastRequest.broadcast:type_name -> postmill.broadcast.v1.NewBroadcast
-	0,  // 9: postmill.broadcast.v1.ListBroadcastsResponse.broadcasts:type_name -> postmill.broadcast.v1.Broadcast
-	17, // 10: postmill.broadcast.v1.BroadcastPatch.scheduled_at:type_name -> google.protobuf.Timestamp
-	7,  // 11: postmill.broadcast.v1.UpdateBroadcastRequest.patch:type_name -> postmill.broadcast.v1.BroadcastPatch
-	17, // 12: postmill.broadcast.v1.ScheduleBroadcastRequest.scheduled_at:type_name -> google.protobuf.Timestamp
-	17, // 13: postmill.broadcast.v1.BroadcastRecipient.created_at:type_name -> google.protobuf.Timestamp
-	13, // 14: postmill.broadcast.v1.BroadcastRecipientsResponse.recipients:type_name -> postmill.broadcast.v1.BroadcastRecipient
-	3,  // 15: postmill.broadcast.v1.BroadcastService.CreateBroadcast:input_type -> postmill.broadcast.v1.CreateBroadcastRequest
-	4,  // 16: postmill.broadcast.v1.BroadcastService.ListBroadcasts:input_type -> postmill.broadcast.v1.ListBroadcastsRequest
-	6,  // 17: postmill.broadcast.v1.BroadcastService.GetBroadcast:input_type -> postmill.broadcast.v1.BroadcastIDRequest
-	8,  // 18: postmill.broadcast.v1.BroadcastService.UpdateBroadcast:input_type -> postmill.broadcast.v1.UpdateBroadcastRequest
-	6,  // 19: postmill.broadcast.v1.BroadcastService.DeleteBroadcast:input_type -> postmill.broadcast.v1.BroadcastIDRequest
-	6,  // 20: postmill.broadcast.v1.BroadcastService.SendBroadcast:input_type -> postmill.broadcast.v1.BroadcastIDRequest
-	10, // 21: postmill.broadcast.v1.BroadcastService.ScheduleBroadcast:input_type -> postmill.broadcast.v1.ScheduleBroadcastRequest
-	6,  // 22: postmill.broadcast.v1.BroadcastService.CancelBroadcast:input_type -> postmill.broadcast.v1.BroadcastIDRequest
-	6,  // 23: postmill.broadcast.v1.BroadcastService.BroadcastStats:input_type -> postmill.broadcast.v1.BroadcastIDRequest
-	12, // 24: postmill.broadcast.v1.BroadcastService.BroadcastRecipients:input_type -> postmill.broadcast.v1.BroadcastRecipientsRequest
-	15, // 25: postmill.broadcast.v1.UnsubscribeService.PreviewUnsubscribe:input_type -> postmill.broadcast.v1.UnsubscribeRequest
-	15, // 26: postmill.broadcast.v1.UnsubscribeService.Unsubscribe:input_type -> postmill.broadcast.v1.UnsubscribeRequest
-	1,  // 27: postmill.broadcast.v1.BroadcastService.CreateBroadcast:output_type -> postmill.broadcast.v1.BroadcastResponse
-	5,  // 28: postmill.broadcast.v1.BroadcastService.ListBroadcasts:output_type -> postmill.broadcast.v1.ListBroadcastsResponse
-	1,  // 29: postmill.broadcast.v1.BroadcastService.GetBroadcast:output_type -> postmill.broadcast.v1.BroadcastResponse
-	1,  // 30: postmill.broadcast.v1.BroadcastService.UpdateBroadcast:output_type -> postmill.broadcast.v1.BroadcastResponse
-	9,  // 31: postmill.broadcast.v1.BroadcastService.DeleteBroadcast:output_type -> postmill.broadcast.v1.DeleteBroadcastResponse
-	1,  // 32: postmill.broadcast.v1.BroadcastService.SendBroadcast:output_type -> postmill.broadcast.v1.BroadcastResponse
-	1,  // 33: postmill.broadcast.v1.BroadcastService.ScheduleBroadcast:output_type -> postmill.broadcast.v1.BroadcastResponse
-	1,  // 34: postmill.broadcast.v1.BroadcastService.CancelBroadcast:output_type -> postmill.broadcast.v1.BroadcastResponse
-	11, // 35: postmill.broadcast.v1.BroadcastService.BroadcastStats:output_type -> postmill.broadcast.v1.BroadcastStatsResponse
-	14, // 36: postmill.broadcast.v1.BroadcastService.BroadcastRecipients:output_type -> postmill.broadcast.v1.BroadcastRecipientsResponse
-	16, // 37: postmill.broadcast.v1.UnsubscribeService.PreviewUnsubscribe:output_type -> postmill.broadcast.v1.UnsubscribeResponse
-	16, // 38: postmill.broadcast.v1.UnsubscribeService.Unsubscribe:output_type -> postmill.broadcast.v1.UnsubscribeResponse
-	27, // [27:39] is the sub-list for method output_type
-	15, // [15:27] is the sub-list for method input_type
-	15, // [15:15] is the sub-list for extension type_name
-	15, // [15:15] is the sub-list for extension extendee
-	0,  // [0:15] is the sub-list for field type_name
+	28, // 0: postmill.broadcast.v1.Broadcast.scheduled_at:type_name -> google.protobuf.Timestamp
+	28, // 1: postmill.broadcast.v1.Broadcast.paused_until:type_name -> google.protobuf.Timestamp
+	28, // 2: postmill.broadcast.v1.Broadcast.started_at:type_name -> google.protobuf.Timestamp
+	28, // 3: postmill.broadcast.v1.Broadcast.completed_at:type_name -> google.protobuf.Timestamp
+	28, // 4: postmill.broadcast.v1.Broadcast.created_at:type_name -> google.protobuf.Timestamp
+	28, // 5: postmill.broadcast.v1.Broadcast.updated_at:type_name -> google.protobuf.Timestamp
+	0,  // 6: postmill.broadcast.v1.CreateBroadcastResponse.broadcast:type_name -> postmill.broadcast.v1.Broadcast
+	0,  // 7: postmill.broadcast.v1.GetBroadcastResponse.broadcast:type_name -> postmill.broadcast.v1.Broadcast
+	0,  // 8: postmill.broadcast.v1.UpdateBroadcastResponse.broadcast:type_name -> postmill.broadcast.v1.Broadcast
+	0,  // 9: postmill.broadcast.v1.SendBroadcastResponse.broadcast:type_name -> postmill.broadcast.v1.Broadcast
+	0,  // 10: postmill.broadcast.v1.ScheduleBroadcastResponse.broadcast:type_name -> postmill.broadcast.v1.Broadcast
+	0,  // 11: postmill.broadcast.v1.CancelBroadcastResponse.broadcast:type_name -> postmill.broadcast.v1.Broadcast
+	28, // 12: postmill.broadcast.v1.NewBroadcast.scheduled_at:type_name -> google.protobuf.Timestamp
+	12, // 13: postmill.broadcast.v1.CreateBroadcastRequest.broadcast:type_name -> postmill.broadcast.v1.NewBroadcast
+	0,  // 14: postmill.broadcast.v1.ListBroadcastsResponse.broadcasts:type_name -> postmill.broadcast.v1.Broadcast
+	28, // 15: postmill.broadcast.v1.BroadcastPatch.scheduled_at:type_name -> google.protobuf.Timestamp
+	16, // 16: postmill.broadcast.v1.UpdateBroadcastRequest.patch:type_name -> postmill.broadcast.v1.BroadcastPatch
+	28, // 17: postmill.broadcast.v1.ScheduleBroadcastRequest.scheduled_at:type_name -> google.protobuf.Timestamp
+	28, // 18: postmill.broadcast.v1.BroadcastRecipient.created_at:type_name -> google.protobuf.Timestamp
+	22, // 19: postmill.broadcast.v1.BroadcastRecipientsResponse.recipients:type_name -> postmill.broadcast.v1.BroadcastRecipient
+	13, // 20: postmill.broadcast.v1.BroadcastService.CreateBroadcast:input_type -> postmill.broadcast.v1.CreateBroadcastRequest
+	14, // 21: postmill.broadcast.v1.BroadcastService.ListBroadcasts:input_type -> postmill.broadcast.v1.ListBroadcastsRequest
+	2,  // 22: postmill.broadcast.v1.BroadcastService.GetBroadcast:input_type -> postmill.broadcast.v1.GetBroadcastRequest
+	17, // 23: postmill.broadcast.v1.BroadcastService.UpdateBroadcast:input_type -> postmill.broadcast.v1.UpdateBroadcastRequest
+	5,  // 24: postmill.broadcast.v1.BroadcastService.DeleteBroadcast:input_type -> postmill.broadcast.v1.DeleteBroadcastRequest
+	6,  // 25: postmill.broadcast.v1.BroadcastService.SendBroadcast:input_type -> postmill.broadcast.v1.SendBroadcastRequest
+	19, // 26: postmill.broadcast.v1.BroadcastService.ScheduleBroadcast:input_type -> postmill.broadcast.v1.ScheduleBroadcastRequest
+	9,  // 27: postmill.broadcast.v1.BroadcastService.CancelBroadcast:input_type -> postmill.broadcast.v1.CancelBroadcastRequest
+	11, // 28: postmill.broadcast.v1.BroadcastService.BroadcastStats:input_type -> postmill.broadcast.v1.BroadcastStatsRequest
+	21, // 29: postmill.broadcast.v1.BroadcastService.BroadcastRecipients:input_type -> postmill.broadcast.v1.BroadcastRecipientsRequest
+	24, // 30: postmill.broadcast.v1.UnsubscribeService.PreviewUnsubscribe:input_type -> postmill.broadcast.v1.PreviewUnsubscribeRequest
+	26, // 31: postmill.broadcast.v1.UnsubscribeService.Unsubscribe:input_type -> postmill.broadcast.v1.UnsubscribeRequest
+	1,  // 32: postmill.broadcast.v1.BroadcastService.CreateBroadcast:output_type -> postmill.broadcast.v1.CreateBroadcastResponse
+	15, // 33: postmill.broadcast.v1.BroadcastService.ListBroadcasts:output_type -> postmill.broadcast.v1.ListBroadcastsResponse
+	3,  // 34: postmill.broadcast.v1.BroadcastService.GetBroadcast:output_type -> postmill.broadcast.v1.GetBroadcastResponse
+	4,  // 35: postmill.broadcast.v1.BroadcastService.UpdateBroadcast:output_type -> postmill.broadcast.v1.UpdateBroadcastResponse
+	18, // 36: postmill.broadcast.v1.BroadcastService.DeleteBroadcast:output_type -> postmill.broadcast.v1.DeleteBroadcastResponse
+	7,  // 37: postmill.broadcast.v1.BroadcastService.SendBroadcast:output_type -> postmill.broadcast.v1.SendBroadcastResponse
+	8,  // 38: postmill.broadcast.v1.BroadcastService.ScheduleBroadcast:output_type -> postmill.broadcast.v1.ScheduleBroadcastResponse
+	10, // 39: postmill.broadcast.v1.BroadcastService.CancelBroadcast:output_type -> postmill.broadcast.v1.CancelBroadcastResponse
+	20, // 40: postmill.broadcast.v1.BroadcastService.BroadcastStats:output_type -> postmill.broadcast.v1.BroadcastStatsResponse
+	23, // 41: postmill.broadcast.v1.BroadcastService.BroadcastRecipients:output_type -> postmill.broadcast.v1.BroadcastRecipientsResponse
+	25, // 42: postmill.broadcast.v1.UnsubscribeService.PreviewUnsubscribe:output_type -> postmill.broadcast.v1.PreviewUnsubscribeResponse
+	27, // 43: postmill.broadcast.v1.UnsubscribeService.Unsubscribe:output_type -> postmill.broadcast.v1.UnsubscribeResponse
+	32, // [32:44] is the sub-list for method output_type
+	20, // [20:32] is the sub-list for method input_type
+	20, // [20:20] is the sub-list for extension type_name
+	20, // [20:20] is the sub-list for extension extendee
+	0,  // [0:20] is the sub-list for field type_name
 }
 
 func init() { file_postmill_broadcast_v1_broadcast_proto_init() }
@@ -1515,14 +2085,14 @@ func file_postmill_broadcast_v1_broadcast_proto_init() {
 	if File_postmill_broadcast_v1_broadcast_proto != nil {
 		return
 	}
-	file_postmill_broadcast_v1_broadcast_proto_msgTypes[7].OneofWrappers = []any{}
+	file_postmill_broadcast_v1_broadcast_proto_msgTypes[16].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_postmill_broadcast_v1_broadcast_proto_rawDesc), len(file_postmill_broadcast_v1_broadcast_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   17,
+			NumMessages:   28,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

@@ -78,15 +78,15 @@ const (
 
 // BroadcastServiceClient is a client for the postmill.broadcast.v1.BroadcastService service.
 type BroadcastServiceClient interface {
-	CreateBroadcast(context.Context, *connect.Request[v1.CreateBroadcastRequest]) (*connect.Response[v1.BroadcastResponse], error)
+	CreateBroadcast(context.Context, *connect.Request[v1.CreateBroadcastRequest]) (*connect.Response[v1.CreateBroadcastResponse], error)
 	ListBroadcasts(context.Context, *connect.Request[v1.ListBroadcastsRequest]) (*connect.Response[v1.ListBroadcastsResponse], error)
-	GetBroadcast(context.Context, *connect.Request[v1.BroadcastIDRequest]) (*connect.Response[v1.BroadcastResponse], error)
-	UpdateBroadcast(context.Context, *connect.Request[v1.UpdateBroadcastRequest]) (*connect.Response[v1.BroadcastResponse], error)
-	DeleteBroadcast(context.Context, *connect.Request[v1.BroadcastIDRequest]) (*connect.Response[v1.DeleteBroadcastResponse], error)
-	SendBroadcast(context.Context, *connect.Request[v1.BroadcastIDRequest]) (*connect.Response[v1.BroadcastResponse], error)
-	ScheduleBroadcast(context.Context, *connect.Request[v1.ScheduleBroadcastRequest]) (*connect.Response[v1.BroadcastResponse], error)
-	CancelBroadcast(context.Context, *connect.Request[v1.BroadcastIDRequest]) (*connect.Response[v1.BroadcastResponse], error)
-	BroadcastStats(context.Context, *connect.Request[v1.BroadcastIDRequest]) (*connect.Response[v1.BroadcastStatsResponse], error)
+	GetBroadcast(context.Context, *connect.Request[v1.GetBroadcastRequest]) (*connect.Response[v1.GetBroadcastResponse], error)
+	UpdateBroadcast(context.Context, *connect.Request[v1.UpdateBroadcastRequest]) (*connect.Response[v1.UpdateBroadcastResponse], error)
+	DeleteBroadcast(context.Context, *connect.Request[v1.DeleteBroadcastRequest]) (*connect.Response[v1.DeleteBroadcastResponse], error)
+	SendBroadcast(context.Context, *connect.Request[v1.SendBroadcastRequest]) (*connect.Response[v1.SendBroadcastResponse], error)
+	ScheduleBroadcast(context.Context, *connect.Request[v1.ScheduleBroadcastRequest]) (*connect.Response[v1.ScheduleBroadcastResponse], error)
+	CancelBroadcast(context.Context, *connect.Request[v1.CancelBroadcastRequest]) (*connect.Response[v1.CancelBroadcastResponse], error)
+	BroadcastStats(context.Context, *connect.Request[v1.BroadcastStatsRequest]) (*connect.Response[v1.BroadcastStatsResponse], error)
 	BroadcastRecipients(context.Context, *connect.Request[v1.BroadcastRecipientsRequest]) (*connect.Response[v1.BroadcastRecipientsResponse], error)
 }
 
@@ -101,7 +101,7 @@ func NewBroadcastServiceClient(httpClient connect.HTTPClient, baseURL string, op
 	baseURL = strings.TrimRight(baseURL, "/")
 	broadcastServiceMethods := v1.File_postmill_broadcast_v1_broadcast_proto.Services().ByName("BroadcastService").Methods()
 	return &broadcastServiceClient{
-		createBroadcast: connect.NewClient[v1.CreateBroadcastRequest, v1.BroadcastResponse](
+		createBroadcast: connect.NewClient[v1.CreateBroadcastRequest, v1.CreateBroadcastResponse](
 			httpClient,
 			baseURL+BroadcastServiceCreateBroadcastProcedure,
 			connect.WithSchema(broadcastServiceMethods.ByName("CreateBroadcast")),
@@ -113,43 +113,43 @@ func NewBroadcastServiceClient(httpClient connect.HTTPClient, baseURL string, op
 			connect.WithSchema(broadcastServiceMethods.ByName("ListBroadcasts")),
 			connect.WithClientOptions(opts...),
 		),
-		getBroadcast: connect.NewClient[v1.BroadcastIDRequest, v1.BroadcastResponse](
+		getBroadcast: connect.NewClient[v1.GetBroadcastRequest, v1.GetBroadcastResponse](
 			httpClient,
 			baseURL+BroadcastServiceGetBroadcastProcedure,
 			connect.WithSchema(broadcastServiceMethods.ByName("GetBroadcast")),
 			connect.WithClientOptions(opts...),
 		),
-		updateBroadcast: connect.NewClient[v1.UpdateBroadcastRequest, v1.BroadcastResponse](
+		updateBroadcast: connect.NewClient[v1.UpdateBroadcastRequest, v1.UpdateBroadcastResponse](
 			httpClient,
 			baseURL+BroadcastServiceUpdateBroadcastProcedure,
 			connect.WithSchema(broadcastServiceMethods.ByName("UpdateBroadcast")),
 			connect.WithClientOptions(opts...),
 		),
-		deleteBroadcast: connect.NewClient[v1.BroadcastIDRequest, v1.DeleteBroadcastResponse](
+		deleteBroadcast: connect.NewClient[v1.DeleteBroadcastRequest, v1.DeleteBroadcastResponse](
 			httpClient,
 			baseURL+BroadcastServiceDeleteBroadcastProcedure,
 			connect.WithSchema(broadcastServiceMethods.ByName("DeleteBroadcast")),
 			connect.WithClientOptions(opts...),
 		),
-		sendBroadcast: connect.NewClient[v1.BroadcastIDRequest, v1.BroadcastResponse](
+		sendBroadcast: connect.NewClient[v1.SendBroadcastRequest, v1.SendBroadcastResponse](
 			httpClient,
 			baseURL+BroadcastServiceSendBroadcastProcedure,
 			connect.WithSchema(broadcastServiceMethods.ByName("SendBroadcast")),
 			connect.WithClientOptions(opts...),
 		),
-		scheduleBroadcast: connect.NewClient[v1.ScheduleBroadcastRequest, v1.BroadcastResponse](
+		scheduleBroadcast: connect.NewClient[v1.ScheduleBroadcastRequest, v1.ScheduleBroadcastResponse](
 			httpClient,
 			baseURL+BroadcastServiceScheduleBroadcastProcedure,
 			connect.WithSchema(broadcastServiceMethods.ByName("ScheduleBroadcast")),
 			connect.WithClientOptions(opts...),
 		),
-		cancelBroadcast: connect.NewClient[v1.BroadcastIDRequest, v1.BroadcastResponse](
+		cancelBroadcast: connect.NewClient[v1.CancelBroadcastRequest, v1.CancelBroadcastResponse](
 			httpClient,
 			baseURL+BroadcastServiceCancelBroadcastProcedure,
 			connect.WithSchema(broadcastServiceMethods.ByName("CancelBroadcast")),
 			connect.WithClientOptions(opts...),
 		),
-		broadcastStats: connect.NewClient[v1.BroadcastIDRequest, v1.BroadcastStatsResponse](
+		broadcastStats: connect.NewClient[v1.BroadcastStatsRequest, v1.BroadcastStatsResponse](
 			httpClient,
 			baseURL+BroadcastServiceBroadcastStatsProcedure,
 			connect.WithSchema(broadcastServiceMethods.ByName("BroadcastStats")),
@@ -166,20 +166,20 @@ func NewBroadcastServiceClient(httpClient connect.HTTPClient, baseURL string, op
 
 // broadcastServiceClient implements BroadcastServiceClient.
 type broadcastServiceClient struct {
-	createBroadcast     *connect.Client[v1.CreateBroadcastRequest, v1.BroadcastResponse]
+	createBroadcast     *connect.Client[v1.CreateBroadcastRequest, v1.CreateBroadcastResponse]
 	listBroadcasts      *connect.Client[v1.ListBroadcastsRequest, v1.ListBroadcastsResponse]
-	getBroadcast        *connect.Client[v1.BroadcastIDRequest, v1.BroadcastResponse]
-	updateBroadcast     *connect.Client[v1.UpdateBroadcastRequest, v1.BroadcastResponse]
-	deleteBroadcast     *connect.Client[v1.BroadcastIDRequest, v1.DeleteBroadcastResponse]
-	sendBroadcast       *connect.Client[v1.BroadcastIDRequest, v1.BroadcastResponse]
-	scheduleBroadcast   *connect.Client[v1.ScheduleBroadcastRequest, v1.BroadcastResponse]
-	cancelBroadcast     *connect.Client[v1.BroadcastIDRequest, v1.BroadcastResponse]
-	broadcastStats      *connect.Client[v1.BroadcastIDRequest, v1.BroadcastStatsResponse]
+	getBroadcast        *connect.Client[v1.GetBroadcastRequest, v1.GetBroadcastResponse]
+	updateBroadcast     *connect.Client[v1.UpdateBroadcastRequest, v1.UpdateBroadcastResponse]
+	deleteBroadcast     *connect.Client[v1.DeleteBroadcastRequest, v1.DeleteBroadcastResponse]
+	sendBroadcast       *connect.Client[v1.SendBroadcastRequest, v1.SendBroadcastResponse]
+	scheduleBroadcast   *connect.Client[v1.ScheduleBroadcastRequest, v1.ScheduleBroadcastResponse]
+	cancelBroadcast     *connect.Client[v1.CancelBroadcastRequest, v1.CancelBroadcastResponse]
+	broadcastStats      *connect.Client[v1.BroadcastStatsRequest, v1.BroadcastStatsResponse]
 	broadcastRecipients *connect.Client[v1.BroadcastRecipientsRequest, v1.BroadcastRecipientsResponse]
 }
 
 // CreateBroadcast calls postmill.broadcast.v1.BroadcastService.CreateBroadcast.
-func (c *broadcastServiceClient) CreateBroadcast(ctx context.Context, req *connect.Request[v1.CreateBroadcastRequest]) (*connect.Response[v1.BroadcastResponse], error) {
+func (c *broadcastServiceClient) CreateBroadcast(ctx context.Context, req *connect.Request[v1.CreateBroadcastRequest]) (*connect.Response[v1.CreateBroadcastResponse], error) {
 	return c.createBroadcast.CallUnary(ctx, req)
 }
 
@@ -189,37 +189,37 @@ func (c *broadcastServiceClient) ListBroadcasts(ctx context.Context, req *connec
 }
 
 // GetBroadcast calls postmill.broadcast.v1.BroadcastService.GetBroadcast.
-func (c *broadcastServiceClient) GetBroadcast(ctx context.Context, req *connect.Request[v1.BroadcastIDRequest]) (*connect.Response[v1.BroadcastResponse], error) {
+func (c *broadcastServiceClient) GetBroadcast(ctx context.Context, req *connect.Request[v1.GetBroadcastRequest]) (*connect.Response[v1.GetBroadcastResponse], error) {
 	return c.getBroadcast.CallUnary(ctx, req)
 }
 
 // UpdateBroadcast calls postmill.broadcast.v1.BroadcastService.UpdateBroadcast.
-func (c *broadcastServiceClient) UpdateBroadcast(ctx context.Context, req *connect.Request[v1.UpdateBroadcastRequest]) (*connect.Response[v1.BroadcastResponse], error) {
+func (c *broadcastServiceClient) UpdateBroadcast(ctx context.Context, req *connect.Request[v1.UpdateBroadcastRequest]) (*connect.Response[v1.UpdateBroadcastResponse], error) {
 	return c.updateBroadcast.CallUnary(ctx, req)
 }
 
 // DeleteBroadcast calls postmill.broadcast.v1.BroadcastService.DeleteBroadcast.
-func (c *broadcastServiceClient) DeleteBroadcast(ctx context.Context, req *connect.Request[v1.BroadcastIDRequest]) (*connect.Response[v1.DeleteBroadcastResponse], error) {
+func (c *broadcastServiceClient) DeleteBroadcast(ctx context.Context, req *connect.Request[v1.DeleteBroadcastRequest]) (*connect.Response[v1.DeleteBroadcastResponse], error) {
 	return c.deleteBroadcast.CallUnary(ctx, req)
 }
 
 // SendBroadcast calls postmill.broadcast.v1.BroadcastService.SendBroadcast.
-func (c *broadcastServiceClient) SendBroadcast(ctx context.Context, req *connect.Request[v1.BroadcastIDRequest]) (*connect.Response[v1.BroadcastResponse], error) {
+func (c *broadcastServiceClient) SendBroadcast(ctx context.Context, req *connect.Request[v1.SendBroadcastRequest]) (*connect.Response[v1.SendBroadcastResponse], error) {
 	return c.sendBroadcast.CallUnary(ctx, req)
 }
 
 // ScheduleBroadcast calls postmill.broadcast.v1.BroadcastService.ScheduleBroadcast.
-func (c *broadcastServiceClient) ScheduleBroadcast(ctx context.Context, req *connect.Request[v1.ScheduleBroadcastRequest]) (*connect.Response[v1.BroadcastResponse], error) {
+func (c *broadcastServiceClient) ScheduleBroadcast(ctx context.Context, req *connect.Request[v1.ScheduleBroadcastRequest]) (*connect.Response[v1.ScheduleBroadcastResponse], error) {
 	return c.scheduleBroadcast.CallUnary(ctx, req)
 }
 
 // CancelBroadcast calls postmill.broadcast.v1.BroadcastService.CancelBroadcast.
-func (c *broadcastServiceClient) CancelBroadcast(ctx context.Context, req *connect.Request[v1.BroadcastIDRequest]) (*connect.Response[v1.BroadcastResponse], error) {
+func (c *broadcastServiceClient) CancelBroadcast(ctx context.Context, req *connect.Request[v1.CancelBroadcastRequest]) (*connect.Response[v1.CancelBroadcastResponse], error) {
 	return c.cancelBroadcast.CallUnary(ctx, req)
 }
 
 // BroadcastStats calls postmill.broadcast.v1.BroadcastService.BroadcastStats.
-func (c *broadcastServiceClient) BroadcastStats(ctx context.Context, req *connect.Request[v1.BroadcastIDRequest]) (*connect.Response[v1.BroadcastStatsResponse], error) {
+func (c *broadcastServiceClient) BroadcastStats(ctx context.Context, req *connect.Request[v1.BroadcastStatsRequest]) (*connect.Response[v1.BroadcastStatsResponse], error) {
 	return c.broadcastStats.CallUnary(ctx, req)
 }
 
@@ -231,15 +231,15 @@ func (c *broadcastServiceClient) BroadcastRecipients(ctx context.Context, req *c
 // BroadcastServiceHandler is an implementation of the postmill.broadcast.v1.BroadcastService
 // service.
 type BroadcastServiceHandler interface {
-	CreateBroadcast(context.Context, *connect.Request[v1.CreateBroadcastRequest]) (*connect.Response[v1.BroadcastResponse], error)
+	CreateBroadcast(context.Context, *connect.Request[v1.CreateBroadcastRequest]) (*connect.Response[v1.CreateBroadcastResponse], error)
 	ListBroadcasts(context.Context, *connect.Request[v1.ListBroadcastsRequest]) (*connect.Response[v1.ListBroadcastsResponse], error)
-	GetBroadcast(context.Context, *connect.Request[v1.BroadcastIDRequest]) (*connect.Response[v1.BroadcastResponse], error)
-	UpdateBroadcast(context.Context, *connect.Request[v1.UpdateBroadcastRequest]) (*connect.Response[v1.BroadcastResponse], error)
-	DeleteBroadcast(context.Context, *connect.Request[v1.BroadcastIDRequest]) (*connect.Response[v1.DeleteBroadcastResponse], error)
-	SendBroadcast(context.Context, *connect.Request[v1.BroadcastIDRequest]) (*connect.Response[v1.BroadcastResponse], error)
-	ScheduleBroadcast(context.Context, *connect.Request[v1.ScheduleBroadcastRequest]) (*connect.Response[v1.BroadcastResponse], error)
-	CancelBroadcast(context.Context, *connect.Request[v1.BroadcastIDRequest]) (*connect.Response[v1.BroadcastResponse], error)
-	BroadcastStats(context.Context, *connect.Request[v1.BroadcastIDRequest]) (*connect.Response[v1.BroadcastStatsResponse], error)
+	GetBroadcast(context.Context, *connect.Request[v1.GetBroadcastRequest]) (*connect.Response[v1.GetBroadcastResponse], error)
+	UpdateBroadcast(context.Context, *connect.Request[v1.UpdateBroadcastRequest]) (*connect.Response[v1.UpdateBroadcastResponse], error)
+	DeleteBroadcast(context.Context, *connect.Request[v1.DeleteBroadcastRequest]) (*connect.Response[v1.DeleteBroadcastResponse], error)
+	SendBroadcast(context.Context, *connect.Request[v1.SendBroadcastRequest]) (*connect.Response[v1.SendBroadcastResponse], error)
+	ScheduleBroadcast(context.Context, *connect.Request[v1.ScheduleBroadcastRequest]) (*connect.Response[v1.ScheduleBroadcastResponse], error)
+	CancelBroadcast(context.Context, *connect.Request[v1.CancelBroadcastRequest]) (*connect.Response[v1.CancelBroadcastResponse], error)
+	BroadcastStats(context.Context, *connect.Request[v1.BroadcastStatsRequest]) (*connect.Response[v1.BroadcastStatsResponse], error)
 	BroadcastRecipients(context.Context, *connect.Request[v1.BroadcastRecipientsRequest]) (*connect.Response[v1.BroadcastRecipientsResponse], error)
 }
 
@@ -341,7 +341,7 @@ func NewBroadcastServiceHandler(svc BroadcastServiceHandler, opts ...connect.Han
 // UnimplementedBroadcastServiceHandler returns CodeUnimplemented from all methods.
 type UnimplementedBroadcastServiceHandler struct{}
 
-func (UnimplementedBroadcastServiceHandler) CreateBroadcast(context.Context, *connect.Request[v1.CreateBroadcastRequest]) (*connect.Response[v1.BroadcastResponse], error) {
+func (UnimplementedBroadcastServiceHandler) CreateBroadcast(context.Context, *connect.Request[v1.CreateBroadcastRequest]) (*connect.Response[v1.CreateBroadcastResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("postmill.broadcast.v1.BroadcastService.CreateBroadcast is not implemented"))
 }
 
@@ -349,31 +349,31 @@ func (UnimplementedBroadcastServiceHandler) ListBroadcasts(context.Context, *con
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("postmill.broadcast.v1.BroadcastService.ListBroadcasts is not implemented"))
 }
 
-func (UnimplementedBroadcastServiceHandler) GetBroadcast(context.Context, *connect.Request[v1.BroadcastIDRequest]) (*connect.Response[v1.BroadcastResponse], error) {
+func (UnimplementedBroadcastServiceHandler) GetBroadcast(context.Context, *connect.Request[v1.GetBroadcastRequest]) (*connect.Response[v1.GetBroadcastResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("postmill.broadcast.v1.BroadcastService.GetBroadcast is not implemented"))
 }
 
-func (UnimplementedBroadcastServiceHandler) UpdateBroadcast(context.Context, *connect.Request[v1.UpdateBroadcastRequest]) (*connect.Response[v1.BroadcastResponse], error) {
+func (UnimplementedBroadcastServiceHandler) UpdateBroadcast(context.Context, *connect.Request[v1.UpdateBroadcastRequest]) (*connect.Response[v1.UpdateBroadcastResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("postmill.broadcast.v1.BroadcastService.UpdateBroadcast is not implemented"))
 }
 
-func (UnimplementedBroadcastServiceHandler) DeleteBroadcast(context.Context, *connect.Request[v1.BroadcastIDRequest]) (*connect.Response[v1.DeleteBroadcastResponse], error) {
+func (UnimplementedBroadcastServiceHandler) DeleteBroadcast(context.Context, *connect.Request[v1.DeleteBroadcastRequest]) (*connect.Response[v1.DeleteBroadcastResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("postmill.broadcast.v1.BroadcastService.DeleteBroadcast is not implemented"))
 }
 
-func (UnimplementedBroadcastServiceHandler) SendBroadcast(context.Context, *connect.Request[v1.BroadcastIDRequest]) (*connect.Response[v1.BroadcastResponse], error) {
+func (UnimplementedBroadcastServiceHandler) SendBroadcast(context.Context, *connect.Request[v1.SendBroadcastRequest]) (*connect.Response[v1.SendBroadcastResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("postmill.broadcast.v1.BroadcastService.SendBroadcast is not implemented"))
 }
 
-func (UnimplementedBroadcastServiceHandler) ScheduleBroadcast(context.Context, *connect.Request[v1.ScheduleBroadcastRequest]) (*connect.Response[v1.BroadcastResponse], error) {
+func (UnimplementedBroadcastServiceHandler) ScheduleBroadcast(context.Context, *connect.Request[v1.ScheduleBroadcastRequest]) (*connect.Response[v1.ScheduleBroadcastResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("postmill.broadcast.v1.BroadcastService.ScheduleBroadcast is not implemented"))
 }
 
-func (UnimplementedBroadcastServiceHandler) CancelBroadcast(context.Context, *connect.Request[v1.BroadcastIDRequest]) (*connect.Response[v1.BroadcastResponse], error) {
+func (UnimplementedBroadcastServiceHandler) CancelBroadcast(context.Context, *connect.Request[v1.CancelBroadcastRequest]) (*connect.Response[v1.CancelBroadcastResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("postmill.broadcast.v1.BroadcastService.CancelBroadcast is not implemented"))
 }
 
-func (UnimplementedBroadcastServiceHandler) BroadcastStats(context.Context, *connect.Request[v1.BroadcastIDRequest]) (*connect.Response[v1.BroadcastStatsResponse], error) {
+func (UnimplementedBroadcastServiceHandler) BroadcastStats(context.Context, *connect.Request[v1.BroadcastStatsRequest]) (*connect.Response[v1.BroadcastStatsResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("postmill.broadcast.v1.BroadcastService.BroadcastStats is not implemented"))
 }
 
@@ -383,7 +383,7 @@ func (UnimplementedBroadcastServiceHandler) BroadcastRecipients(context.Context,
 
 // UnsubscribeServiceClient is a client for the postmill.broadcast.v1.UnsubscribeService service.
 type UnsubscribeServiceClient interface {
-	PreviewUnsubscribe(context.Context, *connect.Request[v1.UnsubscribeRequest]) (*connect.Response[v1.UnsubscribeResponse], error)
+	PreviewUnsubscribe(context.Context, *connect.Request[v1.PreviewUnsubscribeRequest]) (*connect.Response[v1.PreviewUnsubscribeResponse], error)
 	Unsubscribe(context.Context, *connect.Request[v1.UnsubscribeRequest]) (*connect.Response[v1.UnsubscribeResponse], error)
 }
 
@@ -398,7 +398,7 @@ func NewUnsubscribeServiceClient(httpClient connect.HTTPClient, baseURL string, 
 	baseURL = strings.TrimRight(baseURL, "/")
 	unsubscribeServiceMethods := v1.File_postmill_broadcast_v1_broadcast_proto.Services().ByName("UnsubscribeService").Methods()
 	return &unsubscribeServiceClient{
-		previewUnsubscribe: connect.NewClient[v1.UnsubscribeRequest, v1.UnsubscribeResponse](
+		previewUnsubscribe: connect.NewClient[v1.PreviewUnsubscribeRequest, v1.PreviewUnsubscribeResponse](
 			httpClient,
 			baseURL+UnsubscribeServicePreviewUnsubscribeProcedure,
 			connect.WithSchema(unsubscribeServiceMethods.ByName("PreviewUnsubscribe")),
@@ -415,12 +415,12 @@ func NewUnsubscribeServiceClient(httpClient connect.HTTPClient, baseURL string, 
 
 // unsubscribeServiceClient implements UnsubscribeServiceClient.
 type unsubscribeServiceClient struct {
-	previewUnsubscribe *connect.Client[v1.UnsubscribeRequest, v1.UnsubscribeResponse]
+	previewUnsubscribe *connect.Client[v1.PreviewUnsubscribeRequest, v1.PreviewUnsubscribeResponse]
 	unsubscribe        *connect.Client[v1.UnsubscribeRequest, v1.UnsubscribeResponse]
 }
 
 // PreviewUnsubscribe calls postmill.broadcast.v1.UnsubscribeService.PreviewUnsubscribe.
-func (c *unsubscribeServiceClient) PreviewUnsubscribe(ctx context.Context, req *connect.Request[v1.UnsubscribeRequest]) (*connect.Response[v1.UnsubscribeResponse], error) {
+func (c *unsubscribeServiceClient) PreviewUnsubscribe(ctx context.Context, req *connect.Request[v1.PreviewUnsubscribeRequest]) (*connect.Response[v1.PreviewUnsubscribeResponse], error) {
 	return c.previewUnsubscribe.CallUnary(ctx, req)
 }
 
@@ -432,7 +432,7 @@ func (c *unsubscribeServiceClient) Unsubscribe(ctx context.Context, req *connect
 // UnsubscribeServiceHandler is an implementation of the postmill.broadcast.v1.UnsubscribeService
 // service.
 type UnsubscribeServiceHandler interface {
-	PreviewUnsubscribe(context.Context, *connect.Request[v1.UnsubscribeRequest]) (*connect.Response[v1.UnsubscribeResponse], error)
+	PreviewUnsubscribe(context.Context, *connect.Request[v1.PreviewUnsubscribeRequest]) (*connect.Response[v1.PreviewUnsubscribeResponse], error)
 	Unsubscribe(context.Context, *connect.Request[v1.UnsubscribeRequest]) (*connect.Response[v1.UnsubscribeResponse], error)
 }
 
@@ -470,7 +470,7 @@ func NewUnsubscribeServiceHandler(svc UnsubscribeServiceHandler, opts ...connect
 // UnimplementedUnsubscribeServiceHandler returns CodeUnimplemented from all methods.
 type UnimplementedUnsubscribeServiceHandler struct{}
 
-func (UnimplementedUnsubscribeServiceHandler) PreviewUnsubscribe(context.Context, *connect.Request[v1.UnsubscribeRequest]) (*connect.Response[v1.UnsubscribeResponse], error) {
+func (UnimplementedUnsubscribeServiceHandler) PreviewUnsubscribe(context.Context, *connect.Request[v1.PreviewUnsubscribeRequest]) (*connect.Response[v1.PreviewUnsubscribeResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("postmill.broadcast.v1.UnsubscribeService.PreviewUnsubscribe is not implemented"))
 }
 
