@@ -186,6 +186,18 @@ func (s *session) receiveMail(ctx context.Context, raw []byte) error {
 			slog.String("error", err.Error()))
 		return errTemporary
 	}
+	taken := 0
+	for _, id := range res.IDs {
+		if id != "" {
+			taken++
+		}
+	}
+	if taken == 0 {
+		// Every recipient's domain stopped taking mail between RCPT and the end of DATA (suspended or
+		// deleted): refuse rather than answer 250 for a message kept for no one.
+		s.log(ctx, slog.LevelInfo, "message refused: no recipient takes mail any more", slog.Any("rcpts", s.mail))
+		return errNoSuchRecipient
+	}
 	s.log(ctx, slog.LevelInfo, "message received", slog.Any("rcpts", s.mail), slog.Int("bytes", len(raw)),
 		slog.Any("ids", res.IDs), slog.Int("attachments", len(m.Attachments)))
 	return nil

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/postmill/postmill/core/id"
@@ -52,9 +53,6 @@ func blobKey(kind string, data []byte) (key, sum string) {
 func (s *Service) Receive(ctx context.Context, m ports.InboundMessage) (ports.ReceiveResult, error) {
 	res := ports.ReceiveResult{IDs: make([]string, len(m.Rcpts))}
 	rawKey, sum := blobKey("raw", m.Raw)
-	if err := s.deps.Blobs.Put(ctx, rawKey, m.Raw, "message/rfc822"); err != nil {
-		return res, fmt.Errorf("inbound: keeping the raw message: %w", err)
-	}
 	now := s.now()
 	atts := make([]ports.ReceivedAttachment, len(m.Attachments))
 	scan := ports.ScanClean
@@ -64,7 +62,7 @@ func (s *Service) Receive(ctx context.Context, m ports.InboundMessage) (ports.Re
 		v, err := s.deps.Scanner.Scan(ctx, p.Filename, p.ContentType, p.Data)
 		switch {
 		case err != nil:
-			a.ScanStatus, a.ScanSignature = ports.ScanFailed, ""
+			a.ScanStatus = ports.ScanFailed
 			if scan == ports.ScanClean {
 				scan = ports.ScanFailed
 			}
@@ -74,13 +72,31 @@ func (s *Service) Receive(ctx context.Context, m ports.InboundMessage) (ports.Re
 			scan = ports.ScanInfected
 		default:
 			a.ScanStatus = ports.ScanClean
-			key, _ := blobKey("part", p.Data)
-			if err := s.deps.Blobs.Put(ctx, key, p.Data, p.ContentType); err != nil {
-				return res, fmt.Errorf("inbound: keeping an attachment: %w", err)
-			}
-			a.BlobKey = key
+			a.BlobKey, _ = blobKey("part", p.Data)
 		}
 		atts[i] = a
+	}
+	// The raw message and the clean attachments are written at once: each write waits for its own sync to
+	// disk (or S3's answer), and the message is durable only when all of them are.
+	errs := make([]error, len(atts)+1)
+	var wg sync.WaitGroup
+	put := func(i int, key string, data []byte, contentType string) {
+		defer wg.Done()
+		errs[i] = s.deps.Blobs.Put(ctx, key, data, contentType)
+	}
+	wg.Add(1)
+	go put(0, rawKey, m.Raw, "message/rfc822")
+	for i, a := range atts {
+		if a.BlobKey != "" {
+			wg.Add(1)
+			go put(i+1, a.BlobKey, m.Attachments[i].Data, a.ContentType)
+		}
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return res, fmt.Errorf("inbound: keeping the message: %w", err)
+		}
 	}
 	spam, err := s.deps.Spam.Check(ctx, m.Raw)
 	if err != nil || spam.Status == "" {
