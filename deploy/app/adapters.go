@@ -106,9 +106,9 @@ func (a *App) dnsResolver() ports.Resolver {
 }
 
 // webhookSender is the HTTP client of webhooks behind the SSRF guard, resolving through
-// POSTMILL_DNS_RESOLVER and exempting POSTMILL_WEBHOOK_ALLOW_NETS.
+// POSTMILL_DNS_RESOLVER and exempting POSTMILL_WEBHOOK_ALLOW_NETS (and loopback in local mode).
 func (a *App) webhookSender() (ports.WebhookSender, error) {
-	s, err := webhookhttp.New(webhookhttp.Config{AllowNets: a.cfg.WebhookAllowNets}, a.dnsResolver())
+	s, err := webhookhttp.New(webhookhttp.Config{AllowNets: a.webhookAllowNets()}, a.dnsResolver())
 	if err != nil {
 		return nil, fmt.Errorf("webhook sender: %w", err)
 	}

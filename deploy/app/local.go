@@ -273,3 +273,14 @@ func (a *App) localRouteText() string {
 	}
 	return fmt.Sprintf("MX of every domain → %s, port %d", localMailHost, port)
 }
+
+// webhookAllowNets is POSTMILL_WEBHOOK_ALLOW_NETS, plus the loopback addresses in local mode: a webhook
+// receiver started on the developer's machine (README's walkthrough) is reached at 127.0.0.1 or ::1.
+// Every other forbidden address (private, link-local, metadata, …) stays refused.
+func (a *App) webhookAllowNets() []netip.Prefix {
+	allow := a.cfg.WebhookAllowNets
+	if !a.cfg.Local.Enabled {
+		return allow
+	}
+	return append(slices.Clone(allow), netip.MustParsePrefix("127.0.0.1/32"), netip.MustParsePrefix("::1/128"))
+}

@@ -82,3 +82,22 @@ func TestLocalMTARoute(t *testing.T) {
 		t.Fatalf("user's relay: %d %q", port, relay)
 	}
 }
+
+// TestLocalWebhookAllowNets: local mode lets webhooks reach a receiver on loopback and nothing else the
+// forbidden-address rule refuses; without local mode only POSTMILL_WEBHOOK_ALLOW_NETS is exempt.
+func TestLocalWebhookAllowNets(t *testing.T) {
+	t.Parallel()
+	operator := netip.MustParsePrefix("10.2.0.0/16")
+	a := &App{cfg: Config{WebhookAllowNets: []netip.Prefix{operator}}}
+	if got := a.webhookAllowNets(); !slices.Equal(got, []netip.Prefix{operator}) {
+		t.Fatalf("without local mode: %v", got)
+	}
+	a.cfg.Local.Enabled = true
+	want := []netip.Prefix{operator, netip.MustParsePrefix("127.0.0.1/32"), netip.MustParsePrefix("::1/128")}
+	if got := a.webhookAllowNets(); !slices.Equal(got, want) {
+		t.Fatalf("local mode: %v, want %v", got, want)
+	}
+	if !slices.Equal(a.cfg.WebhookAllowNets, []netip.Prefix{operator}) {
+		t.Fatal("the configured exemptions were changed in place")
+	}
+}
