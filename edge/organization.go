@@ -77,6 +77,9 @@ func (s *Server) registerOrganizationRoutes() {
 		Description: "Replaces the monthly allowance and the daily warm-up cap; null, 0 or an absent field means none.",
 	}, admin, s.setOrganizationLimits, http.StatusBadRequest, http.StatusNotFound)
 
+	if s.core.Billing != nil {
+		return // registerBillingRoutes serves the subscription
+	}
 	register(s, huma.Operation{
 		OperationID: "get-billing-subscription", Method: http.MethodGet, Path: "/v1/billing/subscription",
 		Tags: []string{tagBilling}, Summary: "Get the subscription",

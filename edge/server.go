@@ -177,6 +177,7 @@ func New(cfg Config, core ports.Core) (*Server, error) {
 	s.registerTrackingRoutes()
 	s.registerBroadcastRoutes()
 	s.registerUnsubscribeRoutes()
+	s.registerBillingRoutes()
 	s.registerInboundRoutes()
 	documentValidationAs400(s.api.OpenAPI())
 	if err := documentExamples(s.api.OpenAPI()); err != nil {

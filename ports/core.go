@@ -35,6 +35,8 @@ type Core struct {
 	// Broadcasts is SPEC §4.10; Unsubscribe answers the public /p/u pages (SPEC §4.11).
 	Broadcasts  BroadcastService
 	Unsubscribe PublicUnsubscribeService
+	// Billing is the plan catalogue and subscriptions (SPEC §4.13).
+	Billing BillingService
 	// Health answers when the core and its database answer.
 	Health Pinger
 }

@@ -48,6 +48,7 @@ type Store struct {
 	*Marketing
 	*Broadcasts
 	*Inbound
+	*Billing
 
 	pool *pgxpool.Pool
 }
@@ -93,6 +94,7 @@ func New(pool *pgxpool.Pool) *Store {
 		Marketing:       &Marketing{sh},
 		Broadcasts:      &Broadcasts{sh},
 		Inbound:         &Inbound{sh},
+		Billing:         &Billing{sh},
 		pool:            pool,
 	}
 }

@@ -95,6 +95,7 @@ func (f *fakeCore) core() ports.Core {
 		Preferences:     f,
 		Broadcasts:      f,
 		Unsubscribe:     f,
+		Billing:         f,
 		Health:          f,
 	}
 }

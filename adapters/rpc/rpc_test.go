@@ -435,6 +435,7 @@ func roundTrips() []roundTrip {
 	trips = append(trips, inboundRoundTrips()...)
 	trips = append(trips, marketingRoundTrips()...)
 	trips = append(trips, broadcastRoundTrips()...)
+	trips = append(trips, billingRoundTrips()...)
 	return append(trips, trackingRoundTrips()...)
 }
 

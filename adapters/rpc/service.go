@@ -9,6 +9,7 @@ import (
 	"github.com/postmill/postmill/ports"
 
 	"github.com/postmill/postmill/adapters/rpc/gen/postmill/account/v1/accountv1connect"
+	"github.com/postmill/postmill/adapters/rpc/gen/postmill/billing/v1/billingv1connect"
 	"github.com/postmill/postmill/adapters/rpc/gen/postmill/broadcast/v1/broadcastv1connect"
 	"github.com/postmill/postmill/adapters/rpc/gen/postmill/contact/v1/contactv1connect"
 	"github.com/postmill/postmill/adapters/rpc/gen/postmill/credential/v1/credentialv1connect"
@@ -67,6 +68,7 @@ var callers = map[string][]Tier{
 	credentialv1connect.APIKeyServiceName:                    {TierEdge},
 	credentialv1connect.SMTPCredentialServiceName:            {TierEdge},
 	organizationv1connect.OrganizationServiceName:            {TierEdge},
+	billingv1connect.BillingServiceName:                      {TierEdge},
 	ratelimitv1connect.RateLimitServiceName:                  {TierEdge},
 	domainv1connect.DomainServiceName:                        {TierEdge},
 	emailv1connect.EmailServiceName:                          {TierEdge},

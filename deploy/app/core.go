@@ -54,6 +54,7 @@ var coreAreas = []coreArea{
 	(*App).coreMarketing,
 	(*App).coreInbound,
 	(*App).coreBroadcast,
+	(*App).coreBilling,
 }
 
 // buildCore builds every area on st and returns the filled core with the loops its areas run.

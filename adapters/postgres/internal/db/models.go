@@ -116,6 +116,12 @@ type Attachment struct {
 	StorageKey     string
 }
 
+type BillingSubscription struct {
+	OrganizationID string
+	PlanID         string
+	UpdatedAt      time.Time
+}
+
 type Bounce struct {
 	ID             string
 	OrganizationID string
@@ -430,6 +436,15 @@ type RefreshToken struct {
 	UsedAt         *time.Time
 	RevokedAt      *time.Time
 	CreatedAt      time.Time
+}
+
+type ReputationProtection struct {
+	OrganizationID   string
+	BroadcastsPaused bool
+	PausedReason     string
+	PausedAt         *time.Time
+	WarmupStepOn     pgtype.Date
+	UpdatedAt        time.Time
 }
 
 type Segment struct {

@@ -1,0 +1,173 @@
+// Package billing is the plan catalogue and subscriptions of SPEC §4.13: GET /v1/billing/subscription reports
+// an organization's plan and this month's usage, POST /v1/billing/subscribe moves it to another plan of the
+// operator's catalogue, which changes the limits the send path meters at once.
+package billing
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/postmill/postmill/ports"
+)
+
+// Config is what the operator decides: the catalogue. Plans must hold DefaultPlanID; New adds it, with
+// DefaultPlan's limits, when it does not.
+type Config struct {
+	Plans []ports.PlanOffer
+	// DefaultPlan is the limits of the free plan when the catalogue does not name it: the limits new
+	// organizations get.
+	DefaultPlan ports.Plan
+}
+
+// Deps are the ports the service uses. Payments and Changes may be nil.
+type Deps struct {
+	Organizations ports.OrganizationStore
+	Store         ports.BillingStore
+	Payments      ports.PaymentProvider
+	Changes       ports.ChangeFeed
+	Clock         ports.Clock
+}
+
+// Service implements ports.BillingService.
+type Service struct {
+	plans []ports.PlanOffer
+	byID  map[string]ports.PlanOffer
+	deps  Deps
+}
+
+var _ ports.BillingService = (*Service)(nil)
+
+// New checks the catalogue: ids are non-empty, unique, lower-case words, limits not negative.
+func New(cfg Config, deps Deps) (*Service, error) {
+	if deps.Organizations == nil || deps.Store == nil {
+		return nil, errors.New("billing: Organizations and Store are required")
+	}
+	if deps.Clock == nil {
+		deps.Clock = ports.SystemClock{}
+	}
+	s := &Service{byID: map[string]ports.PlanOffer{}, deps: deps}
+	for i, p := range cfg.Plans {
+		if err := checkOffer(p); err != nil {
+			return nil, fmt.Errorf("billing: plan %d: %w", i, err)
+		}
+		if _, dup := s.byID[p.ID]; dup {
+			return nil, fmt.Errorf("billing: plan id %q appears twice", p.ID)
+		}
+		if p.Name == "" {
+			p.Name = p.ID
+		}
+		s.byID[p.ID] = p
+		s.plans = append(s.plans, p)
+	}
+	if _, ok := s.byID[ports.DefaultPlanID]; !ok {
+		free := ports.PlanOffer{ID: ports.DefaultPlanID, Name: "Free", Plan: cfg.DefaultPlan}
+		if err := checkOffer(free); err != nil {
+			return nil, fmt.Errorf("billing: default plan: %w", err)
+		}
+		s.byID[free.ID] = free
+		s.plans = append([]ports.PlanOffer{free}, s.plans...)
+	}
+	return s, nil
+}
+
+func checkOffer(p ports.PlanOffer) error {
+	if p.ID == "" || len(p.ID) > 64 {
+		return errors.New("id must be 1 to 64 characters")
+	}
+	if strings.Trim(p.ID, "abcdefghijklmnopqrstuvwxyz0123456789-_") != "" {
+		return fmt.Errorf("id %q may hold only a-z, 0-9, - and _", p.ID)
+	}
+	if p.Plan.MonthlyLimit < 0 || p.Plan.WarmupCap < 0 {
+		return fmt.Errorf("plan %q has a negative limit", p.ID)
+	}
+	return nil
+}
+
+// Plans returns the catalogue, the free plan first unless the operator placed it.
+func (s *Service) Plans(context.Context) ([]ports.PlanOffer, error) {
+	return append([]ports.PlanOffer(nil), s.plans...), nil
+}
+
+// BillingSubscription reports the plan, the limits as they hold, and the emails sent in the current period,
+// the calendar month in UTC (the period the monthly allowance is metered over).
+func (s *Service) BillingSubscription(ctx context.Context, orgID string) (ports.BillingSubscription, error) {
+	org, err := s.deps.Organizations.Organization(ctx, orgID)
+	if err != nil {
+		return ports.BillingSubscription{}, fmt.Errorf("billing: organization: %w", err)
+	}
+	return s.report(ctx, org)
+}
+
+// Subscribe moves the organization to planID. A plan with a price, when a payment provider is configured,
+// starts a checkout and changes nothing until the provider confirms; otherwise the plan and its limits are
+// recorded at once and every process's send path hears of them.
+func (s *Service) Subscribe(ctx context.Context, orgID, planID string) (ports.BillingSubscription, error) {
+	offer, ok := s.byID[planID]
+	if !ok {
+		return ports.BillingSubscription{}, ports.ValidationError(ports.FieldViolation{
+			Path: "plan", Message: fmt.Sprintf("unknown plan %q; the plans are %s", planID, s.planIDs()),
+		})
+	}
+	if offer.PriceID != "" && s.deps.Payments != nil {
+		org, err := s.deps.Organizations.Organization(ctx, orgID)
+		if err != nil {
+			return ports.BillingSubscription{}, fmt.Errorf("billing: organization: %w", err)
+		}
+		url, err := s.deps.Payments.Checkout(ctx, org.ID, offer)
+		if err != nil {
+			return ports.BillingSubscription{}, fmt.Errorf("billing: checkout: %w", err)
+		}
+		sub, err := s.report(ctx, org)
+		sub.CheckoutURL = url
+		return sub, err
+	}
+	org, err := s.deps.Store.SubscribePlan(ctx, orgID, offer.ID, offer.Plan, s.deps.Clock.Now())
+	if err != nil {
+		return ports.BillingSubscription{}, fmt.Errorf("billing: subscribe: %w", err)
+	}
+	if s.deps.Changes != nil {
+		s.deps.Changes.Publish(ports.Change{Kind: ports.ChangeOrganization, OrganizationID: org.ID})
+	}
+	return s.report(ctx, org)
+}
+
+func (s *Service) planIDs() string {
+	ids := make([]string, 0, len(s.plans))
+	for _, p := range s.plans {
+		ids = append(ids, p.ID)
+	}
+	return strings.Join(ids, ", ")
+}
+
+func (s *Service) report(ctx context.Context, org ports.Organization) (ports.BillingSubscription, error) {
+	planID, err := s.deps.Store.SubscribedPlan(ctx, org.ID)
+	if err != nil {
+		return ports.BillingSubscription{}, fmt.Errorf("billing: subscribed plan: %w", err)
+	}
+	if planID == "" {
+		planID = ports.DefaultPlanID
+	}
+	name := planID
+	if offer, ok := s.byID[planID]; ok {
+		name = offer.Name
+	}
+	start, end := Period(s.deps.Clock.Now())
+	sent, err := s.deps.Organizations.Usage(ctx, org.ID, ports.MetricEmailsSent, start)
+	if err != nil {
+		return ports.BillingSubscription{}, fmt.Errorf("billing: usage: %w", err)
+	}
+	return ports.BillingSubscription{
+		OrganizationID: org.ID, PlanID: planID, PlanName: name, Plan: org.Plan,
+		PeriodStart: start, PeriodEnd: end, EmailsSent: sent,
+	}, nil
+}
+
+// Period returns the UTC calendar month containing now: [first of the month 00:00Z, first of the next).
+func Period(now time.Time) (start, end time.Time) {
+	now = now.UTC()
+	start = time.Date(now.Year(), now.Month(), 1, 0, 0, 0, 0, time.UTC)
+	return start, start.AddDate(0, 1, 0)
+}
