@@ -65,6 +65,7 @@ type Config struct {
 	MTAMaxAge         time.Duration
 	MTARetryBase      time.Duration
 	MTAAllowNets      []netip.Prefix
+	MTAShapingFile    string
 	Simulator         bool // POSTMILL_SIMULATOR: the mailbox simulator runs with the MTA tier (simulator.go)
 	SubmissionTLSCert string
 	SubmissionTLSKey  string
@@ -201,6 +202,7 @@ func LoadEnv(getenv Getenv) (Config, error) {
 		MTAMaxAge:         duration("POSTMILL_MTA_MAX_AGE", 72*time.Hour),
 		MTARetryBase:      duration("POSTMILL_MTA_RETRY_BASE", time.Minute),
 		MTAAllowNets:      prefixes("POSTMILL_MTA_ALLOW_NETS"),
+		MTAShapingFile:    str("POSTMILL_MTA_SHAPING_FILE", ""),
 		Simulator:         boolean("POSTMILL_SIMULATOR", true),
 		SubmissionTLSCert: str("POSTMILL_SUBMISSION_TLS_CERT", ""),
 		SubmissionTLSKey:  str("POSTMILL_SUBMISSION_TLS_KEY", ""),
@@ -345,6 +347,11 @@ func (c *Config) Validate(targets Targets) error {
 	}
 	if c.MTAConcurrency < 1 {
 		errs = append(errs, errors.New("POSTMILL_MTA_CONCURRENCY must be at least 1"))
+	}
+	if c.MTAShapingFile != "" {
+		if _, err := mta.LoadShaping(c.MTAShapingFile); err != nil {
+			errs = append(errs, fmt.Errorf("POSTMILL_MTA_SHAPING_FILE: %w", err))
+		}
 	}
 	if c.DefaultMonthly < 0 || c.DefaultWarmupCap < 0 {
 		errs = append(errs, errors.New("POSTMILL_DEFAULT_MONTHLY_LIMIT and POSTMILL_DEFAULT_WARMUP_CAP must be >= 0"))

@@ -41,6 +41,11 @@ func (a *App) initMTA() (services.Service, error) {
 			RelayPassword: a.cfg.MTARelayPassword, HELO: a.cfg.MTAHelo, Concurrency: a.cfg.MTAConcurrency,
 			AllowNets: allow, JournalDir: filepath.Join(a.cfg.DataDir, "mta"),
 		}
+		if a.cfg.MTAShapingFile != "" {
+			if cfg.Shaping, err = mta.LoadShaping(a.cfg.MTAShapingFile); err != nil {
+				return err
+			}
+		}
 		if a.cfg.Simulator {
 			if sim, err = a.startSimulator(); err != nil {
 				return err

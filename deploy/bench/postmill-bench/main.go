@@ -7,6 +7,7 @@
 //	postmill-bench mta  -bin bin/postmill -db URL -sink 127.0.0.1:PORT [-messages 5000]
 //	postmill-bench webhooks -bin bin/postmill -db URL [-endpoints 4] [-sends 4000] [-rate 0]
 //	postmill-bench e2e  -bin bin/postmill -db URL [-sends 20000] [-clients 64] [-shape all|split] [-sample]
+//	postmill-bench throttle -bin bin/postmill -db URL [-messages 3000]
 //	postmill-bench rsa  [-duration 3s]
 package main
 
@@ -56,6 +57,8 @@ func main() {
 		err = runWebhooks(os.Args[2:])
 	case "broadcast":
 		err = runBroadcast(os.Args[2:])
+	case "throttle":
+		err = runThrottle(os.Args[2:])
 	default:
 		err = fmt.Errorf("unknown run %q", os.Args[1])
 	}

@@ -1,0 +1,218 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// runThrottle measures per-destination shaping (mta/site.go): how fast the MTA drains one site's messages
+// alone, and then again while as many messages go to a second site whose MX answers 421 to every other
+// connection. Both drains happen in one run, against the in-process sink (the throttling site is a proxy
+// on 127.0.0.2 in front of the same sink), and the result is their ratio next to the RSA ceiling measured
+// in the same run: the machine is shared and noisy, so only figures of one run are compared.
+//
+//	postmill-bench throttle -bin bin/postmill -db URL [-messages 3000]
+func runThrottle(args []string) error {
+	fs := flag.NewFlagSet("throttle", flag.ExitOnError)
+	bin := fs.String("bin", "bin/postmill", "postmill binary")
+	db := fs.String("db", "", "PostgreSQL URL (its public schema is reset)")
+	messages := fs.Int("messages", 3000, "messages to the well-behaved site in each drain (and to the throttling site in the second)")
+	rsaFor := fs.Duration("rsa", 3*time.Second, "how long the RSA ceiling is measured")
+	_ = fs.Parse(args)
+	ctx := context.Background()
+	if err := resetDatabase(ctx, *db); err != nil {
+		return err
+	}
+	ceilingBefore, _, err := rsaMeasure(*rsaFor)
+	if err != nil {
+		return err
+	}
+	s, err := startSink(true)
+	if err != nil {
+		return err
+	}
+	defer s.close()
+	_, port, _ := net.SplitHostPort(s.addr())
+	thr, err := startThrottler(net.JoinHostPort("127.0.0.2", port), s.addr())
+	if err != nil {
+		return err
+	}
+	defer thr.close()
+	z, err := startZone()
+	if err != nil {
+		return err
+	}
+	z.mx["rcpt.example"], z.a["mx.rcpt.example"] = "mx.rcpt.example", net.ParseIP("127.0.0.1")
+	z.mx["slow.example"], z.a["mx.slow.example"] = "mx.slow.example", net.ParseIP("127.0.0.2")
+	env := []string{"POSTMILL_MTA_PORT=" + port, "POSTMILL_MTA_ALLOW_NETS=127.0.0.1,127.0.0.2"}
+	conn, err := pgx.Connect(ctx, *db)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	count := func(domain, status string) (n int64) {
+		_ = conn.QueryRow(ctx, "SELECT count(*) FROM recipients WHERE domain = $1 AND status = $2", domain, status).Scan(&n)
+		return n
+	}
+
+	var creds *platform
+	// drain queues the given messages with edge and core only, then starts the whole platform and times how
+	// long the MTA takes to deliver the rcpt.example ones.
+	drain := func(perDomain map[string]int) (rate float64, err error) {
+		core, err := startPlatform(platformOpts{bin: *bin, db: *db, targets: "edge,core", zone: z, env: env})
+		if err != nil {
+			return 0, err
+		}
+		if creds == nil {
+			if err := core.setup(z); err != nil {
+				core.stop()
+				return 0, err
+			}
+			creds = core
+		} else {
+			core.key, core.domain, core.access, core.domainID = creds.key, creds.domain, creds.access, creds.domainID
+		}
+		err = queueTo(core, perDomain)
+		core.stop()
+		if err != nil {
+			return 0, err
+		}
+		before := count("rcpt.example", "delivered")
+		p, err := startPlatform(platformOpts{bin: *bin, db: *db, targets: "all", zone: z, env: env})
+		if err != nil {
+			return 0, err
+		}
+		defer p.stop()
+		start := time.Now()
+		deadline := start.Add(10 * time.Minute)
+		want := before + int64(perDomain["rcpt.example"])
+		for count("rcpt.example", "delivered") < want {
+			if time.Now().After(deadline) {
+				return 0, fmt.Errorf("rcpt.example: only %d of %d delivered after 10 minutes\n%s", count("rcpt.example", "delivered")-before, perDomain["rcpt.example"], p.logs.String())
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		return float64(perDomain["rcpt.example"]) / time.Since(start).Seconds(), nil
+	}
+
+	alone, err := drain(map[string]int{"rcpt.example": *messages})
+	if err != nil {
+		return err
+	}
+	beside, err := drain(map[string]int{"rcpt.example": *messages, "slow.example": *messages})
+	if err != nil {
+		return err
+	}
+	slowDelivered, slowDeferred := count("slow.example", "delivered"), count("slow.example", "deferred")
+	ceilingAfter, _, err := rsaMeasure(*rsaFor)
+	if err != nil {
+		return err
+	}
+	ceiling := (ceilingBefore + ceilingAfter) / 2
+	fmt.Printf("summary: throttle: the well-behaved site drains at %.0f msg/s beside a site answering 421 to half its connections, %.0f msg/s alone = %.0f%%; RSA ceiling %.0f/s\n",
+		beside, alone, 100*beside/alone, ceiling)
+	fmt.Printf("throttle: %d messages to rcpt.example alone: %.0f msg/s (%.0f%% of the RSA ceiling); with %d more to slow.example: %.0f msg/s (%.0f%%); "+
+		"slow.example when rcpt.example was done: %d delivered, %d deferred, %d of %d connections refused with 421; %s\n",
+		*messages, alone, 100*alone/ceiling, *messages, beside, 100*beside/ceiling, slowDelivered, slowDeferred, thr.refused.Load(), thr.conns.Load(), machine())
+	return nil
+}
+
+// queueTo sends perDomain[d] messages to user@d for every d through the API, the domains interleaved.
+func queueTo(p *platform, perDomain map[string]int) error {
+	var order []string
+	for left := true; left; {
+		left = false
+		for d, n := range perDomain {
+			if n > 0 {
+				order = append(order, d)
+				perDomain[d] = n - 1
+				left = true
+			}
+		}
+	}
+	for _, d := range order {
+		perDomain[d]++
+	}
+	var wg sync.WaitGroup
+	var failed atomic.Int64
+	next := atomic.Int64{}
+	for range 32 {
+		wg.Go(func() {
+			for {
+				i := next.Add(1) - 1
+				if i >= int64(len(order)) {
+					return
+				}
+				body, _ := json.Marshal(map[string]any{"from": "bench@" + p.domain, "to": "user@" + order[i], "subject": "Throttle benchmark", "text": "Hello from the benchmark."})
+				req, _ := http.NewRequest("POST", p.base+"/v1/emails", bytes.NewReader(body))
+				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set("Authorization", "Bearer "+p.key)
+				res, err := p.client.Do(req)
+				if err != nil || res.StatusCode != 202 {
+					failed.Add(1)
+				}
+				if err == nil {
+					_, _ = io.Copy(io.Discard, res.Body)
+					res.Body.Close()
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if failed.Load() > 0 {
+		return fmt.Errorf("%d sends failed while queueing", failed.Load())
+	}
+	return nil
+}
+
+// throttler is an MX that answers 421 to every other connection and passes the others to a real sink.
+type throttler struct {
+	ln             net.Listener
+	conns, refused atomic.Int64
+}
+
+func startThrottler(addr, sink string) (*throttler, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	t := &throttler{ln: ln}
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			if t.conns.Add(1)%2 == 1 {
+				t.refused.Add(1)
+				_, _ = io.WriteString(c, "421 4.7.0 Too many connections, try again later\r\n")
+				_ = c.Close()
+				continue
+			}
+			go func() {
+				defer c.Close()
+				up, err := net.Dial("tcp", sink)
+				if err != nil {
+					return
+				}
+				defer up.Close()
+				go func() { _, _ = io.Copy(up, c); _ = up.(*net.TCPConn).CloseWrite() }()
+				_, _ = io.Copy(c, up)
+			}()
+		}
+	}()
+	return t, nil
+}
+
+func (t *throttler) close() { _ = t.ln.Close() }
