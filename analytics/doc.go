@@ -1,4 +1,5 @@
-// Package analytics is Postmill's analytics tier: it will read the event and request-log stream into the
-// analytics store and answer logs, analytics and reputation queries. Until that work lands, the composition
-// root runs the tier as an idle service so that `--target=analytics` starts and stops cleanly.
+// Package analytics is Postmill's analytics tier: the service behind GET /v1/logs and GET /v1/analytics
+// over a ports.AnalyticsStore, the pipeline that copies message events from their source (the PostgreSQL
+// outbox) into the store in batches, and the maintenance loop that prepares daily partitions and applies
+// the retention. docs/analytics.md describes it.
 package analytics

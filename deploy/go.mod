@@ -11,6 +11,7 @@ require (
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/miekg/dns v1.1.73
 	github.com/postmill/postmill/adapters v0.0.0
+	github.com/postmill/postmill/analytics v0.0.0
 	github.com/postmill/postmill/core v0.0.0
 	github.com/postmill/postmill/edge v0.0.0
 	github.com/postmill/postmill/mta v0.0.0-00010101000000-000000000000

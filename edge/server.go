@@ -115,6 +115,7 @@ type Server struct {
 	mux     *http.ServeMux
 	api     huma.API
 	handler http.Handler
+	logs    *logShipper // nil without core.Logs
 }
 
 // New builds the edge over the core's driving interfaces. It fails when cfg is invalid or the core lacks
@@ -161,7 +162,7 @@ func New(cfg Config, core ports.Core) (*Server, error) {
 
 	s.mux = http.NewServeMux()
 	s.api = humago.New(s.mux, apiConfig(cfg))
-	s.api.UseMiddleware(s.guard)
+	s.api.UseMiddleware(s.guard, s.notePrincipal)
 	s.registerAccountRoutes()
 	s.registerCredentialRoutes()
 	s.registerOrganizationRoutes()
@@ -178,6 +179,8 @@ func New(cfg Config, core ports.Core) (*Server, error) {
 	s.registerBroadcastRoutes()
 	s.registerUnsubscribeRoutes()
 	s.registerBillingRoutes()
+	s.registerLogRoutes()
+	s.registerAnalyticsRoutes()
 	s.registerInboundRoutes()
 	documentValidationAs400(s.api.OpenAPI())
 	if err := documentExamples(s.api.OpenAPI()); err != nil {
@@ -192,7 +195,7 @@ func New(cfg Config, core ports.Core) (*Server, error) {
 	s.mux.Handle("GET /metrics", promhttp.HandlerFor(gat, promhttp.HandlerOpts{}))
 	s.mux.HandleFunc("/", notFound)
 
-	s.handler = s.observe(securityHeaders(s.mux))
+	s.handler = s.observe(s.captureRequests(securityHeaders(s.mux)))
 	return s, nil
 }
 

@@ -37,6 +37,10 @@ type Core struct {
 	Unsubscribe PublicUnsubscribeService
 	// Billing is the plan catalogue and subscriptions (SPEC §4.13).
 	Billing BillingService
+	// Logs answers GET /v1/logs and stores the request log the edge captures; Analytics answers
+	// GET /v1/analytics (SPEC §4.2). Either may be nil when the process has no analytics store.
+	Logs      LogService
+	Analytics AnalyticsService
 	// Health answers when the core and its database answer.
 	Health Pinger
 }

@@ -99,7 +99,7 @@ func New(cfg Config, targets Targets, logger *slog.Logger) (*App, error) {
 	mm.RegisterModule(TargetEdge, a.initEdge)
 	mm.RegisterModule(TargetMTA, a.initMTA)
 	mm.RegisterModule(TargetInbound, a.initInbound)
-	mm.RegisterModule(TargetAnalytics, a.idleTier(TargetAnalytics))
+	mm.RegisterModule(TargetAnalytics, a.initAnalytics)
 	mm.RegisterModule(moduleAll, nil)
 	deps := map[string][]string{
 		TargetCore: {moduleStore},
@@ -114,6 +114,7 @@ func New(cfg Config, targets Targets, logger *slog.Logger) (*App, error) {
 		// An MTA-only process still reads the PostgreSQL queue.
 		deps[TargetMTA] = []string{moduleStore}
 	}
+	deps[TargetAnalytics] = []string{moduleStore} // the analytics tier reads the event outbox and writes the analytics tables
 	a.registerLocal(mm, deps)
 	for name, d := range deps {
 		if err := mm.AddDependency(name, d...); err != nil {

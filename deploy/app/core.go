@@ -55,6 +55,7 @@ var coreAreas = []coreArea{
 	(*App).coreInbound,
 	(*App).coreBroadcast,
 	(*App).coreBilling,
+	(*App).coreAnalytics,
 }
 
 // buildCore builds every area on st and returns the filled core with the loops its areas run.

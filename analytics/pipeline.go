@@ -1,0 +1,110 @@
+package analytics
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/postmill/postmill/ports"
+)
+
+// PipelineConfig tunes the pipeline; zero fields take the defaults.
+type PipelineConfig struct {
+	Batch     int           // events per batch, default 1000
+	Idle      time.Duration // wait when the source is empty, default 500ms
+	Retry     time.Duration // wait after a failed batch, default 2s
+	Retention ports.AnalyticsRetention
+	// Maintain is how often partitions are prepared and retention applied, default an hour.
+	Maintain time.Duration
+	// Lag, when set, is told the source's lag after every batch (a gauge in seconds).
+	Lag func(time.Duration)
+	// Copied, when set, is told how many events each batch took.
+	Copied func(int)
+}
+
+func (c PipelineConfig) withDefaults() PipelineConfig {
+	if c.Batch <= 0 {
+		c.Batch = 1000
+	}
+	if c.Idle <= 0 {
+		c.Idle = 500 * time.Millisecond
+	}
+	if c.Retry <= 0 {
+		c.Retry = 2 * time.Second
+	}
+	if c.Maintain <= 0 {
+		c.Maintain = time.Hour
+	}
+	return c
+}
+
+// Pipeline copies message events from their source into the analytics store: at least once (a batch is
+// acknowledged after the store took it) and idempotently (the store skips event ids it holds).
+type Pipeline struct {
+	cfg    PipelineConfig
+	source ports.AnalyticsEventSource
+	store  ports.AnalyticsStore
+	logger *slog.Logger
+}
+
+// NewPipeline returns a pipeline from source into store.
+func NewPipeline(cfg PipelineConfig, source ports.AnalyticsEventSource, store ports.AnalyticsStore, logger *slog.Logger) *Pipeline {
+	if logger == nil {
+		logger = slog.Default()
+	}
+	return &Pipeline{cfg: cfg.withDefaults(), source: source, store: store, logger: logger}
+}
+
+// Step copies one batch and returns how many events it took from the source.
+func (p *Pipeline) Step(ctx context.Context) (int, error) {
+	n, err := p.source.ReadEvents(ctx, p.cfg.Batch, p.store.InsertEvents)
+	if err == nil && p.cfg.Copied != nil {
+		p.cfg.Copied(n)
+	}
+	if p.cfg.Lag != nil {
+		if lag, lerr := p.source.Lag(ctx, time.Now()); lerr == nil {
+			p.cfg.Lag(lag)
+		}
+	}
+	return n, err
+}
+
+// Run copies batches until ctx ends, waiting Idle when the source is empty and Retry after a failure.
+func (p *Pipeline) Run(ctx context.Context) error {
+	for {
+		n, err := p.Step(ctx)
+		wait := time.Duration(0)
+		switch {
+		case ctx.Err() != nil:
+			return nil
+		case err != nil:
+			p.logger.Warn("analytics pipeline batch failed", slog.String("error", err.Error()))
+			wait = p.cfg.Retry
+		case n == 0:
+			wait = p.cfg.Idle
+		}
+		if wait > 0 {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(wait):
+			}
+		}
+	}
+}
+
+// RunMaintenance prepares partitions and applies the retention now and every Maintain until ctx ends.
+func (p *Pipeline) RunMaintenance(ctx context.Context) error {
+	t := time.NewTicker(p.cfg.Maintain)
+	defer t.Stop()
+	for {
+		if err := p.store.Maintain(ctx, time.Now(), p.cfg.Retention); err != nil && ctx.Err() == nil {
+			p.logger.Warn("analytics maintenance failed", slog.String("error", err.Error()))
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
