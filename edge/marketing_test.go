@@ -52,7 +52,10 @@ func (f *fakeMarketing) UpdateContact(_ context.Context, org, _ string, _ ports.
 	f.note(org)
 	return mkContact(), nil
 }
-func (f *fakeMarketing) DeleteContact(_ context.Context, org, _ string) error { f.note(org); return nil }
+func (f *fakeMarketing) DeleteContact(_ context.Context, org, _ string) error {
+	f.note(org)
+	return nil
+}
 func (f *fakeMarketing) ListContacts(_ context.Context, org string, q ports.ContactQuery) (ports.ContactList, error) {
 	f.note(org)
 	return ports.ContactList{Data: []ports.Contact{mkContact()}, Total: 7, Limit: q.Limit, Offset: q.Offset}, nil
@@ -133,7 +136,10 @@ func (f *fakeMarketing) ListSegments(_ context.Context, org string) ([]ports.Seg
 func (f *fakeMarketing) UpdateSegment(ctx context.Context, org, _ string, in ports.SegmentInput) (ports.Segment, error) {
 	return f.CreateSegment(ctx, org, in)
 }
-func (f *fakeMarketing) DeleteSegment(_ context.Context, org, _ string) error { f.note(org); return nil }
+func (f *fakeMarketing) DeleteSegment(_ context.Context, org, _ string) error {
+	f.note(org)
+	return nil
+}
 func (f *fakeMarketing) PreviewRule(_ context.Context, org string, _ json.RawMessage, _ int) (ports.SegmentPreview, error) {
 	f.note(org)
 	return ports.SegmentPreview{Count: 3}, nil

@@ -159,9 +159,9 @@ func TestTopicsDoubleOptInAndPreferences(t *testing.T) {
 	errorBody(t, e.get("/v1/topics/"+dealsID, key), 404, "", "")
 }
 
-// TestPreferencePage drives the public preference page with a token the core sealed: the HTML form and
-// its keyboard-reachable controls, a form post, JSON both ways, and unsubscribe from everything.
-func TestPreferencePage(t *testing.T) {
+// TestPrefsPageDrivenByItsToken drives the public preference page with a token the core sealed: the HTML
+// form and its keyboard-reachable controls, a form post, JSON both ways, and unsubscribe from everything.
+func TestPrefsPageDrivenByItsToken(t *testing.T) {
 	t.Parallel()
 	cfg := testConfig(t, pgtest.URL(t))
 	e := MustStart(t, cfg, "all")
