@@ -16,7 +16,9 @@
 // hosts' DANE records: which hosts may be used, and whether and how their certificates are checked, with
 // every session under a policy counted for TLS-RPT (security.go); every outcome says which TLS carried it.
 // Connections are pooled per destination host:port, capped by Config.Concurrency, and carry one
-// transaction after another (RFC 5321 §3.3, RSET in between) until idle for Config.IdleConnTimeout. When the
+// transaction after another (RFC 5321 §3.3, RSET in between) until idle for Config.IdleConnTimeout. Destinations
+// roll up by MX into sites (site.go), each with its own connection limit, GCRA message rate, messages per
+// connection and idle timeout (Config.Shaping), lowered when the site answers 421 and recovered slowly. When the
 // server offers PIPELINING (RFC 2920), MAIL, the RCPTs and DATA go in one group and the content in a second
 // write: two round trips per message, each recipient still decided by its own RCPT reply. A
 // server that refuses recipients beyond its limit (RFC 5321 §4.5.3.1.8 and §4.5.3.1.10: 452) gets the
