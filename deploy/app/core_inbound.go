@@ -1,7 +1,12 @@
 package app
 
 import (
+	"fmt"
+	"os"
+
+	"github.com/postmill/postmill/adapters/spamd"
 	"github.com/postmill/postmill/core/inbound"
+	"github.com/postmill/postmill/ports"
 )
 
 // coreInbound builds inbound mail: inbound domains (MX checked through the resolver), routes, receiving
@@ -21,8 +26,12 @@ func (a *App) coreInbound(env *coreEnv) error {
 	if err != nil {
 		return err
 	}
+	spam, err := spamChecker()
+	if err != nil {
+		return err
+	}
 	svc, err := inbound.New(inbound.Config{MXHost: a.cfg.InboundMXHost, Schedule: a.cfg.WebhookSchedule}, inbound.Deps{
-		Store: env.store.Inbound, Resolver: a.dnsResolver(), Blobs: blobs, Scanner: scanner,
+		Store: env.store.Inbound, Resolver: a.dnsResolver(), Blobs: blobs, Scanner: scanner, Spam: spam,
 		Sender: sender, Keyring: env.keyring, Emails: env.core.Emails, Domains: env.core.Domains,
 		Clock: env.clock, Logger: env.logger,
 	})
@@ -33,4 +42,17 @@ func (a *App) coreInbound(env *coreEnv) error {
 	env.core.Inbound = svc
 	env.core.Receiving = svc
 	return nil
+}
+
+// spamChecker is the spam checker of POSTMILL_SPAM: "spamd" asks SpamAssassin's spamd at POSTMILL_SPAMD_ADDR;
+// unset (or "ham") judges every message ham.
+func spamChecker() (ports.SpamChecker, error) {
+	switch v := os.Getenv("POSTMILL_SPAM"); v {
+	case "", "ham":
+		return inbound.Ham{}, nil
+	case "spamd":
+		return spamd.New(spamd.Config{Addr: os.Getenv("POSTMILL_SPAMD_ADDR")})
+	default:
+		return nil, fmt.Errorf("POSTMILL_SPAM: %q is not ham or spamd", v)
+	}
 }
