@@ -11,6 +11,7 @@
 #                  through a private Postfix authenticating to Postmill's submission port
 #   chromium       headless browser of the edge's TestDocsRenderOffline, which loads /docs with the network cut
 #                  to loopback
+#   spamd          SpamAssassin's daemon, the real spam checker behind the spamd adapter's e2e test
 # As root on a machine with apt-get it installs what is missing (idempotent: nothing is done when all are
 # present); otherwise it prints what is missing and how to install it, and exits 1 if anything is.
 # Nothing is started or enabled: the tests run each engine as a private process of their own.
@@ -25,6 +26,7 @@ deps=(
 	"swaks|/usr/bin/swaks"
 	"libsasl2-modules|/usr/lib/*/sasl2/libplain.so"
 	"chromium|/usr/bin/chromium"
+	"spamd|/usr/sbin/spamd"
 )
 
 # present reports whether a file matching the pattern exists.
