@@ -38,7 +38,7 @@ func analyticsRetention() (ports.AnalyticsRetention, error) {
 }
 
 // initAnalytics runs the analytics tier: the pipeline copying message events from the PostgreSQL outbox
-// into the analytics store, and the maintenance loop creating daily partitions and applying the retention.
+// into the analytics store (PostgreSQL or ClickHouse, POSTMILL_ANALYTICS), and the maintenance loop creating daily partitions and applying the retention.
 // Its lag is the gauge postmill_analytics_lag_seconds.
 func (a *App) initAnalytics() (services.Service, error) {
 	retention, err := analyticsRetention()
@@ -56,20 +56,25 @@ func (a *App) initAnalytics() (services.Service, error) {
 		return nil, err
 	}
 	var (
-		cancel context.CancelFunc
-		wg     sync.WaitGroup
+		cancel    context.CancelFunc
+		closeSink func()
+		wg        sync.WaitGroup
 	)
 	starting := func(context.Context) error {
 		st := a.Store()
 		if st == nil {
 			return errors.New("analytics: the store is not open")
 		}
-		store := st.Analytics()
+		store, closeStore, err := a.analyticsStore(context.Background(), st)
+		if err != nil {
+			return err
+		}
+		closeSink = closeStore
 		p := analytics.NewPipeline(analytics.PipelineConfig{
 			Retention: retention,
 			Lag:       func(d time.Duration) { lag.Set(d.Seconds()) },
 			Copied:    func(n int) { copied.Add(float64(n)) },
-		}, store, store, a.logger)
+		}, st.Analytics(), store, a.logger)
 		var ctx context.Context
 		ctx, cancel = context.WithCancel(context.Background())
 		for _, loop := range []func(context.Context) error{p.Run, p.RunMaintenance} {
@@ -91,6 +96,9 @@ func (a *App) initAnalytics() (services.Service, error) {
 			cancel()
 		}
 		wg.Wait()
+		if closeSink != nil {
+			closeSink()
+		}
 		a.logger.Info("tier stopped", "tier", TargetAnalytics)
 		return nil
 	}

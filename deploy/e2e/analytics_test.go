@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/postmill/postmill/deploy/app"
 )
 
 // waitFor polls fn every 100ms until it returns true or timeout passes.
@@ -25,7 +27,22 @@ func waitFor(t *testing.T, timeout time.Duration, what string, fn func() bool) {
 // it, and API keys cannot read either.
 func TestLogsAndAnalytics(t *testing.T) {
 	t.Parallel()
-	w := MustMailWorld(t, nil)
+	logsAndAnalytics(t, nil)
+}
+
+// TestLogsAndAnalyticsClickHouse is TestLogsAndAnalytics with POSTMILL_ANALYTICS=clickhouse, against a
+// private clickhouse-server (Debian's 18.16, deploy/scripts/test-deps.sh).
+func TestLogsAndAnalyticsClickHouse(t *testing.T) {
+	t.Parallel()
+	addr := mustClickHouse(t)
+	db := "postmill_e2e_" + randomHex(t, 6)
+	logsAndAnalytics(t, func(c *app.Config) {
+		c.Analytics, c.ClickHouseDSN = "clickhouse", "clickhouse://"+addr+"/"+db
+	})
+}
+
+func logsAndAnalytics(t *testing.T, mutate func(*app.Config)) {
+	w := MustMailWorld(t, mutate)
 	keyID, key := w.MustKey(w.owner, []string{"*"})
 	w.key = key
 	sess := w.owner.access

@@ -9,6 +9,8 @@
 #                  tests
 #   libsasl2-modules  the PLAIN and LOGIN mechanisms of Postfix's SMTP client, for the e2e test that relays
 #                  through a private Postfix authenticating to Postmill's submission port
+#   clickhouse-server  /usr/sbin/clickhouse-server (Debian's 18.16), the ClickHouse the analytics adapter's
+#                  contract test and the e2e test with POSTMILL_ANALYTICS=clickhouse start privately
 #   chromium       headless browser of the edge's TestDocsRenderOffline, which loads /docs with the network cut
 #                  to loopback
 #   spamd          SpamAssassin's daemon, the real spam checker behind the spamd adapter's e2e test
@@ -26,6 +28,7 @@ deps=(
 	"swaks|/usr/bin/swaks"
 	"libsasl2-modules|/usr/lib/*/sasl2/libplain.so"
 	"chromium|/usr/bin/chromium"
+	"clickhouse-server|/usr/sbin/clickhouse-server"
 	"spamd|/usr/sbin/spamd"
 )
 

@@ -1,0 +1,129 @@
+package clickhouse_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/postmill/postmill/adapters/clickhouse"
+	"github.com/postmill/postmill/ports"
+	"github.com/postmill/postmill/ports/porttest"
+)
+
+// serverBinary is Debian's clickhouse-server (deploy/scripts/test-deps.sh installs it).
+const serverBinary = "/usr/sbin/clickhouse-server"
+
+var (
+	serverOnce sync.Once
+	serverAddr string
+	serverErr  error
+)
+
+// server starts one private clickhouse-server for the package's tests, on a free loopback port with its
+// data in a temporary directory, and returns its native-protocol address.
+func server(t *testing.T) string {
+	t.Helper()
+	if _, err := os.Stat(serverBinary); err != nil {
+		t.Skipf("%s is not installed (deploy/scripts/test-deps.sh installs clickhouse-server)", serverBinary)
+	}
+	serverOnce.Do(func() { serverAddr, serverErr = startServer() })
+	if serverErr != nil {
+		t.Fatalf("starting clickhouse-server: %v", serverErr)
+	}
+	return serverAddr
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func startServer() (string, error) {
+	dir, err := os.MkdirTemp("", "postmill-clickhouse-")
+	if err != nil {
+		return "", err
+	}
+	tcp, err := freePort()
+	if err != nil {
+		return "", err
+	}
+	httpPort, err := freePort()
+	if err != nil {
+		return "", err
+	}
+	users := filepath.Join(dir, "users.xml")
+	config := filepath.Join(dir, "config.xml")
+	if err := os.WriteFile(users, []byte(`<yandex><profiles><default></default></profiles>
+<users><default><password></password><networks><ip>127.0.0.1</ip></networks><profile>default</profile><quota>default</quota></default></users>
+<quotas><default></default></quotas></yandex>`), 0o600); err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(config, fmt.Appendf(nil, `<yandex>
+<logger><level>warning</level><log>%[1]s/server.log</log><errorlog>%[1]s/error.log</errorlog></logger>
+<listen_host>127.0.0.1</listen_host><tcp_port>%[2]d</tcp_port><http_port>%[3]d</http_port>
+<path>%[1]s/data/</path><tmp_path>%[1]s/tmp/</tmp_path><users_config>%[4]s</users_config>
+<default_profile>default</default_profile><default_database>default</default_database>
+<mark_cache_size>5368709</mark_cache_size></yandex>`, dir, tcp, httpPort, users), 0o600); err != nil {
+		return "", err
+	}
+	cmd := exec.Command(serverBinary, "--config-file="+config)
+	cmd.Dir = dir
+	if err := cmd.Start(); err != nil {
+		return "", err
+	}
+	// The server outlives no test binary: it is killed when the test process ends (see TestMain).
+	started = append(started, cmd)
+	addr := fmt.Sprintf("127.0.0.1:%d", tcp)
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		a, err := clickhouse.Open(ctx, addr, "postmill_probe")
+		cancel()
+		if err == nil {
+			a.Close()
+			return addr, nil
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	return "", fmt.Errorf("clickhouse-server on %s did not answer within 60s (logs in %s)", addr, dir)
+}
+
+var started []*exec.Cmd
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	for _, c := range started {
+		_ = c.Process.Kill()
+		_ = c.Wait()
+	}
+	os.Exit(code)
+}
+
+func TestAnalyticsContract(t *testing.T) {
+	addr := server(t)
+	porttest.ExerciseAnalytics(t, porttest.AnalyticsHarness{
+		New: func(t *testing.T) ports.AnalyticsStore {
+			b := make([]byte, 6)
+			_, _ = rand.Read(b)
+			db := "postmill_test_" + hex.EncodeToString(b)
+			a, err := clickhouse.Open(context.Background(), addr, db)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { a.Close() })
+			return a
+		},
+	})
+}
