@@ -23,7 +23,7 @@ func TestShapingFileIsCheckedAtStartUp(t *testing.T) {
 		path    string
 		wantErr string
 	}{{good, ""}, {bad, "no mx_suffixes"}, {filepath.Join(dir, "missing.json"), "no such file"}} {
-		env := map[string]string{"POSTMILL_MTA_SHAPING_FILE": tc.path}
+		env := map[string]string{"POSTMILL_MTA_SHAPING_FILE": tc.path, "POSTMILL_DATA_DIR": t.TempDir()}
 		cfg, err := LoadEnv(func(k string) string { return env[k] })
 		if err != nil {
 			t.Fatal(err)
