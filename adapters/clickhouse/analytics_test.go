@@ -127,3 +127,17 @@ func TestAnalyticsContract(t *testing.T) {
 		},
 	})
 }
+
+// TestAnalyticsMeasure logs ingest rates and read times (POSTMILL_ANALYTICS_MEASURE=events,requests).
+func TestAnalyticsMeasure(t *testing.T) {
+	var events, requests int
+	if _, err := fmt.Sscanf(os.Getenv("POSTMILL_ANALYTICS_MEASURE"), "%d,%d", &events, &requests); err != nil {
+		t.Skip("set POSTMILL_ANALYTICS_MEASURE=events,requests to measure")
+	}
+	a, err := clickhouse.Open(context.Background(), server(t), "postmill_measure_"+fmt.Sprint(time.Now().UnixNano()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	porttest.MeasureAnalytics(t, a, events, requests)
+}

@@ -2,6 +2,8 @@ package postgres_test
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"testing"
 	"time"
 
@@ -47,4 +49,13 @@ func TestAnalyticsPartitions(t *testing.T) {
 	if _, err := a.GetRequest(ctx, org, id); err != nil {
 		t.Errorf("the moved row: %v", err)
 	}
+}
+
+// TestAnalyticsMeasure logs ingest rates and read times (POSTMILL_ANALYTICS_MEASURE=events,requests).
+func TestAnalyticsMeasure(t *testing.T) {
+	var events, requests int
+	if _, err := fmt.Sscanf(os.Getenv("POSTMILL_ANALYTICS_MEASURE"), "%d,%d", &events, &requests); err != nil {
+		t.Skip("set POSTMILL_ANALYTICS_MEASURE=events,requests to measure")
+	}
+	porttest.MeasureAnalytics(t, pgtest.Store(t).Analytics(), events, requests)
 }

@@ -306,3 +306,62 @@ func ExerciseAnalytics(t *testing.T, h AnalyticsHarness) {
 		}
 	})
 }
+
+// MeasureAnalytics inserts events events and requests requests of one organization, spread over the last
+// 30 days, in batches of 5,000, and logs the insert rates and the time of a 30-day summary and of the first
+// page of the request log. It asserts only that everything was counted; the figures are for
+// docs/benchmarks.md.
+func MeasureAnalytics(t *testing.T, s ports.AnalyticsStore, events, requests int) {
+	t.Helper()
+	ctx := context.Background()
+	now := time.Now().UTC()
+	if err := s.Maintain(ctx, now, ports.DefaultAnalyticsRetention); err != nil {
+		t.Fatal(err)
+	}
+	org := uuidV7(now)
+	span := 30 * 24 * time.Hour
+	types := []string{ports.EventEmailSent, ports.EventEmailDelivered, ports.EventEmailOpened, ports.EventEmailClicked}
+	start := time.Now()
+	for i := 0; i < events; i += 5000 {
+		batch := make([]ports.AnalyticsEvent, 0, 5000)
+		for j := i; j < min(i+5000, events); j++ {
+			at := now.Add(-span / time.Duration(events+1) * time.Duration(j))
+			batch = append(batch, ports.AnalyticsEvent{ID: uuidV7(at), OrganizationID: org, Type: types[j%len(types)],
+				MessageID: uuidV7(at), Domain: fmt.Sprintf("d%d.example", j%5), Tags: []string{fmt.Sprintf("campaign:c%d", j%10)}, OccurredAt: at})
+		}
+		if err := s.InsertEvents(ctx, batch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	evDur := time.Since(start)
+	start = time.Now()
+	for i := 0; i < requests; i += 5000 {
+		batch := make([]ports.RequestLog, 0, 5000)
+		for j := i; j < min(i+5000, requests); j++ {
+			at := now.Add(-span / time.Duration(requests+1) * time.Duration(j))
+			batch = append(batch, ports.RequestLog{ID: uuidV7(at), OrganizationID: org, OccurredAt: at, Method: "POST",
+				Route: "/v1/emails", Path: "/v1/emails", Status: 202, Latency: time.Millisecond, APIKeyID: "k",
+				RequestBody: `{"from":"a@example.com","to":["b@example.com"],"subject":"hello","text":"hi"}`, ResponseBody: `{"id":"x"}`})
+		}
+		if err := s.InsertRequests(ctx, batch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reqDur := time.Since(start)
+	start = time.Now()
+	sum, err := s.Summarize(ctx, org, ports.AnalyticsQuery{From: now.Add(-span + 24*time.Hour), To: now, Bucket: 24 * time.Hour})
+	sumDur := time.Since(start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start = time.Now()
+	page, err := s.ListRequests(ctx, org, ports.LogFilter{}, ports.PageQuery{Limit: 25})
+	pageDur := time.Since(start)
+	if err != nil || len(page.Data) != min(25, requests) {
+		t.Fatalf("first page: %d rows, %v", len(page.Data), err)
+	}
+	got := sum.Totals.Sent + sum.Totals.Delivered + sum.Totals.Opened + sum.Totals.Clicked
+	t.Logf("%d events in %v (%.0f/s); %d requests in %v (%.0f/s); 30-day summary %v (%d counted); first log page %v",
+		events, evDur.Round(time.Millisecond), float64(events)/evDur.Seconds(), requests, reqDur.Round(time.Millisecond),
+		float64(requests)/reqDur.Seconds(), sumDur.Round(time.Microsecond), got, pageDur.Round(time.Microsecond))
+}
