@@ -1,0 +1,65 @@
+package postgres_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/postmill/postmill/adapters/postgres/pgtest"
+	"github.com/postmill/postmill/ports"
+)
+
+// TestAnalyticsOutbox checks the pipeline's source (event ids are UUIDv7, in time order, as the core makes them): every event the core writes is handed out, a batch
+// whose handler fails is handed out again, an acknowledged one is not, domain events are acknowledged
+// without being handed out, and Lag is the age of the oldest waiting event.
+func TestAnalyticsOutbox(t *testing.T) {
+	ctx := context.Background()
+	st := pgtest.Store(t)
+	a := st.Analytics()
+	org := newID()
+	at := time.Now().UTC().Add(-time.Minute).Truncate(time.Microsecond)
+	for i, typ := range []string{ports.EventEmailSent, ports.EventEmailDelivered, ports.EventDomainVerified} {
+		msg := any(newID())
+		if typ == ports.EventDomainVerified {
+			msg = nil
+		}
+		if _, err := st.Pool().Exec(ctx, `INSERT INTO events (id, organization_id, type, message_id, occurred_at)
+VALUES ($1, $2, $3, $4, $5)`, uuid.Must(uuid.NewV7()).String(), org, typ, msg, at.Add(time.Duration(i)*time.Second)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if lag, err := a.Lag(ctx, at.Add(time.Minute)); err != nil || lag != time.Minute {
+		t.Errorf("Lag = %v, %v; want 1m", lag, err)
+	}
+	boom := errors.New("store down")
+	if _, err := a.ReadEvents(ctx, 10, func(context.Context, []ports.AnalyticsEvent) error { return boom }); err == nil {
+		t.Fatal("a failing handler's batch was acknowledged")
+	}
+	var got []ports.AnalyticsEvent
+	n, err := a.ReadEvents(ctx, 10, func(_ context.Context, b []ports.AnalyticsEvent) error {
+		got = append(got, b...)
+		return a.InsertEvents(ctx, b)
+	})
+	if err != nil || n != 3 {
+		t.Fatalf("ReadEvents took %d, %v; want 3 (two message events and a domain event)", n, err)
+	}
+	if len(got) != 2 || got[0].Type != ports.EventEmailSent || got[1].Type != ports.EventEmailDelivered || got[0].OrganizationID != org {
+		t.Fatalf("handed %+v; want the sent and delivered events in order", got)
+	}
+	if n, err := a.ReadEvents(ctx, 10, func(context.Context, []ports.AnalyticsEvent) error {
+		t.Error("an acknowledged event was handed out again")
+		return nil
+	}); err != nil || n != 0 {
+		t.Errorf("the empty outbox: %d, %v", n, err)
+	}
+	if lag, err := a.Lag(ctx, time.Now()); err != nil || lag != 0 {
+		t.Errorf("Lag of the empty outbox = %v, %v", lag, err)
+	}
+	sum, err := a.Summarize(ctx, org, ports.AnalyticsQuery{From: at.Add(-time.Hour), To: at.Add(time.Hour), Bucket: time.Hour})
+	if err != nil || sum.Totals.Sent != 1 || sum.Totals.Delivered != 1 {
+		t.Errorf("summary after the pipeline: %+v, %v", sum.Totals, err)
+	}
+}
