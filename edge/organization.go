@@ -23,6 +23,8 @@ type organizationResponse struct {
 	CreatedAt time.Time    `json:"createdAt" doc:"When the organization was created"`
 	Paused    bool         `json:"paused" doc:"A paused organization may not send (403 org_suspended)"`
 	Plan      planResponse `json:"plan" doc:"Sending limits"`
+	// Automatic protection's pause of broadcasts (edge/reputation.go).
+	protectionResponse
 }
 
 type setLimitsRequest struct {
@@ -114,7 +116,11 @@ func (s *Server) getOrganization(ctx context.Context, _ *struct{}) (*body[organi
 	if err != nil {
 		return nil, err
 	}
-	return &body[organizationResponse]{toOrganization(o)}, nil
+	out := toOrganization(o)
+	if out.protectionResponse, err = s.organizationProtection(ctx, o.ID); err != nil {
+		return nil, err
+	}
+	return &body[organizationResponse]{out}, nil
 }
 
 func (s *Server) listOrganizations(ctx context.Context, _ *struct{}) (*body[[]organizationResponse], error) {
@@ -124,7 +130,11 @@ func (s *Server) listOrganizations(ctx context.Context, _ *struct{}) (*body[[]or
 	}
 	out := make([]organizationResponse, 0, len(orgs))
 	for _, o := range orgs {
-		out = append(out, toOrganization(o))
+		r := toOrganization(o)
+		if r.protectionResponse, err = s.organizationProtection(ctx, o.ID); err != nil {
+			return nil, err
+		}
+		out = append(out, r)
 	}
 	return &body[[]organizationResponse]{out}, nil
 }

@@ -179,6 +179,7 @@ func New(cfg Config, core ports.Core) (*Server, error) {
 	s.registerBroadcastRoutes()
 	s.registerUnsubscribeRoutes()
 	s.registerBillingRoutes()
+	s.registerReputationRoutes()
 	s.registerLogRoutes()
 	s.registerAnalyticsRoutes()
 	s.registerInboundRoutes()
@@ -237,6 +238,7 @@ func apiConfig(cfg Config) huma.Config {
 		{Name: tagOrganization, Description: "The signed-in organization."},
 		{Name: tagAdmin, Description: "Platform administration (session of a platform admin)."},
 		{Name: tagBilling, Description: "Plan and usage (API key)."},
+		{Name: tagReputation, Description: "Bounce and complaint rates per sending domain, automatic protection (dashboard session)."},
 		{Name: tagDomains, Description: "Sending domains: DKIM keys, the DNS records to publish, verification (dashboard session)."},
 		{Name: tagEmails, Description: "Sending email and reading its timeline (API key; the list takes a dashboard session)."},
 		{Name: tagWebhooks, Description: "Signed event delivery to your endpoints: endpoints, tests, secret rotation, replays and recent deliveries (API key)."},

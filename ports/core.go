@@ -37,6 +37,8 @@ type Core struct {
 	Unsubscribe PublicUnsubscribeService
 	// Billing is the plan catalogue and subscriptions (SPEC §4.13).
 	Billing BillingService
+	// Reputation is GET /v1/reputation and automatic protection's state (SPEC §4.13).
+	Reputation ReputationService
 	// Logs answers GET /v1/logs and stores the request log the edge captures; Analytics answers
 	// GET /v1/analytics (SPEC §4.2). Either may be nil when the process has no analytics store.
 	Logs      LogService

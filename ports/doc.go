@@ -32,6 +32,7 @@
 //	change.go         ChangeFeed: news of paused organizations, new plans and domain statuses between processes
 //	hold.go           delivery jobs held while their organization is paused or their domain suspended
 //	billing.go        the plan catalogue, subscriptions and the payment provider (§4.13)
+//	reputation.go     sending reputation, automatic protection and adaptive warm-up (§4.13)
 //	local.go          local mode: the records its DNS server publishes, the mail catcher the edge shows
 //
 // A new area adds one file here with its types, its service interface and its store interface, and one

@@ -49,6 +49,7 @@ type Store struct {
 	*Broadcasts
 	*Inbound
 	*Billing
+	*Reputation
 
 	pool *pgxpool.Pool
 }
@@ -95,6 +96,7 @@ func New(pool *pgxpool.Pool) *Store {
 		Broadcasts:      &Broadcasts{sh},
 		Inbound:         &Inbound{sh},
 		Billing:         &Billing{sh},
+		Reputation:      &Reputation{sh},
 		pool:            pool,
 	}
 }

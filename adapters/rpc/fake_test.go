@@ -96,6 +96,7 @@ func (f *fakeCore) core() ports.Core {
 		Broadcasts:      f,
 		Unsubscribe:     f,
 		Billing:         f,
+		Reputation:      f,
 		Health:          f,
 	}
 }

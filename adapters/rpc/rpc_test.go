@@ -436,6 +436,7 @@ func roundTrips() []roundTrip {
 	trips = append(trips, marketingRoundTrips()...)
 	trips = append(trips, broadcastRoundTrips()...)
 	trips = append(trips, billingRoundTrips()...)
+	trips = append(trips, reputationRoundTrips()...)
 	return append(trips, trackingRoundTrips()...)
 }
 

@@ -21,6 +21,7 @@ import (
 	"github.com/postmill/postmill/adapters/rpc/gen/postmill/inbound/v1/inboundv1connect"
 	"github.com/postmill/postmill/adapters/rpc/gen/postmill/organization/v1/organizationv1connect"
 	"github.com/postmill/postmill/adapters/rpc/gen/postmill/ratelimit/v1/ratelimitv1connect"
+	"github.com/postmill/postmill/adapters/rpc/gen/postmill/reputation/v1/reputationv1connect"
 	"github.com/postmill/postmill/adapters/rpc/gen/postmill/segment/v1/segmentv1connect"
 	"github.com/postmill/postmill/adapters/rpc/gen/postmill/template/v1/templatev1connect"
 	"github.com/postmill/postmill/adapters/rpc/gen/postmill/topic/v1/topicv1connect"
@@ -69,6 +70,7 @@ var callers = map[string][]Tier{
 	credentialv1connect.SMTPCredentialServiceName:            {TierEdge},
 	organizationv1connect.OrganizationServiceName:            {TierEdge},
 	billingv1connect.BillingServiceName:                      {TierEdge},
+	reputationv1connect.ReputationServiceName:                {TierEdge},
 	ratelimitv1connect.RateLimitServiceName:                  {TierEdge},
 	domainv1connect.DomainServiceName:                        {TierEdge},
 	emailv1connect.EmailServiceName:                          {TierEdge},

@@ -126,6 +126,13 @@ func (s *Service) expand(ctx context.Context, b ports.Broadcast) error {
 		return s.deps.Store.FinishBroadcast(ctx, b.OrganizationID, b.ID, ports.BroadcastFailed, "the audience was deleted", nil, s.now())
 	}
 	for ctx.Err() == nil {
+		if s.deps.Protection != nil {
+			if p, err := s.deps.Protection.Protection(ctx, b.OrganizationID); err != nil {
+				return fmt.Errorf("protection: %w", err)
+			} else if p.BroadcastsPaused {
+				return s.stopped(ctx, b, ports.Errorf(ports.CodePermissionDenied, "broadcasts paused by automatic protection: %s", p.Reason))
+			}
+		}
 		page, err := s.deps.Audience.PageAudience(ctx, b.OrganizationID, audience, b.Cursor, s.cfg.BatchSize)
 		if ports.ErrorCode(err) == ports.CodeNotFound {
 			return s.deps.Store.FinishBroadcast(ctx, b.OrganizationID, b.ID, ports.BroadcastFailed, "the audience was deleted", nil, s.now())

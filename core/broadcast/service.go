@@ -43,6 +43,11 @@ type Deps struct {
 	Keyring  *secret.Keyring
 	Clock    ports.Clock
 	Logger   *slog.Logger
+	// Protection, when set, is automatic protection's state: an organization whose broadcasts it paused
+	// sends none until an operator lifts the pause (core/reputation).
+	Protection interface {
+		Protection(ctx context.Context, orgID string) (ports.Protection, error)
+	}
 }
 
 // Config tunes the service.

@@ -55,6 +55,7 @@ var coreAreas = []coreArea{
 	(*App).coreInbound,
 	(*App).coreBroadcast,
 	(*App).coreBilling,
+	(*App).coreReputation,
 	(*App).coreAnalytics,
 }
 

@@ -15,6 +15,8 @@ func (a *App) coreBroadcast(env *coreEnv) error {
 		Keyring:  env.keyring,
 		Clock:    env.clock,
 		Logger:   env.logger,
+		// Automatic protection's pause (core/reputation) is read from the store.
+		Protection: env.store,
 	})
 	if err != nil {
 		return err
