@@ -97,6 +97,8 @@ func (f *fakeCore) core() ports.Core {
 		Unsubscribe:     f,
 		Billing:         f,
 		Reputation:      f,
+		Logs:            f,
+		Analytics:       f,
 		Health:          f,
 	}
 }

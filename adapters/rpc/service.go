@@ -9,6 +9,7 @@ import (
 	"github.com/postmill/postmill/ports"
 
 	"github.com/postmill/postmill/adapters/rpc/gen/postmill/account/v1/accountv1connect"
+	"github.com/postmill/postmill/adapters/rpc/gen/postmill/analytics/v1/analyticsv1connect"
 	"github.com/postmill/postmill/adapters/rpc/gen/postmill/billing/v1/billingv1connect"
 	"github.com/postmill/postmill/adapters/rpc/gen/postmill/broadcast/v1/broadcastv1connect"
 	"github.com/postmill/postmill/adapters/rpc/gen/postmill/contact/v1/contactv1connect"
@@ -71,6 +72,8 @@ var callers = map[string][]Tier{
 	organizationv1connect.OrganizationServiceName:            {TierEdge},
 	billingv1connect.BillingServiceName:                      {TierEdge},
 	reputationv1connect.ReputationServiceName:                {TierEdge},
+	analyticsv1connect.LogServiceName:                        {TierEdge},
+	analyticsv1connect.AnalyticsServiceName:                  {TierEdge},
 	ratelimitv1connect.RateLimitServiceName:                  {TierEdge},
 	domainv1connect.DomainServiceName:                        {TierEdge},
 	emailv1connect.EmailServiceName:                          {TierEdge},
