@@ -136,8 +136,12 @@ func (s *Server) captureRequests(next http.Handler) http.Handler {
 			r.Body = &teeBody{ReadCloser: r.Body, buf: in}
 		}
 		out := &captureWriter{ResponseWriter: w, buf: boundedBuffer{limit: ports.MaxLoggedBody}}
+		outer := r
 		r = r.WithContext(context.WithValue(r.Context(), captureKey{}, c))
 		next.ServeHTTP(out, r)
+		// The mux records the matched pattern on the request it served; observe, outside, labels its
+		// metrics and traces by it, so hand it back.
+		outer.Pattern = r.Pattern
 		p := c.principal
 		if p.OrganizationID == "" {
 			return
