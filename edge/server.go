@@ -180,6 +180,7 @@ func New(cfg Config, core ports.Core) (*Server, error) {
 	s.registerUnsubscribeRoutes()
 	s.registerBillingRoutes()
 	s.registerReputationRoutes()
+	s.registerDMARCRoutes()
 	s.registerLogRoutes()
 	s.registerAnalyticsRoutes()
 	s.registerInboundRoutes()

@@ -61,6 +61,10 @@ type Config struct {
 	// unsuspended inbound domain and the message is handed over once DATA ends. Nil accepts only bounces
 	// and feedback reports.
 	Receiving ports.ReceiveService
+	// DMARCAddress is the DMARC aggregate report mailbox (POSTMILL_DMARC_RUA); mail to it goes to DMARC.
+	// Empty, or a nil DMARC, refuses it like any unknown address.
+	DMARCAddress string
+	DMARC        ports.DMARCService
 }
 
 // Validate rejects configurations that would make the server refuse everything or fail late.

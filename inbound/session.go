@@ -21,6 +21,7 @@ type session struct {
 	from   string   // the reverse path of the transaction; "" for the null path <>
 	rcpts  []string // accepted report recipients (return paths, feedback address), without duplicates
 	mail   []string // accepted recipients at customers' inbound domains, without duplicates
+	dmarc  bool     // the DMARC report address is a recipient (dmarc.go)
 }
 
 func (s *Server) newSession(c *smtp.Conn) (smtp.Session, error) {
@@ -33,12 +34,17 @@ func (s *session) Mail(from string, _ *smtp.MailOptions) error {
 	s.from = from
 	s.rcpts = s.rcpts[:0]
 	s.mail = s.mail[:0]
+	s.dmarc = false
 	return nil
 }
 
 // Rcpt asks the core whether the address is one Postmill takes mail for (a VERP return path whose MAC
 // checks, or the feedback-loop address); go-smtp enforces MaxRecipients.
 func (s *session) Rcpt(to string, _ *smtp.RcptOptions) error {
+	if s.isDMARCAddress(to) {
+		s.dmarc = true
+		return nil
+	}
 	ctx, cancel := context.WithTimeout(s.srv.smtpd.Context(), coreTimeout)
 	defer cancel()
 	ok, err := s.srv.feedback.AcceptsRecipient(ctx, to)
@@ -92,6 +98,11 @@ func (s *session) Data(r io.Reader) error {
 	}
 	ctx, cancel := context.WithTimeout(s.srv.smtpd.Context(), coreTimeout)
 	defer cancel()
+	if s.dmarc {
+		if err := s.receiveDMARC(ctx, raw); err != nil {
+			return err
+		}
+	}
 	if len(s.mail) > 0 {
 		if err := s.receiveMail(ctx, raw); err != nil {
 			return err

@@ -39,6 +39,8 @@ type Core struct {
 	Billing BillingService
 	// Reputation is GET /v1/reputation and automatic protection's state (SPEC §4.13).
 	Reputation ReputationService
+	// DMARC takes aggregate reports from the inbound tier and summarises them for the edge.
+	DMARC DMARCService
 	// Logs answers GET /v1/logs and stores the request log the edge captures; Analytics answers
 	// GET /v1/analytics (SPEC §4.2). Either may be nil when the process has no analytics store.
 	Logs      LogService

@@ -33,6 +33,7 @@
 //	hold.go           delivery jobs held while their organization is paused or their domain suspended
 //	billing.go        the plan catalogue, subscriptions and the payment provider (§4.13)
 //	reputation.go     sending reputation, automatic protection and adaptive warm-up (§4.13)
+//	dmarc.go          DMARC aggregate reports mailed to the report address and their summary
 //	local.go          local mode: the records its DNS server publishes, the mail catcher the edge shows
 //
 // A new area adds one file here with its types, its service interface and its store interface, and one

@@ -50,6 +50,7 @@ type Store struct {
 	*Inbound
 	*Billing
 	*Reputation
+	*DMARC
 
 	pool *pgxpool.Pool
 }
@@ -97,6 +98,7 @@ func New(pool *pgxpool.Pool) *Store {
 		Inbound:         &Inbound{sh},
 		Billing:         &Billing{sh},
 		Reputation:      &Reputation{sh},
+		DMARC:           &DMARC{sh},
 		pool:            pool,
 	}
 }

@@ -97,6 +97,7 @@ func (f *fakeCore) core() ports.Core {
 		Unsubscribe:     f,
 		Billing:         f,
 		Reputation:      f,
+		DMARC:           f,
 		Logs:            f,
 		Analytics:       f,
 		Health:          f,

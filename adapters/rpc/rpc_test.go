@@ -437,6 +437,7 @@ func roundTrips() []roundTrip {
 	trips = append(trips, broadcastRoundTrips()...)
 	trips = append(trips, billingRoundTrips()...)
 	trips = append(trips, reputationRoundTrips()...)
+	trips = append(trips, dmarcRoundTrips()...)
 	trips = append(trips, analyticsRoundTrips()...)
 	return append(trips, trackingRoundTrips()...)
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/postmill/postmill/adapters/rpc/gen/postmill/credential/v1/credentialv1connect"
 	"github.com/postmill/postmill/adapters/rpc/gen/postmill/deliverability/v1/deliverabilityv1connect"
 	"github.com/postmill/postmill/adapters/rpc/gen/postmill/delivery/v1/deliveryv1connect"
+	"github.com/postmill/postmill/adapters/rpc/gen/postmill/dmarc/v1/dmarcv1connect"
 	"github.com/postmill/postmill/adapters/rpc/gen/postmill/domain/v1/domainv1connect"
 	"github.com/postmill/postmill/adapters/rpc/gen/postmill/email/v1/emailv1connect"
 	"github.com/postmill/postmill/adapters/rpc/gen/postmill/health/v1/healthv1connect"
@@ -72,6 +73,8 @@ var callers = map[string][]Tier{
 	organizationv1connect.OrganizationServiceName:            {TierEdge},
 	billingv1connect.BillingServiceName:                      {TierEdge},
 	reputationv1connect.ReputationServiceName:                {TierEdge},
+	dmarcv1connect.DMARCServiceName:                          {TierEdge},
+	dmarcv1connect.DMARCServiceIngestDMARCReportProcedure:    {TierInbound},
 	analyticsv1connect.LogServiceName:                        {TierEdge},
 	analyticsv1connect.AnalyticsServiceName:                  {TierEdge},
 	ratelimitv1connect.RateLimitServiceName:                  {TierEdge},

@@ -56,6 +56,7 @@ var coreAreas = []coreArea{
 	(*App).coreBroadcast,
 	(*App).coreBilling,
 	(*App).coreReputation,
+	(*App).coreDMARC,
 	(*App).coreAnalytics,
 }
 

@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
+	"github.com/postmill/postmill/core/dmarc"
 	"github.com/postmill/postmill/core/reputation"
 )
 
@@ -60,4 +62,21 @@ func (a *App) coreReputation(env *coreEnv) error {
 	env.core.Reputation = svc
 	env.loops = append(env.loops, svc.Run)
 	return nil
+}
+
+// coreDMARC builds the DMARC aggregate report area: the inbound tier hands it the mail sent to
+// POSTMILL_DMARC_RUA, GET /v1/reputation/dmarc reads the summary.
+func (a *App) coreDMARC(env *coreEnv) error {
+	svc, err := dmarc.New(dmarc.Deps{Store: env.store, Clock: env.clock, Logger: env.logger})
+	if err != nil {
+		return err
+	}
+	env.core.DMARC = svc
+	return nil
+}
+
+// dmarcRUA is the DMARC aggregate report mailbox the MX listener accepts (POSTMILL_DMARC_RUA); empty
+// accepts none.
+func dmarcRUA() string {
+	return strings.ToLower(strings.TrimSpace(os.Getenv("POSTMILL_DMARC_RUA")))
 }

@@ -250,6 +250,32 @@ type DeliveryQueue struct {
 	DeadReason     pgtype.Text
 }
 
+type DmarcRecord struct {
+	ReportID    string
+	Position    int32
+	SourceIp    string
+	Count       int64
+	Disposition string
+	DkimAligned bool
+	SpfAligned  bool
+	HeaderFrom  string
+	DkimResult  string
+	SpfResult   string
+}
+
+type DmarcReport struct {
+	ID             string
+	OrganizationID string
+	ReporterOrg    string
+	ReporterEmail  string
+	ReportID       string
+	Domain         string
+	Policy         string
+	BeginAt        time.Time
+	EndAt          time.Time
+	ReceivedAt     time.Time
+}
+
 type DnsRecord struct {
 	ID             string
 	DomainID       string
