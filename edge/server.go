@@ -181,6 +181,7 @@ func New(cfg Config, core ports.Core) (*Server, error) {
 	s.registerBillingRoutes()
 	s.registerReputationRoutes()
 	s.registerDMARCRoutes()
+	s.registerPlatformRoutes()
 	s.registerLogRoutes()
 	s.registerAnalyticsRoutes()
 	s.registerInboundRoutes()

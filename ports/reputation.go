@@ -79,6 +79,7 @@ type Reputation struct {
 // warm-up loop and the admin view.
 type OrganizationHealth struct {
 	OrganizationID string
+	Name           string
 	Sent           int64
 	Delivered      int64
 	HardBounced    int64
@@ -87,6 +88,32 @@ type OrganizationHealth struct {
 	Protection     Protection
 	// WarmupStepOn is the last day the warm-up schedule raised or held the cap; nil before any.
 	WarmupStepOn *time.Time
+}
+
+// AdminOrganization is one row of the admin platform view: an organization's last window of traffic
+// judged like GET /v1/reputation judges a domain.
+type AdminOrganization struct {
+	OrganizationHealth
+	BounceRate    float64
+	ComplaintRate float64
+	Status        string
+}
+
+// QueueDepth is the delivery work waiting for one destination site (the recipient domain): jobs in the
+// PostgreSQL queue, those of them leased by an MTA, and jobs still in the outbox (scheduled or retrying).
+type QueueDepth struct {
+	Domain         string
+	Queued         int64
+	Leased         int64
+	Outbox         int64
+	OldestQueuedAt *time.Time
+}
+
+// PlatformView is GET /v1/admin/platform.
+type PlatformView struct {
+	Window        time.Duration
+	Organizations []AdminOrganization
+	Queues        []QueueDepth
 }
 
 // ReputationService is GET /v1/reputation and automatic protection's state (SPEC §4.13).
@@ -98,6 +125,9 @@ type ReputationService interface {
 	Protection(ctx context.Context, orgID string) (Protection, error)
 	// ResumeBroadcasts lifts automatic protection's pause (admin). Errors: not_found.
 	ResumeBroadcasts(ctx context.Context, orgID string) (Protection, error)
+	// PlatformView is the operator's view of every organization with traffic and of the delivery queue
+	// per destination site (admin).
+	PlatformView(ctx context.Context) (PlatformView, error)
 }
 
 // ReputationStore reads the traffic reputation is computed from (events, bounces, complaints) and keeps
@@ -116,4 +146,6 @@ type ReputationStore interface {
 	// StepWarmup sets the organization's warm-up cap to newCap (0 lifts it) and records day as its last
 	// step, unless a step was already recorded for day or later; stepped says whether it did.
 	StepWarmup(ctx context.Context, orgID string, newCap int64, day, now time.Time) (stepped bool, err error)
+	// QueueDepths returns the deepest limit destination sites of the delivery queue and outbox.
+	QueueDepths(ctx context.Context, limit int) ([]QueueDepth, error)
 }

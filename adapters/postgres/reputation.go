@@ -84,7 +84,7 @@ func (s *Reputation) OrganizationsHealth(ctx context.Context, since time.Time) (
 	out := make([]ports.OrganizationHealth, 0, len(rows))
 	for _, r := range rows {
 		h := ports.OrganizationHealth{
-			OrganizationID: r.ID, Sent: r.Sent, Delivered: r.Delivered, HardBounced: r.HardBounced,
+			OrganizationID: r.ID, Name: r.Name, Sent: r.Sent, Delivered: r.Delivered, HardBounced: r.HardBounced,
 			Complained: r.Complained, WarmupCap: r.WarmupCap,
 			Protection: ports.Protection{BroadcastsPaused: r.BroadcastsPaused, Reason: r.PausedReason, PausedAt: utcPtr(r.PausedAt)},
 		}
@@ -116,4 +116,19 @@ func missingOrganization(err error) error {
 		return ports.NotFound("organization not found")
 	}
 	return interpretErrorFor("organization", err)
+}
+
+// QueueDepths implements ports.ReputationStore. With the Kafka queue the delivery_queue table is empty and
+// only the outbox is counted.
+func (s *Reputation) QueueDepths(ctx context.Context, limit int) ([]ports.QueueDepth, error) {
+	rows, err := s.queries.QueueDepths(ctx, int32(limit))
+	if err := listError(err); err != nil {
+		return nil, err
+	}
+	out := make([]ports.QueueDepth, 0, len(rows))
+	for _, r := range rows {
+		oldest := r.OldestQueuedAt.UTC()
+		out = append(out, ports.QueueDepth{Domain: r.Domain, Queued: r.Queued, Leased: r.Leased, Outbox: r.Outbox, OldestQueuedAt: &oldest})
+	}
+	return out, nil
 }

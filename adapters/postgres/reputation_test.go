@@ -125,3 +125,30 @@ func TestReputationProtectionAndWarmup(t *testing.T) {
 		t.Fatal("another organization's cap changed")
 	}
 }
+
+func TestReputationQueueDepths(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := pgtest.Store(t)
+	a := mustSignup(t, s)
+	for i, domain := range []string{"gmail.com", "gmail.com", "yahoo.com"} {
+		mustExec(t, s, `INSERT INTO delivery_queue (id, organization_id, message_id, domain, recipient_ids, attempt, first_queued_at, not_before, lease_until)
+			VALUES ($1, $2, $3, $4, '{}', 1, $5, $5, $6)`, newID(), a.org.ID, newID(), domain, baseTime.Add(time.Duration(i)*time.Minute),
+			map[bool]any{true: time.Now().Add(time.Hour), false: nil}[i == 0])
+	}
+	mustExec(t, s, `INSERT INTO delivery_outbox (id, organization_id, message_id, domain, recipient_ids, attempt, first_queued_at, not_before)
+		VALUES ($1, $2, $3, 'yahoo.com', '{}', 2, $4, $4)`, newID(), a.org.ID, newID(), baseTime)
+	got, err := s.QueueDepths(ctx, 10)
+	if err != nil || len(got) != 2 {
+		t.Fatalf("QueueDepths = %+v, %v", got, err)
+	}
+	if g := got[0]; g.Domain != "gmail.com" || g.Queued != 2 || g.Leased != 1 || g.Outbox != 0 || !g.OldestQueuedAt.Equal(baseTime) {
+		t.Errorf("gmail.com = %+v", g)
+	}
+	if y := got[1]; y.Domain != "yahoo.com" || y.Queued != 1 || y.Outbox != 1 {
+		t.Errorf("yahoo.com = %+v", y)
+	}
+	if one, _ := s.QueueDepths(ctx, 1); len(one) != 1 {
+		t.Errorf("limit 1 gave %d rows", len(one))
+	}
+}

@@ -49,6 +49,14 @@ func (s *reputationServer) ResumeBroadcasts(ctx context.Context, req *connect.Re
 	})
 }
 
+func (s *reputationServer) PlatformView(ctx context.Context, req *connect.Request[reputationv1.PlatformViewRequest]) (*connect.Response[reputationv1.PlatformViewResponse], error) {
+	v, err := s.svc.PlatformView(ctx)
+	return respond(ctx, s.log, req, err, func() *reputationv1.PlatformViewResponse {
+		return &reputationv1.PlatformViewResponse{Window: durationToProto(v.Window),
+			Organizations: mapItems(v.Organizations, adminOrganizationToProto), Queues: mapItems(v.Queues, queueDepthToProto)}
+	})
+}
+
 // reputationClient implements ports.ReputationService over postmill.reputation.v1.ReputationService.
 type reputationClient struct {
 	conn reputationv1connect.ReputationServiceClient
@@ -138,4 +146,41 @@ func reputationFromProto(r *reputationv1.Reputation) ports.Reputation {
 		Domains:    mapItems(r.GetDomains(), domainReputationFromProto),
 		Protection: protectionFromProto(r.GetProtection()),
 	}
+}
+
+func (c *reputationClient) PlatformView(ctx context.Context) (ports.PlatformView, error) {
+	return call(ctx, reputationv1connect.ReputationServicePlatformViewProcedure, c.conn.PlatformView,
+		&reputationv1.PlatformViewRequest{}, func(r *reputationv1.PlatformViewResponse) ports.PlatformView {
+			return ports.PlatformView{Window: durationFromProto(r.GetWindow()),
+				Organizations: mapItems(r.GetOrganizations(), adminOrganizationFromProto), Queues: mapItems(r.GetQueues(), queueDepthFromProto)}
+		})
+}
+
+func adminOrganizationToProto(o ports.AdminOrganization) *reputationv1.AdminOrganization {
+	return &reputationv1.AdminOrganization{
+		OrganizationId: o.OrganizationID, Name: o.Name, Sent: o.Sent, Delivered: o.Delivered, HardBounced: o.HardBounced,
+		Complained: o.Complained, WarmupCap: o.WarmupCap, Protection: protectionToProto(o.Protection),
+		WarmupStepOn: timePtrToProto(o.WarmupStepOn), BounceRate: o.BounceRate, ComplaintRate: o.ComplaintRate, Status: o.Status,
+	}
+}
+
+func adminOrganizationFromProto(o *reputationv1.AdminOrganization) ports.AdminOrganization {
+	return ports.AdminOrganization{
+		OrganizationHealth: ports.OrganizationHealth{
+			OrganizationID: o.GetOrganizationId(), Name: o.GetName(), Sent: o.GetSent(), Delivered: o.GetDelivered(),
+			HardBounced: o.GetHardBounced(), Complained: o.GetComplained(), WarmupCap: o.GetWarmupCap(),
+			Protection: protectionFromProto(o.GetProtection()), WarmupStepOn: timePtrFromProto(o.GetWarmupStepOn()),
+		},
+		BounceRate: o.GetBounceRate(), ComplaintRate: o.GetComplaintRate(), Status: o.GetStatus(),
+	}
+}
+
+func queueDepthToProto(q ports.QueueDepth) *reputationv1.QueueDepth {
+	return &reputationv1.QueueDepth{Domain: q.Domain, Queued: q.Queued, Leased: q.Leased, Outbox: q.Outbox,
+		OldestQueuedAt: timePtrToProto(q.OldestQueuedAt)}
+}
+
+func queueDepthFromProto(q *reputationv1.QueueDepth) ports.QueueDepth {
+	return ports.QueueDepth{Domain: q.GetDomain(), Queued: q.GetQueued(), Leased: q.GetLeased(), Outbox: q.GetOutbox(),
+		OldestQueuedAt: timePtrFromProto(q.GetOldestQueuedAt())}
 }

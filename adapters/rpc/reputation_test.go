@@ -3,6 +3,7 @@ package rpc_test
 import (
 	"context"
 	"sync"
+	"time"
 
 	"github.com/postmill/postmill/ports"
 )
@@ -12,6 +13,7 @@ import (
 type reputationAnswers struct {
 	rep  ports.Reputation
 	prot ports.Protection
+	view ports.PlatformView
 }
 
 var reputationByFake sync.Map // *fakeCore -> *reputationAnswers
@@ -33,6 +35,10 @@ func (f *fakeCore) ResumeBroadcasts(ctx context.Context, orgID string) (ports.Pr
 	return f.rep().prot, f.record(ctx, "ResumeBroadcasts", orgID)
 }
 
+func (f *fakeCore) PlatformView(ctx context.Context) (ports.PlatformView, error) {
+	return f.rep().view, f.record(ctx, "PlatformView")
+}
+
 func reputationRoundTrips() []roundTrip {
 	paused := ports.Protection{BroadcastsPaused: true, Reason: "complaint rate 0.40%", PausedAt: ptr(t1)}
 	day := ports.ReputationDay{Date: t0, Sent: 1000, Delivered: 990, HardBounced: 7, SoftBounced: 3, Complained: 4}
@@ -46,7 +52,23 @@ func reputationRoundTrips() []roundTrip {
 		}},
 		Protection: paused,
 	}
+	view := ports.PlatformView{
+		Window: 24 * time.Hour,
+		Organizations: []ports.AdminOrganization{{
+			OrganizationHealth: ports.OrganizationHealth{OrganizationID: "org1", Name: "Acme", Sent: 1000, Delivered: 990,
+				HardBounced: 7, Complained: 4, WarmupCap: 500, Protection: paused, WarmupStepOn: ptr(t0)},
+			BounceRate: 0.007, ComplaintRate: 0.004, Status: ports.ReputationAtRisk,
+		}},
+		Queues: []ports.QueueDepth{{Domain: "gmail.com", Queued: 12, Leased: 3, Outbox: 2, OldestQueuedAt: ptr(t1)}},
+	}
 	return []roundTrip{
+		{
+			name: "PlatformView", answer: func(f *fakeCore) { f.rep().view = view },
+			call: func(ctx context.Context, c ports.Core) (any, error) {
+				return c.Reputation.PlatformView(ctx)
+			},
+			want: view, method: "PlatformView", args: nil,
+		},
 		{
 			name: "Reputation", answer: func(f *fakeCore) { f.rep().rep = full },
 			call: func(ctx context.Context, c ports.Core) (any, error) {

@@ -300,3 +300,28 @@ func (s *Service) warmup(ctx context.Context, o ports.OrganizationHealth, now ti
 	}
 	return nil
 }
+
+// PlatformView judges every organization with traffic over the protection window like a domain on
+// GET /v1/reputation, most complaints first, and lists the 100 deepest destination sites of the queue.
+func (s *Service) PlatformView(ctx context.Context) (ports.PlatformView, error) {
+	now := s.deps.Clock.Now().UTC()
+	orgs, err := s.deps.Store.OrganizationsHealth(ctx, now.Add(-s.cfg.ProtectWindow))
+	if err != nil {
+		return ports.PlatformView{}, fmt.Errorf("reputation: organizations: %w", err)
+	}
+	queues, err := s.deps.Store.QueueDepths(ctx, 100)
+	if err != nil {
+		return ports.PlatformView{}, fmt.Errorf("reputation: queue depths: %w", err)
+	}
+	out := ports.PlatformView{Window: s.cfg.ProtectWindow, Queues: queues, Organizations: make([]ports.AdminOrganization, 0, len(orgs))}
+	for _, o := range orgs {
+		total := ports.ReputationDay{Sent: o.Sent, Delivered: o.Delivered, HardBounced: o.HardBounced, Complained: o.Complained}
+		b, c := Rates(total)
+		out.Organizations = append(out.Organizations, ports.AdminOrganization{
+			OrganizationHealth: o, BounceRate: b, ComplaintRate: c, Status: Status(s.cfg.Thresholds, total)})
+	}
+	sort.SliceStable(out.Organizations, func(i, j int) bool {
+		return out.Organizations[i].ComplaintRate > out.Organizations[j].ComplaintRate
+	})
+	return out, nil
+}

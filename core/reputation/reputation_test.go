@@ -43,6 +43,9 @@ func (f *fakeStore) SetBroadcastsPaused(_ context.Context, org string, paused bo
 func (f *fakeStore) OrganizationsHealth(context.Context, time.Time) ([]ports.OrganizationHealth, error) {
 	return f.health, nil
 }
+func (f *fakeStore) QueueDepths(context.Context, int) ([]ports.QueueDepth, error) {
+	return []ports.QueueDepth{{Domain: "gmail.com", Queued: 7}}, nil
+}
 func (f *fakeStore) StepWarmup(_ context.Context, org string, c int64, day, _ time.Time) (bool, error) {
 	if d, ok := f.stepOn[org]; ok && !d.Before(day) {
 		return false, nil
@@ -150,5 +153,20 @@ func TestWarmupRaisesWhileHealthy(t *testing.T) {
 	_ = svc.Check(context.Background())
 	if st.caps["healthy"] != 0 {
 		t.Fatalf("cap at the ceiling = %d, want 0 (lifted)", st.caps["healthy"])
+	}
+}
+
+func TestPlatformView(t *testing.T) {
+	st := newFake()
+	st.health = []ports.OrganizationHealth{
+		{OrganizationID: "clean", Sent: 1000, Delivered: 1000},
+		{OrganizationID: "spammy", Sent: 1000, Delivered: 1000, Complained: 5},
+	}
+	svc, _ := reputation.New(reputation.Config{}, reputation.Deps{Store: st, Clock: &clock{now}})
+	v, err := svc.PlatformView(context.Background())
+	if err != nil || len(v.Organizations) != 2 || v.Organizations[0].OrganizationID != "spammy" ||
+		v.Organizations[0].Status != ports.ReputationAtRisk || v.Organizations[1].Status != ports.ReputationGood ||
+		len(v.Queues) != 1 || v.Window != 24*time.Hour {
+		t.Fatalf("PlatformView = %+v, %v", v, err)
 	}
 }

@@ -89,10 +89,27 @@ func TestReputationAndAutomaticProtection(t *testing.T) {
 		t.Errorf("another organization was paused: %s", o.raw)
 	}
 
+	// The admin view: the organization with its volume, rates and status, and the queue per destination.
+	errorBody(t, w.get("/v1/admin/platform", w.owner.access), 403, "", "")
+	root := w.MustSignup("root@admin.example", "")
+	view := expect(t, w.get("/v1/admin/platform", root.access), 200)
+	var mine map[string]any
+	for _, o := range view.body["organizations"].([]any) {
+		if o.(map[string]any)["id"] == w.owner.orgID {
+			mine = o.(map[string]any)
+		}
+	}
+	if mine == nil || mine["sent"].(float64) < 3 || mine["complained"] != float64(1) || mine["status"] != "at_risk" ||
+		mine["protection"].(map[string]any)["broadcastsPaused"] != true || view.body["windowSeconds"] != float64(86400) {
+		t.Errorf("admin view of the organization: %v (%s)", mine, view.raw)
+	}
+	if _, ok := view.body["queues"].([]any); !ok {
+		t.Errorf("admin view without queues: %s", view.raw)
+	}
+
 	// The admin route: a member may not lift the pause; an admin may.
 	resume := "/v1/admin/organizations/" + w.owner.orgID + "/broadcasts/resume"
 	errorBody(t, w.post(resume, w.owner.access, nil), 403, "", "")
-	root := w.MustSignup("root@admin.example", "")
 	if r := expect(t, w.post(resume, root.access, nil), 200); r.body["broadcastsPaused"] != false {
 		t.Errorf("resume: %s", r.raw)
 	}

@@ -54,7 +54,7 @@ WITH t AS (
         sum(t.hard)::bigint AS hard_bounced, sum(t.complained)::bigint AS complained
     FROM t GROUP BY t.organization_id
 )
-SELECT o.id, COALESCE(agg.sent, 0)::bigint AS sent, COALESCE(agg.delivered, 0)::bigint AS delivered,
+SELECT o.id, o.name, COALESCE(agg.sent, 0)::bigint AS sent, COALESCE(agg.delivered, 0)::bigint AS delivered,
     COALESCE(agg.hard_bounced, 0)::bigint AS hard_bounced, COALESCE(agg.complained, 0)::bigint AS complained,
     o.warmup_cap, COALESCE(p.broadcasts_paused, false)::boolean AS broadcasts_paused,
     COALESCE(p.paused_reason, '')::text AS paused_reason, p.paused_at, p.warmup_step_on
@@ -73,3 +73,18 @@ WITH p AS (
     RETURNING organization_id
 )
 UPDATE organizations SET warmup_cap = @warmup_cap FROM p WHERE organizations.id = p.organization_id;
+
+-- name: QueueDepths :many
+WITH q AS (
+    SELECT domain, 1 AS queued, (lease_until IS NOT NULL AND lease_until > now())::int AS leased, 0 AS outbox,
+        first_queued_at
+    FROM delivery_queue
+    UNION ALL
+    SELECT domain, 0, 0, 1, first_queued_at FROM delivery_outbox
+)
+SELECT domain::text AS domain, sum(queued)::bigint AS queued, sum(leased)::bigint AS leased, sum(outbox)::bigint AS outbox,
+    min(first_queued_at)::timestamptz AS oldest_queued_at
+FROM q
+GROUP BY domain
+ORDER BY sum(queued) + sum(outbox) DESC, domain
+LIMIT $1;

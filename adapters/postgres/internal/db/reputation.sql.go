@@ -67,7 +67,7 @@ WITH t AS (
         sum(t.hard)::bigint AS hard_bounced, sum(t.complained)::bigint AS complained
     FROM t GROUP BY t.organization_id
 )
-SELECT o.id, COALESCE(agg.sent, 0)::bigint AS sent, COALESCE(agg.delivered, 0)::bigint AS delivered,
+SELECT o.id, o.name, COALESCE(agg.sent, 0)::bigint AS sent, COALESCE(agg.delivered, 0)::bigint AS delivered,
     COALESCE(agg.hard_bounced, 0)::bigint AS hard_bounced, COALESCE(agg.complained, 0)::bigint AS complained,
     o.warmup_cap, COALESCE(p.broadcasts_paused, false)::boolean AS broadcasts_paused,
     COALESCE(p.paused_reason, '')::text AS paused_reason, p.paused_at, p.warmup_step_on
@@ -80,6 +80,7 @@ ORDER BY o.id
 
 type OrganizationsHealthRow struct {
 	ID               string
+	Name             string
 	Sent             int64
 	Delivered        int64
 	HardBounced      int64
@@ -102,6 +103,7 @@ func (q *Queries) OrganizationsHealth(ctx context.Context, since time.Time) ([]O
 		var i OrganizationsHealthRow
 		if err := rows.Scan(
 			&i.ID,
+			&i.Name,
 			&i.Sent,
 			&i.Delivered,
 			&i.HardBounced,
@@ -111,6 +113,56 @@ func (q *Queries) OrganizationsHealth(ctx context.Context, since time.Time) ([]O
 			&i.PausedReason,
 			&i.PausedAt,
 			&i.WarmupStepOn,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const queueDepths = `-- name: QueueDepths :many
+WITH q AS (
+    SELECT domain, 1 AS queued, (lease_until IS NOT NULL AND lease_until > now())::int AS leased, 0 AS outbox,
+        first_queued_at
+    FROM delivery_queue
+    UNION ALL
+    SELECT domain, 0, 0, 1, first_queued_at FROM delivery_outbox
+)
+SELECT domain::text AS domain, sum(queued)::bigint AS queued, sum(leased)::bigint AS leased, sum(outbox)::bigint AS outbox,
+    min(first_queued_at)::timestamptz AS oldest_queued_at
+FROM q
+GROUP BY domain
+ORDER BY sum(queued) + sum(outbox) DESC, domain
+LIMIT $1
+`
+
+type QueueDepthsRow struct {
+	Domain         string
+	Queued         int64
+	Leased         int64
+	Outbox         int64
+	OldestQueuedAt time.Time
+}
+
+func (q *Queries) QueueDepths(ctx context.Context, limit int32) ([]QueueDepthsRow, error) {
+	rows, err := q.db.Query(ctx, queueDepths, limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []QueueDepthsRow
+	for rows.Next() {
+		var i QueueDepthsRow
+		if err := rows.Scan(
+			&i.Domain,
+			&i.Queued,
+			&i.Leased,
+			&i.Outbox,
+			&i.OldestQueuedAt,
 		); err != nil {
 			return nil, err
 		}

@@ -12,6 +12,7 @@ package reputationv1
 import (
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
+	durationpb "google.golang.org/protobuf/types/known/durationpb"
 	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
 	reflect "reflect"
 	sync "sync"
@@ -757,11 +758,319 @@ func (x *ResumeBroadcastsResponse) GetProtection() *Protection {
 	return nil
 }
 
+// AdminOrganization mirrors ports.AdminOrganization.
+type AdminOrganization struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	OrganizationId string                 `protobuf:"bytes,1,opt,name=organization_id,json=organizationId,proto3" json:"organization_id,omitempty"`
+	Name           string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	Sent           int64                  `protobuf:"varint,3,opt,name=sent,proto3" json:"sent,omitempty"`
+	Delivered      int64                  `protobuf:"varint,4,opt,name=delivered,proto3" json:"delivered,omitempty"`
+	HardBounced    int64                  `protobuf:"varint,5,opt,name=hard_bounced,json=hardBounced,proto3" json:"hard_bounced,omitempty"`
+	Complained     int64                  `protobuf:"varint,6,opt,name=complained,proto3" json:"complained,omitempty"`
+	WarmupCap      int64                  `protobuf:"varint,7,opt,name=warmup_cap,json=warmupCap,proto3" json:"warmup_cap,omitempty"`
+	Protection     *Protection            `protobuf:"bytes,8,opt,name=protection,proto3" json:"protection,omitempty"`
+	WarmupStepOn   *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=warmup_step_on,json=warmupStepOn,proto3" json:"warmup_step_on,omitempty"`
+	BounceRate     float64                `protobuf:"fixed64,10,opt,name=bounce_rate,json=bounceRate,proto3" json:"bounce_rate,omitempty"`
+	ComplaintRate  float64                `protobuf:"fixed64,11,opt,name=complaint_rate,json=complaintRate,proto3" json:"complaint_rate,omitempty"`
+	Status         string                 `protobuf:"bytes,12,opt,name=status,proto3" json:"status,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *AdminOrganization) Reset() {
+	*x = AdminOrganization{}
+	mi := &file_postmill_reputation_v1_reputation_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AdminOrganization) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AdminOrganization) ProtoMessage() {}
+
+func (x *AdminOrganization) ProtoReflect() protoreflect.Message {
+	mi := &file_postmill_reputation_v1_reputation_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AdminOrganization.ProtoReflect.Descriptor instead.
+func (*AdminOrganization) Descriptor() ([]byte, []int) {
+	return file_postmill_reputation_v1_reputation_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *AdminOrganization) GetOrganizationId() string {
+	if x != nil {
+		return x.OrganizationId
+	}
+	return ""
+}
+
+func (x *AdminOrganization) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *AdminOrganization) GetSent() int64 {
+	if x != nil {
+		return x.Sent
+	}
+	return 0
+}
+
+func (x *AdminOrganization) GetDelivered() int64 {
+	if x != nil {
+		return x.Delivered
+	}
+	return 0
+}
+
+func (x *AdminOrganization) GetHardBounced() int64 {
+	if x != nil {
+		return x.HardBounced
+	}
+	return 0
+}
+
+func (x *AdminOrganization) GetComplained() int64 {
+	if x != nil {
+		return x.Complained
+	}
+	return 0
+}
+
+func (x *AdminOrganization) GetWarmupCap() int64 {
+	if x != nil {
+		return x.WarmupCap
+	}
+	return 0
+}
+
+func (x *AdminOrganization) GetProtection() *Protection {
+	if x != nil {
+		return x.Protection
+	}
+	return nil
+}
+
+func (x *AdminOrganization) GetWarmupStepOn() *timestamppb.Timestamp {
+	if x != nil {
+		return x.WarmupStepOn
+	}
+	return nil
+}
+
+func (x *AdminOrganization) GetBounceRate() float64 {
+	if x != nil {
+		return x.BounceRate
+	}
+	return 0
+}
+
+func (x *AdminOrganization) GetComplaintRate() float64 {
+	if x != nil {
+		return x.ComplaintRate
+	}
+	return 0
+}
+
+func (x *AdminOrganization) GetStatus() string {
+	if x != nil {
+		return x.Status
+	}
+	return ""
+}
+
+// QueueDepth mirrors ports.QueueDepth.
+type QueueDepth struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	Domain         string                 `protobuf:"bytes,1,opt,name=domain,proto3" json:"domain,omitempty"`
+	Queued         int64                  `protobuf:"varint,2,opt,name=queued,proto3" json:"queued,omitempty"`
+	Leased         int64                  `protobuf:"varint,3,opt,name=leased,proto3" json:"leased,omitempty"`
+	Outbox         int64                  `protobuf:"varint,4,opt,name=outbox,proto3" json:"outbox,omitempty"`
+	OldestQueuedAt *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=oldest_queued_at,json=oldestQueuedAt,proto3" json:"oldest_queued_at,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *QueueDepth) Reset() {
+	*x = QueueDepth{}
+	mi := &file_postmill_reputation_v1_reputation_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *QueueDepth) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*QueueDepth) ProtoMessage() {}
+
+func (x *QueueDepth) ProtoReflect() protoreflect.Message {
+	mi := &file_postmill_reputation_v1_reputation_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use QueueDepth.ProtoReflect.Descriptor instead.
+func (*QueueDepth) Descriptor() ([]byte, []int) {
+	return file_postmill_reputation_v1_reputation_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *QueueDepth) GetDomain() string {
+	if x != nil {
+		return x.Domain
+	}
+	return ""
+}
+
+func (x *QueueDepth) GetQueued() int64 {
+	if x != nil {
+		return x.Queued
+	}
+	return 0
+}
+
+func (x *QueueDepth) GetLeased() int64 {
+	if x != nil {
+		return x.Leased
+	}
+	return 0
+}
+
+func (x *QueueDepth) GetOutbox() int64 {
+	if x != nil {
+		return x.Outbox
+	}
+	return 0
+}
+
+func (x *QueueDepth) GetOldestQueuedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.OldestQueuedAt
+	}
+	return nil
+}
+
+// PlatformViewRequest is empty.
+type PlatformViewRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PlatformViewRequest) Reset() {
+	*x = PlatformViewRequest{}
+	mi := &file_postmill_reputation_v1_reputation_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PlatformViewRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PlatformViewRequest) ProtoMessage() {}
+
+func (x *PlatformViewRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_postmill_reputation_v1_reputation_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PlatformViewRequest.ProtoReflect.Descriptor instead.
+func (*PlatformViewRequest) Descriptor() ([]byte, []int) {
+	return file_postmill_reputation_v1_reputation_proto_rawDescGZIP(), []int{14}
+}
+
+// PlatformViewResponse mirrors ports.PlatformView.
+type PlatformViewResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Window        *durationpb.Duration   `protobuf:"bytes,1,opt,name=window,proto3" json:"window,omitempty"`
+	Organizations []*AdminOrganization   `protobuf:"bytes,2,rep,name=organizations,proto3" json:"organizations,omitempty"`
+	Queues        []*QueueDepth          `protobuf:"bytes,3,rep,name=queues,proto3" json:"queues,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PlatformViewResponse) Reset() {
+	*x = PlatformViewResponse{}
+	mi := &file_postmill_reputation_v1_reputation_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PlatformViewResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PlatformViewResponse) ProtoMessage() {}
+
+func (x *PlatformViewResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_postmill_reputation_v1_reputation_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PlatformViewResponse.ProtoReflect.Descriptor instead.
+func (*PlatformViewResponse) Descriptor() ([]byte, []int) {
+	return file_postmill_reputation_v1_reputation_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *PlatformViewResponse) GetWindow() *durationpb.Duration {
+	if x != nil {
+		return x.Window
+	}
+	return nil
+}
+
+func (x *PlatformViewResponse) GetOrganizations() []*AdminOrganization {
+	if x != nil {
+		return x.Organizations
+	}
+	return nil
+}
+
+func (x *PlatformViewResponse) GetQueues() []*QueueDepth {
+	if x != nil {
+		return x.Queues
+	}
+	return nil
+}
+
 var File_postmill_reputation_v1_reputation_proto protoreflect.FileDescriptor
 
 const file_postmill_reputation_v1_reputation_proto_rawDesc = "" +
 	"\n" +
-	"'postmill/reputation/v1/reputation.proto\x12\x16postmill.reputation.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xcd\x01\n" +
+	"'postmill/reputation/v1/reputation.proto\x12\x16postmill.reputation.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xcd\x01\n" +
 	"\x03Day\x12.\n" +
 	"\x04date\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x04date\x12\x12\n" +
 	"\x04sent\x18\x02 \x01(\x03R\x04sent\x12\x1c\n" +
@@ -826,13 +1135,46 @@ const file_postmill_reputation_v1_reputation_proto_rawDesc = "" +
 	"\x18ResumeBroadcastsResponse\x12B\n" +
 	"\n" +
 	"protection\x18\x01 \x01(\v2\".postmill.reputation.v1.ProtectionR\n" +
-	"protection2\xd4\x02\n" +
+	"protection\"\xca\x03\n" +
+	"\x11AdminOrganization\x12'\n" +
+	"\x0forganization_id\x18\x01 \x01(\tR\x0eorganizationId\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12\x12\n" +
+	"\x04sent\x18\x03 \x01(\x03R\x04sent\x12\x1c\n" +
+	"\tdelivered\x18\x04 \x01(\x03R\tdelivered\x12!\n" +
+	"\fhard_bounced\x18\x05 \x01(\x03R\vhardBounced\x12\x1e\n" +
+	"\n" +
+	"complained\x18\x06 \x01(\x03R\n" +
+	"complained\x12\x1d\n" +
+	"\n" +
+	"warmup_cap\x18\a \x01(\x03R\twarmupCap\x12B\n" +
+	"\n" +
+	"protection\x18\b \x01(\v2\".postmill.reputation.v1.ProtectionR\n" +
+	"protection\x12@\n" +
+	"\x0ewarmup_step_on\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\fwarmupStepOn\x12\x1f\n" +
+	"\vbounce_rate\x18\n" +
+	" \x01(\x01R\n" +
+	"bounceRate\x12%\n" +
+	"\x0ecomplaint_rate\x18\v \x01(\x01R\rcomplaintRate\x12\x16\n" +
+	"\x06status\x18\f \x01(\tR\x06status\"\xb2\x01\n" +
+	"\n" +
+	"QueueDepth\x12\x16\n" +
+	"\x06domain\x18\x01 \x01(\tR\x06domain\x12\x16\n" +
+	"\x06queued\x18\x02 \x01(\x03R\x06queued\x12\x16\n" +
+	"\x06leased\x18\x03 \x01(\x03R\x06leased\x12\x16\n" +
+	"\x06outbox\x18\x04 \x01(\x03R\x06outbox\x12D\n" +
+	"\x10oldest_queued_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\x0eoldestQueuedAt\"\x15\n" +
+	"\x13PlatformViewRequest\"\xd6\x01\n" +
+	"\x14PlatformViewResponse\x121\n" +
+	"\x06window\x18\x01 \x01(\v2\x19.google.protobuf.DurationR\x06window\x12O\n" +
+	"\rorganizations\x18\x02 \x03(\v2).postmill.reputation.v1.AdminOrganizationR\rorganizations\x12:\n" +
+	"\x06queues\x18\x03 \x03(\v2\".postmill.reputation.v1.QueueDepthR\x06queues2\xbf\x03\n" +
 	"\x11ReputationService\x12c\n" +
 	"\n" +
 	"Reputation\x12).postmill.reputation.v1.ReputationRequest\x1a*.postmill.reputation.v1.ReputationResponse\x12c\n" +
 	"\n" +
 	"Protection\x12).postmill.reputation.v1.ProtectionRequest\x1a*.postmill.reputation.v1.ProtectionResponse\x12u\n" +
-	"\x10ResumeBroadcasts\x12/.postmill.reputation.v1.ResumeBroadcastsRequest\x1a0.postmill.reputation.v1.ResumeBroadcastsResponseB\xfa\x01\n" +
+	"\x10ResumeBroadcasts\x12/.postmill.reputation.v1.ResumeBroadcastsRequest\x1a0.postmill.reputation.v1.ResumeBroadcastsResponse\x12i\n" +
+	"\fPlatformView\x12+.postmill.reputation.v1.PlatformViewRequest\x1a,.postmill.reputation.v1.PlatformViewResponseB\xfa\x01\n" +
 	"\x1acom.postmill.reputation.v1B\x0fReputationProtoP\x01ZQgithub.com/postmill/postmill/adapters/rpc/gen/postmill/reputation/v1;reputationv1\xa2\x02\x03PRX\xaa\x02\x16Postmill.Reputation.V1\xca\x02\x16Postmill\\Reputation\\V1\xe2\x02\"Postmill\\Reputation\\V1\\GPBMetadata\xea\x02\x18Postmill::Reputation::V1b\x06proto3"
 
 var (
@@ -847,7 +1189,7 @@ func file_postmill_reputation_v1_reputation_proto_rawDescGZIP() []byte {
 	return file_postmill_reputation_v1_reputation_proto_rawDescData
 }
 
-var file_postmill_reputation_v1_reputation_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
+var file_postmill_reputation_v1_reputation_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
 var file_postmill_reputation_v1_reputation_proto_goTypes = []any{
 	(*Day)(nil),                      // 0: postmill.reputation.v1.Day
 	(*BounceClassCount)(nil),         // 1: postmill.reputation.v1.BounceClassCount
@@ -861,32 +1203,45 @@ var file_postmill_reputation_v1_reputation_proto_goTypes = []any{
 	(*ProtectionResponse)(nil),       // 9: postmill.reputation.v1.ProtectionResponse
 	(*ResumeBroadcastsRequest)(nil),  // 10: postmill.reputation.v1.ResumeBroadcastsRequest
 	(*ResumeBroadcastsResponse)(nil), // 11: postmill.reputation.v1.ResumeBroadcastsResponse
-	(*timestamppb.Timestamp)(nil),    // 12: google.protobuf.Timestamp
+	(*AdminOrganization)(nil),        // 12: postmill.reputation.v1.AdminOrganization
+	(*QueueDepth)(nil),               // 13: postmill.reputation.v1.QueueDepth
+	(*PlatformViewRequest)(nil),      // 14: postmill.reputation.v1.PlatformViewRequest
+	(*PlatformViewResponse)(nil),     // 15: postmill.reputation.v1.PlatformViewResponse
+	(*timestamppb.Timestamp)(nil),    // 16: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),      // 17: google.protobuf.Duration
 }
 var file_postmill_reputation_v1_reputation_proto_depIdxs = []int32{
-	12, // 0: postmill.reputation.v1.Day.date:type_name -> google.protobuf.Timestamp
+	16, // 0: postmill.reputation.v1.Day.date:type_name -> google.protobuf.Timestamp
 	0,  // 1: postmill.reputation.v1.DomainReputation.days:type_name -> postmill.reputation.v1.Day
 	0,  // 2: postmill.reputation.v1.DomainReputation.total:type_name -> postmill.reputation.v1.Day
 	1,  // 3: postmill.reputation.v1.DomainReputation.bounce_classes:type_name -> postmill.reputation.v1.BounceClassCount
-	12, // 4: postmill.reputation.v1.Protection.paused_at:type_name -> google.protobuf.Timestamp
-	12, // 5: postmill.reputation.v1.Reputation.since:type_name -> google.protobuf.Timestamp
+	16, // 4: postmill.reputation.v1.Protection.paused_at:type_name -> google.protobuf.Timestamp
+	16, // 5: postmill.reputation.v1.Reputation.since:type_name -> google.protobuf.Timestamp
 	3,  // 6: postmill.reputation.v1.Reputation.thresholds:type_name -> postmill.reputation.v1.Thresholds
 	2,  // 7: postmill.reputation.v1.Reputation.domains:type_name -> postmill.reputation.v1.DomainReputation
 	4,  // 8: postmill.reputation.v1.Reputation.protection:type_name -> postmill.reputation.v1.Protection
 	5,  // 9: postmill.reputation.v1.ReputationResponse.reputation:type_name -> postmill.reputation.v1.Reputation
 	4,  // 10: postmill.reputation.v1.ProtectionResponse.protection:type_name -> postmill.reputation.v1.Protection
 	4,  // 11: postmill.reputation.v1.ResumeBroadcastsResponse.protection:type_name -> postmill.reputation.v1.Protection
-	6,  // 12: postmill.reputation.v1.ReputationService.Reputation:input_type -> postmill.reputation.v1.ReputationRequest
-	8,  // 13: postmill.reputation.v1.ReputationService.Protection:input_type -> postmill.reputation.v1.ProtectionRequest
-	10, // 14: postmill.reputation.v1.ReputationService.ResumeBroadcasts:input_type -> postmill.reputation.v1.ResumeBroadcastsRequest
-	7,  // 15: postmill.reputation.v1.ReputationService.Reputation:output_type -> postmill.reputation.v1.ReputationResponse
-	9,  // 16: postmill.reputation.v1.ReputationService.Protection:output_type -> postmill.reputation.v1.ProtectionResponse
-	11, // 17: postmill.reputation.v1.ReputationService.ResumeBroadcasts:output_type -> postmill.reputation.v1.ResumeBroadcastsResponse
-	15, // [15:18] is the sub-list for method output_type
-	12, // [12:15] is the sub-list for method input_type
-	12, // [12:12] is the sub-list for extension type_name
-	12, // [12:12] is the sub-list for extension extendee
-	0,  // [0:12] is the sub-list for field type_name
+	4,  // 12: postmill.reputation.v1.AdminOrganization.protection:type_name -> postmill.reputation.v1.Protection
+	16, // 13: postmill.reputation.v1.AdminOrganization.warmup_step_on:type_name -> google.protobuf.Timestamp
+	16, // 14: postmill.reputation.v1.QueueDepth.oldest_queued_at:type_name -> google.protobuf.Timestamp
+	17, // 15: postmill.reputation.v1.PlatformViewResponse.window:type_name -> google.protobuf.Duration
+	12, // 16: postmill.reputation.v1.PlatformViewResponse.organizations:type_name -> postmill.reputation.v1.AdminOrganization
+	13, // 17: postmill.reputation.v1.PlatformViewResponse.queues:type_name -> postmill.reputation.v1.QueueDepth
+	6,  // 18: postmill.reputation.v1.ReputationService.Reputation:input_type -> postmill.reputation.v1.ReputationRequest
+	8,  // 19: postmill.reputation.v1.ReputationService.Protection:input_type -> postmill.reputation.v1.ProtectionRequest
+	10, // 20: postmill.reputation.v1.ReputationService.ResumeBroadcasts:input_type -> postmill.reputation.v1.ResumeBroadcastsRequest
+	14, // 21: postmill.reputation.v1.ReputationService.PlatformView:input_type -> postmill.reputation.v1.PlatformViewRequest
+	7,  // 22: postmill.reputation.v1.ReputationService.Reputation:output_type -> postmill.reputation.v1.ReputationResponse
+	9,  // 23: postmill.reputation.v1.ReputationService.Protection:output_type -> postmill.reputation.v1.ProtectionResponse
+	11, // 24: postmill.reputation.v1.ReputationService.ResumeBroadcasts:output_type -> postmill.reputation.v1.ResumeBroadcastsResponse
+	15, // 25: postmill.reputation.v1.ReputationService.PlatformView:output_type -> postmill.reputation.v1.PlatformViewResponse
+	22, // [22:26] is the sub-list for method output_type
+	18, // [18:22] is the sub-list for method input_type
+	18, // [18:18] is the sub-list for extension type_name
+	18, // [18:18] is the sub-list for extension extendee
+	0,  // [0:18] is the sub-list for field type_name
 }
 
 func init() { file_postmill_reputation_v1_reputation_proto_init() }
@@ -900,7 +1255,7 @@ func file_postmill_reputation_v1_reputation_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_postmill_reputation_v1_reputation_proto_rawDesc), len(file_postmill_reputation_v1_reputation_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   12,
+			NumMessages:   16,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

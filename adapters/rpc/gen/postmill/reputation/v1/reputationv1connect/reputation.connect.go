@@ -44,6 +44,9 @@ const (
 	// ReputationServiceResumeBroadcastsProcedure is the fully-qualified name of the ReputationService's
 	// ResumeBroadcasts RPC.
 	ReputationServiceResumeBroadcastsProcedure = "/postmill.reputation.v1.ReputationService/ResumeBroadcasts"
+	// ReputationServicePlatformViewProcedure is the fully-qualified name of the ReputationService's
+	// PlatformView RPC.
+	ReputationServicePlatformViewProcedure = "/postmill.reputation.v1.ReputationService/PlatformView"
 )
 
 // ReputationServiceClient is a client for the postmill.reputation.v1.ReputationService service.
@@ -54,6 +57,8 @@ type ReputationServiceClient interface {
 	Protection(context.Context, *connect.Request[v1.ProtectionRequest]) (*connect.Response[v1.ProtectionResponse], error)
 	// ResumeBroadcasts lifts the pause (admin).
 	ResumeBroadcasts(context.Context, *connect.Request[v1.ResumeBroadcastsRequest]) (*connect.Response[v1.ResumeBroadcastsResponse], error)
+	// PlatformView is the operator's view of organizations and queue depths (admin).
+	PlatformView(context.Context, *connect.Request[v1.PlatformViewRequest]) (*connect.Response[v1.PlatformViewResponse], error)
 }
 
 // NewReputationServiceClient constructs a client for the postmill.reputation.v1.ReputationService
@@ -85,6 +90,12 @@ func NewReputationServiceClient(httpClient connect.HTTPClient, baseURL string, o
 			connect.WithSchema(reputationServiceMethods.ByName("ResumeBroadcasts")),
 			connect.WithClientOptions(opts...),
 		),
+		platformView: connect.NewClient[v1.PlatformViewRequest, v1.PlatformViewResponse](
+			httpClient,
+			baseURL+ReputationServicePlatformViewProcedure,
+			connect.WithSchema(reputationServiceMethods.ByName("PlatformView")),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
@@ -93,6 +104,7 @@ type reputationServiceClient struct {
 	reputation       *connect.Client[v1.ReputationRequest, v1.ReputationResponse]
 	protection       *connect.Client[v1.ProtectionRequest, v1.ProtectionResponse]
 	resumeBroadcasts *connect.Client[v1.ResumeBroadcastsRequest, v1.ResumeBroadcastsResponse]
+	platformView     *connect.Client[v1.PlatformViewRequest, v1.PlatformViewResponse]
 }
 
 // Reputation calls postmill.reputation.v1.ReputationService.Reputation.
@@ -110,6 +122,11 @@ func (c *reputationServiceClient) ResumeBroadcasts(ctx context.Context, req *con
 	return c.resumeBroadcasts.CallUnary(ctx, req)
 }
 
+// PlatformView calls postmill.reputation.v1.ReputationService.PlatformView.
+func (c *reputationServiceClient) PlatformView(ctx context.Context, req *connect.Request[v1.PlatformViewRequest]) (*connect.Response[v1.PlatformViewResponse], error) {
+	return c.platformView.CallUnary(ctx, req)
+}
+
 // ReputationServiceHandler is an implementation of the postmill.reputation.v1.ReputationService
 // service.
 type ReputationServiceHandler interface {
@@ -119,6 +136,8 @@ type ReputationServiceHandler interface {
 	Protection(context.Context, *connect.Request[v1.ProtectionRequest]) (*connect.Response[v1.ProtectionResponse], error)
 	// ResumeBroadcasts lifts the pause (admin).
 	ResumeBroadcasts(context.Context, *connect.Request[v1.ResumeBroadcastsRequest]) (*connect.Response[v1.ResumeBroadcastsResponse], error)
+	// PlatformView is the operator's view of organizations and queue depths (admin).
+	PlatformView(context.Context, *connect.Request[v1.PlatformViewRequest]) (*connect.Response[v1.PlatformViewResponse], error)
 }
 
 // NewReputationServiceHandler builds an HTTP handler from the service implementation. It returns
@@ -146,6 +165,12 @@ func NewReputationServiceHandler(svc ReputationServiceHandler, opts ...connect.H
 		connect.WithSchema(reputationServiceMethods.ByName("ResumeBroadcasts")),
 		connect.WithHandlerOptions(opts...),
 	)
+	reputationServicePlatformViewHandler := connect.NewUnaryHandler(
+		ReputationServicePlatformViewProcedure,
+		svc.PlatformView,
+		connect.WithSchema(reputationServiceMethods.ByName("PlatformView")),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/postmill.reputation.v1.ReputationService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case ReputationServiceReputationProcedure:
@@ -154,6 +179,8 @@ func NewReputationServiceHandler(svc ReputationServiceHandler, opts ...connect.H
 			reputationServiceProtectionHandler.ServeHTTP(w, r)
 		case ReputationServiceResumeBroadcastsProcedure:
 			reputationServiceResumeBroadcastsHandler.ServeHTTP(w, r)
+		case ReputationServicePlatformViewProcedure:
+			reputationServicePlatformViewHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -173,4 +200,8 @@ func (UnimplementedReputationServiceHandler) Protection(context.Context, *connec
 
 func (UnimplementedReputationServiceHandler) ResumeBroadcasts(context.Context, *connect.Request[v1.ResumeBroadcastsRequest]) (*connect.Response[v1.ResumeBroadcastsResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("postmill.reputation.v1.ReputationService.ResumeBroadcasts is not implemented"))
+}
+
+func (UnimplementedReputationServiceHandler) PlatformView(context.Context, *connect.Request[v1.PlatformViewRequest]) (*connect.Response[v1.PlatformViewResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("postmill.reputation.v1.ReputationService.PlatformView is not implemented"))
 }
