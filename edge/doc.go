@@ -1,5 +1,6 @@
 // Package edge is Postmill's REST tier: the /v1 JSON API described by SPEC.md, its OpenAPI 3.1 document and
-// rendered docs, and the operational endpoints (/healthz, /readyz, /metrics).
+// rendered docs, and the operational endpoints /healthz and /readyz. Its metrics are registered with the
+// composition root's registry, which serves /metrics on a listener of its own, never the public one.
 //
 // The edge owns only HTTP concerns: decoding and schema validation, bearer authentication, the per-IP
 // request-rate limits of SPEC §8, the SPEC §7 error body, request ids, access logs, metrics and traces.

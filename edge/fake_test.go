@@ -540,7 +540,6 @@ func MustStartEdge(tb testing.TB, fake *fakeCore, edit func(*edge.Config)) *test
 	cfg := edge.Config{
 		Logger:     slog.New(slog.NewJSONHandler(logs, nil)),
 		Registerer: reg,
-		Gatherer:   reg,
 	}
 	if edit != nil {
 		edit(&cfg)

@@ -10,6 +10,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -278,4 +279,63 @@ func parseHop(s string) netip.Addr {
 		return a.WithZone("")
 	}
 	return netip.Addr{}
+}
+
+// readiness answers /readyz from a cached check: the last result serves every probe for fresh after it was
+// taken, and probes that find it stale share the one check they start. However many probes arrive, the
+// check (a database ping through the core) runs at most once per fresh, and a probe waits at most for one
+// check. A nil check is always ready.
+type readiness struct {
+	run   func(context.Context) error
+	fresh time.Duration
+	now   func() time.Time
+
+	mu      sync.Mutex
+	err     error
+	at      time.Time     // when the last check ended; zero before the first
+	running chan struct{} // closed when the check in flight ends; nil when none is
+}
+
+func newReadiness(run func(context.Context) error, fresh time.Duration, now func() time.Time) *readiness {
+	return &readiness{run: run, fresh: fresh, now: now}
+}
+
+// check returns the last result while it is fresh; otherwise it waits for the check in flight, starting
+// one if there is none. The check runs detached from ctx (bounded by readyTimeout), so a probe that gives
+// up does not cut it short for the others.
+func (r *readiness) check(ctx context.Context) error {
+	if r.run == nil {
+		return nil
+	}
+	r.mu.Lock()
+	if !r.at.IsZero() && r.now().Sub(r.at) < r.fresh {
+		err := r.err
+		r.mu.Unlock()
+		return err
+	}
+	done := r.running
+	if done == nil {
+		done = make(chan struct{})
+		r.running = done
+		go r.refresh(done)
+	}
+	r.mu.Unlock()
+	select {
+	case <-done:
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		return r.err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (r *readiness) refresh(done chan struct{}) {
+	ctx, cancel := context.WithTimeout(context.Background(), readyTimeout)
+	defer cancel()
+	err := r.run(ctx)
+	r.mu.Lock()
+	r.err, r.at, r.running = err, r.now(), nil
+	r.mu.Unlock()
+	close(done)
 }

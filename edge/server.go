@@ -15,7 +15,6 @@ import (
 	"github.com/danielgtaylor/huma/v2"
 	"github.com/danielgtaylor/huma/v2/adapters/humago"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/trace"
 
@@ -48,8 +47,13 @@ const TemplateMaxBodyBytes int64 = 4 << 20
 // readyTimeout bounds one readiness check so a hung dependency answers 503 rather than hanging the probe.
 const readyTimeout = 5 * time.Second
 
+// readyFresh is how long /readyz answers from the last readiness check: a flood of probes costs the
+// database at most one check per readyFresh.
+const readyFresh = time.Second
+
 // Config is what the composition root decides for the edge; the zero value works (no trusted proxies,
-// JSON logs on stderr, a private metrics registry, 1 MiB bodies, ready as soon as the core's Health answers).
+// JSON logs on stderr, a private metrics registry, 1 MiB bodies, the default Timeouts, ready as soon as the
+// core's Health answers).
 type Config struct {
 	// TrustedProxies are the networks whose X-Forwarded-For is believed when deriving the client IP used
 	// by the per-IP rate limits of SPEC §8. Empty means the socket peer is the client.
@@ -59,11 +63,9 @@ type Config struct {
 	Ready func(context.Context) error
 	// Logger receives the access log and internal errors; every line of a request carries request_id.
 	Logger *slog.Logger
-	// Registerer receives the edge's metrics. Set it and Gatherer to the same *prometheus.Registry so
-	// /metrics shows the whole process, or leave both nil for a private registry.
+	// Registerer receives the edge's metrics; nil keeps them in a private registry. The edge does not
+	// serve /metrics: the composition root exposes the registry on its own listener, off the public one.
 	Registerer prometheus.Registerer
-	// Gatherer is what /metrics exposes.
-	Gatherer prometheus.Gatherer
 	// MaxBodyBytes bounds request bodies; a larger body is a 413. Zero means DefaultMaxBodyBytes. The send
 	// routes take SendMaxBodyBytes and BatchMaxBodyBytes, and template versions TemplateMaxBodyBytes,
 	// instead, unless MaxBodyBytes is larger.
@@ -74,6 +76,9 @@ type Config struct {
 	// AdminWithout2FA lets platform admins use /v1/admin/* without two-factor authentication on their
 	// account (POSTMILL_ADMIN_REQUIRE_2FA=false, for tests and local runs). By default such an admin gets 403.
 	AdminWithout2FA bool
+	// Timeouts bound how long HTTPServer waits for requests and takes to answer; zero fields take the
+	// defaults (timeouts.go).
+	Timeouts Timeouts
 }
 
 // Validate rejects configurations that would silently lose metrics or bodies.
@@ -92,15 +97,6 @@ func (c Config) Validate() error {
 			return errors.New("edge: TrustedProxies holds an invalid prefix")
 		}
 	}
-	if (c.Registerer == nil) != (c.Gatherer == nil) {
-		if _, ok := c.Registerer.(prometheus.Gatherer); ok && c.Gatherer == nil {
-			return nil
-		}
-		if _, ok := c.Gatherer.(prometheus.Registerer); ok && c.Registerer == nil {
-			return nil
-		}
-		return errors.New("edge: set Registerer and Gatherer together (or neither)")
-	}
 	return nil
 }
 
@@ -115,6 +111,7 @@ type Server struct {
 	mux     *http.ServeMux
 	api     huma.API
 	handler http.Handler
+	ready   *readiness
 	logs    *logShipper // nil without core.Logs
 }
 
@@ -134,21 +131,15 @@ func New(cfg Config, core ports.Core) (*Server, error) {
 	if cfg.MaxBodyBytes == 0 {
 		cfg.MaxBodyBytes = DefaultMaxBodyBytes
 	}
+	cfg.Timeouts = cfg.Timeouts.withDefaults()
 	s := &Server{cfg: cfg, core: core, logger: cfg.Logger, tracer: otel.Tracer("github.com/postmill/postmill/edge")}
 	if s.logger == nil {
 		s.logger = slog.New(slog.NewJSONHandler(os.Stderr, nil))
 	}
 
-	reg, gat := cfg.Registerer, cfg.Gatherer
-	if reg == nil && gat == nil {
-		r := prometheus.NewRegistry()
-		reg, gat = r, r
-	}
+	reg := cfg.Registerer
 	if reg == nil {
-		reg = gat.(prometheus.Registerer)
-	}
-	if gat == nil {
-		gat = reg.(prometheus.Gatherer)
+		reg = prometheus.NewRegistry()
 	}
 	var err error
 	if s.metrics, err = newHTTPMetrics(reg); err != nil {
@@ -162,7 +153,8 @@ func New(cfg Config, core ports.Core) (*Server, error) {
 
 	s.mux = http.NewServeMux()
 	s.api = humago.New(s.mux, apiConfig(cfg))
-	s.api.UseMiddleware(s.guard, s.notePrincipal)
+	s.api.OpenAPI().OnAddOperation = append(s.api.OpenAPI().OnAddOperation, s.sizeBodyTimeouts)
+	s.api.UseMiddleware(s.bodyDeadlines, s.guard, s.notePrincipal)
 	s.registerAccountRoutes()
 	s.registerCredentialRoutes()
 	s.registerOrganizationRoutes()
@@ -193,16 +185,20 @@ func New(cfg Config, core ports.Core) (*Server, error) {
 	s.mux.HandleFunc("GET /docs", docs.servePage)
 	s.mux.HandleFunc("GET /docs/assets/{file...}", docs.serveAsset)
 
+	ready := cfg.Ready
+	if ready == nil && core.Health != nil {
+		ready = core.Health.Ping
+	}
+	s.ready = newReadiness(ready, readyFresh, time.Now)
 	s.mux.HandleFunc("GET /healthz", s.healthz)
 	s.mux.HandleFunc("GET /readyz", s.readyz)
-	s.mux.Handle("GET /metrics", promhttp.HandlerFor(gat, promhttp.HandlerOpts{}))
 	s.mux.HandleFunc("/", notFound)
 
 	s.handler = s.observe(s.captureRequests(securityHeaders(s.mux)))
 	return s, nil
 }
 
-// Handler is what the composition root puts on the HTTP listener.
+// Handler serves every route; HTTPServer puts it on a listener with the edge's timeouts.
 func (s *Server) Handler() http.Handler { return s.handler }
 
 // apiConfig is huma's default configuration without the $schema links it would add to every response
@@ -254,19 +250,12 @@ func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 }
 
+// readyz answers from the last readiness check while it is younger than readyFresh (see readiness).
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
-	ready := s.cfg.Ready
-	if ready == nil && s.core.Health != nil {
-		ready = s.core.Health.Ping
-	}
-	if ready != nil {
-		ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
-		defer cancel()
-		if err := ready(ctx); err != nil {
-			loggerFrom(r.Context()).Warn("not ready", slog.String("error", err.Error()))
-			writeJSONError(w, statusProblem(http.StatusServiceUnavailable, ""))
-			return
-		}
+	if err := s.ready.check(r.Context()); err != nil {
+		loggerFrom(r.Context()).Warn("not ready", slog.String("error", err.Error()))
+		writeJSONError(w, statusProblem(http.StatusServiceUnavailable, ""))
+		return
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
 }

@@ -57,6 +57,7 @@ type App struct {
 	rpcTLS   bool     // the core's RPC listener serves TLS
 	smtpAddr net.Addr // submission listener
 	mxAddr   net.Addr // inbound MX listener
+	opsAddr  net.Addr // operations listener: /metrics, /healthz
 	local    localMode
 }
 
@@ -95,6 +96,7 @@ func New(cfg Config, targets Targets, logger *slog.Logger) (*App, error) {
 
 	mm := modules.NewManager(log.NewNopLogger())
 	mm.RegisterModule(moduleStore, a.initStore, modules.UserInvisibleModule)
+	mm.RegisterModule(moduleOps, a.initOps, modules.UserInvisibleModule)
 	mm.RegisterModule(TargetCore, a.initCore)
 	mm.RegisterModule(TargetEdge, a.initEdge)
 	mm.RegisterModule(TargetMTA, a.initMTA)
@@ -116,6 +118,9 @@ func New(cfg Config, targets Targets, logger *slog.Logger) (*App, error) {
 	}
 	deps[TargetAnalytics] = []string{moduleStore} // the analytics tier reads the event outbox and writes the analytics tables
 	a.registerLocal(mm, deps)
+	for _, t := range tiers {
+		deps[t] = append(deps[t], moduleOps) // every process serves its metrics, whichever tiers it runs
+	}
 	for name, d := range deps {
 		if err := mm.AddDependency(name, d...); err != nil {
 			return nil, err

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/postmill/postmill/adapters/rpc"
+	"github.com/postmill/postmill/edge"
 	"github.com/postmill/postmill/mta"
 )
 
@@ -28,6 +29,12 @@ type Config struct {
 
 	HTTPAddr string
 	BaseURL  string
+	// MetricsAddr is the operations listener: /metrics and /healthz, kept off the public edge
+	// (POSTMILL_METRICS_ADDR; "off" turns it off). Empty means none: tests that build a Config by hand.
+	MetricsAddr string
+	// HTTPTimeouts bound how long the edge waits for a request's parts and takes to answer (see
+	// edge.Timeouts); zero fields keep the edge's defaults. No environment variable: tests shorten them.
+	HTTPTimeouts edge.Timeouts
 	// RPCAddr is where a process running the core serves Connect for other tiers.
 	RPCAddr string
 	// CoreURL is where a process without the core reaches one (edge-only processes).
@@ -109,6 +116,10 @@ type Config struct {
 	Local LocalConfig
 	// MTATLS is the MTA's outbound transport security: MTA-STS, DANE, TLS-RPT (tier_mta_tls.go).
 	MTATLS MTATLSConfig
+	// LookupCacheTTL replaces how long the send path reuses an organization or a domain it read when no
+	// change is announced (sending.DefaultLookupCacheTTL). Tests lengthen it to show that announced
+	// changes, not the timeout, reach every process; there is no environment variable.
+	LookupCacheTTL time.Duration
 	// MaxDomainsPerOrg, MaxWebhooksPerOrg and MaxAPIKeysPerOrg bound what one organization may hold
 	// (domains, webhook endpoints, API keys that are not revoked); creating one more is a 403. Zero keeps
 	// the core's default (100, 20, 100).
@@ -234,6 +245,9 @@ func LoadEnv(getenv Getenv) (Config, error) {
 		ShutdownGraceSecs: int(integer("POSTMILL_SHUTDOWN_GRACE_SECONDS", 20)),
 	}
 	c.BaseURL = strings.TrimRight(str("POSTMILL_BASE_URL", "http://"+c.HTTPAddr), "/")
+	if c.MetricsAddr = str("POSTMILL_METRICS_ADDR", "127.0.0.1:9090"); c.MetricsAddr == "off" {
+		c.MetricsAddr = ""
+	}
 	c.FeedbackAddress = strings.ToLower(str("POSTMILL_FEEDBACK_ADDRESS", "fbl@"+c.ReturnPathHost))
 	coreScheme := "http://"
 	if !c.rpcTLS().Empty() {
@@ -298,6 +312,9 @@ func (c *Config) Validate(targets Targets) error {
 		if _, _, err := net.SplitHostPort(addr); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %q is not host:port", name, addr))
 		}
+	}
+	if _, _, err := net.SplitHostPort(c.MetricsAddr); c.MetricsAddr != "" && err != nil {
+		errs = append(errs, fmt.Errorf("POSTMILL_METRICS_ADDR: %q is not host:port (or off)", c.MetricsAddr))
 	}
 	switch c.TrackingScheme {
 	case "http", "https":

@@ -34,6 +34,9 @@ type coreEnv struct {
 	// tracker signs open-pixel and click links: the tracking area builds it and sending rewrites mail with
 	// it. It is the one thing an area hands another that has no field in ports.Core.
 	tracker *tracking.Tracker
+	// changes carries news of paused organizations, new plans and suspended domains between the areas of
+	// this process and from other processes (the store announces them); its listener is one of the loops.
+	changes *postgres.ChangeFeed
 }
 
 // coreArea builds one area of the core into env. It reads the configuration and the process's shared
@@ -64,6 +67,8 @@ var coreAreas = []coreArea{
 func (a *App) buildCore(ctx context.Context, st *postgres.Store) (ports.Core, []func(context.Context) error, error) {
 	env := &coreEnv{ctx: ctx, store: st, keyring: a.keyring, clock: ports.SystemClock{}, logger: a.logger}
 	env.core.Health = st
+	env.changes = postgres.NewChangeFeed(st.Pool(), a.logger)
+	env.loops = append(env.loops, env.changes.Run)
 	for _, build := range coreAreas {
 		if err := build(a, env); err != nil {
 			return ports.Core{}, nil, err

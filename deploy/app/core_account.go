@@ -18,7 +18,7 @@ func (a *App) coreAccount(env *coreEnv) error {
 		MaxAPIKeys:     a.cfg.MaxAPIKeysPerOrg,
 	}, account.Deps{
 		Accounts: env.store, Organizations: env.store, APIKeys: env.store, SMTPCredentials: env.store,
-		RateLimiter: env.core.RateLimiter, Clock: env.clock, Keyring: env.keyring, Logger: env.logger,
+		RateLimiter: env.core.RateLimiter, Changes: env.changes, Clock: env.clock, Keyring: env.keyring, Logger: env.logger,
 	})
 	if err != nil {
 		return err

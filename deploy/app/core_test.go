@@ -47,10 +47,10 @@ func TestBuildCoreFillsEveryPort(t *testing.T) {
 	if r, ok := core.Templates.(ports.TemplateRenderer); !ok || core.Renderer != r {
 		t.Error("the core's Renderer is not its template service")
 	}
-	// account, rate limit, sending (relay, scheduler, pruner), webhook (fan-out, dispatcher), broadcast
-	// (expander), inbound (webhook routes)
-	if len(loops) != 9 {
-		t.Errorf("the core runs %d background loops, want 9", len(loops))
+	// the change feed's listener, account, rate limit, sending (relay, scheduler, pruner, held-delivery
+	// release), webhook (fan-out, dispatcher), inbound (webhook routes), broadcast (expander), reputation
+	if len(loops) != 12 {
+		t.Errorf("the core runs %d background loops, want 12", len(loops))
 	}
 }
 

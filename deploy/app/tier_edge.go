@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"time"
 
 	"github.com/grafana/dskit/services"
 
@@ -33,7 +32,8 @@ func (a *App) initEdge() (services.Service, error) {
 			Ready:          a.ready,
 			Logger:         a.logger,
 			Registerer:     a.reg,
-			Gatherer:       a.reg,
+			BaseURL:        a.cfg.BaseURL,
+			Timeouts:       a.cfg.HTTPTimeouts,
 			// POSTMILL_ADMIN_REQUIRE_2FA=false lets admins without 2FA use the admin routes.
 			AdminWithout2FA: !a.cfg.AdminRequire2FA,
 		}, core)
@@ -52,7 +52,7 @@ func (a *App) initEdge() (services.Service, error) {
 		a.mu.Lock()
 		a.httpAddr = ln.Addr()
 		a.mu.Unlock()
-		srv = &http.Server{Handler: e.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+		srv = e.HTTPServer() // the handler with the edge's read, write and idle timeouts
 		go func() { serveCh <- srv.Serve(ln) }()
 		a.logger.Info("listening", "service", "edge-http", "addr", ln.Addr().String(), "base_url", a.cfg.BaseURL)
 

@@ -124,6 +124,7 @@ func baseEnv(tb testing.TB, databaseURL string) map[string]string {
 	return map[string]string{
 		"POSTMILL_DATABASE_URL":    databaseURL,
 		"POSTMILL_HTTP_ADDR":       "127.0.0.1:0",
+		"POSTMILL_METRICS_ADDR":    "127.0.0.1:0",
 		"POSTMILL_RPC_ADDR":        "127.0.0.1:0",
 		"POSTMILL_SUBMISSION_ADDR": "127.0.0.1:0",
 		"POSTMILL_SMTP_ADDR":       "127.0.0.1:0",

@@ -37,6 +37,7 @@ func testConfig(tb testing.TB, databaseURL string) app.Config {
 	}
 	cfg.DatabaseURL = databaseURL
 	cfg.HTTPAddr = "127.0.0.1:0"
+	cfg.MetricsAddr = "127.0.0.1:0"
 	cfg.RPCAddr = "127.0.0.1:0"
 	cfg.SubmissionAddr = "127.0.0.1:0"
 	cfg.SMTPAddr = "127.0.0.1:0"

@@ -125,9 +125,10 @@ func TestErrorShapeDocsAndOperations(t *testing.T) {
 		t.Errorf("/docs: %d", res.StatusCode)
 	}
 
-	// Metrics count requests by route pattern and status.
+	// Metrics count requests by route pattern and status; they are served on the operations listener only.
 	e.MustSignup("mike@example.com", "")
-	m := e.get("/metrics", "")
+	errorBody(t, e.get("/metrics", ""), 404, "Not Found", "")
+	m := e.getURL(t, e.app.MetricsURL()+"/metrics")
 	expect(t, m, 200)
 	if !regexp.MustCompile(`postmill_http_requests_total\{[^}]*route="/v1/auth/signup"[^}]*\} [1-9]`).Match(m.raw) &&
 		!regexp.MustCompile(`postmill_http_requests_total\{[^}]*route="POST /v1/auth/signup"[^}]*\} [1-9]`).Match(m.raw) {

@@ -27,7 +27,7 @@ Postmill is starting (Ctrl-C stops it).
   API docs       $base/docs
   OpenAPI        $base/v1/openapi.json
   health         $base/healthz  $base/readyz
-  metrics        $base/metrics
+  metrics        http://${POSTMILL_METRICS_ADDR:-127.0.0.1:9090}/metrics  (operations listener, not public)
   SMTP (MX)      ${POSTMILL_SMTP_ADDR:-127.0.0.1:2525}
   SMTP submit    ${POSTMILL_SUBMISSION_ADDR:-127.0.0.1:1587}
   database       ${POSTMILL_DATABASE_URL%%\?*}
