@@ -38,7 +38,7 @@ func dmarcFixture(t *testing.T, name string) []byte {
 		t.Fatal(err)
 	}
 	// The fixtures cover 2025-11-25; move them to yesterday so they stay inside every window.
-	day := time.Now().UTC().Truncate(24*time.Hour).Add(-24 * time.Hour).Unix()
+	day := time.Now().UTC().Truncate(24 * time.Hour).Add(-24 * time.Hour).Unix()
 	return []byte(strings.NewReplacer(
 		"<begin>1764028800</begin>", fmt.Sprintf("<begin>%d</begin>", day),
 		"<end>1764115199</end>", fmt.Sprintf("<end>%d</end>", day+86399),
