@@ -10,8 +10,8 @@ import (
 // coreBilling builds the plan catalogue and subscriptions (SPEC §4.13). The catalogue is the JSON file named
 // by POSTMILL_PLANS_FILE (docs/billing.md); the free plan, when the file does not define it, has the limits
 // new organizations get (POSTMILL_DEFAULT_MONTHLY_LIMIT, POSTMILL_DEFAULT_WARMUP_CAP). No payment provider
-// is configured, so every plan is taken at once. The store's trigger on organizations announces new limits
-// to every process's send path.
+// is configured, so every plan is taken at once. A new plan is published on the change feed, so this
+// process's send path meets it on the very next send; the store's trigger tells the other processes.
 func (a *App) coreBilling(env *coreEnv) error {
 	plans, err := billing.LoadCatalogue(os.Getenv("POSTMILL_PLANS_FILE"))
 	if err != nil {
@@ -20,7 +20,7 @@ func (a *App) coreBilling(env *coreEnv) error {
 	svc, err := billing.New(billing.Config{
 		Plans:       plans,
 		DefaultPlan: ports.Plan{MonthlyLimit: a.cfg.DefaultMonthly, WarmupCap: a.cfg.DefaultWarmupCap},
-	}, billing.Deps{Organizations: env.store, Store: env.store, Clock: env.clock})
+	}, billing.Deps{Organizations: env.store, Store: env.store, Changes: env.changes, Clock: env.clock})
 	if err != nil {
 		return err
 	}
