@@ -228,38 +228,59 @@ func runDocExamples(t *testing.T, rel string, blocks []docBlock, extra map[strin
 	}
 	fmt.Fprintf(&script, "echo '@@docs-block %d@@'\n", len(blocks))
 
-	out, err := os.Create(filepath.Join(dir, "output.txt"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer out.Close()
 	scriptPath := filepath.Join(dir, "examples.sh")
 	if err := os.WriteFile(scriptPath, []byte(script.String()), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// The output goes through a pipe (an example may write to /dev/stderr, which would truncate a file);
+	// background processes the examples start hold it open until the process group is killed.
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var outBuf strings.Builder
+	copied := make(chan struct{})
+	go func() {
+		defer close(copied)
+		buf := make([]byte, 32<<10)
+		for {
+			n, err := pr.Read(buf)
+			outBuf.Write(buf[:n])
+			if err != nil {
+				return
+			}
+		}
+	}()
 	cmd := exec.Command("bash", scriptPath)
-	cmd.Stdout, cmd.Stderr = out, out // a file: background processes of the examples do not hold Wait
+	cmd.Stdout, cmd.Stderr = pw, pw
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	// Receivers the examples start in the background go with the process group.
-	defer func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }()
+	pw.Close()
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	var runErr error
 	select {
 	case runErr = <-done:
-	case <-time.After(time.Minute):
+	case <-time.After(2 * time.Minute):
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		<-done
-		runErr = fmt.Errorf("still running after a minute")
+		runErr = fmt.Errorf("still running after 2 minutes")
 	}
+	// Receivers the examples started in the background go with the process group.
+	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	select {
+	case <-copied:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the examples' output pipe stayed open after their processes were killed")
+	}
+	pr.Close()
 	t.Logf("%s: %d blocks in %s", rel, len(blocks), time.Since(start).Round(100*time.Millisecond))
 
-	raw, _ := os.ReadFile(out.Name())
-	segments := splitDocOutput(string(raw))
+	raw := outBuf.String()
+	segments := splitDocOutput(raw)
 	last := -1
 	for i := range blocks {
 		if _, ok := segments[i]; ok {
