@@ -213,7 +213,7 @@ func TestBinaryEdgeWithTierCredentialAndNoSecretKey(t *testing.T) {
 	edgeDir := t.TempDir()
 	edgeEnv := map[string]string{
 		"POSTMILL_HTTP_ADDR": "127.0.0.1:0", "POSTMILL_RPC_ADDR": "127.0.0.1:0", "POSTMILL_SUBMISSION_ADDR": "127.0.0.1:0",
-		"POSTMILL_SMTP_ADDR": "127.0.0.1:0", "POSTMILL_DATA_DIR": edgeDir, "POSTMILL_TRUSTED_PROXIES": "127.0.0.1",
+		"POSTMILL_SMTP_ADDR": "127.0.0.1:0", "POSTMILL_METRICS_ADDR": "127.0.0.1:0", "POSTMILL_DATA_DIR": edgeDir, "POSTMILL_TRUSTED_PROXIES": "127.0.0.1",
 		"POSTMILL_ADMIN_REQUIRE_2FA": "false", "POSTMILL_CORE_URL": coreURL, "POSTMILL_RPC_CREDENTIAL": credential,
 		"POSTMILL_RPC_TLS_CERT": edgeCert.Cert, "POSTMILL_RPC_TLS_KEY": edgeCert.Key, "POSTMILL_RPC_TLS_CA": edgeCert.CA,
 	}

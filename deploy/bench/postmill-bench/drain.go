@@ -215,6 +215,7 @@ func startMTAProcess(bin, db string, core *platform, env []string) (*platform, e
 	p.cmd.Env = append(os.Environ(), append(env,
 		"POSTMILL_DATABASE_URL="+db,
 		"POSTMILL_CORE_URL="+rpc,
+		"POSTMILL_METRICS_ADDR=127.0.0.1:0",
 		"POSTMILL_DATA_DIR="+dataDir,
 		"POSTMILL_SECRET_KEY=bench-secret-key-0123456789abcdef",
 		"POSTMILL_LOG_LEVEL=warn",

@@ -169,6 +169,7 @@ func startPlatform(o platformOpts) (*platform, error) {
 		"POSTMILL_DATABASE_URL="+o.db,
 		fmt.Sprintf("POSTMILL_HTTP_ADDR=127.0.0.1:%d", httpPort),
 		fmt.Sprintf("POSTMILL_RPC_ADDR=127.0.0.1:%d", rpcPort),
+		"POSTMILL_METRICS_ADDR=127.0.0.1:0", // several processes run side by side in the split shape
 		"POSTMILL_DATA_DIR="+dataDir,
 		"POSTMILL_SECRET_KEY=bench-secret-key-0123456789abcdef",
 		"POSTMILL_DNS_RESOLVER="+o.zone.addr,
