@@ -7,8 +7,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/google/uuid"
-
+	"github.com/postmill/postmill/core/id"
 	"github.com/postmill/postmill/ports"
 )
 
@@ -111,7 +110,7 @@ func (s *Service) decode(token string, kind byte) (Token, error) {
 // UTC at PostgreSQL's microsecond resolution, so the event read back equals the one written.
 func (s *Service) event(typ string, tok Token) ports.Event {
 	return ports.Event{
-		ID:             uuid.Must(uuid.NewV7()).String(),
+		ID:             id.New(),
 		Type:           typ,
 		OrganizationID: tok.OrganizationID,
 		MessageID:      tok.MessageID,
