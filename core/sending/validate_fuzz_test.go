@@ -51,6 +51,8 @@ func FuzzValidateSend(f *testing.F) {
 			content: []byte("x"), attachments: 21, idempotencyKey: "key\x7f"},
 		{from: "news@acme.example", to: "a@-bad-.example", subject: "s", text: "t", filename: "f\r\n",
 			contentType: "", contentID: "<<x>>", attachments: 1, templateID: "not-a-uuid"},
+		{from: "news@acme.example", to: "a@example.com", subject: "s", text: "t",
+			headerName: "X-" + strings.Repeat("n", 2995), headerValue: strings.Repeat("k", 300)},
 	} {
 		f.Add(s.from, s.to, s.cc, s.replyTo, s.subject, s.html, s.text, s.headerName, s.headerValue, s.metadata,
 			s.filename, s.contentType, s.contentID, s.content, s.inline, s.attachments, s.templateID, s.idempotencyKey)
@@ -61,8 +63,8 @@ func FuzzValidateSend(f *testing.F) {
 		}
 		return strings.Split(s, ",")
 	}
-	fields := []string{"from", "to", "cc", "bcc", "replyTo", "subject", "html", "text", "template.id", "headers.",
-		"tags.", "metadata", "attachments", "Idempotency-Key"}
+	fields := []string{"from", "to", "cc", "bcc", "replyTo", "subject", "html", "text", "template.id", "headers",
+		"headers.", "tags", "tags.", "metadata", "attachments", "Idempotency-Key"}
 	f.Fuzz(func(t *testing.T, from, to, cc, replyTo, subject, html, text, headerName, headerValue string,
 		metadata []byte, filename, contentType, contentID string, content []byte, inline bool, attachments uint8,
 		templateID, idempotencyKey string) {
