@@ -10,7 +10,7 @@ import (
 // The test server stands in for a validating resolver: for names under a zone marked secure it sets the AD
 // bit when the query asks for DNSSEC, as Unbound or BIND do after checking the zone's signatures. Nothing
 // is signed, so these tests cover what Postmill reads from the wire (the DO bit asked, the AD bit and the
-// TLSA fields read back), not DNSSEC validation itself.
+// TLSA fields read back); resolver_validating_test.go asks a real validator, Unbound, about a signed zone.
 
 func TestLookupTLSAReadsRecordsAndTheADBit(t *testing.T) {
 	t.Parallel()

@@ -14,6 +14,10 @@
 #   chromium       headless browser of the edge's TestDocsRenderOffline, which loads /docs with the network cut
 #                  to loopback
 #   spamd          SpamAssassin's daemon, the real spam checker behind the spamd adapter's e2e test
+#   ldnsutils      ldns-keygen and ldns-signzone, which sign the DNSSEC test zone of the DANE tests
+#   nsd            the authoritative server serving that signed zone on loopback
+#   unbound        the validating resolver the DANE tests resolve through (the AD bit and SERVFAIL for bogus
+#                  signatures come from its validation)
 # As root on a machine with apt-get it installs what is missing (idempotent: nothing is done when all are
 # present); otherwise it prints what is missing and how to install it, and exits 1 if anything is.
 # Nothing is started or enabled: the tests run each engine as a private process of their own.
@@ -30,6 +34,9 @@ deps=(
 	"chromium|/usr/bin/chromium"
 	"clickhouse-server|/usr/sbin/clickhouse-server"
 	"spamd|/usr/sbin/spamd"
+	"ldnsutils|/usr/bin/ldns-signzone"
+	"nsd|/usr/sbin/nsd"
+	"unbound|/usr/sbin/unbound"
 )
 
 # present reports whether a file matching the pattern exists.
