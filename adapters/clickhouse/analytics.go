@@ -2,8 +2,11 @@
 // native protocol (clickhouse-go/v2). Its SQL runs on Debian's clickhouse-server 18.16 and on current
 // ClickHouse, so it avoids what 18.16 lacks: DateTime64 (times are a DateTime plus a microseconds column),
 // TTL clauses (retention drops partitions), ILIKE (lower() and position()), insert deduplication of
-// non-replicated tables and the Nullable/LowCardinality niceties. Tables are ReplacingMergeTree keyed on the
-// row id and read with FINAL, and counts use uniqExact(id), so a re-delivered batch is counted once.
+// non-replicated tables and the Nullable/LowCardinality niceties. Requests and events are ReplacingMergeTree
+// tables keyed on the row id. A materialized view adds each inserted event to hourly SummingMergeTree
+// rollups that GET /v1/analytics reads with sum() and GROUP BY; because the view counts whatever is
+// inserted, an event whose id is already stored is dropped before the insert, so a re-delivered batch is
+// counted once.
 package clickhouse
 
 import (
@@ -18,6 +21,7 @@ import (
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
+	"github.com/ClickHouse/clickhouse-go/v2/ext"
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
 	"github.com/postmill/postmill/ports"
@@ -51,6 +55,10 @@ func Open(ctx context.Context, addr, database string) (*Analytics, error) {
 			conn.Close()
 			return nil, fmt.Errorf("clickhouse: create schema: %w", err)
 		}
+	}
+	if err := a.createRollups(ctx); err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("clickhouse: create rollups: %w", err)
 	}
 	return a, nil
 }
@@ -86,6 +94,36 @@ func (a *Analytics) schema() []string {
 	}
 }
 
+// rollupSelect turns events into rollup rows: one per event, hour and dimension, the dimension being the empty string
+// (everything), 'd:<sending domain>' (when the event has one) and 't:<name:value>' for each tag.
+const rollupSelect = `SELECT organization_id, dim, toStartOfHour(occurred_at, 'UTC') AS hour, type, toUInt64(count()) AS n
+FROM %s ARRAY JOIN arrayFilter(k -> k != 'd:', arrayConcat(['', concat('d:', domain)], arrayMap(x -> concat('t:', x), tags))) AS dim
+GROUP BY organization_id, dim, hour, type`
+
+// createRollups creates the hourly rollup table and the materialized view that feeds it from every insert
+// into events. A rollup table made for a database whose events table already holds rows is first filled
+// from those rows (FINAL: each stored event once).
+func (a *Analytics) createRollups(ctx context.Context) error {
+	var exists uint8
+	if err := a.conn.QueryRow(ctx, `SELECT toUInt8(count()) FROM system.tables WHERE database = ? AND name = 'rollups'`,
+		a.db).Scan(&exists); err != nil {
+		return err
+	}
+	if err := a.conn.Exec(ctx, `CREATE TABLE IF NOT EXISTS `+a.db+`.rollups (
+    organization_id String, dim String, hour DateTime, type String, n UInt64
+) ENGINE = SummingMergeTree((n)) PARTITION BY toYYYYMMDD(hour) ORDER BY (organization_id, dim, hour, type)`); err != nil {
+		return err
+	}
+	if exists == 0 {
+		if err := a.conn.Exec(ctx, `INSERT INTO `+a.db+`.rollups (organization_id, dim, hour, type, n) `+
+			fmt.Sprintf(rollupSelect, a.db+`.events FINAL`)); err != nil {
+			return err
+		}
+	}
+	return a.conn.Exec(ctx, `CREATE MATERIALIZED VIEW IF NOT EXISTS `+a.db+`.rollups_mv TO `+a.db+`.rollups AS `+
+		fmt.Sprintf(rollupSelect, a.db+`.events`))
+}
+
 // InsertRequests implements ports.AnalyticsStore with one native batch.
 func (a *Analytics) InsertRequests(ctx context.Context, rows []ports.RequestLog) error {
 	if len(rows) == 0 {
@@ -110,16 +148,26 @@ func (a *Analytics) InsertRequests(ctx context.Context, rows []ports.RequestLog)
 	return nil
 }
 
-// InsertEvents implements ports.AnalyticsStore with one native batch.
+// InsertEvents implements ports.AnalyticsStore with one native batch of the events not stored yet. The
+// materialized view adds every inserted row to the rollups, and a ReplacingMergeTree does not take back what
+// a view has counted (nor has 18.16 insert deduplication for non-replicated tables), so a re-delivered event
+// is dropped here: once within the batch, and once more if the events table already holds its id.
 func (a *Analytics) InsertEvents(ctx context.Context, rows []ports.AnalyticsEvent) error {
 	if len(rows) == 0 {
+		return nil
+	}
+	fresh, err := a.newEvents(ctx, rows)
+	if err != nil {
+		return fmt.Errorf("clickhouse: insert events: %w", err)
+	}
+	if len(fresh) == 0 {
 		return nil
 	}
 	b, err := a.conn.PrepareBatch(ctx, `INSERT INTO `+a.db+`.events (organization_id, occurred_at, id, type, message_id, domain, tags)`)
 	if err != nil {
 		return fmt.Errorf("clickhouse: insert events: %w", err)
 	}
-	for _, e := range rows {
+	for _, e := range fresh {
 		tags := e.Tags
 		if tags == nil {
 			tags = []string{}
@@ -134,6 +182,65 @@ func (a *Analytics) InsertEvents(ctx context.Context, rows []ports.AnalyticsEven
 		return fmt.Errorf("clickhouse: insert events: %w", err)
 	}
 	return nil
+}
+
+// newEvents returns the events of rows whose id appears neither earlier in rows nor in the events table.
+// The ids travel as an external table (no query-size limit), and the lookup is bounded by the batch's
+// organizations and time span so it reads only the primary-key ranges the batch could have touched.
+func (a *Analytics) newEvents(ctx context.Context, rows []ports.AnalyticsEvent) ([]ports.AnalyticsEvent, error) {
+	seen := make(map[string]bool, len(rows))
+	unique := make([]ports.AnalyticsEvent, 0, len(rows))
+	ids, err := ext.NewTable("batch_ids", ext.Column("organization_id", "String"), ext.Column("id", "String"))
+	if err != nil {
+		return nil, err
+	}
+	lo, hi := rows[0].OccurredAt.UTC().Truncate(time.Second), rows[0].OccurredAt.UTC().Truncate(time.Second)
+	for _, e := range rows {
+		if seen[e.ID] {
+			continue
+		}
+		seen[e.ID] = true
+		unique = append(unique, e)
+		at := e.OccurredAt.UTC().Truncate(time.Second)
+		if at.Before(lo) {
+			lo = at
+		}
+		if at.After(hi) {
+			hi = at
+		}
+		if err := ids.Append(e.OrganizationID, e.ID); err != nil {
+			return nil, err
+		}
+	}
+	qctx := clickhouse.Context(ctx, clickhouse.WithExternalTable(ids))
+	found, err := a.conn.Query(qctx, `SELECT id FROM `+a.db+`.events
+WHERE organization_id IN (SELECT organization_id FROM batch_ids) AND occurred_at >= ? AND occurred_at <= ?
+    AND id IN (SELECT id FROM batch_ids)`, lo, hi)
+	if err != nil {
+		return nil, fmt.Errorf("look up stored ids: %w", err)
+	}
+	defer found.Close()
+	stored := map[string]bool{}
+	for found.Next() {
+		var id string
+		if err := found.Scan(&id); err != nil {
+			return nil, fmt.Errorf("look up stored ids: %w", err)
+		}
+		stored[id] = true
+	}
+	if err := found.Err(); err != nil {
+		return nil, fmt.Errorf("look up stored ids: %w", err)
+	}
+	if len(stored) == 0 {
+		return unique, nil
+	}
+	fresh := unique[:0]
+	for _, e := range unique {
+		if !stored[e.ID] {
+			fresh = append(fresh, e)
+		}
+	}
+	return fresh, nil
 }
 
 const requestColumns = `id, organization_id, occurred_at, occurred_us, method, route, path, status, latency_us,
@@ -292,31 +399,29 @@ WHERE organization_id = ? AND id = ? LIMIT 1`, organizationID, id)
 	return r, nil
 }
 
-// Summarize implements ports.AnalyticsStore: distinct event ids per bucket and type, so an event stored
-// twice before a merge still counts once.
+// Summarize implements ports.AnalyticsStore from the hourly rollups: sum() with GROUP BY, so rows of
+// parts not merged yet add up like merged ones. A range reads at most one row per hour and event type of
+// one dimension (everything, one domain or one tag).
 func (a *Analytics) Summarize(ctx context.Context, organizationID string, q ports.AnalyticsQuery) (ports.AnalyticsSummary, error) {
 	bucket := time.Hour
-	trunc := "toStartOfHour(occurred_at)"
+	trunc := "hour"
 	if q.Bucket >= 24*time.Hour {
-		bucket, trunc = 24*time.Hour, "toStartOfDay(occurred_at, 'UTC')"
+		bucket, trunc = 24*time.Hour, "toStartOfDay(hour, 'UTC')"
 	}
 	from, to := q.From.UTC().Truncate(bucket), q.To.UTC()
 	sum := ports.AnalyticsSummary{Buckets: []ports.AnalyticsBucket{}}
 	if !to.After(from) {
 		return sum, nil
 	}
-	where := "organization_id = ? AND occurred_at >= ? AND occurred_at < ?"
-	args := []any{organizationID, from, to}
-	if q.Domain != "" {
-		where += " AND domain = ?"
-		args = append(args, q.Domain)
+	dim := ""
+	switch {
+	case q.Domain != "":
+		dim = "d:" + q.Domain
+	case q.Tag != "":
+		dim = "t:" + q.Tag
 	}
-	if q.Tag != "" {
-		where += " AND has(tags, ?)"
-		args = append(args, q.Tag)
-	}
-	rows, err := a.conn.Query(ctx, `SELECT toUInt32(`+trunc+`) AS b, type, uniqExact(id) FROM `+a.db+`.events
-WHERE `+where+` GROUP BY b, type`, args...)
+	rows, err := a.conn.Query(ctx, `SELECT toUInt32(`+trunc+`) AS b, type, sum(n) FROM `+a.db+`.rollups
+WHERE organization_id = ? AND dim = ? AND hour >= ? AND hour < ? GROUP BY b, type`, organizationID, dim, from, to)
 	if err != nil {
 		return sum, fmt.Errorf("clickhouse: summarize: %w", err)
 	}
@@ -391,7 +496,7 @@ func (a *Analytics) Maintain(ctx context.Context, now time.Time, r ports.Analyti
 	if r.Events <= 0 {
 		r.Events = ports.DefaultAnalyticsRetention.Events
 	}
-	for table, keep := range map[string]time.Duration{"requests": r.Requests, "events": r.Events} {
+	for table, keep := range map[string]time.Duration{"requests": r.Requests, "events": r.Events, "rollups": r.Events} {
 		cutoff := now.UTC().Add(-keep)
 		rows, err := a.conn.Query(ctx, `SELECT DISTINCT partition FROM system.parts
 WHERE database = ? AND table = ? AND active`, a.db, table)

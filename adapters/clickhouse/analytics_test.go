@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	ch "github.com/ClickHouse/clickhouse-go/v2"
+
 	"github.com/postmill/postmill/adapters/clickhouse"
 	"github.com/postmill/postmill/ports"
 	"github.com/postmill/postmill/ports/porttest"
@@ -140,4 +142,65 @@ func TestAnalyticsMeasure(t *testing.T) {
 	}
 	defer a.Close()
 	porttest.MeasureAnalytics(t, a, events, requests)
+}
+
+// TestRollupsBackfilled: a database made before the rollups existed gets them filled from its stored events
+// when it is opened, each event once, and the view counts what comes after.
+func TestRollupsBackfilled(t *testing.T) {
+	addr := server(t)
+	ctx := context.Background()
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	db := "postmill_backfill_" + hex.EncodeToString(b)
+	a, err := clickhouse.Open(ctx, addr, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	now := time.Now().UTC().Truncate(time.Hour).Add(-30 * time.Minute)
+	org := fmt.Sprintf("org-%x", b)
+	ev := func(i int) ports.AnalyticsEvent {
+		return ports.AnalyticsEvent{ID: fmt.Sprintf("ev-%d", i), OrganizationID: org, Type: ports.EventEmailSent,
+			MessageID: fmt.Sprintf("m-%d", i), Domain: "a.example", Tags: []string{"campaign:x"}, OccurredAt: now}
+	}
+	if err := a.InsertEvents(ctx, []ports.AnalyticsEvent{ev(1), ev(2), ev(3)}); err != nil {
+		t.Fatal(err)
+	}
+	// As an older version left it: events (one of them stored twice, not merged), no rollups.
+	raw, err := ch.Open(&ch.Options{Addr: []string{addr}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	for _, q := range []string{`DROP TABLE ` + db + `.rollups_mv`, `DROP TABLE ` + db + `.rollups`,
+		`INSERT INTO ` + db + `.events (organization_id, occurred_at, id, type, message_id, domain, tags)
+SELECT organization_id, occurred_at, id, type, message_id, domain, tags FROM ` + db + `.events WHERE id = 'ev-1'`} {
+		if err := raw.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	a2, err := clickhouse.Open(ctx, addr, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a2.Close()
+	if err := a2.InsertEvents(ctx, []ports.AnalyticsEvent{ev(3), ev(4)}); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []ports.AnalyticsQuery{{}, {Domain: "a.example"}, {Tag: "campaign:x"}} {
+		q.From, q.To, q.Bucket = now.Add(-time.Hour), now.Add(time.Hour), time.Hour
+		sum, err := a2.Summarize(ctx, org, q)
+		if err != nil || sum.Totals.Sent != 4 {
+			t.Errorf("Summarize(%+v) after the backfill: sent %d, %v; want 4", q, sum.Totals.Sent, err)
+		}
+	}
+	// Opening again adds nothing.
+	a3, err := clickhouse.Open(ctx, addr, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a3.Close()
+	if sum, err := a3.Summarize(ctx, org, ports.AnalyticsQuery{From: now.Add(-time.Hour), To: now.Add(time.Hour), Bucket: time.Hour}); err != nil || sum.Totals.Sent != 4 {
+		t.Errorf("after opening again: sent %d, %v; want 4", sum.Totals.Sent, err)
+	}
 }
