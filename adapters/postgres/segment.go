@@ -1,8 +1,10 @@
 package postgres
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -93,8 +95,20 @@ func (s *Marketing) DeleteSegment(ctx context.Context, orgID, id string) error {
 	return nil
 }
 
-// PreviewPlan implements ports.SegmentStore: the count and the first limit matches by id, in one
-// repeatable-read snapshot so the sample agrees with the count.
+// previewIDCap is how many matching ids PreviewPlan reads before it stops and counts instead. Up to the cap,
+// one scan answers both the count and the sample; a variable so that a test can reach the other path.
+var previewIDCap = 10000
+
+// PreviewPlan implements ports.SegmentStore: the count and a sample of the matches, in one repeatable-read
+// snapshot so the sample agrees with the count.
+//
+// The statement that finds the matches has no ORDER BY, so the planner chooses the cheapest way to find
+// them all (index bitmaps, a parallel scan) and never walks the organization's contacts in id order
+// hoping to meet limit matches early: for a rule that matches few contacts that walk reads every
+// contact at random, and ids are time-ordered, so a rule on recent contacts would meet its matches last.
+// When the rule matches at most previewIDCap contacts, that one statement gives the count and the
+// sample is the first limit matches by id; when it matches more, it stops at previewIDCap + 1 ids, the
+// sample is the first limit of those by id, and a count(*) with the same WHERE counts the rest.
 func (s *Marketing) PreviewPlan(ctx context.Context, orgID string, plan ports.PlanNode, limit int) (ports.SegmentPreview, error) {
 	limit = min(max(limit, 1), ports.MaxListLimit)
 	out := ports.SegmentPreview{Sample: []ports.Contact{}}
@@ -109,14 +123,41 @@ func (s *Marketing) PreviewPlan(ctx context.Context, orgID string, plan ports.Pl
 			return err
 		}
 		q := ` FROM contacts c WHERE c.organization_id = $1 AND (` + where + `)`
-		if err := tx.QueryRow(ctx, `SELECT count(*)`+q, b.args...).Scan(&out.Count); err != nil {
-			return err
-		}
-		rows, err := tx.Query(ctx, `SELECT `+contactColumns+q+` ORDER BY c.id LIMIT `+itoa(limit), b.args...)
+		rows, err := tx.Query(ctx, `SELECT c.id`+q+` LIMIT `+itoa(previewIDCap+1), b.args...)
 		if err != nil {
 			return err
 		}
-		out.Sample, err = collectContacts(rows)
+		var ids [][16]byte
+		for rows.Next() {
+			var id [16]byte
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return err
+			}
+			ids = append(ids, id)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		out.Count = len(ids)
+		if len(ids) > previewIDCap {
+			if err := tx.QueryRow(ctx, `SELECT count(*)`+q, b.args...).Scan(&out.Count); err != nil {
+				return err
+			}
+		}
+		if len(ids) == 0 {
+			return nil
+		}
+		// PostgreSQL orders uuids by their bytes.
+		slices.SortFunc(ids, func(x, y [16]byte) int { return bytes.Compare(x[:], y[:]) })
+		ids = ids[:min(limit, len(ids))]
+		sample, err := tx.Query(ctx, `SELECT `+contactColumns+` FROM contacts c
+			WHERE c.organization_id = $1 AND c.id = ANY($2::uuid[]) ORDER BY c.id`, orgID, ids)
+		if err != nil {
+			return err
+		}
+		out.Sample, err = collectContacts(sample)
 		return err
 	})
 	return out, interpretError(err)

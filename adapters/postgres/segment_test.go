@@ -3,8 +3,12 @@ package postgres_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"slices"
+	"sort"
 	"testing"
 
+	"github.com/postmill/postmill/adapters/postgres"
 	"github.com/postmill/postmill/adapters/postgres/pgtest"
 	"github.com/postmill/postmill/ports"
 )
@@ -106,5 +110,84 @@ func TestSegments_PlansMatchAndStayInTheirOrganization(t *testing.T) {
 	}
 	if _, err := st.GetSegment(ctx, b.org.ID, seg.ID); ports.ErrorCode(err) != ports.CodeNotFound {
 		t.Fatalf("foreign segment get: %v", err)
+	}
+}
+
+// A rule matching more contacts than the preview reads ids for is counted in full, and its sample is still
+// ordered by id, bounded and of the organization; a rule matching up to that many gives the first matches by id.
+func TestSegments_PreviewCountsBeyondTheIDCap(t *testing.T) {
+	defer postgres.SetPreviewIDCap(3)()
+	ctx := context.Background()
+	st := pgtest.Store(t)
+	a, b := mustSignup(t, st), mustSignup(t, st)
+	var ids []string
+	for i := range 7 {
+		c := newContact(a.org.ID, fmt.Sprintf("r%d@example.test", i))
+		c.Properties = map[string]any{"plan": []string{"pro", "free"}[i%2]}
+		out, err := st.CreateContact(ctx, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, out.ID)
+	}
+	for i := range 5 {
+		if _, err := st.CreateContact(ctx, newContact(b.org.ID, fmt.Sprintf("r%d@example.test", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sort.Strings(ids)
+	all := ports.PlanNode{Op: ports.PlanAnd}
+	pro := cond(ports.FieldProperty, "", "plan", "eq", func(n *ports.PlanNode) { n.ValKind, n.Text = "string", "pro" })
+	for _, c := range []struct {
+		name         string
+		plan         ports.PlanNode
+		limit, count int
+	}{
+		{"over the cap", all, 2, 7},
+		{"over the cap, sample larger than the cap", all, 25, 7},
+		{"one over the cap", ports.PlanNode{Op: ports.PlanAnd, Children: []ports.PlanNode{pro,
+			cond(ports.FieldText, "email", "", "contains", func(n *ports.PlanNode) { n.ValKind, n.Text = "string", "r" })}}, 25, 4},
+		{"at the cap", ports.PlanNode{Op: ports.PlanAnd, Children: []ports.PlanNode{pro,
+			cond(ports.FieldText, "email", "", "in", func(n *ports.PlanNode) { n.Texts = []string{"r0@example.test", "r2@example.test", "r4@example.test"} })}}, 25, 3},
+		{"under the cap", ports.PlanNode{Op: ports.PlanAnd, Children: []ports.PlanNode{pro,
+			cond(ports.FieldText, "email", "", "in", func(n *ports.PlanNode) { n.Texts = []string{"r0@example.test", "r2@example.test"} })}}, 1, 2},
+	} {
+		p, err := st.PreviewPlan(ctx, a.org.ID, c.plan, c.limit)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		want := min(c.limit, c.count, 4) // the sample comes from at most cap+1 = 4 ids
+		if p.Count != c.count || len(p.Sample) != want {
+			t.Errorf("%s: count %d sample %d, want %d and %d", c.name, p.Count, len(p.Sample), c.count, want)
+		}
+		for i, s := range p.Sample {
+			if s.OrganizationID != a.org.ID || !slices.Contains(ids, s.ID) {
+				t.Errorf("%s: sample %s is not one of the organization's contacts", c.name, s.ID)
+			}
+			if i > 0 && p.Sample[i-1].ID >= s.ID {
+				t.Errorf("%s: sample not ordered by id", c.name)
+			}
+		}
+	}
+	// Under the cap the sample is the first matches by id.
+	p, err := st.PreviewPlan(ctx, a.org.ID, pro, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Count != 4 || len(p.Sample) != 2 {
+		t.Fatalf("pro: count %d sample %d", p.Count, len(p.Sample))
+	}
+	var proIDs []string
+	for _, id := range ids {
+		c, err := st.GetContact(ctx, a.org.ID, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Properties["plan"] == "pro" {
+			proIDs = append(proIDs, id)
+		}
+	}
+	if p.Sample[0].ID != proIDs[0] || p.Sample[1].ID != proIDs[1] {
+		t.Fatalf("pro sample %s, %s; want the first by id %v", p.Sample[0].ID, p.Sample[1].ID, proIDs[:2])
 	}
 }
