@@ -28,57 +28,6 @@ func receivedDest(e *ports.ReceivedEmail) []any {
 		&e.SpamStatus, &e.ScanStatus, &e.Status, &e.RouteID, &e.RouteAction, &e.ForwardStatus, &e.ReceivedAt}
 }
 
-// InsertReceived implements ports.InboundStore: the email, its attachments and the events in one
-// transaction, unless the organization holds the same recipient's copy of the same message already.
-func (s *Inbound) InsertReceived(ctx context.Context, e ports.ReceivedEmail, events []ports.Event) (bool, string, error) {
-	headers, err := json.Marshal(e.Headers)
-	if err != nil {
-		return false, "", fmt.Errorf("postgres: received headers: %w", err)
-	}
-	inserted, existing := false, ""
-	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		err := tx.QueryRow(ctx, `INSERT INTO received_emails (id, organization_id, inbound_domain_id, rcpt, mail_from,
-			header_from, header_from_name, to_addresses, cc_addresses, subject, message_id, in_reply_to, refs, size_bytes,
-			spam_status, scan_status, status, route_id, route_action, forward_status, received_at, text_body, html_body,
-			headers, raw_key, dedupe_key, action_event_id, action_next_at)
-			VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,$21,$22,$23,$24,$25,$26,
-			NULLIF($27, '')::uuid, $28)
-			ON CONFLICT ON CONSTRAINT received_emails_dedupe_key DO NOTHING RETURNING id`,
-			e.ID, e.OrganizationID, e.InboundDomainID, e.To, e.From, e.HeaderFrom, e.HeaderFromName, nonNilStrings(e.ToAddresses),
-			nonNilStrings(e.CcAddresses), e.Subject, e.MessageID, e.InReplyTo, e.References, e.SizeBytes, e.SpamStatus,
-			e.ScanStatus, e.Status, e.RouteID, e.RouteAction, e.ForwardStatus, e.ReceivedAt, e.Text, e.HTML, headers,
-			e.RawKey, e.DedupeKey, e.ActionEventID, e.ActionDue).Scan(new(string))
-		if err == pgx.ErrNoRows {
-			return tx.QueryRow(ctx, `SELECT id FROM received_emails WHERE organization_id = $1 AND rcpt = $2 AND dedupe_key = $3`,
-				e.OrganizationID, e.To, e.DedupeKey).Scan(&existing)
-		}
-		if err != nil {
-			return err
-		}
-		inserted = true
-		batch := &pgx.Batch{}
-		for i, a := range e.Attachments {
-			batch.Queue(`INSERT INTO received_attachments (id, organization_id, received_email_id, position, filename,
-				content_type, size_bytes, inline, content_id, scan_status, scan_signature, scanned_at, blob_key)
-				VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13)`, a.ID, e.OrganizationID, e.ID, i, a.Filename,
-				a.ContentType, a.Size, a.Inline, a.ContentID, a.ScanStatus, a.ScanSignature, a.ScannedAt, a.BlobKey)
-		}
-		if batch.Len() > 0 {
-			if err := tx.SendBatch(ctx, batch).Close(); err != nil {
-				return err
-			}
-		}
-		if len(events) > 0 {
-			return s.queries.WithTx(tx).InsertEvents(ctx, insertEventsParams(eventsAbout(events, e.OrganizationID, e.ID, "")))
-		}
-		return nil
-	})
-	if err != nil {
-		return false, "", interpretError(err)
-	}
-	return inserted, existing, nil
-}
-
 func nonNilStrings(s []string) []string {
 	if s == nil {
 		return []string{}
