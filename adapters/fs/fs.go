@@ -4,7 +4,8 @@
 // A key maps to a path below the root, one directory per "/"-separated segment. Writes are atomic: the
 // bytes go to a temporary file in the target directory, are synced, and the file is renamed over the key,
 // after which the directory is synced too — so a reader sees the old object or the new one, never a
-// torn write, and a crash right after Put returns loses nothing.
+// torn write, and a crash right after Put returns loses nothing. Concurrent Puts are synced together: one
+// pass syncs all their files, renames them and syncs each of their directories once (sync.go).
 package fs
 
 import (
@@ -31,6 +32,7 @@ const (
 // processes sharing the directory.
 type Store struct {
 	root string
+	sync *syncer
 }
 
 var _ ports.BlobStore = (*Store)(nil)
@@ -47,14 +49,14 @@ func New(dir string) (*Store, error) {
 	if err := os.MkdirAll(abs, dirPerm); err != nil {
 		return nil, fmt.Errorf("fs: create blob directory: %w", err)
 	}
-	return &Store{root: abs}, nil
+	return &Store{root: abs, sync: newSyncer()}, nil
 }
 
 // Root returns the directory the blobs live in.
 func (s *Store) Root() string { return s.root }
 
-// Put writes data under key atomically (temporary file, fsync, rename, fsync of the directory). The content
-// type is not kept: Postmill stores it with the attachment's metadata. Errors: invalid_argument (a key that
+// Put writes data under key atomically (temporary file, fsync, rename, fsync of the directory) and returns
+// once the object is durable. Concurrent Puts share the syncs (sync.go). The content type is not kept: Postmill stores it with the attachment's metadata. Errors: invalid_argument (a key that
 // is empty, absolute, or has an empty, "." or ".." segment or a segment starting with ".").
 func (s *Store) Put(ctx context.Context, key string, data []byte, _ string) error {
 	p, err := s.path(key)
@@ -78,31 +80,14 @@ func (s *Store) Put(ctx context.Context, key string, data []byte, _ string) erro
 			return fmt.Errorf("fs: put %s: %w", key, err)
 		}
 	}
-	committed := false
-	defer func() {
-		if !committed {
-			_ = tmp.Close()
-			_ = os.Remove(tmp.Name())
-		}
-	}()
 	if _, err := tmp.Write(data); err != nil {
+		_ = tmp.Close()
+		_ = os.Remove(tmp.Name())
 		return fmt.Errorf("fs: put %s: %w", key, err)
 	}
-	if err := tmp.Sync(); err != nil {
-		return fmt.Errorf("fs: put %s: sync: %w", key, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("fs: put %s: %w", key, err)
-	}
-	if err := os.Rename(tmp.Name(), p); err != nil {
-		return fmt.Errorf("fs: put %s: %w", key, err)
-	}
-	committed = true
-	// The rename is durable only once the directory entry is (fsync(2) on the directory).
-	if err := syncDir(dir); err != nil {
-		return fmt.Errorf("fs: put %s: sync directory: %w", key, err)
-	}
-	return nil
+	pp := &pendingPut{key: key, tmp: tmp, path: p}
+	s.sync.commit(pp)
+	return pp.err
 }
 
 // Get returns the bytes stored under key. Errors: not_found, invalid_argument (an invalid key).
