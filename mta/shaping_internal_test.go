@@ -128,3 +128,45 @@ func TestParseShaping(t *testing.T) {
 		}
 	}
 }
+
+// TestHandedBackJobsAreSpreadAtTheSiteRate: the jobs a throttled site sends back to the queue get turns one
+// interval of its rate apart, so they come back about at the rate the site takes them instead of all
+// together after the same wait (each then sent back again, over and over). Beyond maxHandBack they are
+// not spread further.
+func TestHandedBackJobsAreSpreadAtTheSiteRate(t *testing.T) {
+	a := AdaptiveShaping{LaneWait: time.Second, LaneJobs: 2}
+	s := &site{rule: SiteRule{Connections: 4, Rate: 10, Burst: 1}, conns: 4, rate: 10}
+	s.limiter.setRate(10, 1)
+	now := time.Unix(1000, 0)
+	for i := range 3 { // one goes at once, two wait in the lane
+		if _, ok := s.reserve(a, now); !ok {
+			t.Fatalf("job %d refused before the lane was full", i)
+		}
+	}
+	var prev time.Duration
+	for i := range 50 {
+		w, ok := s.reserve(a, now)
+		if ok {
+			t.Fatalf("job %d took a full lane", i)
+		}
+		if i == 0 && w < time.Second {
+			t.Fatalf("the first job sent back comes back after %v, want at least a second", w)
+		}
+		if i > 0 && w-prev != 100*time.Millisecond {
+			t.Fatalf("job %d sent back for %v, %v after the one before; want 100ms (1/rate) after", i, w, w-prev)
+		}
+		prev = w
+	}
+	// A job sent back later, while the lane's wait is shorter than the backlog: its turn comes after the
+	// backlog's, not before.
+	later := now.Add(2 * time.Second)
+	s.limiter.tat = later.Add(1500 * time.Millisecond) // the lane's jobs have booked the next 1.5 s
+	if w, ok := s.reserve(a, later); ok || w != prev-2*time.Second+100*time.Millisecond {
+		t.Fatalf("after the backlog: %v %v, want %v", w, ok, prev-2*time.Second+100*time.Millisecond)
+	}
+	// A backlog longer than maxHandBack: its tail comes back after maxHandBack, not later.
+	s.handBack = now.Add(time.Hour)
+	if w, _ := s.reserve(a, now); w != maxHandBack {
+		t.Fatalf("beyond the bound: sent back for %v, want %v", w, maxHandBack)
+	}
+}

@@ -16,9 +16,10 @@ func (m *MTA) Sites() []SiteState { return m.sites.snapshot(m.now()) }
 // pace waits for the job's turn in its site's message rate before the job loads its message, so a
 // throttled site's jobs neither sign messages nor hold connections while they wait. A short wait is
 // spent here, in the site's lane; a job that would wait longer than AdaptiveShaping.LaneWait, or that
-// finds its site's lane full, goes back to the queue until about its turn (NackAfter, with jitter) and
-// frees its worker for the other sites. It returns false when the job was handed back. A job whose
-// route cannot be found yet goes on: deliver reports why.
+// finds its site's lane full, goes back to the queue until its turn (NackAfter; the turns of the jobs
+// sent back are spread at the site's rate, site.reserve) and frees its worker for the other sites. It
+// returns false when the job was handed back. A job whose route cannot be found yet goes on: deliver
+// reports why.
 //
 // The queue counts a NackAfter as a delivery (ports.Delivery), and no queue offers a delay that does
 // not: a job close to Config.MaxDeliveries therefore waits here instead, however long its turn takes.
@@ -40,7 +41,9 @@ func (m *MTA) pace(ctx context.Context, d ports.Delivery, job ports.DeliveryJob,
 		}
 		return true
 	}
-	delay := wait + rand.N(wait/2+1)
+	// A little jitter, so that the MTA processes sharing a queue (each with its own site state) do not
+	// bring their jobs back in step.
+	delay := wait + rand.N(wait/10+1)
 	log.Debug("site throttled; job handed back until its turn", "site", st.name, "retry_in", delay)
 	if err := d.NackAfter(ctx, delay); err != nil {
 		log.Warn("handing the job back failed; it comes back when its lease ends", "error", err)

@@ -29,13 +29,16 @@ type site struct {
 	rate  float64
 	// ceiling is the rate recovered towards: the rule's, or for a rule without one the estimate the
 	// back-off started from (reaching it lifts the limit again).
-	ceiling   float64
-	limiter   gcra
-	errors    int // 4xx replies since the last delivery
-	lastDown  time.Time
-	lastStep  time.Time // last decrease or recovery step
-	backoffs  int
-	waiting   int // jobs waiting in the site's lane
+	ceiling  float64
+	limiter  gcra
+	errors   int // 4xx replies since the last delivery
+	lastDown time.Time
+	lastStep time.Time // last decrease or recovery step
+	backoffs int
+	waiting  int // jobs waiting in the site's lane
+	// handBack is the turn of the last job sent back to the queue (reserve): the next one comes back one
+	// interval of the site's rate later, so a backlog returns at the rate the site is sent to.
+	handBack  time.Time
 	lastTouch time.Time
 }
 
@@ -155,17 +158,37 @@ func (s *site) limits(a AdaptiveShaping, now time.Time) (conns, perConn int, idl
 	return s.conns, s.rule.MessagesPerConnection, s.rule.IdleTimeout
 }
 
+// maxHandBack bounds how far ahead a job sent back to the queue is given its turn: a site backed off to
+// its lowest rate with a long backlog would otherwise push the last jobs days away. Jobs beyond it come
+// back after it and are sent back again.
+const maxHandBack = 15 * time.Minute
+
 // reserve books a message's turn in the site's rate and returns how long it must wait, unless the wait
-// is longer than maxWait or the lane already holds laneJobs waiting jobs: then nothing is booked, and ok
-// is false with the wait the job should spend elsewhere. A job given a non-zero wait is in the lane
-// until it calls leave.
+// is longer than a.LaneWait or the lane already holds a.LaneJobs waiting jobs: then the job is to go back
+// to the queue, and ok is false with how long it should stay there. A job given a non-zero wait is in the
+// lane until it calls leave.
+//
+// The jobs sent back are given turns one interval of the site's current rate apart, after the last one
+// sent back (and not before the lane's wait): a backlog of n jobs comes back spread over n intervals,
+// at about the rate the site takes them, so each is received about once more rather than every job coming
+// back together after the same short wait, finding the lane full and being sent back again (a lease and
+// a hand-back per job every few seconds, which cost the other sites' CPU and queue throughput).
 func (s *site) reserve(a AdaptiveShaping, now time.Time) (wait time.Duration, ok bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.recover(a, now)
 	w := s.limiter.wait(now)
 	if w > 0 && (w > a.LaneWait || s.waiting >= a.LaneJobs) {
-		return max(w, time.Second), false
+		turn := now.Add(max(w, time.Second))
+		if s.handBack.After(turn) {
+			turn = s.handBack
+		}
+		if limit := now.Add(maxHandBack); turn.After(limit) {
+			turn = limit
+		} else if s.rate > 0 {
+			s.handBack = turn.Add(time.Duration(float64(time.Second) / s.rate))
+		}
+		return turn.Sub(now), false
 	}
 	w = s.limiter.reserve(now)
 	if w > 0 {
