@@ -20,6 +20,9 @@ type PipelineConfig struct {
 	Lag func(time.Duration)
 	// Copied, when set, is told how many events each batch took.
 	Copied func(int)
+	// Enrich, when set, completes each batch before the store takes it (the Kafka events topic carries no
+	// sending domain or tags; Enricher.Enrich adds them). An error fails the batch like a store error.
+	Enrich func(context.Context, []ports.AnalyticsEvent) error
 }
 
 func (c PipelineConfig) withDefaults() PipelineConfig {
@@ -57,7 +60,7 @@ func NewPipeline(cfg PipelineConfig, source ports.AnalyticsEventSource, store po
 
 // Step copies one batch and returns how many events it took from the source.
 func (p *Pipeline) Step(ctx context.Context) (int, error) {
-	n, err := p.source.ReadEvents(ctx, p.cfg.Batch, p.store.InsertEvents)
+	n, err := p.source.ReadEvents(ctx, p.cfg.Batch, p.insert)
 	if err == nil && p.cfg.Copied != nil {
 		p.cfg.Copied(n)
 	}
@@ -67,6 +70,16 @@ func (p *Pipeline) Step(ctx context.Context) (int, error) {
 		}
 	}
 	return n, err
+}
+
+// insert hands one batch to the store, enriched first when the pipeline enriches.
+func (p *Pipeline) insert(ctx context.Context, events []ports.AnalyticsEvent) error {
+	if p.cfg.Enrich != nil {
+		if err := p.cfg.Enrich(ctx, events); err != nil {
+			return err
+		}
+	}
+	return p.store.InsertEvents(ctx, events)
 }
 
 // Run copies batches until ctx ends, waiting Idle when the source is empty and Retry after a failure.
@@ -105,6 +118,42 @@ func (p *Pipeline) RunMaintenance(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case <-t.C:
+		}
+	}
+}
+
+// Discard acknowledges every event of source without storing any, batch after batch, waiting idle when it
+// is empty, until ctx ends. With the Kafka events topic as the pipeline's source, the PostgreSQL outbox
+// (which the events trigger fills whatever the queue) is emptied this way so it does not grow;
+// discarded, when set, is told how many events each round took.
+func Discard(ctx context.Context, source ports.AnalyticsEventSource, batch int, idle time.Duration, discarded func(int), logger *slog.Logger) error {
+	if batch < 1 {
+		batch = 1000
+	}
+	if idle <= 0 {
+		idle = 5 * time.Second
+	}
+	if logger == nil {
+		logger = slog.Default()
+	}
+	drop := func(context.Context, []ports.AnalyticsEvent) error { return nil }
+	for {
+		n, err := source.ReadEvents(ctx, batch, drop)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if err != nil {
+			logger.Warn("analytics outbox discard failed", slog.String("error", err.Error()))
+		} else if discarded != nil && n > 0 {
+			discarded(n)
+		}
+		if err == nil && n >= batch {
+			continue
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(idle):
 		}
 	}
 }

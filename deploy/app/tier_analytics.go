@@ -12,6 +12,7 @@ import (
 	"github.com/grafana/dskit/services"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/postmill/postmill/adapters/kafka"
 	"github.com/postmill/postmill/analytics"
 	"github.com/postmill/postmill/ports"
 )
@@ -37,30 +38,53 @@ func analyticsRetention() (ports.AnalyticsRetention, error) {
 	return r, nil
 }
 
-// initAnalytics runs the analytics tier: the pipeline copying message events from the PostgreSQL outbox
-// into the analytics store (PostgreSQL or ClickHouse, POSTMILL_ANALYTICS), and the maintenance loop creating daily partitions and applying the retention.
-// Its lag is the gauge postmill_analytics_lag_seconds.
+// analyticsKafkaGroup reads POSTMILL_ANALYTICS_KAFKA_GROUP: the consumer group the analytics tier reads
+// the Kafka events topic as (default kafka.DefaultAnalyticsGroup). Every analytics process of a deployment
+// names the same group, so the topic's partitions are shared among them.
+func analyticsKafkaGroup() string {
+	if g := os.Getenv("POSTMILL_ANALYTICS_KAFKA_GROUP"); g != "" {
+		return g
+	}
+	return kafka.DefaultAnalyticsGroup
+}
+
+// initAnalytics runs the analytics tier: the pipeline copying message events into the analytics store
+// (PostgreSQL or ClickHouse, POSTMILL_ANALYTICS), and the maintenance loop creating daily partitions and
+// applying the retention. The events come from the PostgreSQL outbox, or, when POSTMILL_QUEUE=kafka, from
+// the Kafka events topic (the message's sending domain and tags looked up in the store, and the outbox the
+// events trigger still fills emptied without being counted). Its lag is the gauge
+// postmill_analytics_lag_seconds; with Kafka also postmill_analytics_lag_records.
 func (a *App) initAnalytics() (services.Service, error) {
 	retention, err := analyticsRetention()
 	if err != nil {
 		return nil, err
 	}
+	useKafka := a.cfg.Queue == "kafka"
 	lag := prometheus.NewGauge(prometheus.GaugeOpts{Name: "postmill_analytics_lag_seconds",
 		Help: "Age of the oldest message event not yet in the analytics store."})
 	copied := prometheus.NewCounter(prometheus.CounterOpts{Name: "postmill_analytics_events_total",
 		Help: "Message events the analytics pipeline took from its source."})
-	if err := a.reg.Register(lag); err != nil {
-		return nil, err
+	collectors := []prometheus.Collector{lag, copied}
+	behind := prometheus.NewGauge(prometheus.GaugeOpts{Name: "postmill_analytics_lag_records",
+		Help: "Records of the Kafka events topic waiting after the last one the analytics tier read."})
+	malformed := prometheus.NewCounter(prometheus.CounterOpts{Name: "postmill_analytics_malformed_total",
+		Help: "Records of the Kafka events topic that were not events, skipped."})
+	discarded := prometheus.NewCounter(prometheus.CounterOpts{Name: "postmill_analytics_outbox_discarded_total",
+		Help: "Events removed from the PostgreSQL analytics outbox uncounted, because the Kafka events topic is the source."})
+	if useKafka {
+		collectors = append(collectors, behind, malformed, discarded)
 	}
-	if err := a.reg.Register(copied); err != nil {
-		return nil, err
+	for _, c := range collectors {
+		if err := a.reg.Register(c); err != nil {
+			return nil, err
+		}
 	}
 	var (
-		cancel    context.CancelFunc
-		closeSink func()
-		wg        sync.WaitGroup
+		cancel  context.CancelFunc
+		closers []func()
+		wg      sync.WaitGroup
 	)
-	starting := func(context.Context) error {
+	starting := func(ctx context.Context) error {
 		st := a.Store()
 		if st == nil {
 			return errors.New("analytics: the store is not open")
@@ -69,22 +93,54 @@ func (a *App) initAnalytics() (services.Service, error) {
 		if err != nil {
 			return err
 		}
-		closeSink = closeStore
-		p := analytics.NewPipeline(analytics.PipelineConfig{
+		if closeStore != nil {
+			closers = append(closers, closeStore)
+		}
+		cfg := analytics.PipelineConfig{
 			Retention: retention,
 			Lag:       func(d time.Duration) { lag.Set(d.Seconds()) },
 			Copied:    func(n int) { copied.Add(float64(n)) },
-		}, st.Analytics(), store, a.logger)
-		var ctx context.Context
-		ctx, cancel = context.WithCancel(context.Background())
-		for _, loop := range []func(context.Context) error{p.Run, p.RunMaintenance} {
+		}
+		var source ports.AnalyticsEventSource = st.Analytics()
+		loops := []func(context.Context) error{}
+		if useKafka {
+			src, err := kafka.NewAnalyticsSource(ctx, kafka.AnalyticsSourceConfig{
+				Brokers:   a.cfg.KafkaBrokers,
+				Group:     analyticsKafkaGroup(),
+				Malformed: func(n int) { malformed.Add(float64(n)) },
+				Logger:    a.logger,
+			})
+			if err != nil {
+				for _, c := range closers {
+					c()
+				}
+				closers = nil
+				return fmt.Errorf("kafka analytics source: %w", err)
+			}
+			closers = append([]func(){src.Close}, closers...)
+			source = src
+			cfg.Enrich = analytics.NewEnricher(st, st, 0).Enrich
+			cfg.Lag = func(d time.Duration) {
+				lag.Set(d.Seconds())
+				behind.Set(float64(src.Behind()))
+			}
+			outbox := st.Analytics()
+			loops = append(loops, func(ctx context.Context) error {
+				return analytics.Discard(ctx, outbox, 1000, 0, func(n int) { discarded.Add(float64(n)) }, a.logger)
+			})
+		}
+		p := analytics.NewPipeline(cfg, source, store, a.logger)
+		loops = append(loops, p.Run, p.RunMaintenance)
+		var runCtx context.Context
+		runCtx, cancel = context.WithCancel(context.Background())
+		for _, loop := range loops {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				_ = loop(ctx)
+				_ = loop(runCtx)
 			}()
 		}
-		a.logger.Info("tier started", "tier", TargetAnalytics)
+		a.logger.Info("tier started", "tier", TargetAnalytics, "source", a.cfg.Queue)
 		return nil
 	}
 	running := func(ctx context.Context) error {
@@ -96,8 +152,8 @@ func (a *App) initAnalytics() (services.Service, error) {
 			cancel()
 		}
 		wg.Wait()
-		if closeSink != nil {
-			closeSink()
+		for _, c := range closers {
+			c()
 		}
 		a.logger.Info("tier stopped", "tier", TargetAnalytics)
 		return nil
