@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -73,8 +72,10 @@ func (s *Analytics) InsertEvents(ctx context.Context, rows []ports.AnalyticsEven
 		return nil
 	}
 	n := len(rows)
-	id, org, typ, msg, domain, tags := make([]string, n), make([]string, n), make([]string, n),
-		make([]*string, n), make([]string, n), make([]string, n)
+	id, org, typ, msg, domain := make([]string, n), make([]string, n), make([]string, n),
+		make([]*string, n), make([]string, n)
+	var tagOf []int32 // the row (1-based) each tag belongs to
+	var tags []string
 	at := make([]time.Time, n)
 	for i, e := range rows {
 		if !isUUID(e.OrganizationID) || !isUUID(e.ID) {
@@ -85,22 +86,20 @@ func (s *Analytics) InsertEvents(ctx context.Context, rows []ports.AnalyticsEven
 			m := e.MessageID
 			msg[i] = &m
 		}
-		t := e.Tags
-		if t == nil {
-			t = []string{}
+		for _, t := range e.Tags {
+			tagOf, tags = append(tagOf, int32(i+1)), append(tags, t)
 		}
-		b, err := json.Marshal(t)
-		if err != nil {
-			return err
-		}
-		tags[i] = string(b)
 	}
 	_, err := s.pool.Exec(ctx, `
-WITH ins AS (
+WITH tg AS (
+    SELECT n, array_agg(tag ORDER BY k) AS tags
+    FROM unnest($7::int[], $8::text[]) WITH ORDINALITY AS t (n, tag, k) GROUP BY n
+), ins AS (
     INSERT INTO analytics_events (id, organization_id, occurred_at, type, message_id, domain, tags)
-    SELECT i.id, i.org, i.at, i.type, i.msg, i.domain, ARRAY(SELECT jsonb_array_elements_text(i.tags::jsonb))
-    FROM unnest($1::uuid[], $2::uuid[], $3::timestamptz[], $4::text[], $5::uuid[], $6::text[], $7::text[])
-        AS i (id, org, at, type, msg, domain, tags)
+    SELECT i.id, i.org, i.at, i.type, i.msg, i.domain, coalesce(tg.tags, '{}')
+    FROM unnest($1::uuid[], $2::uuid[], $3::timestamptz[], $4::text[], $5::uuid[], $6::text[])
+        WITH ORDINALITY AS i (id, org, at, type, msg, domain, n)
+    LEFT JOIN tg ON tg.n = i.n
     ON CONFLICT DO NOTHING
     RETURNING organization_id, occurred_at, type, domain, tags
 ), dims AS (
@@ -127,7 +126,7 @@ ON CONFLICT (organization_id, domain, tag, bucket) DO UPDATE SET
     bounced = r.bounced + EXCLUDED.bounced, complained = r.complained + EXCLUDED.complained,
     opened = r.opened + EXCLUDED.opened, clicked = r.clicked + EXCLUDED.clicked,
     failed = r.failed + EXCLUDED.failed, delayed = r.delayed + EXCLUDED.delayed`,
-		id, org, at, typ, msg, domain, tags)
+		id, org, at, typ, msg, domain, tagOf, tags)
 	if err != nil {
 		return interpretError(err)
 	}
