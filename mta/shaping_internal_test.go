@@ -170,3 +170,30 @@ func TestHandedBackJobsAreSpreadAtTheSiteRate(t *testing.T) {
 		t.Fatalf("beyond the bound: sent back for %v, want %v", w, maxHandBack)
 	}
 }
+
+// TestBackOffStartsFromTheRateDelivered: a site without a configured rate that was delivered to at 30
+// messages a second, less than the estimate for its connections (20 × 10), backs off to half of what it
+// got, not to half of the estimate (which would lower nothing); one not delivered to lately starts from the
+// estimate.
+func TestBackOffStartsFromTheRateDelivered(t *testing.T) {
+	a := AdaptiveShaping{ErrorBurst: 3, Hold: time.Second, RecoverEvery: 10 * time.Second, PerConnectionRate: 10, LaneWait: time.Second, LaneJobs: 2}
+	s := &site{rule: SiteRule{Connections: 20, Burst: 1}, conns: 20}
+	t0 := time.Unix(1000, 0)
+	var now time.Time
+	for i := range 90 { // 30 a second for 3 s
+		now = t0.Add(time.Duration(i) * time.Second / 30)
+		s.observe(a, now, signalDelivered)
+	}
+	if down, conns, rate := s.observe(a, now, signalThrottled); !down || conns != 10 || rate < 14 || rate > 16 {
+		t.Fatalf("421 after 30 a second: down %v, %d connections, rate %v; want 10 and about 15", down, conns, rate)
+	}
+	if st := s.state(a, now.Add(10*time.Second)); st.Rate < 16 || st.Rate > 18.5 {
+		t.Fatalf("one recovery step later the rate is %v, want about 15 + 3 (a tenth of what it got)", st.Rate)
+	}
+
+	idle := &site{rule: SiteRule{Connections: 20, Burst: 1}, conns: 20}
+	idle.observe(a, t0, signalDelivered)
+	if _, _, rate := idle.observe(a, t0.Add(time.Minute), signalThrottled); rate != 100 {
+		t.Fatalf("421 after a minute without deliveries: rate %v, want 100 (half of 20 × 10)", rate)
+	}
+}

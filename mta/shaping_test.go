@@ -26,6 +26,12 @@ type throttlingServer struct {
 	conns    atomic.Int64
 	refused  atomic.Int64
 	accepted atomic.Int64
+	// hold delays the reply to each message's data, so that transactions overlap; open counts the
+	// transactions under way (from MAIL to the reply to the data) and peak the most at once since it was
+	// last reset. A connection carries one transaction at a time, so peak is at most the connections the
+	// client had open at once.
+	hold       time.Duration
+	open, peak atomic.Int64
 }
 
 func mustThrottlingServer(tb testing.TB, addr string, refuse func(conn int) bool) *throttlingServer {
@@ -73,7 +79,13 @@ func (s *throttlingServer) serve(c net.Conn, n int) {
 		case "EHLO", "HELO":
 			say("250-throttle.test")
 			say("250 8BITMIME")
-		case "MAIL", "RCPT", "RSET", "NOOP":
+		case "MAIL":
+			if o := s.open.Add(1); o > s.peak.Load() {
+				for p := s.peak.Load(); o > p && !s.peak.CompareAndSwap(p, o); p = s.peak.Load() {
+				}
+			}
+			say("250 ok")
+		case "RCPT", "RSET", "NOOP":
 			say("250 ok")
 		case "DATA":
 			say("354 go ahead")
@@ -86,7 +98,9 @@ func (s *throttlingServer) serve(c net.Conn, n int) {
 					break
 				}
 			}
+			time.Sleep(s.hold)
 			s.accepted.Add(1)
+			s.open.Add(-1) // before the reply: the client may start its next transaction once it has it
 			say("250 ok queued")
 		case "QUIT":
 			say("221 bye")
@@ -121,7 +135,7 @@ func TestSiteBacksOffOn421AndRecovers(t *testing.T) {
 	cfg.Concurrency = 8
 	cfg.Shaping = &mta.Shaping{
 		Sites:    []mta.SiteRule{{Name: "rcpt", MXSuffixes: []string{"rcpt.test"}, Connections: 8}},
-		Adaptive: mta.AdaptiveShaping{Hold: time.Hour, RecoverEvery: 50 * time.Millisecond, PerConnectionRate: 10},
+		Adaptive: mta.AdaptiveShaping{Hold: time.Hour, RecoverEvery: 500 * time.Millisecond, PerConnectionRate: 10},
 	}
 	reg := prometheus.NewRegistry()
 	h := newHarness(t, cfg, r, func(d *mta.Deps) { d.Registerer = reg }).start()
@@ -176,6 +190,85 @@ func TestSiteBacksOffOn421AndRecovers(t *testing.T) {
 	if srv.refused.Load() == 0 || srv.accepted.Load() == 0 {
 		t.Errorf("server refused %d and accepted %d", srv.refused.Load(), srv.accepted.Load())
 	}
+}
+
+// TestThrottlingSiteGetsFewerConnectionsAndRecovers: what the receiving server sees. One message per
+// connection and a server that takes a while to accept each, so that transactions overlap: healthy, it
+// sees up to the site's 8 transactions at once; once it answers 421 to every other connection the site is
+// backed off and the server never sees more transactions at once than the lowered limit, fewer than
+// before; when it stops refusing, the site's limit climbs back and the server sees more at once again.
+// Transactions are counted, not timed; the recovery is polled for.
+func TestThrottlingSiteGetsFewerConnectionsAndRecovers(t *testing.T) {
+	t.Parallel()
+	var throttling atomic.Bool
+	srv := mustThrottlingServer(t, "127.0.0.1:0", func(n int) bool { return throttling.Load() && n%2 == 0 })
+	srv.hold = 50 * time.Millisecond
+	r := newResolver().MX("rcpt.test", ports.MX{Host: "mx1.rcpt.test"}).IP("mx1.rcpt.test", "127.0.0.1")
+	cfg := baseConfig(srv.Port())
+	cfg.Concurrency, cfg.Workers = 8, 32
+	cfg.Shaping = &mta.Shaping{
+		Sites:    []mta.SiteRule{{Name: "rcpt", MXSuffixes: []string{"rcpt.test"}, Connections: 8, MessagesPerConnection: 1}},
+		Adaptive: mta.AdaptiveShaping{Hold: time.Hour, RecoverEvery: 500 * time.Millisecond},
+	}
+	h := newHarness(t, cfg, r).start()
+	const messages = 40
+	// burst sends messages at once and returns how many were delivered and the most transactions the
+	// server had under way at once meanwhile.
+	burst := func() (delivered int, peak int64) {
+		srv.peak.Store(0)
+		for range messages {
+			h.Enqueue(outbound(t, "rcpt.test", "a@rcpt.test"))
+		}
+		for range messages {
+			if h.Report().Recipients[0].Kind == ports.OutcomeDelivered {
+				delivered++
+			}
+		}
+		return delivered, srv.peak.Load()
+	}
+
+	n, healthy := burst()
+	if n != messages || healthy > 8 {
+		t.Fatalf("healthy: %d delivered, %d transactions at once; want %d delivered, at most 8 at once", n, healthy, messages)
+	}
+
+	throttling.Store(true)
+	for i := 0; ; i++ { // until a connection is refused and the site backed off
+		rep, _ := h.Send(outbound(t, "rcpt.test", "a@rcpt.test"))
+		if rep.Recipients[0].Kind == ports.OutcomeDeferred {
+			break
+		}
+		if i == 5 {
+			t.Fatal("the server's 421s were never seen")
+		}
+	}
+	down, _ := siteState(h.MTA, "rcpt")
+	if down.Backoffs != 1 || down.Connections != 4 || down.Rate <= 0 {
+		t.Fatalf("site after the 421: %+v, want one back-off to 4 connections and a rate", down)
+	}
+	n, throttled := burst()
+	if throttled > int64(down.Connections) || throttled >= healthy {
+		t.Fatalf("while throttling the server had %d transactions at once (%d when healthy); want at most the lowered limit %d",
+			throttled, healthy, down.Connections)
+	}
+	if n == 0 || srv.refused.Load() < 2 {
+		t.Fatalf("while throttling: %d delivered, %d connections refused", n, srv.refused.Load())
+	}
+
+	throttling.Store(false)
+	deadline := time.Now().Add(20 * time.Second)
+	for st, _ := siteState(h.MTA, "rcpt"); st.Connections < 8 || st.Rate != 0; st, _ = siteState(h.MTA, "rcpt") {
+		if time.Now().After(deadline) {
+			t.Fatalf("site did not recover: %+v", st)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	n, recovered := burst()
+	if n != messages || recovered <= throttled || recovered > 8 {
+		t.Fatalf("recovered: %d delivered, %d transactions at once (%d while throttling); want %d delivered, more transactions at once, at most 8",
+			n, recovered, throttled, messages)
+	}
+	t.Logf("transactions at once: healthy %d, throttling %d, recovered %d", healthy, throttled, recovered)
 }
 
 // TestThrottledSiteDoesNotBlockOtherSites: two sites on two loopback addresses; one answers 421 to every

@@ -35,6 +35,11 @@ type site struct {
 	lastDown time.Time
 	lastStep time.Time // last decrease or recovery step
 	backoffs int
+	// sent counts the deliveries of the current window, begun at window; lastRate is the delivery rate
+	// of the window before (messages a second): what the site was actually taking, for the back-off.
+	window   time.Time
+	sent     int
+	lastRate float64
 	waiting  int // jobs waiting in the site's lane
 	// handBack is the turn of the last job sent back to the queue (reserve): the next one comes back one
 	// interval of the site's rate later, so a backlog returns at the rate the site is sent to.
@@ -220,6 +225,7 @@ func (s *site) observe(a AdaptiveShaping, now time.Time, sig signal) (down bool,
 	s.recover(a, now)
 	switch sig {
 	case signalDelivered:
+		s.count(now)
 		s.errors = 0
 		s.recover(a, now)
 		return false, s.conns, s.rate
@@ -235,10 +241,15 @@ func (s *site) observe(a AdaptiveShaping, now time.Time, sig signal) (down bool,
 		return false, s.conns, s.rate
 	}
 	// Multiplicative decrease: half the connections (at least one) and half the rate. A site without a
-	// rate starts from the estimate of what its current connections carry.
+	// rate starts from the estimate of what its current connections carry, or from the rate it was
+	// actually delivered to when that was less: halving an estimate above what the site got would lower
+	// nothing, and the site would go on taking as much as before its 421s.
 	s.conns = max(1, s.conns/2)
 	if s.rate == 0 {
 		s.ceiling = a.PerConnectionRate * float64(max(s.conns*2, 1))
+		if got := s.delivered(now); got > 0 && got < s.ceiling {
+			s.ceiling = got
+		}
 		s.rate = s.ceiling
 	}
 	s.rate = max(s.rate/2, 1.0/60)
@@ -246,6 +257,39 @@ func (s *site) observe(a AdaptiveShaping, now time.Time, sig signal) (down bool,
 	s.lastDown, s.lastStep = now, now
 	s.backoffs++
 	return true, s.conns, s.rate
+}
+
+// rateWindow is the span over which a site's delivery rate is measured.
+const rateWindow = 2 * time.Second
+
+// count counts one delivery in the site's rate window. s.mu is held.
+func (s *site) count(now time.Time) {
+	if el := now.Sub(s.window); el >= rateWindow {
+		s.lastRate = 0
+		if el < 2*rateWindow { // the window just ended; an older one says nothing about now
+			s.lastRate = float64(s.sent) / el.Seconds()
+		}
+		s.window, s.sent = now, 0
+	}
+	s.sent++
+}
+
+// delivered returns the rate the site was delivered to lately, in messages a second: the last full
+// window's, or the current one's when it is at least half a window old and higher; 0 when nothing was
+// delivered for longer than a window. s.mu is held.
+func (s *site) delivered(now time.Time) float64 {
+	el := now.Sub(s.window)
+	if el >= 2*rateWindow {
+		return 0
+	}
+	if el >= rateWindow {
+		return float64(s.sent) / el.Seconds()
+	}
+	r := s.lastRate
+	if el >= rateWindow/2 {
+		r = max(r, float64(s.sent)/el.Seconds())
+	}
+	return r
 }
 
 // recover gives a backed-off site one connection and a tenth of its ceiling rate back for every
