@@ -21,6 +21,9 @@ type DomainLookup interface {
 // DefaultEnrichCache is how many messages an Enricher remembers.
 const DefaultEnrichCache = 100_000
 
+// EnrichLookups is how many messages an Enricher reads at once.
+const EnrichLookups = 4
+
 // Enricher fills in the sending domain and the tags of message events read from a source that does not
 // carry them (the Kafka events topic), from the messages themselves: both are fixed when a message is
 // accepted, so each message is read once and remembered (up to a bound; the memory is emptied when full).
@@ -51,20 +54,60 @@ func NewEnricher(messages MessageLookup, domains DomainLookup, size int) *Enrich
 		byMsg: map[string]dimensions{}, byDom: map[string]string{}}
 }
 
-// Enrich sets Domain and Tags of every event of the batch, scoped by each event's organization.
+// Enrich sets Domain and Tags of every event of the batch, scoped by each event's organization. The
+// messages not remembered yet are read concurrently, at most EnrichLookups at a time.
 func (e *Enricher) Enrich(ctx context.Context, events []ports.AnalyticsEvent) error {
 	e.lookup.Lock()
 	defer e.lookup.Unlock()
-	for i := range events {
-		ev := &events[i]
+	type msgKey struct{ org, id string }
+	var missing []msgKey
+	looked := map[msgKey]dimensions{}
+	e.mu.Lock()
+	for _, ev := range events {
+		k := msgKey{ev.OrganizationID, ev.MessageID}
 		if ev.MessageID == "" {
 			continue
 		}
-		d, err := e.message(ctx, ev.OrganizationID, ev.MessageID)
-		if err != nil {
-			return err
+		if _, ok := looked[k]; ok {
+			continue
 		}
-		ev.Domain, ev.Tags = d.domain, d.tags
+		d, ok := e.byMsg[k.org+"/"+k.id]
+		if !ok {
+			missing = append(missing, k)
+		}
+		looked[k] = d
+	}
+	e.mu.Unlock()
+	found := make([]dimensions, len(missing))
+	errs := make([]error, len(missing))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(EnrichLookups, len(missing)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				found[i], errs[i] = e.message(ctx, missing[i].org, missing[i].id)
+			}
+		}()
+	}
+	for i := range missing {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	for i, k := range missing {
+		if errs[i] != nil {
+			return errs[i]
+		}
+		looked[k] = found[i]
+	}
+	for i := range events {
+		ev := &events[i]
+		if ev.MessageID != "" {
+			d := looked[msgKey{ev.OrganizationID, ev.MessageID}]
+			ev.Domain, ev.Tags = d.domain, d.tags
+		}
 	}
 	return nil
 }

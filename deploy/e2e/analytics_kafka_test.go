@@ -5,8 +5,10 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,7 +17,9 @@ import (
 
 	"github.com/postmill/postmill/adapters/kafka"
 	"github.com/postmill/postmill/adapters/postgres/pgtest"
+	"github.com/postmill/postmill/analytics"
 	"github.com/postmill/postmill/deploy/app"
+	"github.com/postmill/postmill/ports"
 )
 
 // TestAnalyticsFromKafka runs the platform with POSTMILL_QUEUE=kafka (an in-process kfake cluster on
@@ -183,4 +187,137 @@ func produceRecord(t *testing.T, brokers []string, topic string, value []byte) {
 	if err := cl.ProduceSync(ctx, &kgo.Record{Value: value}).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestAnalyticsPipelineMeasure is opt-in (POSTMILL_BENCH_ANALYTICS_PIPELINE=<messages>): it seeds that many
+// messages of one organization with five events each (sent, delivered, opened, clicked, opened) and times
+// the analytics pipeline into the PostgreSQL store, in batches of 1,000 as the tier runs it, from the
+// PostgreSQL outbox, from the Kafka events topic (kfake on loopback) with the sending domain and tags
+// looked up, and from the topic without the lookups (the Kafka source's ceiling). The store is emptied
+// between runs; the events are published to the topic before the Kafka runs are timed.
+func TestAnalyticsPipelineMeasure(t *testing.T) {
+	messages, _ := strconv.Atoi(os.Getenv("POSTMILL_BENCH_ANALYTICS_PIPELINE"))
+	if messages <= 0 {
+		t.Skip("POSTMILL_BENCH_ANALYTICS_PIPELINE is not set")
+	}
+	ctx := context.Background()
+	e := MustStart(t, testConfig(t, pgtest.URL(t)), "edge,core")
+	owner := e.MustSignup("owner@measure.example", "")
+	domainID := expect(t, e.post("/v1/domains", owner.access, map[string]any{"domain": "measure.example"}), 201).str("id")
+	st := e.app.Store()
+	pool := st.Pool()
+	// Events already fanned out, so the core leaves them alone; the events trigger fills the outbox.
+	if _, err := pool.Exec(ctx, `
+WITH m AS (
+    INSERT INTO messages (id, organization_id, domain_id, status, from_address, tags, created_at)
+    SELECT gen_random_uuid(), $1, $2, 'delivered', 'ada@measure.example',
+        jsonb_build_object('campaign', 'c' || (i % 10), 'tier', 'gold'), now() - interval '1 hour'
+    FROM generate_series(1, $3) AS i
+    RETURNING id, created_at
+)
+INSERT INTO events (id, organization_id, type, message_id, occurred_at, fanned_out_at)
+SELECT gen_random_uuid(), $1, t.type, m.id, m.created_at + t.n * interval '1 second', now()
+FROM m, (VALUES (1, 'email.sent'), (2, 'email.delivered'), (3, 'email.opened'), (4, 'email.clicked'),
+    (5, 'email.opened')) AS t (n, type)`, owner.orgID, domainID, messages); err != nil {
+		t.Fatal(err)
+	}
+	total := messages * 5
+	store := st.Analytics()
+	empty := func() {
+		if _, err := pool.Exec(ctx, `TRUNCATE analytics_events, analytics_rollups`); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run := func(what string, drain bool, source ports.AnalyticsEventSource, enrich func(context.Context, []ports.AnalyticsEvent) error) {
+		t.Helper()
+		p := analytics.NewPipeline(analytics.PipelineConfig{Batch: 1000, Enrich: enrich}, source, store, nil)
+		load := pipelineLoad()
+		start := time.Now()
+		taken := 0
+		for {
+			n, err := p.Step(ctx)
+			if err != nil {
+				t.Fatalf("%s: %v", what, err)
+			}
+			if n == 0 && time.Since(start) > 10*time.Minute {
+				t.Fatalf("%s: took %d of %d events", what, taken, total)
+			}
+			taken += n
+			// The outbox also holds the domain's event: it is read until empty. The topic holds only
+			// the seeded events; waiting for more there would time the poll's wait.
+			if taken >= total && (n == 0 || !drain) {
+				break
+			}
+		}
+		d := time.Since(start)
+		sum, err := store.Summarize(ctx, owner.orgID, ports.AnalyticsQuery{From: time.Now().Add(-3 * time.Hour), To: time.Now().Add(time.Hour), Bucket: time.Hour})
+		if err != nil || sum.Totals.Sent != int64(messages) || sum.Totals.Opened != int64(2*messages) {
+			t.Fatalf("%s: totals %+v, %v", what, sum.Totals, err)
+		}
+		t.Logf("%-44s %8d events in %8v: %8.0f events/s (load average before: %s)", what, taken,
+			d.Round(time.Millisecond), float64(taken)/d.Seconds(), load)
+		empty()
+	}
+
+	run("PostgreSQL outbox", true, store, nil)
+
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cluster.Close)
+	brokers := cluster.ListenAddrs()
+	topic := "postmill.events.measure." + randomHex(t, 4)
+	es, err := kafka.NewEventStream(ctx, kafka.Config{Brokers: brokers, Topic: topic})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer es.Close()
+	rows, err := pool.Query(ctx, `SELECT id, organization_id, type, message_id, occurred_at FROM events
+WHERE organization_id = $1 AND message_id IS NOT NULL ORDER BY id`, owner.orgID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var batch []ports.Event
+	for rows.Next() {
+		var ev ports.Event
+		if err := rows.Scan(&ev.ID, &ev.OrganizationID, &ev.Type, &ev.MessageID, &ev.OccurredAt); err != nil {
+			t.Fatal(err)
+		}
+		if batch = append(batch, ev); len(batch) == 5000 {
+			if err := es.Publish(ctx, batch); err != nil {
+				t.Fatal(err)
+			}
+			batch = batch[:0]
+		}
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := es.Publish(ctx, batch); err != nil {
+		t.Fatal(err)
+	}
+	source := func() *kafka.AnalyticsSource {
+		s, err := kafka.NewAnalyticsSource(ctx, kafka.AnalyticsSourceConfig{Brokers: brokers, Topic: topic,
+			Group: "postmill-analytics-measure-" + randomHex(t, 4)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(s.Close)
+		return s
+	}
+	run("Kafka topic, domain and tags looked up", false, source(), analytics.NewEnricher(st, st, 0).Enrich)
+	run("Kafka topic, no lookups (ceiling)", false, source(), nil)
+}
+
+func pipelineLoad() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " ")
 }
