@@ -221,6 +221,10 @@ FROM m, (VALUES (1, 'email.sent'), (2, 'email.delivered'), (3, 'email.opened'), 
     (5, 'email.opened')) AS t (n, type)`, owner.orgID, domainID, messages); err != nil {
 		t.Fatal(err)
 	}
+	// Statistics as a live database has them, so the lookups' plans are the ones production gets.
+	if _, err := pool.Exec(ctx, `ANALYZE messages; ANALYZE events; ANALYZE analytics_outbox`); err != nil {
+		t.Fatal(err)
+	}
 	total := messages * 5
 	store := st.Analytics()
 	empty := func() {
