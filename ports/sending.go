@@ -273,6 +273,9 @@ type DeliveryJob struct {
 	Attempt        int       // 1 for the first attempt
 	FirstQueuedAt  time.Time // for the maximum age
 	NotBefore      time.Time // the relay holds the job until then (retries)
+	// Bulk marks broadcast mail: queues hand out the jobs without it (transactional mail) first, so a
+	// broadcast's backlog never delays a receipt or a password reset.
+	Bulk bool
 }
 
 // Outbox is the relay's view of delivery_outbox: jobs written in the send transaction, moved to the Queue.

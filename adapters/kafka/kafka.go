@@ -240,6 +240,9 @@ type wireJob struct {
 	Attempt        int       `json:"attempt"`
 	FirstQueuedAt  time.Time `json:"firstQueuedAt"`
 	NotBefore      time.Time `json:"notBefore,omitzero"`
+	// Bulk is carried so that a broadcast job's retry stays in the bulk lane of a PostgreSQL queue; the
+	// Kafka topic itself has one lane (partitions are consumed in order).
+	Bulk bool `json:"bulk,omitempty"`
 }
 
 func record(j ports.DeliveryJob) (*kgo.Record, error) {

@@ -43,6 +43,7 @@ func (s *Outbox) RelayDue(ctx context.Context, now time.Time, limit int, publish
 		jobs := make([]ports.DeliveryJob, len(rows))
 		for i, r := range rows {
 			jobs[i] = jobFromFields(r.ID, r.OrganizationID, r.MessageID, r.Domain, r.RecipientIds, r.Attempt, r.FirstQueuedAt, r.NotBefore)
+			jobs[i].Bulk = r.Bulk
 		}
 		sort.Slice(jobs, func(i, j int) bool {
 			if !jobs[i].NotBefore.Equal(jobs[j].NotBefore) {
@@ -161,6 +162,7 @@ type jobColumns struct {
 	Attempts        []int32
 	FirstQueuedAt   []time.Time
 	NotBefore       []time.Time
+	Bulk            []bool
 }
 
 func jobArrays(jobs []ports.DeliveryJob) jobColumns {
@@ -174,6 +176,7 @@ func jobArrays(jobs []ports.DeliveryJob) jobColumns {
 		Attempts:        make([]int32, n),
 		FirstQueuedAt:   make([]time.Time, n),
 		NotBefore:       make([]time.Time, n),
+		Bulk:            make([]bool, n),
 	}
 	for i, j := range jobs {
 		c.Ids[i] = idOrNew(j.ID)
@@ -184,6 +187,7 @@ func jobArrays(jobs []ports.DeliveryJob) jobColumns {
 		c.Attempts[i] = int32(max(j.Attempt, 1))
 		c.FirstQueuedAt[i] = j.FirstQueuedAt
 		c.NotBefore[i] = j.NotBefore
+		c.Bulk[i] = j.Bulk
 	}
 	return c
 }

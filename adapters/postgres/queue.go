@@ -77,7 +77,8 @@ func (q *Queue) Publish(ctx context.Context, jobs []ports.DeliveryJob) error {
 	))
 }
 
-// Receive implements ports.Queue: it leases up to max visible jobs (oldest first) and returns as soon as
+// Receive implements ports.Queue: it leases up to max visible jobs (transactional before bulk, oldest first
+// within a lane) and returns as soon as
 // there is at least one. When there is none it waits on a connection listening to the queue's channel,
 // looking again on each notification and at least every PollInterval, until ctx ends (ctx's error is
 // returned then). A max below 1 counts as 1. Each round of waiting borrows one pooled connection and gives
@@ -138,11 +139,14 @@ func (q *Queue) waitRound(ctx context.Context, max int) ([]ports.Delivery, error
 // leaseSQL is LeaseJobs (queries/queue.sql) returning the delivery count as well, which consumers cap their
 // retries with. It is written here rather than in queries/ while the sqlc queries are being reorganised;
 // it belongs beside LeaseJobs there. Dead-lettered rows have visible_at 'infinity' and are never picked.
+// The order (bulk, visible_at, id) is delivery_queue_lane_idx's (migration 00028): every visible job of the
+// transactional lane is leased before any of the bulk lane's, so a broadcast's backlog is never in front of
+// a transactional job; leased and dead rows of the transactional lane are walked past on the way.
 const leaseSQL = `
 WITH picked AS (
     SELECT q.id FROM delivery_queue q
     WHERE q.visible_at <= now()
-    ORDER BY q.visible_at, q.id
+    ORDER BY q.bulk, q.visible_at, q.id
     LIMIT $1
     FOR UPDATE SKIP LOCKED
 )
@@ -154,7 +158,7 @@ SET lease_token = gen_random_uuid(),
 FROM picked
 WHERE q.id = picked.id
 RETURNING q.id::text, q.organization_id::text, q.message_id::text, q.domain, q.recipient_ids::text[], q.attempt,
-    q.first_queued_at, q.not_before, q.lease_token::text, q.deliveries`
+    q.first_queued_at, q.not_before, q.lease_token::text, q.deliveries, q.bulk`
 
 // lease runs leaseSQL after ProbePlans in one round trip, so that its join back to the picked rows stays a
 // primary-key probe however stale the table's statistics are (a queue fills from empty in seconds).
@@ -183,12 +187,12 @@ func (q *Queue) lease(ctx context.Context, conn batchSender, max int) ([]ports.D
 			deliveries int32
 		)
 		if err := rows.Scan(&r.ID, &r.OrganizationID, &r.MessageID, &r.Domain, &r.RecipientIds, &r.Attempt,
-			&r.FirstQueuedAt, &r.NotBefore, &r.LeaseToken, &deliveries); err != nil {
+			&r.FirstQueuedAt, &r.NotBefore, &r.LeaseToken, &deliveries, &r.Bulk); err != nil {
 			return nil, q.receiveError(ctx, err)
 		}
 		out = append(out, &queueDelivery{
 			queue:      q,
-			job:        jobFromFields(r.ID, r.OrganizationID, r.MessageID, r.Domain, r.RecipientIds, r.Attempt, r.FirstQueuedAt, r.NotBefore),
+			job:        bulkJob(jobFromFields(r.ID, r.OrganizationID, r.MessageID, r.Domain, r.RecipientIds, r.Attempt, r.FirstQueuedAt, r.NotBefore), r.Bulk),
 			token:      r.LeaseToken,
 			deliveries: int(deliveries),
 		})
@@ -394,4 +398,10 @@ func storableText(s string, max int) string {
 		cut--
 	}
 	return s[:cut]
+}
+
+// bulkJob sets a leased job's lane, which consumers carry into its retry.
+func bulkJob(j ports.DeliveryJob, bulk bool) ports.DeliveryJob {
+	j.Bulk = bulk
+	return j
 }

@@ -18,10 +18,12 @@ import (
 // It pages through the audience by contact id (ports.AudienceStore.PageAudience: subscribed, not bounced
 // contacts, for a topic its subscribed subscriptions), starting after the broadcast's cursor. For each
 // contact it renders the content — compiled once per broadcast, interpolated per contact with the variables
-// of contactVars — and hands one email to the ordinary send path (ports.EmailService.Send), which checks
-// the sending domain, the organization, suppressions (on top of consent, SPEC §4.10), meters the plan
-// allowance and the warm-up cap, and writes the message, its recipient, event and delivery job through the
-// group commit. Each message carries its own List-Unsubscribe link (a sealed token of purpose
+// of contactVars — and hands the page's emails to the ordinary send path's bulk entry (SendBulk of
+// core/sending, when ports.EmailService has it; else Send, Concurrency at a time), which checks the
+// sending domain and the organization once, suppressions (on top of consent, SPEC §4.10) with one query for
+// the page, meters the plan allowance and the warm-up cap in page order, and writes the page's messages,
+// recipients, events and delivery jobs (in the queue's bulk lane, behind transactional mail) in one
+// transaction. Each message carries its own List-Unsubscribe link (a sealed token of purpose
 // "unsubscribe") and List-Unsubscribe-Post (RFC 8058), both signed by DKIM.
 //
 // Exactly once: every message's idempotency key is "broadcast:<broadcast id>:<contact id>", so a send the
@@ -175,9 +177,19 @@ func (s *Service) expand(ctx context.Context, b ports.Broadcast) error {
 	return nil
 }
 
-// sendBatch sends to every contact of page, Concurrency at a time, and returns the outcomes in page order.
-// After the first refusal that stops the broadcast, the remaining sends are not attempted.
+// bulkSender is the send path's bulk entry (sending.Service.SendBulk): a page of emails accepted by the
+// rules of Send with one look-up of each kind and one transaction, results aligned with the requests.
+type bulkSender interface {
+	SendBulk(ctx context.Context, orgID string, reqs []ports.SendRequest) ([]ports.BatchItemResult, error)
+}
+
+// sendBatch sends to every contact of page and returns the outcomes in page order: through the bulk entry
+// when the send path has one, else Send by Send, Concurrency at a time. After the first refusal that stops
+// the broadcast, the remaining sends are not attempted (or their outcomes are not used).
 func (s *Service) sendBatch(ctx context.Context, b ports.Broadcast, render content, page []ports.AudienceContact) []sendOutcome {
+	if bs, ok := s.deps.Emails.(bulkSender); ok {
+		return s.sendBulk(ctx, bs, b, render, page)
+	}
 	out := make([]sendOutcome, len(page))
 	var (
 		wg      sync.WaitGroup
@@ -211,26 +223,74 @@ func (s *Service) sendBatch(ctx context.Context, b ports.Broadcast, render conte
 
 var errHalted = errors.New("broadcast: batch halted")
 
-func (s *Service) sendOne(ctx context.Context, b ports.Broadcast, render content, c ports.AudienceContact) sendOutcome {
+// sendBulk renders the page's emails and hands them to the bulk entry in one call. A contact whose
+// content does not render stops the page there: the emails before it are sent, it and the rest are not.
+func (s *Service) sendBulk(ctx context.Context, bs bulkSender, b ports.Broadcast, render content, page []ports.AudienceContact) []sendOutcome {
+	out := make([]sendOutcome, len(page))
+	reqs := make([]ports.SendRequest, 0, len(page))
+	for i, c := range page {
+		req, err := s.request(ctx, b, render, c)
+		if err != nil {
+			out[i] = sendOutcome{err: err}
+			for j := i + 1; j < len(page); j++ {
+				out[j] = sendOutcome{err: errHalted}
+			}
+			break
+		}
+		reqs = append(reqs, req)
+	}
+	if len(reqs) == 0 {
+		return out
+	}
+	results, err := bs.SendBulk(ctx, b.OrganizationID, reqs)
+	if err == nil && len(results) != len(reqs) {
+		err = fmt.Errorf("the send path answered %d of %d emails", len(results), len(reqs))
+	}
+	for i := range reqs {
+		if err != nil {
+			out[i] = sendOutcome{err: err}
+			continue
+		}
+		out[i] = outcome(results[i].Result, results[i].Err)
+	}
+	return out
+}
+
+// request is the email of one contact: its rendered content, its own unsubscribe link and the idempotency
+// key that makes a repeated send answer with the message already written.
+func (s *Service) request(ctx context.Context, b ports.Broadcast, render content, c ports.AudienceContact) (ports.SendRequest, error) {
 	r, err := render(ctx, contactVars(c))
 	if err != nil {
-		return sendOutcome{err: fmt.Errorf("render: %w", err)}
+		return ports.SendRequest{}, fmt.Errorf("render: %w", err)
 	}
 	token, err := marketing.SealPublicToken(s.deps.Keyring, marketing.PurposeUnsubscribe, marketing.PublicToken{
 		OrganizationID: b.OrganizationID, ContactID: c.ID, TopicID: b.TopicID, BroadcastID: b.ID, IssuedAt: s.now(),
 	})
 	if err != nil {
-		return sendOutcome{err: err}
+		return ports.SendRequest{}, err
 	}
-	req := ports.SendRequest{
+	return ports.SendRequest{
 		From: b.From, To: []string{c.Email}, Subject: r.Subject, HTML: r.HTML, Text: r.Text, ReplyTo: b.ReplyTo,
 		Headers: map[string]string{
 			"List-Unsubscribe":      "<" + s.cfg.BaseURL + "/p/u/" + token + ">",
 			"List-Unsubscribe-Post": "List-Unsubscribe=One-Click",
 		},
 		IdempotencyKey: "broadcast:" + b.ID + ":" + c.ID,
+	}, nil
+}
+
+func (s *Service) sendOne(ctx context.Context, b ports.Broadcast, render content, c ports.AudienceContact) sendOutcome {
+	req, err := s.request(ctx, b, render, c)
+	if err != nil {
+		return sendOutcome{err: err}
 	}
 	res, err := s.deps.Emails.Send(ctx, b.OrganizationID, req)
+	return outcome(res, err)
+}
+
+// outcome reads what the send path answered for one contact: sent (or replayed), skipped because the
+// address is suppressed or cannot be sent to, or a refusal that stops the broadcast.
+func outcome(res ports.SendResult, err error) sendOutcome {
 	if err == nil {
 		return sendOutcome{messageID: res.ID, status: string(res.Status)}
 	}

@@ -324,6 +324,7 @@ func applyReport(r ports.DeliveryReport, current []ports.Recipient, p retryPolic
 			Attempt:        max(job.Attempt, 1) + 1,
 			FirstQueuedAt:  firstQueued,
 			NotBefore:      r.At.Add(RetryDelay(p.base, p.cap, job.Attempt)),
+			Bulk:           job.Bulk, // a retry stays in its lane
 		}
 	}
 

@@ -166,6 +166,12 @@ FROM (SELECT
         unnest(@storage_keys::text[]) AS storage_key) AS a
 WHERE EXISTS (SELECT 1 FROM messages m WHERE m.id = a.message_id);
 
+-- name: MessagesByIdempotencyKeys :many
+-- MessageByIdempotencyKey for many keys at once (the bulk entry's one idempotency look-up per page).
+SELECT m.idempotency_key::text AS idempotency_key, m.id::text AS id, m.status
+FROM messages m
+WHERE m.organization_id = @organization_id AND m.idempotency_key = ANY(@idempotency_keys::text[]);
+
 -- name: MessageByIdempotencyKey :one
 SELECT id, status FROM messages WHERE organization_id = @organization_id AND idempotency_key = @idempotency_key::text;
 

@@ -22,9 +22,9 @@ FROM (SELECT
 
 -- name: InsertOutboxJobs :exec
 -- recipient_ids[i] is job i's recipient ids joined with commas (arrays of arrays must be rectangular).
-INSERT INTO delivery_outbox (id, organization_id, message_id, domain, recipient_ids, attempt, first_queued_at, not_before)
+INSERT INTO delivery_outbox (id, organization_id, message_id, domain, recipient_ids, attempt, first_queued_at, not_before, bulk)
 SELECT j.id, j.organization_id, j.message_id, j.domain, string_to_array(j.recipient_ids, ',')::uuid[], j.attempt,
-    j.first_queued_at, j.not_before
+    j.first_queued_at, j.not_before, j.bulk
 FROM (SELECT
         unnest(@ids::uuid[]) AS id,
         unnest(@organization_ids::uuid[]) AS organization_id,
@@ -33,7 +33,8 @@ FROM (SELECT
         unnest(@recipient_ids::text[]) AS recipient_ids,
         unnest(@attempts::int[]) AS attempt,
         unnest(@first_queued_at::timestamptz[]) AS first_queued_at,
-        unnest(@not_before::timestamptz[]) AS not_before) AS j;
+        unnest(@not_before::timestamptz[]) AS not_before,
+        unnest(@bulk::bool[]) AS bulk) AS j;
 
 -- name: TakeDueOutboxJobs :many
 -- Deletes (and returns) up to row_limit due jobs; SKIP LOCKED lets several relays run side by side without
@@ -70,9 +71,9 @@ WHERE EXISTS (SELECT 1 FROM messages m WHERE m.id = e.owner_id);
 -- name: InsertSendJobs :exec
 -- InsertOutboxJobs for the send path: job i is written only if its message exists at this point of the
 -- transaction.
-INSERT INTO delivery_outbox (id, organization_id, message_id, domain, recipient_ids, attempt, first_queued_at, not_before)
+INSERT INTO delivery_outbox (id, organization_id, message_id, domain, recipient_ids, attempt, first_queued_at, not_before, bulk)
 SELECT j.id, j.organization_id, j.message_id, j.domain, string_to_array(j.recipient_ids, ',')::uuid[], j.attempt,
-    j.first_queued_at, j.not_before
+    j.first_queued_at, j.not_before, j.bulk
 FROM (SELECT
         unnest(@ids::uuid[]) AS id,
         unnest(@organization_ids::uuid[]) AS organization_id,
@@ -81,5 +82,6 @@ FROM (SELECT
         unnest(@recipient_ids::text[]) AS recipient_ids,
         unnest(@attempts::int[]) AS attempt,
         unnest(@first_queued_at::timestamptz[]) AS first_queued_at,
-        unnest(@not_before::timestamptz[]) AS not_before) AS j
+        unnest(@not_before::timestamptz[]) AS not_before,
+        unnest(@bulk::bool[]) AS bulk) AS j
 WHERE EXISTS (SELECT 1 FROM messages m WHERE m.id = j.message_id);

@@ -1,9 +1,9 @@
 -- name: PublishJobs :exec
 -- A job id already in the queue is kept as it is: a relay that published but could not commit publishes
 -- the same job again, and the queue holds it once.
-INSERT INTO delivery_queue (id, organization_id, message_id, domain, recipient_ids, attempt, first_queued_at, not_before)
+INSERT INTO delivery_queue (id, organization_id, message_id, domain, recipient_ids, attempt, first_queued_at, not_before, bulk)
 SELECT j.id, j.organization_id, j.message_id, j.domain, string_to_array(j.recipient_ids, ',')::uuid[], j.attempt,
-    j.first_queued_at, j.not_before
+    j.first_queued_at, j.not_before, j.bulk
 FROM (SELECT
         unnest(@ids::uuid[]) AS id,
         unnest(@organization_ids::uuid[]) AS organization_id,
@@ -12,7 +12,8 @@ FROM (SELECT
         unnest(@recipient_ids::text[]) AS recipient_ids,
         unnest(@attempts::int[]) AS attempt,
         unnest(@first_queued_at::timestamptz[]) AS first_queued_at,
-        unnest(@not_before::timestamptz[]) AS not_before) AS j
+        unnest(@not_before::timestamptz[]) AS not_before,
+        unnest(@bulk::bool[]) AS bulk) AS j
 ON CONFLICT (id) DO NOTHING;
 
 -- name: NotifyQueue :exec
@@ -22,11 +23,11 @@ SELECT pg_notify('postmill_delivery_queue', '');
 -- name: LeaseJobs :many
 -- Leases up to row_limit visible jobs: each gets a fresh token and stays invisible until the lease ends.
 -- SKIP LOCKED keeps concurrent consumers off each other's rows; times are the database's, so every
--- process agrees on when a lease has expired.
+-- process agrees on when a lease has expired. Transactional jobs (bulk false) come before the bulk lane's.
 WITH picked AS (
     SELECT q.id FROM delivery_queue q
     WHERE q.visible_at <= now()
-    ORDER BY q.visible_at, q.id
+    ORDER BY q.bulk, q.visible_at, q.id
     LIMIT @row_limit
     FOR UPDATE SKIP LOCKED
 )
@@ -38,7 +39,7 @@ SET lease_token = gen_random_uuid(),
 FROM picked
 WHERE q.id = picked.id
 RETURNING q.id, q.organization_id, q.message_id, q.domain, q.recipient_ids, q.attempt, q.first_queued_at, q.not_before,
-    q.lease_token::text AS lease_token;
+    q.bulk, q.lease_token::text AS lease_token;
 
 -- name: AckJob :execrows
 DELETE FROM delivery_queue WHERE id = @id AND lease_token = @lease_token::uuid;

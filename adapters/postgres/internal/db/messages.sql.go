@@ -532,6 +532,44 @@ func (q *Queries) MessageStatus(ctx context.Context, arg MessageStatusParams) (s
 	return status, err
 }
 
+const messagesByIdempotencyKeys = `-- name: MessagesByIdempotencyKeys :many
+SELECT m.idempotency_key::text AS idempotency_key, m.id::text AS id, m.status
+FROM messages m
+WHERE m.organization_id = $1 AND m.idempotency_key = ANY($2::text[])
+`
+
+type MessagesByIdempotencyKeysParams struct {
+	OrganizationID  string
+	IdempotencyKeys []string
+}
+
+type MessagesByIdempotencyKeysRow struct {
+	IdempotencyKey string
+	ID             string
+	Status         string
+}
+
+// MessageByIdempotencyKey for many keys at once (the bulk entry's one idempotency look-up per page).
+func (q *Queries) MessagesByIdempotencyKeys(ctx context.Context, arg MessagesByIdempotencyKeysParams) ([]MessagesByIdempotencyKeysRow, error) {
+	rows, err := q.db.Query(ctx, messagesByIdempotencyKeys, arg.OrganizationID, arg.IdempotencyKeys)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []MessagesByIdempotencyKeysRow
+	for rows.Next() {
+		var i MessagesByIdempotencyKeysRow
+		if err := rows.Scan(&i.IdempotencyKey, &i.ID, &i.Status); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const meterSends = `-- name: MeterSends :many
 WITH RECURSIVE meter AS (
     SELECT m.pos, u.value

@@ -230,6 +230,7 @@ type DeliveryOutbox struct {
 	Attempt        int32
 	FirstQueuedAt  time.Time
 	NotBefore      time.Time
+	Bulk           bool
 }
 
 type DeliveryQueue struct {
@@ -248,6 +249,7 @@ type DeliveryQueue struct {
 	CreatedAt      time.Time
 	DeadAt         *time.Time
 	DeadReason     pgtype.Text
+	Bulk           bool
 }
 
 type DmarcRecord struct {

@@ -67,9 +67,9 @@ func (q *Queries) InsertEvents(ctx context.Context, arg InsertEventsParams) erro
 }
 
 const insertOutboxJobs = `-- name: InsertOutboxJobs :exec
-INSERT INTO delivery_outbox (id, organization_id, message_id, domain, recipient_ids, attempt, first_queued_at, not_before)
+INSERT INTO delivery_outbox (id, organization_id, message_id, domain, recipient_ids, attempt, first_queued_at, not_before, bulk)
 SELECT j.id, j.organization_id, j.message_id, j.domain, string_to_array(j.recipient_ids, ',')::uuid[], j.attempt,
-    j.first_queued_at, j.not_before
+    j.first_queued_at, j.not_before, j.bulk
 FROM (SELECT
         unnest($1::uuid[]) AS id,
         unnest($2::uuid[]) AS organization_id,
@@ -78,7 +78,8 @@ FROM (SELECT
         unnest($5::text[]) AS recipient_ids,
         unnest($6::int[]) AS attempt,
         unnest($7::timestamptz[]) AS first_queued_at,
-        unnest($8::timestamptz[]) AS not_before) AS j
+        unnest($8::timestamptz[]) AS not_before,
+        unnest($9::bool[]) AS bulk) AS j
 `
 
 type InsertOutboxJobsParams struct {
@@ -90,6 +91,7 @@ type InsertOutboxJobsParams struct {
 	Attempts        []int32
 	FirstQueuedAt   []time.Time
 	NotBefore       []time.Time
+	Bulk            []bool
 }
 
 // recipient_ids[i] is job i's recipient ids joined with commas (arrays of arrays must be rectangular).
@@ -103,6 +105,7 @@ func (q *Queries) InsertOutboxJobs(ctx context.Context, arg InsertOutboxJobsPara
 		arg.Attempts,
 		arg.FirstQueuedAt,
 		arg.NotBefore,
+		arg.Bulk,
 	)
 	return err
 }
@@ -157,9 +160,9 @@ func (q *Queries) InsertSendEvents(ctx context.Context, arg InsertSendEventsPara
 }
 
 const insertSendJobs = `-- name: InsertSendJobs :exec
-INSERT INTO delivery_outbox (id, organization_id, message_id, domain, recipient_ids, attempt, first_queued_at, not_before)
+INSERT INTO delivery_outbox (id, organization_id, message_id, domain, recipient_ids, attempt, first_queued_at, not_before, bulk)
 SELECT j.id, j.organization_id, j.message_id, j.domain, string_to_array(j.recipient_ids, ',')::uuid[], j.attempt,
-    j.first_queued_at, j.not_before
+    j.first_queued_at, j.not_before, j.bulk
 FROM (SELECT
         unnest($1::uuid[]) AS id,
         unnest($2::uuid[]) AS organization_id,
@@ -168,7 +171,8 @@ FROM (SELECT
         unnest($5::text[]) AS recipient_ids,
         unnest($6::int[]) AS attempt,
         unnest($7::timestamptz[]) AS first_queued_at,
-        unnest($8::timestamptz[]) AS not_before) AS j
+        unnest($8::timestamptz[]) AS not_before,
+        unnest($9::bool[]) AS bulk) AS j
 WHERE EXISTS (SELECT 1 FROM messages m WHERE m.id = j.message_id)
 `
 
@@ -181,6 +185,7 @@ type InsertSendJobsParams struct {
 	Attempts        []int32
 	FirstQueuedAt   []time.Time
 	NotBefore       []time.Time
+	Bulk            []bool
 }
 
 // InsertOutboxJobs for the send path: job i is written only if its message exists at this point of the
@@ -195,6 +200,7 @@ func (q *Queries) InsertSendJobs(ctx context.Context, arg InsertSendJobsParams) 
 		arg.Attempts,
 		arg.FirstQueuedAt,
 		arg.NotBefore,
+		arg.Bulk,
 	)
 	return err
 }
@@ -208,7 +214,7 @@ WHERE id IN (
     LIMIT $2
     FOR UPDATE SKIP LOCKED
 )
-RETURNING id, organization_id, message_id, domain, recipient_ids, attempt, first_queued_at, not_before
+RETURNING id, organization_id, message_id, domain, recipient_ids, attempt, first_queued_at, not_before, bulk
 `
 
 type TakeDueOutboxJobsParams struct {
@@ -236,6 +242,7 @@ func (q *Queries) TakeDueOutboxJobs(ctx context.Context, arg TakeDueOutboxJobsPa
 			&i.Attempt,
 			&i.FirstQueuedAt,
 			&i.NotBefore,
+			&i.Bulk,
 		); err != nil {
 			return nil, err
 		}

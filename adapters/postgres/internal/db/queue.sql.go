@@ -67,7 +67,7 @@ const leaseJobs = `-- name: LeaseJobs :many
 WITH picked AS (
     SELECT q.id FROM delivery_queue q
     WHERE q.visible_at <= now()
-    ORDER BY q.visible_at, q.id
+    ORDER BY q.bulk, q.visible_at, q.id
     LIMIT $2
     FOR UPDATE SKIP LOCKED
 )
@@ -79,7 +79,7 @@ SET lease_token = gen_random_uuid(),
 FROM picked
 WHERE q.id = picked.id
 RETURNING q.id, q.organization_id, q.message_id, q.domain, q.recipient_ids, q.attempt, q.first_queued_at, q.not_before,
-    q.lease_token::text AS lease_token
+    q.bulk, q.lease_token::text AS lease_token
 `
 
 type LeaseJobsParams struct {
@@ -96,12 +96,13 @@ type LeaseJobsRow struct {
 	Attempt        int32
 	FirstQueuedAt  time.Time
 	NotBefore      time.Time
+	Bulk           bool
 	LeaseToken     string
 }
 
 // Leases up to row_limit visible jobs: each gets a fresh token and stays invisible until the lease ends.
 // SKIP LOCKED keeps concurrent consumers off each other's rows; times are the database's, so every
-// process agrees on when a lease has expired.
+// process agrees on when a lease has expired. Transactional jobs (bulk false) come before the bulk lane's.
 func (q *Queries) LeaseJobs(ctx context.Context, arg LeaseJobsParams) ([]LeaseJobsRow, error) {
 	rows, err := q.db.Query(ctx, leaseJobs, arg.LeaseSeconds, arg.RowLimit)
 	if err != nil {
@@ -120,6 +121,7 @@ func (q *Queries) LeaseJobs(ctx context.Context, arg LeaseJobsParams) ([]LeaseJo
 			&i.Attempt,
 			&i.FirstQueuedAt,
 			&i.NotBefore,
+			&i.Bulk,
 			&i.LeaseToken,
 		); err != nil {
 			return nil, err
@@ -170,9 +172,9 @@ func (q *Queries) NotifyQueue(ctx context.Context) error {
 }
 
 const publishJobs = `-- name: PublishJobs :exec
-INSERT INTO delivery_queue (id, organization_id, message_id, domain, recipient_ids, attempt, first_queued_at, not_before)
+INSERT INTO delivery_queue (id, organization_id, message_id, domain, recipient_ids, attempt, first_queued_at, not_before, bulk)
 SELECT j.id, j.organization_id, j.message_id, j.domain, string_to_array(j.recipient_ids, ',')::uuid[], j.attempt,
-    j.first_queued_at, j.not_before
+    j.first_queued_at, j.not_before, j.bulk
 FROM (SELECT
         unnest($1::uuid[]) AS id,
         unnest($2::uuid[]) AS organization_id,
@@ -181,7 +183,8 @@ FROM (SELECT
         unnest($5::text[]) AS recipient_ids,
         unnest($6::int[]) AS attempt,
         unnest($7::timestamptz[]) AS first_queued_at,
-        unnest($8::timestamptz[]) AS not_before) AS j
+        unnest($8::timestamptz[]) AS not_before,
+        unnest($9::bool[]) AS bulk) AS j
 ON CONFLICT (id) DO NOTHING
 `
 
@@ -194,6 +197,7 @@ type PublishJobsParams struct {
 	Attempts        []int32
 	FirstQueuedAt   []time.Time
 	NotBefore       []time.Time
+	Bulk            []bool
 }
 
 // A job id already in the queue is kept as it is: a relay that published but could not commit publishes
@@ -208,6 +212,7 @@ func (q *Queries) PublishJobs(ctx context.Context, arg PublishJobsParams) error 
 		arg.Attempts,
 		arg.FirstQueuedAt,
 		arg.NotBefore,
+		arg.Bulk,
 	)
 	return err
 }
