@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -18,10 +19,10 @@ import (
 
 // runThrottle measures per-destination shaping (mta/site.go): how fast the MTA drains one site's messages
 // (rcpt.example) alone; then beside as many messages to a second site (slow.example) that accepts every
-// connection; then beside as many to the second site answering 421 to every other connection. The three
-// drains happen in one run, against the in-process sink (the second site is a proxy on 127.0.0.2 in front
-// of the same sink), and the results are ratios next to the RSA ceiling measured in the same run: the
-// machine is shared and noisy, so only figures of one run are compared. The drain beside the healthy
+// connection; then beside as many to the second site answering 421 to every other connection; then alone
+// once more. The drains happen in one run, against the in-process sink (the second site is a proxy on
+// 127.0.0.2 in front of the same sink), and the results are ratios next to the RSA ceiling measured in the
+// same run: the machine is shared and noisy, so only figures of one run are compared. The drain beside the healthy
 // second site is the control: on a machine whose cores the MTA saturates, any second site's deliveries
 // take CPU from the first; what throttling must not do is cost more than that.
 //
@@ -70,9 +71,11 @@ func runThrottle(args []string) error {
 	}
 
 	var creds *platform
-	var slowDone int64
+	var slowDone, slowQueued, slowHandouts, slowBackoffs int64
 	// drain queues the given messages with edge and core only, then starts the whole platform and times how
 	// long the MTA takes to deliver the rcpt.example ones.
+	var total float64
+	var cpuPer time.Duration
 	drain := func(perDomain map[string]int, throttling bool) (rate float64, err error) {
 		thr.throttling.Store(throttling)
 		slowBefore := count("slow.example", "delivered")
@@ -100,6 +103,7 @@ func runThrottle(args []string) error {
 			return 0, err
 		}
 		defer p.stop()
+		cpu := startCPUMeter(ctx, *db, []int{p.cmd.Process.Pid})
 		start := time.Now()
 		deadline := start.Add(10 * time.Minute)
 		want := before + int64(perDomain["rcpt.example"])
@@ -109,7 +113,18 @@ func runThrottle(args []string) error {
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
-		rate = float64(perDomain["rcpt.example"]) / time.Since(start).Seconds()
+		elapsed := time.Since(start).Seconds()
+		rate = float64(perDomain["rcpt.example"]) / elapsed
+		// Both sites together while the first drained: what the machine delivered, whoever to.
+		both := int64(perDomain["rcpt.example"]) + count("slow.example", "delivered") - slowBefore
+		total = float64(both) / elapsed
+		// CPU per message delivered, whoever to: unlike the rates, hardly changed by the machine's other load.
+		cpuPer = cpu.perMessage(ctx, both)
+		fmt.Printf("throttle: drain %v: %d delivered in %.1fs (rcpt.example %d)\n%s\n", perDomain, both, elapsed, perDomain["rcpt.example"], cpu.report(ctx, both))
+		// The second site's jobs still queued, and how often they were handed out so far: a throttled job
+		// handed back and received again costs a lease and a hand-back each time.
+		_ = conn.QueryRow(ctx, "SELECT count(*), coalesce(sum(deliveries), 0) FROM delivery_queue WHERE domain = 'slow.example'").Scan(&slowQueued, &slowHandouts)
+		slowBackoffs = int64(strings.Count(p.logs.String(), "backing off"))
 		if n := int64(perDomain["slow.example"]); n > 0 && !throttling {
 			// Untimed: the healthy site's messages all go before the next drain, which must not find them.
 			for count("slow.example", "delivered")-slowBefore < n && time.Now().Before(deadline) {
@@ -124,16 +139,40 @@ func runThrottle(args []string) error {
 	if err != nil {
 		return err
 	}
+	totalAlone, cpuAlone := total, cpuPer
 	healthy, err := drain(map[string]int{"rcpt.example": *messages, "slow.example": *messages}, false)
 	if err != nil {
 		return err
 	}
+	totalHealthy, cpuHealthy := total, cpuPer
 	connsBefore := thr.conns.Load()
 	beside, err := drain(map[string]int{"rcpt.example": *messages, "slow.example": *messages}, true)
 	if err != nil {
 		return err
 	}
 	slowDelivered := slowDone
+	cpuThrottling := cpuPer
+	queued, handouts, backoffs := slowQueued, slowHandouts, slowBackoffs
+	// The throttling site's jobs still queued would be delivered during the last drain: they are dropped.
+	if _, err := conn.Exec(ctx, "DELETE FROM delivery_queue WHERE domain = 'slow.example'"); err != nil {
+		return err
+	}
+	// The drain alone once more, after the others: the machine is shared, and the mean of the drain alone
+	// before and after is what the others are compared with, like the RSA ceiling.
+	alone2, err := drain(map[string]int{"rcpt.example": *messages}, false)
+	if err != nil {
+		return err
+	}
+	totalAlone2 := total
+	fmt.Printf("throttle: CPU per delivered message (Postmill, its PostgreSQL backends, sink): alone %.3f ms and %.3f ms, beside the healthy site %.3f ms, beside the throttling site %.3f ms\n",
+		ms(cpuAlone), ms(cpuPer), ms(cpuHealthy), ms(cpuThrottling))
+	fmt.Printf("throttle: alone before %.0f msg/s, after %.0f msg/s\n", alone, alone2)
+	alone, totalAlone = (alone+alone2)/2, (totalAlone+totalAlone2)/2
+	slowQueued, slowHandouts, slowBackoffs = queued, handouts, backoffs
+	fmt.Printf("throttle: both sites together while rcpt.example drained: alone %.0f msg/s, beside the healthy site %.0f msg/s, beside the throttling site %.0f msg/s (%.0f%% of alone)\n",
+		totalAlone, totalHealthy, total, 100*total/totalAlone)
+	fmt.Printf("throttle: when rcpt.example was done, slow.example had %d jobs queued, handed out %d times so far; %d back-offs logged\n",
+		slowQueued, slowHandouts, slowBackoffs)
 	ceilingAfter, _, err := rsaMeasure(*rsaFor)
 	if err != nil {
 		return err
