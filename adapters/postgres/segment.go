@@ -102,13 +102,19 @@ var previewIDCap = 10000
 // PreviewPlan implements ports.SegmentStore: the count and a sample of the matches, in one repeatable-read
 // snapshot so the sample agrees with the count.
 //
-// The statement that finds the matches has no ORDER BY, so the planner chooses the cheapest way to find
-// them all (index bitmaps, a parallel scan) and never walks the organization's contacts in id order
-// hoping to meet limit matches early: for a rule that matches few contacts that walk reads every
-// contact at random, and ids are time-ordered, so a rule on recent contacts would meet its matches last.
-// When the rule matches at most previewIDCap contacts, that one statement gives the count and the
-// sample is the first limit matches by id; when it matches more, it stops at previewIDCap + 1 ids, the
-// sample is the first limit of those by id, and a count(*) with the same WHERE counts the rest.
+// The matches are found by a statement planned to read them all (a materialized CTE, whatever plan the
+// planner finds cheapest: index bitmaps, a parallel scan) and read from it up to previewIDCap + 1 ids,
+// which stops it there. It never walks the organization's contacts in id order hoping to meet limit
+// matches early: for a rule with few matches that walk reads every contact at random, and ids are
+// time-ordered, so a rule on recent contacts would meet its matches last. When the rule matches at most
+// previewIDCap contacts, that one statement gives the count and the sample is the first limit matches by
+// id; when it matches more, the sample is the first limit by id of the ids read and a count(*) with the
+// same WHERE counts them all.
+//
+// parallel_tuple_cost is lowered for the transaction: the planner's default charges every row it
+// estimates to cross from a parallel worker, and for a condition whose selectivity it can only guess (a
+// third of the rows for a numeric range on a property) that makes a single-process scan of every
+// contact look cheaper than a parallel one, although at most previewIDCap + 1 narrow rows ever cross.
 func (s *Marketing) PreviewPlan(ctx context.Context, orgID string, plan ports.PlanNode, limit int) (ports.SegmentPreview, error) {
 	limit = min(max(limit, 1), ports.MaxListLimit)
 	out := ports.SegmentPreview{Sample: []ports.Contact{}}
@@ -122,8 +128,11 @@ func (s *Marketing) PreviewPlan(ctx context.Context, orgID string, plan ports.Pl
 		if err != nil {
 			return err
 		}
+		if _, err := tx.Exec(ctx, `SET LOCAL parallel_tuple_cost = 0.01`); err != nil {
+			return err
+		}
 		q := ` FROM contacts c WHERE c.organization_id = $1 AND (` + where + `)`
-		rows, err := tx.Query(ctx, `SELECT c.id`+q+` LIMIT `+itoa(previewIDCap+1), b.args...)
+		rows, err := tx.Query(ctx, `WITH m AS MATERIALIZED (SELECT c.id`+q+`) SELECT id FROM m LIMIT `+itoa(previewIDCap+1), b.args...)
 		if err != nil {
 			return err
 		}
