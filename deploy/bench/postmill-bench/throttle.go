@@ -151,7 +151,7 @@ func runThrottle(args []string) error {
 		return err
 	}
 	slowDelivered := slowDone
-	cpuThrottling := cpuPer
+	cpuThrottling, totalThrottling := cpuPer, total
 	queued, handouts, backoffs := slowQueued, slowHandouts, slowBackoffs
 	// The throttling site's jobs still queued would be delivered during the last drain: they are dropped.
 	if _, err := conn.Exec(ctx, "DELETE FROM delivery_queue WHERE domain = 'slow.example'"); err != nil {
@@ -170,7 +170,7 @@ func runThrottle(args []string) error {
 	alone, totalAlone = (alone+alone2)/2, (totalAlone+totalAlone2)/2
 	slowQueued, slowHandouts, slowBackoffs = queued, handouts, backoffs
 	fmt.Printf("throttle: both sites together while rcpt.example drained: alone %.0f msg/s, beside the healthy site %.0f msg/s, beside the throttling site %.0f msg/s (%.0f%% of alone)\n",
-		totalAlone, totalHealthy, total, 100*total/totalAlone)
+		totalAlone, totalHealthy, totalThrottling, 100*totalThrottling/totalAlone)
 	fmt.Printf("throttle: when rcpt.example was done, slow.example had %d jobs queued, handed out %d times so far; %d back-offs logged\n",
 		slowQueued, slowHandouts, slowBackoffs)
 	ceilingAfter, _, err := rsaMeasure(*rsaFor)
