@@ -335,8 +335,9 @@ func (m *MTA) deliver(ctx context.Context, out ports.OutboundMessage) ports.Deli
 		r.settleRest(rerr.kind, rerr.response)
 		return report()
 	}
-	// The message is signed only once there is room in the first destination's window (stages).
-	leave, err := m.stages.enterWindow(ctx, dests[0].key())
+	// The message is signed only once there is room in the first destination's window (stages), where
+	// transactional jobs wait ahead of a broadcast's.
+	leave, err := m.stages.enterWindowAs(ctx, dests[0].key(), out.Job.Bulk)
 	if err != nil {
 		r.settleRest(ports.OutcomeDeferred, "4.3.0 temporary failure preparing the message")
 		return report()

@@ -31,17 +31,43 @@ type stages struct {
 }
 
 type destWindow struct {
-	used    int
-	waiters []chan struct{}
+	used int
+	// waiters wait for a place in turn; urgent ones (transactional jobs) are woken before any of bulk
+	// (a broadcast's jobs), so a receipt never queues behind the broadcast jobs the MTA already took.
+	urgent, waiters []chan struct{}
+}
+
+// queue is the waiters' list of a job's lane.
+func (w *destWindow) queue(bulk bool) *[]chan struct{} {
+	if bulk {
+		return &w.waiters
+	}
+	return &w.urgent
+}
+
+// wakeNext hands the next turn to the first urgent waiter, else to the first bulk one.
+func (w *destWindow) wakeNext() {
+	for _, q := range []*[]chan struct{}{&w.urgent, &w.waiters} {
+		if len(*q) > 0 {
+			close((*q)[0])
+			*q = (*q)[1:]
+			return
+		}
+	}
 }
 
 func newStages(cfg Config) *stages {
 	return &stages{window: cfg.Window, windows: map[string]*destWindow{}, settleSlots: make(chan struct{}, cfg.Workers)}
 }
 
-// enterWindow takes a place in key's signed-ahead window, waiting while it is full, and returns the
-// function that gives it back.
+// enterWindow takes a place in key's signed-ahead window for a transactional job (enterWindowAs).
 func (s *stages) enterWindow(ctx context.Context, key string) (release func(), err error) {
+	return s.enterWindowAs(ctx, key, false)
+}
+
+// enterWindowAs takes a place in key's signed-ahead window, waiting while it is full, and returns the
+// function that gives it back. While it waits, a transactional job (bulk false) is ahead of every bulk job.
+func (s *stages) enterWindowAs(ctx context.Context, key string, bulk bool) (release func(), err error) {
 	for {
 		s.mu.Lock()
 		w := s.windows[key]
@@ -55,17 +81,17 @@ func (s *stages) enterWindow(ctx context.Context, key string) (release func(), e
 			return func() { s.leaveWindow(key) }, nil
 		}
 		wake := make(chan struct{})
-		w.waiters = append(w.waiters, wake)
+		q := w.queue(bulk)
+		*q = append(*q, wake)
 		s.mu.Unlock()
 		select {
 		case <-wake:
 		case <-ctx.Done():
 			s.mu.Lock()
-			if i := indexOf(w.waiters, wake); i >= 0 {
-				w.waiters = append(w.waiters[:i], w.waiters[i+1:]...)
-			} else if len(w.waiters) > 0 { // woken at the same time: hand the turn on
-				close(w.waiters[0])
-				w.waiters = w.waiters[1:]
+			if i := indexOf(*q, wake); i >= 0 {
+				*q = append((*q)[:i], (*q)[i+1:]...)
+			} else { // woken at the same time: hand the turn on
+				w.wakeNext()
 			}
 			s.mu.Unlock()
 			return nil, ctx.Err()
@@ -78,11 +104,8 @@ func (s *stages) leaveWindow(key string) {
 	defer s.mu.Unlock()
 	w := s.windows[key]
 	w.used--
-	if len(w.waiters) > 0 {
-		close(w.waiters[0])
-		w.waiters = w.waiters[1:]
-	}
-	if w.used == 0 && len(w.waiters) == 0 {
+	w.wakeNext()
+	if w.used == 0 && len(w.waiters) == 0 && len(w.urgent) == 0 {
 		delete(s.windows, key)
 	}
 }
