@@ -18,6 +18,7 @@ require (
 	github.com/minio/minio-go/v7 v7.4.1
 	github.com/postmill/postmill/ports v0.0.0
 	github.com/pressly/goose/v3 v3.29.0
+	github.com/stripe/stripe-go/v82 v82.5.1
 	github.com/twmb/franz-go v1.22.2
 	github.com/twmb/franz-go/pkg/kadm v1.19.0
 	github.com/twmb/franz-go/pkg/kfake v0.0.0-20260918054303-01f206a7e32c

@@ -75,6 +75,8 @@ func (s *Server) registerBillingRoutes() {
 		Tags: []string{tagBilling}, Summary: "List the plans",
 		Description: "The operator's plan catalogue; free is always there.",
 	}, access{kind: authKey, scopes: []string{ports.ScopeBillingRead, ports.ScopeBillingWrite}}, s.listBillingPlans)
+
+	s.registerPaymentWebhookRoute()
 }
 
 func toBillingSubscription(sub ports.BillingSubscription) billingSubscriptionResponse {

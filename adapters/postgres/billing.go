@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/postmill/postmill/adapters/postgres/internal/db"
 	"github.com/postmill/postmill/ports"
@@ -48,4 +49,90 @@ func (s *Billing) SubscribePlan(ctx context.Context, orgID, planID string, plan 
 		return ports.Organization{}, interpretErrorFor("organization", err)
 	}
 	return org, nil
+}
+
+// StartCheckout implements ports.BillingStore. Starting the same checkout again (a provider answering the
+// same id) re-points it at the new plan until it completes.
+func (s *Billing) StartCheckout(ctx context.Context, orgID, checkoutID, planID string, now time.Time) error {
+	err := s.queries.InsertBillingCheckout(ctx, db.InsertBillingCheckoutParams{
+		OrganizationID: orgID, CheckoutID: checkoutID, PlanID: planID, CreatedAt: now,
+	})
+	return billingOrgError(err)
+}
+
+// billingOrgError is interpretErrorFor("organization") for writes whose only reference is the organization:
+// a missing one is not_found rather than a broken reference.
+func billingOrgError(err error) error {
+	err = interpretErrorFor("organization", err)
+	var pe *ports.Error
+	if errors.As(err, &pe) && pe.Constraint != "" && pe.Code == ports.CodeInvalidArgument {
+		return ports.NotFound("organization not found")
+	}
+	return err
+}
+
+// CheckoutPlan implements ports.BillingStore: only a checkout this organization started is found.
+func (s *Billing) CheckoutPlan(ctx context.Context, orgID, checkoutID string) (string, error) {
+	plan, err := s.queries.BillingCheckoutPlan(ctx, db.BillingCheckoutPlanParams{OrganizationID: orgID, CheckoutID: checkoutID})
+	if err != nil {
+		return "", interpretErrorFor("checkout", err)
+	}
+	return plan, nil
+}
+
+// ApplyPayment implements ports.BillingStore. The event's row is the idempotency key: a concurrent replay
+// waits on the first one's insert and then finds it, so an event changes the plan once whatever the
+// interleaving. An ended subscription locks the subscription row it names, so a checkout completing at
+// the same time either precedes it (and is ended) or follows it (and stands).
+func (s *Billing) ApplyPayment(ctx context.Context, p ports.PaymentApplication) (ports.Organization, ports.PaymentOutcome, error) {
+	var org ports.Organization
+	outcome := ports.PaymentApplied
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		q := s.queries.WithTx(tx)
+		n, err := q.InsertPaymentEvent(ctx, db.InsertPaymentEventParams{OrganizationID: p.OrganizationID, EventID: p.EventID, ReceivedAt: p.Now})
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			outcome = ports.PaymentDuplicate
+			return nil
+		}
+		var paidBy pgtype.Text
+		if p.Ended {
+			if _, err := q.LockPaidSubscription(ctx, db.LockPaidSubscriptionParams{
+				OrganizationID: p.OrganizationID, PaymentSubscriptionID: pgtype.Text{String: p.SubscriptionID, Valid: true},
+			}); errors.Is(err, pgx.ErrNoRows) {
+				outcome = ports.PaymentIgnored
+				return nil
+			} else if err != nil {
+				return err
+			}
+		} else {
+			paidBy = pgtype.Text{String: p.SubscriptionID, Valid: p.SubscriptionID != ""}
+			n, err := q.CompleteBillingCheckout(ctx, db.CompleteBillingCheckoutParams{
+				OrganizationID: p.OrganizationID, CheckoutID: p.CheckoutID, CompletedAt: &p.Now, SubscriptionID: paidBy,
+			})
+			if err != nil {
+				return err
+			}
+			if n == 0 {
+				outcome = ports.PaymentIgnored
+				return nil
+			}
+		}
+		row, err := q.SetOrganizationPlan(ctx, db.SetOrganizationPlanParams{
+			ID: p.OrganizationID, MonthlyLimit: p.Plan.MonthlyLimit, WarmupCap: p.Plan.WarmupCap,
+		})
+		if err != nil {
+			return err
+		}
+		org = organizationFromRow(row)
+		return q.UpsertSubscribedPlan(ctx, db.UpsertSubscribedPlanParams{
+			OrganizationID: p.OrganizationID, PlanID: p.PlanID, UpdatedAt: p.Now, PaymentSubscriptionID: paidBy,
+		})
+	})
+	if err != nil {
+		return ports.Organization{}, "", billingOrgError(err)
+	}
+	return org, outcome, nil
 }

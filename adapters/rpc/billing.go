@@ -52,6 +52,13 @@ func (s *billingServer) Plans(ctx context.Context, req *connect.Request[billingv
 	})
 }
 
+func (s *billingServer) PaymentWebhook(ctx context.Context, req *connect.Request[billingv1.PaymentWebhookRequest]) (*connect.Response[billingv1.PaymentWebhookResponse], error) {
+	res, err := s.svc.PaymentWebhook(ctx, req.Msg.GetPayload(), req.Msg.GetSignature())
+	return respond(ctx, s.log, req, err, func() *billingv1.PaymentWebhookResponse {
+		return &billingv1.PaymentWebhookResponse{EventId: res.EventID, Outcome: string(res.Outcome)}
+	})
+}
+
 // billingClient implements ports.BillingService over postmill.billing.v1.BillingService.
 type billingClient struct {
 	conn billingv1connect.BillingServiceClient
@@ -81,6 +88,14 @@ func (c *billingClient) Plans(ctx context.Context) ([]ports.PlanOffer, error) {
 			}
 			return mapItems(l.GetItems(), planOfferFromProto)
 		}))
+}
+
+func (c *billingClient) PaymentWebhook(ctx context.Context, payload []byte, signature string) (ports.PaymentWebhookResult, error) {
+	return call(ctx, billingv1connect.BillingServicePaymentWebhookProcedure, c.conn.PaymentWebhook,
+		&billingv1.PaymentWebhookRequest{Payload: payload, Signature: signature},
+		func(r *billingv1.PaymentWebhookResponse) ports.PaymentWebhookResult {
+			return ports.PaymentWebhookResult{EventID: r.GetEventId(), Outcome: ports.PaymentOutcome(r.GetOutcome())}
+		})
 }
 
 func planOfferToProto(p ports.PlanOffer) *billingv1.PlanOffer {

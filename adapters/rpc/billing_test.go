@@ -10,8 +10,9 @@ import (
 // billingAnswers are what the fake core answers for the billing service, kept beside fakeCore so that the
 // billing area adds a file rather than growing the fake.
 type billingAnswers struct {
-	sub   ports.BillingSubscription
-	plans []ports.PlanOffer
+	sub     ports.BillingSubscription
+	plans   []ports.PlanOffer
+	payment ports.PaymentWebhookResult
 }
 
 var billingByFake sync.Map // *fakeCore -> *billingAnswers
@@ -31,6 +32,10 @@ func (f *fakeCore) Subscribe(ctx context.Context, orgID, planID string) (ports.B
 
 func (f *fakeCore) Plans(ctx context.Context) ([]ports.PlanOffer, error) {
 	return f.billing().plans, f.record(ctx, "Plans")
+}
+
+func (f *fakeCore) PaymentWebhook(ctx context.Context, payload []byte, signature string) (ports.PaymentWebhookResult, error) {
+	return f.billing().payment, f.record(ctx, "PaymentWebhook", payload, signature)
 }
 
 func billingRoundTrips() []roundTrip {
@@ -77,6 +82,17 @@ func billingRoundTrips() []roundTrip {
 				return c.Billing.Plans(ctx)
 			},
 			want: []ports.PlanOffer{}, method: "Plans", args: nil,
+		},
+		{
+			name: "PaymentWebhook",
+			answer: func(f *fakeCore) {
+				f.billing().payment = ports.PaymentWebhookResult{EventID: "evt_1", Outcome: ports.PaymentApplied}
+			},
+			call: func(ctx context.Context, c ports.Core) (any, error) {
+				return c.Billing.PaymentWebhook(ctx, []byte(`{"id":"evt_1"}`), "t=1,v1=ab")
+			},
+			want:   ports.PaymentWebhookResult{EventID: "evt_1", Outcome: ports.PaymentApplied},
+			method: "PaymentWebhook", args: []any{[]byte(`{"id":"evt_1"}`), "t=1,v1=ab"},
 		},
 	}
 }

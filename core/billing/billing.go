@@ -116,12 +116,17 @@ func (s *Service) Subscribe(ctx context.Context, orgID, planID string) (ports.Bi
 		if err != nil {
 			return ports.BillingSubscription{}, fmt.Errorf("billing: organization: %w", err)
 		}
-		url, err := s.deps.Payments.Checkout(ctx, org.ID, offer)
+		co, err := s.deps.Payments.Checkout(ctx, org.ID, offer)
 		if err != nil {
 			return ports.BillingSubscription{}, fmt.Errorf("billing: checkout: %w", err)
 		}
+		// The checkout is recorded for this organization and plan: its completion is matched to them, not
+		// to what the provider's notification says alone.
+		if err := s.deps.Store.StartCheckout(ctx, org.ID, co.ID, offer.ID, s.deps.Clock.Now()); err != nil {
+			return ports.BillingSubscription{}, fmt.Errorf("billing: recording the checkout: %w", err)
+		}
 		sub, err := s.report(ctx, org)
-		sub.CheckoutURL = url
+		sub.CheckoutURL = co.URL
 		return sub, err
 	}
 	org, err := s.deps.Store.SubscribePlan(ctx, orgID, offer.ID, offer.Plan, s.deps.Clock.Now())
@@ -132,6 +137,66 @@ func (s *Service) Subscribe(ctx context.Context, orgID, planID string) (ports.Bi
 		s.deps.Changes.Publish(ports.Change{Kind: ports.ChangeOrganization, OrganizationID: org.ID})
 	}
 	return s.report(ctx, org)
+}
+
+// PaymentWebhook takes a provider notification. The provider verifies its signature; the core then
+// believes the organization it names only together with a checkout (or paid subscription) recorded for that
+// organization, so a notification about one organization's payment can never change another's plan. A
+// completed checkout records the plan it was started for; a subscription that ended moves the organization
+// back to the free plan if it is still on that subscription. The provider's event id is recorded with the
+// change, in one transaction, so a replay changes nothing. Every other event, and one naming nothing
+// recorded, is ignored (the provider is still told it arrived, so it stops retrying).
+func (s *Service) PaymentWebhook(ctx context.Context, payload []byte, signature string) (ports.PaymentWebhookResult, error) {
+	if s.deps.Payments == nil {
+		return ports.PaymentWebhookResult{}, ports.NotFound("No payment provider is configured")
+	}
+	ev, err := s.deps.Payments.ParseEvent(payload, signature)
+	if err != nil {
+		return ports.PaymentWebhookResult{}, err
+	}
+	res := ports.PaymentWebhookResult{EventID: ev.ID, Outcome: ports.PaymentIgnored}
+	app := ports.PaymentApplication{
+		OrganizationID: ev.OrganizationID, EventID: ev.ID, SubscriptionID: ev.SubscriptionID, Now: s.deps.Clock.Now(),
+	}
+	switch ev.Type {
+	case ports.PaymentCheckoutCompleted:
+		if ev.OrganizationID == "" || ev.CheckoutID == "" {
+			return res, nil
+		}
+		planID, err := s.deps.Store.CheckoutPlan(ctx, ev.OrganizationID, ev.CheckoutID)
+		if ports.ErrorCode(err) == ports.CodeNotFound {
+			return res, nil
+		}
+		if err != nil {
+			return ports.PaymentWebhookResult{}, fmt.Errorf("billing: checkout: %w", err)
+		}
+		offer, ok := s.byID[planID]
+		if !ok {
+			// The operator removed the plan after the checkout started: there are no limits to apply.
+			return ports.PaymentWebhookResult{}, fmt.Errorf("billing: checkout %s paid for plan %q, which the catalogue no longer has", ev.CheckoutID, planID)
+		}
+		app.CheckoutID, app.PlanID, app.Plan = ev.CheckoutID, offer.ID, offer.Plan
+	case ports.PaymentSubscriptionEnded:
+		if ev.OrganizationID == "" || ev.SubscriptionID == "" {
+			return res, nil
+		}
+		free := s.byID[ports.DefaultPlanID]
+		app.Ended, app.PlanID, app.Plan = true, free.ID, free.Plan
+	default:
+		return res, nil
+	}
+	org, outcome, err := s.deps.Store.ApplyPayment(ctx, app)
+	if ports.ErrorCode(err) == ports.CodeNotFound {
+		return res, nil
+	}
+	if err != nil {
+		return ports.PaymentWebhookResult{}, fmt.Errorf("billing: applying a payment: %w", err)
+	}
+	if outcome == ports.PaymentApplied && s.deps.Changes != nil {
+		s.deps.Changes.Publish(ports.Change{Kind: ports.ChangeOrganization, OrganizationID: org.ID})
+	}
+	res.Outcome = outcome
+	return res, nil
 }
 
 func (s *Service) planIDs() string {

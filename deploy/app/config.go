@@ -126,6 +126,8 @@ type Config struct {
 	MaxDomainsPerOrg  int
 	MaxWebhooksPerOrg int
 	MaxAPIKeysPerOrg  int
+	// Stripe is the payment provider of plans with a priceId (core_billing_stripe.go).
+	Stripe StripeConfig
 }
 
 // Getenv reads one variable; LoadEnv takes it as a parameter so tests need not touch the process
@@ -245,6 +247,7 @@ func LoadEnv(getenv Getenv) (Config, error) {
 		ShutdownGraceSecs: int(integer("POSTMILL_SHUTDOWN_GRACE_SECONDS", 20)),
 	}
 	c.BaseURL = strings.TrimRight(str("POSTMILL_BASE_URL", "http://"+c.HTTPAddr), "/")
+	c.Stripe = loadStripe(getenv)
 	if c.MetricsAddr = str("POSTMILL_METRICS_ADDR", "127.0.0.1:9090"); c.MetricsAddr == "off" {
 		c.MetricsAddr = ""
 	}
@@ -377,6 +380,7 @@ func (c *Config) Validate(targets Targets) error {
 		errs = append(errs, errors.New("POSTMILL_MAX_DOMAINS_PER_ORG, POSTMILL_MAX_WEBHOOKS_PER_ORG and POSTMILL_MAX_API_KEYS_PER_ORG must be at least 1"))
 	}
 	errs = append(errs, c.Local.validate(targets))
+	errs = append(errs, c.Stripe.validate())
 	return errors.Join(errs...)
 }
 

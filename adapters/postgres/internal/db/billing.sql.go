@@ -8,7 +8,112 @@ package db
 import (
 	"context"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgtype"
 )
+
+const billingCheckoutPlan = `-- name: BillingCheckoutPlan :one
+SELECT plan_id FROM billing_checkouts WHERE organization_id = $1 AND checkout_id = $2
+`
+
+type BillingCheckoutPlanParams struct {
+	OrganizationID string
+	CheckoutID     string
+}
+
+func (q *Queries) BillingCheckoutPlan(ctx context.Context, arg BillingCheckoutPlanParams) (string, error) {
+	row := q.db.QueryRow(ctx, billingCheckoutPlan, arg.OrganizationID, arg.CheckoutID)
+	var plan_id string
+	err := row.Scan(&plan_id)
+	return plan_id, err
+}
+
+const completeBillingCheckout = `-- name: CompleteBillingCheckout :execrows
+UPDATE billing_checkouts SET completed_at = $3, subscription_id = $4
+WHERE organization_id = $1 AND checkout_id = $2
+`
+
+type CompleteBillingCheckoutParams struct {
+	OrganizationID string
+	CheckoutID     string
+	CompletedAt    *time.Time
+	SubscriptionID pgtype.Text
+}
+
+func (q *Queries) CompleteBillingCheckout(ctx context.Context, arg CompleteBillingCheckoutParams) (int64, error) {
+	result, err := q.db.Exec(ctx, completeBillingCheckout,
+		arg.OrganizationID,
+		arg.CheckoutID,
+		arg.CompletedAt,
+		arg.SubscriptionID,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const insertBillingCheckout = `-- name: InsertBillingCheckout :exec
+INSERT INTO billing_checkouts (organization_id, checkout_id, plan_id, created_at)
+VALUES ($1, $2, $3, $4)
+ON CONFLICT (organization_id, checkout_id) DO UPDATE SET plan_id = EXCLUDED.plan_id, created_at = EXCLUDED.created_at
+WHERE billing_checkouts.completed_at IS NULL
+`
+
+type InsertBillingCheckoutParams struct {
+	OrganizationID string
+	CheckoutID     string
+	PlanID         string
+	CreatedAt      time.Time
+}
+
+func (q *Queries) InsertBillingCheckout(ctx context.Context, arg InsertBillingCheckoutParams) error {
+	_, err := q.db.Exec(ctx, insertBillingCheckout,
+		arg.OrganizationID,
+		arg.CheckoutID,
+		arg.PlanID,
+		arg.CreatedAt,
+	)
+	return err
+}
+
+const insertPaymentEvent = `-- name: InsertPaymentEvent :execrows
+INSERT INTO billing_payment_events (organization_id, event_id, received_at)
+VALUES ($1, $2, $3)
+ON CONFLICT (organization_id, event_id) DO NOTHING
+`
+
+type InsertPaymentEventParams struct {
+	OrganizationID string
+	EventID        string
+	ReceivedAt     time.Time
+}
+
+func (q *Queries) InsertPaymentEvent(ctx context.Context, arg InsertPaymentEventParams) (int64, error) {
+	result, err := q.db.Exec(ctx, insertPaymentEvent, arg.OrganizationID, arg.EventID, arg.ReceivedAt)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const lockPaidSubscription = `-- name: LockPaidSubscription :one
+SELECT plan_id FROM billing_subscriptions
+WHERE organization_id = $1 AND payment_subscription_id = $2
+FOR UPDATE
+`
+
+type LockPaidSubscriptionParams struct {
+	OrganizationID        string
+	PaymentSubscriptionID pgtype.Text
+}
+
+func (q *Queries) LockPaidSubscription(ctx context.Context, arg LockPaidSubscriptionParams) (string, error) {
+	row := q.db.QueryRow(ctx, lockPaidSubscription, arg.OrganizationID, arg.PaymentSubscriptionID)
+	var plan_id string
+	err := row.Scan(&plan_id)
+	return plan_id, err
+}
 
 const subscribedPlan = `-- name: SubscribedPlan :one
 SELECT plan_id FROM billing_subscriptions WHERE organization_id = $1
@@ -22,18 +127,25 @@ func (q *Queries) SubscribedPlan(ctx context.Context, organizationID string) (st
 }
 
 const upsertSubscribedPlan = `-- name: UpsertSubscribedPlan :exec
-INSERT INTO billing_subscriptions (organization_id, plan_id, updated_at)
-VALUES ($1, $2, $3)
-ON CONFLICT (organization_id) DO UPDATE SET plan_id = EXCLUDED.plan_id, updated_at = EXCLUDED.updated_at
+INSERT INTO billing_subscriptions (organization_id, plan_id, updated_at, payment_subscription_id)
+VALUES ($1, $2, $3, $4)
+ON CONFLICT (organization_id) DO UPDATE SET plan_id = EXCLUDED.plan_id, updated_at = EXCLUDED.updated_at,
+    payment_subscription_id = EXCLUDED.payment_subscription_id
 `
 
 type UpsertSubscribedPlanParams struct {
-	OrganizationID string
-	PlanID         string
-	UpdatedAt      time.Time
+	OrganizationID        string
+	PlanID                string
+	UpdatedAt             time.Time
+	PaymentSubscriptionID pgtype.Text
 }
 
 func (q *Queries) UpsertSubscribedPlan(ctx context.Context, arg UpsertSubscribedPlanParams) error {
-	_, err := q.db.Exec(ctx, upsertSubscribedPlan, arg.OrganizationID, arg.PlanID, arg.UpdatedAt)
+	_, err := q.db.Exec(ctx, upsertSubscribedPlan,
+		arg.OrganizationID,
+		arg.PlanID,
+		arg.UpdatedAt,
+		arg.PaymentSubscriptionID,
+	)
 	return err
 }

@@ -116,10 +116,26 @@ type Attachment struct {
 	StorageKey     string
 }
 
-type BillingSubscription struct {
+type BillingCheckout struct {
 	OrganizationID string
+	CheckoutID     string
 	PlanID         string
-	UpdatedAt      time.Time
+	CreatedAt      time.Time
+	CompletedAt    *time.Time
+	SubscriptionID pgtype.Text
+}
+
+type BillingPaymentEvent struct {
+	OrganizationID string
+	EventID        string
+	ReceivedAt     time.Time
+}
+
+type BillingSubscription struct {
+	OrganizationID        string
+	PlanID                string
+	UpdatedAt             time.Time
+	PaymentSubscriptionID pgtype.Text
 }
 
 type Bounce struct {

@@ -510,6 +510,112 @@ func (x *PlansResponse) GetPlans() *PlanOfferList {
 	return nil
 }
 
+// PaymentWebhookRequest carries a provider notification: the raw body and its signature header.
+type PaymentWebhookRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Payload       []byte                 `protobuf:"bytes,1,opt,name=payload,proto3" json:"payload,omitempty"`
+	Signature     string                 `protobuf:"bytes,2,opt,name=signature,proto3" json:"signature,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PaymentWebhookRequest) Reset() {
+	*x = PaymentWebhookRequest{}
+	mi := &file_postmill_billing_v1_billing_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PaymentWebhookRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PaymentWebhookRequest) ProtoMessage() {}
+
+func (x *PaymentWebhookRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_postmill_billing_v1_billing_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PaymentWebhookRequest.ProtoReflect.Descriptor instead.
+func (*PaymentWebhookRequest) Descriptor() ([]byte, []int) {
+	return file_postmill_billing_v1_billing_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *PaymentWebhookRequest) GetPayload() []byte {
+	if x != nil {
+		return x.Payload
+	}
+	return nil
+}
+
+func (x *PaymentWebhookRequest) GetSignature() string {
+	if x != nil {
+		return x.Signature
+	}
+	return ""
+}
+
+// PaymentWebhookResponse mirrors ports.PaymentWebhookResult.
+type PaymentWebhookResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	EventId       string                 `protobuf:"bytes,1,opt,name=event_id,json=eventId,proto3" json:"event_id,omitempty"`
+	Outcome       string                 `protobuf:"bytes,2,opt,name=outcome,proto3" json:"outcome,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PaymentWebhookResponse) Reset() {
+	*x = PaymentWebhookResponse{}
+	mi := &file_postmill_billing_v1_billing_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PaymentWebhookResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PaymentWebhookResponse) ProtoMessage() {}
+
+func (x *PaymentWebhookResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_postmill_billing_v1_billing_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PaymentWebhookResponse.ProtoReflect.Descriptor instead.
+func (*PaymentWebhookResponse) Descriptor() ([]byte, []int) {
+	return file_postmill_billing_v1_billing_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *PaymentWebhookResponse) GetEventId() string {
+	if x != nil {
+		return x.EventId
+	}
+	return ""
+}
+
+func (x *PaymentWebhookResponse) GetOutcome() string {
+	if x != nil {
+		return x.Outcome
+	}
+	return ""
+}
+
 var File_postmill_billing_v1_billing_proto protoreflect.FileDescriptor
 
 const file_postmill_billing_v1_billing_proto_rawDesc = "" +
@@ -544,11 +650,18 @@ const file_postmill_billing_v1_billing_proto_rawDesc = "" +
 	"\fsubscription\x18\x01 \x01(\v2!.postmill.billing.v1.SubscriptionR\fsubscription\"\x0e\n" +
 	"\fPlansRequest\"I\n" +
 	"\rPlansResponse\x128\n" +
-	"\x05plans\x18\x01 \x01(\v2\".postmill.billing.v1.PlanOfferListR\x05plans2\xb6\x02\n" +
+	"\x05plans\x18\x01 \x01(\v2\".postmill.billing.v1.PlanOfferListR\x05plans\"O\n" +
+	"\x15PaymentWebhookRequest\x12\x18\n" +
+	"\apayload\x18\x01 \x01(\fR\apayload\x12\x1c\n" +
+	"\tsignature\x18\x02 \x01(\tR\tsignature\"M\n" +
+	"\x16PaymentWebhookResponse\x12\x19\n" +
+	"\bevent_id\x18\x01 \x01(\tR\aeventId\x12\x18\n" +
+	"\aoutcome\x18\x02 \x01(\tR\aoutcome2\xa1\x03\n" +
 	"\x0eBillingService\x12x\n" +
 	"\x13BillingSubscription\x12/.postmill.billing.v1.BillingSubscriptionRequest\x1a0.postmill.billing.v1.BillingSubscriptionResponse\x12Z\n" +
 	"\tSubscribe\x12%.postmill.billing.v1.SubscribeRequest\x1a&.postmill.billing.v1.SubscribeResponse\x12N\n" +
-	"\x05Plans\x12!.postmill.billing.v1.PlansRequest\x1a\".postmill.billing.v1.PlansResponseB\xe2\x01\n" +
+	"\x05Plans\x12!.postmill.billing.v1.PlansRequest\x1a\".postmill.billing.v1.PlansResponse\x12i\n" +
+	"\x0ePaymentWebhook\x12*.postmill.billing.v1.PaymentWebhookRequest\x1a+.postmill.billing.v1.PaymentWebhookResponseB\xe2\x01\n" +
 	"\x17com.postmill.billing.v1B\fBillingProtoP\x01ZKgithub.com/postmill/postmill/adapters/rpc/gen/postmill/billing/v1;billingv1\xa2\x02\x03PBX\xaa\x02\x13Postmill.Billing.V1\xca\x02\x13Postmill\\Billing\\V1\xe2\x02\x1fPostmill\\Billing\\V1\\GPBMetadata\xea\x02\x15Postmill::Billing::V1b\x06proto3"
 
 var (
@@ -563,7 +676,7 @@ func file_postmill_billing_v1_billing_proto_rawDescGZIP() []byte {
 	return file_postmill_billing_v1_billing_proto_rawDescData
 }
 
-var file_postmill_billing_v1_billing_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
+var file_postmill_billing_v1_billing_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
 var file_postmill_billing_v1_billing_proto_goTypes = []any{
 	(*PlanOffer)(nil),                   // 0: postmill.billing.v1.PlanOffer
 	(*PlanOfferList)(nil),               // 1: postmill.billing.v1.PlanOfferList
@@ -574,26 +687,30 @@ var file_postmill_billing_v1_billing_proto_goTypes = []any{
 	(*SubscribeResponse)(nil),           // 6: postmill.billing.v1.SubscribeResponse
 	(*PlansRequest)(nil),                // 7: postmill.billing.v1.PlansRequest
 	(*PlansResponse)(nil),               // 8: postmill.billing.v1.PlansResponse
-	(*v1.Plan)(nil),                     // 9: postmill.organization.v1.Plan
-	(*timestamppb.Timestamp)(nil),       // 10: google.protobuf.Timestamp
+	(*PaymentWebhookRequest)(nil),       // 9: postmill.billing.v1.PaymentWebhookRequest
+	(*PaymentWebhookResponse)(nil),      // 10: postmill.billing.v1.PaymentWebhookResponse
+	(*v1.Plan)(nil),                     // 11: postmill.organization.v1.Plan
+	(*timestamppb.Timestamp)(nil),       // 12: google.protobuf.Timestamp
 }
 var file_postmill_billing_v1_billing_proto_depIdxs = []int32{
-	9,  // 0: postmill.billing.v1.PlanOffer.plan:type_name -> postmill.organization.v1.Plan
+	11, // 0: postmill.billing.v1.PlanOffer.plan:type_name -> postmill.organization.v1.Plan
 	0,  // 1: postmill.billing.v1.PlanOfferList.items:type_name -> postmill.billing.v1.PlanOffer
-	9,  // 2: postmill.billing.v1.Subscription.plan:type_name -> postmill.organization.v1.Plan
-	10, // 3: postmill.billing.v1.Subscription.period_start:type_name -> google.protobuf.Timestamp
-	10, // 4: postmill.billing.v1.Subscription.period_end:type_name -> google.protobuf.Timestamp
+	11, // 2: postmill.billing.v1.Subscription.plan:type_name -> postmill.organization.v1.Plan
+	12, // 3: postmill.billing.v1.Subscription.period_start:type_name -> google.protobuf.Timestamp
+	12, // 4: postmill.billing.v1.Subscription.period_end:type_name -> google.protobuf.Timestamp
 	2,  // 5: postmill.billing.v1.BillingSubscriptionResponse.subscription:type_name -> postmill.billing.v1.Subscription
 	2,  // 6: postmill.billing.v1.SubscribeResponse.subscription:type_name -> postmill.billing.v1.Subscription
 	1,  // 7: postmill.billing.v1.PlansResponse.plans:type_name -> postmill.billing.v1.PlanOfferList
 	3,  // 8: postmill.billing.v1.BillingService.BillingSubscription:input_type -> postmill.billing.v1.BillingSubscriptionRequest
 	5,  // 9: postmill.billing.v1.BillingService.Subscribe:input_type -> postmill.billing.v1.SubscribeRequest
 	7,  // 10: postmill.billing.v1.BillingService.Plans:input_type -> postmill.billing.v1.PlansRequest
-	4,  // 11: postmill.billing.v1.BillingService.BillingSubscription:output_type -> postmill.billing.v1.BillingSubscriptionResponse
-	6,  // 12: postmill.billing.v1.BillingService.Subscribe:output_type -> postmill.billing.v1.SubscribeResponse
-	8,  // 13: postmill.billing.v1.BillingService.Plans:output_type -> postmill.billing.v1.PlansResponse
-	11, // [11:14] is the sub-list for method output_type
-	8,  // [8:11] is the sub-list for method input_type
+	9,  // 11: postmill.billing.v1.BillingService.PaymentWebhook:input_type -> postmill.billing.v1.PaymentWebhookRequest
+	4,  // 12: postmill.billing.v1.BillingService.BillingSubscription:output_type -> postmill.billing.v1.BillingSubscriptionResponse
+	6,  // 13: postmill.billing.v1.BillingService.Subscribe:output_type -> postmill.billing.v1.SubscribeResponse
+	8,  // 14: postmill.billing.v1.BillingService.Plans:output_type -> postmill.billing.v1.PlansResponse
+	10, // 15: postmill.billing.v1.BillingService.PaymentWebhook:output_type -> postmill.billing.v1.PaymentWebhookResponse
+	12, // [12:16] is the sub-list for method output_type
+	8,  // [8:12] is the sub-list for method input_type
 	8,  // [8:8] is the sub-list for extension type_name
 	8,  // [8:8] is the sub-list for extension extendee
 	0,  // [0:8] is the sub-list for field type_name
@@ -610,7 +727,7 @@ func file_postmill_billing_v1_billing_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_postmill_billing_v1_billing_proto_rawDesc), len(file_postmill_billing_v1_billing_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   9,
+			NumMessages:   11,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -42,6 +42,9 @@ const (
 	BillingServiceSubscribeProcedure = "/postmill.billing.v1.BillingService/Subscribe"
 	// BillingServicePlansProcedure is the fully-qualified name of the BillingService's Plans RPC.
 	BillingServicePlansProcedure = "/postmill.billing.v1.BillingService/Plans"
+	// BillingServicePaymentWebhookProcedure is the fully-qualified name of the BillingService's
+	// PaymentWebhook RPC.
+	BillingServicePaymentWebhookProcedure = "/postmill.billing.v1.BillingService/PaymentWebhook"
 )
 
 // BillingServiceClient is a client for the postmill.billing.v1.BillingService service.
@@ -52,6 +55,8 @@ type BillingServiceClient interface {
 	Subscribe(context.Context, *connect.Request[v1.SubscribeRequest]) (*connect.Response[v1.SubscribeResponse], error)
 	// Plans lists the catalogue.
 	Plans(context.Context, *connect.Request[v1.PlansRequest]) (*connect.Response[v1.PlansResponse], error)
+	// PaymentWebhook takes a payment provider's notification as it arrived.
+	PaymentWebhook(context.Context, *connect.Request[v1.PaymentWebhookRequest]) (*connect.Response[v1.PaymentWebhookResponse], error)
 }
 
 // NewBillingServiceClient constructs a client for the postmill.billing.v1.BillingService service.
@@ -83,6 +88,12 @@ func NewBillingServiceClient(httpClient connect.HTTPClient, baseURL string, opts
 			connect.WithSchema(billingServiceMethods.ByName("Plans")),
 			connect.WithClientOptions(opts...),
 		),
+		paymentWebhook: connect.NewClient[v1.PaymentWebhookRequest, v1.PaymentWebhookResponse](
+			httpClient,
+			baseURL+BillingServicePaymentWebhookProcedure,
+			connect.WithSchema(billingServiceMethods.ByName("PaymentWebhook")),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
@@ -91,6 +102,7 @@ type billingServiceClient struct {
 	billingSubscription *connect.Client[v1.BillingSubscriptionRequest, v1.BillingSubscriptionResponse]
 	subscribe           *connect.Client[v1.SubscribeRequest, v1.SubscribeResponse]
 	plans               *connect.Client[v1.PlansRequest, v1.PlansResponse]
+	paymentWebhook      *connect.Client[v1.PaymentWebhookRequest, v1.PaymentWebhookResponse]
 }
 
 // BillingSubscription calls postmill.billing.v1.BillingService.BillingSubscription.
@@ -108,6 +120,11 @@ func (c *billingServiceClient) Plans(ctx context.Context, req *connect.Request[v
 	return c.plans.CallUnary(ctx, req)
 }
 
+// PaymentWebhook calls postmill.billing.v1.BillingService.PaymentWebhook.
+func (c *billingServiceClient) PaymentWebhook(ctx context.Context, req *connect.Request[v1.PaymentWebhookRequest]) (*connect.Response[v1.PaymentWebhookResponse], error) {
+	return c.paymentWebhook.CallUnary(ctx, req)
+}
+
 // BillingServiceHandler is an implementation of the postmill.billing.v1.BillingService service.
 type BillingServiceHandler interface {
 	// BillingSubscription reports the organization's plan and this period's usage.
@@ -116,6 +133,8 @@ type BillingServiceHandler interface {
 	Subscribe(context.Context, *connect.Request[v1.SubscribeRequest]) (*connect.Response[v1.SubscribeResponse], error)
 	// Plans lists the catalogue.
 	Plans(context.Context, *connect.Request[v1.PlansRequest]) (*connect.Response[v1.PlansResponse], error)
+	// PaymentWebhook takes a payment provider's notification as it arrived.
+	PaymentWebhook(context.Context, *connect.Request[v1.PaymentWebhookRequest]) (*connect.Response[v1.PaymentWebhookResponse], error)
 }
 
 // NewBillingServiceHandler builds an HTTP handler from the service implementation. It returns the
@@ -143,6 +162,12 @@ func NewBillingServiceHandler(svc BillingServiceHandler, opts ...connect.Handler
 		connect.WithSchema(billingServiceMethods.ByName("Plans")),
 		connect.WithHandlerOptions(opts...),
 	)
+	billingServicePaymentWebhookHandler := connect.NewUnaryHandler(
+		BillingServicePaymentWebhookProcedure,
+		svc.PaymentWebhook,
+		connect.WithSchema(billingServiceMethods.ByName("PaymentWebhook")),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/postmill.billing.v1.BillingService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case BillingServiceBillingSubscriptionProcedure:
@@ -151,6 +176,8 @@ func NewBillingServiceHandler(svc BillingServiceHandler, opts ...connect.Handler
 			billingServiceSubscribeHandler.ServeHTTP(w, r)
 		case BillingServicePlansProcedure:
 			billingServicePlansHandler.ServeHTTP(w, r)
+		case BillingServicePaymentWebhookProcedure:
+			billingServicePaymentWebhookHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -170,4 +197,8 @@ func (UnimplementedBillingServiceHandler) Subscribe(context.Context, *connect.Re
 
 func (UnimplementedBillingServiceHandler) Plans(context.Context, *connect.Request[v1.PlansRequest]) (*connect.Response[v1.PlansResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("postmill.billing.v1.BillingService.Plans is not implemented"))
+}
+
+func (UnimplementedBillingServiceHandler) PaymentWebhook(context.Context, *connect.Request[v1.PaymentWebhookRequest]) (*connect.Response[v1.PaymentWebhookResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("postmill.billing.v1.BillingService.PaymentWebhook is not implemented"))
 }
