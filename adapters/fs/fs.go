@@ -2,10 +2,10 @@
 // (POSTMILL_DATA_DIR/blobs), for single-machine deployments that need no object store.
 //
 // A key maps to a path below the root, one directory per "/"-separated segment. Writes are atomic: the
-// bytes go to a temporary file in the target directory, are synced, and the file is renamed over the key,
-// after which the directory is synced too — so a reader sees the old object or the new one, never a
-// torn write, and a crash right after Put returns loses nothing. Concurrent Puts are synced together: one
-// pass syncs all their files, renames them and syncs each of their directories once (sync.go).
+// bytes go to a temporary file in the target directory and only a complete file ever gets the key's name
+// (by link(2) for a new key, by rename(2) over an existing one), so a reader sees the old object or the new
+// one, never a torn write. Put returns once the file and the directory holding its name are synced, so a
+// crash right after Put returns loses nothing. Concurrent Puts are synced together (sync.go).
 package fs
 
 import (
@@ -55,8 +55,8 @@ func New(dir string) (*Store, error) {
 // Root returns the directory the blobs live in.
 func (s *Store) Root() string { return s.root }
 
-// Put writes data under key atomically (temporary file, fsync, rename, fsync of the directory) and returns
-// once the object is durable. Concurrent Puts share the syncs (sync.go). The content type is not kept: Postmill stores it with the attachment's metadata. Errors: invalid_argument (a key that
+// Put writes data under key atomically (a temporary file given the key's name once complete) and returns
+// once the object and its name are synced to disk. Concurrent Puts share the syncs (sync.go). The content type is not kept: Postmill stores it with the attachment's metadata. Errors: invalid_argument (a key that
 // is empty, absolute, or has an empty, "." or ".." segment or a segment starting with ".").
 func (s *Store) Put(ctx context.Context, key string, data []byte, _ string) error {
 	p, err := s.path(key)

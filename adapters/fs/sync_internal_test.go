@@ -6,122 +6,170 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 )
 
-// TestPutsReturnOnlyOnceDurable: Puts arriving while a sync pass runs are made durable together, in one
-// pass that syncs every file before renaming it and syncs the directory once after the renames, and no Put
-// returns before the pass holding it has synced its file and its directory. Nothing is timed: the first
-// pass is held at its file sync until the others have queued.
+// syncLog records the syncs of a Store in order: "file <content>" (each test's content names its key) and
+// "dir <path>".
+type syncLog struct {
+	mu  sync.Mutex
+	log []string
+}
+
+func (l *syncLog) add(format string, args ...any) {
+	l.mu.Lock()
+	l.log = append(l.log, fmt.Sprintf(format, args...))
+	l.mu.Unlock()
+}
+
+// at returns the position of entry, failing the test when it is missing.
+func (l *syncLog) at(t *testing.T, entry string) int {
+	t.Helper()
+	i := slices.Index(l.log, entry)
+	if i < 0 {
+		t.Fatalf("%q not in %q", entry, l.log)
+	}
+	return i
+}
+
+// TestPutsReturnOnlyOnceDurable: Puts arriving while the sync passes run queue up and are made durable
+// together in one later pass, and no Put returns before its file is synced and its directory has been
+// synced after the key got its name. Nothing is timed: every file sync waits at a gate until the queued
+// Puts are seen queued.
 func TestPutsReturnOnlyOnceDurable(t *testing.T) {
 	t.Parallel()
 	s, err := New(filepath.Join(t.TempDir(), "blobs"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var mu sync.Mutex
-	var log []string
-	record := func(format string, args ...any) {
-		mu.Lock()
-		log = append(log, fmt.Sprintf(format, args...))
-		mu.Unlock()
-	}
+	l := &syncLog{}
 	gate := make(chan struct{})
-	held := make(chan struct{})
-	var holdOnce sync.Once
 	s.sync.syncFile = func(f *os.File) error {
-		holdOnce.Do(func() { close(held); <-gate }) // the first pass waits here
-		record("file %s", f.Name())
+		<-gate
+		b, _ := os.ReadFile(f.Name())
+		l.add("file %s", b)
 		return f.Sync()
 	}
 	s.sync.syncDir = func(dir string) error {
-		record("dir %s", dir)
+		l.add("dir %s", dir)
 		return syncDir(dir)
 	}
+	s.sync.link = func(oldname, newname string) error {
+		b, _ := os.ReadFile(oldname)
+		l.add("link %s", b)
+		return os.Link(oldname, newname)
+	}
 	ctx := context.Background()
-	put := func(key string, returned chan<- string) {
+	returned := make(chan string, 32)
+	put := func(key string) {
 		if err := s.Put(ctx, key, []byte(key), "text/plain"); err != nil {
 			t.Errorf("Put(%s): %v", key, err)
 		}
-		record("return %s", key)
+		l.add("return %s", key)
 		returned <- key
 	}
+	waitQueued := func(passes, queued int) {
+		t.Helper()
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(2 * time.Millisecond) {
+			s.sync.mu.Lock()
+			p, q := s.sync.passes, len(s.sync.queue)
+			s.sync.mu.Unlock()
+			if p == passes && q == queued {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%d passes and %d Puts queued, want %d and %d", p, q, passes, queued)
+			}
+		}
+	}
+	var keys []string
+	for i := range maxPasses {
+		keys = append(keys, fmt.Sprintf("inbound/raw/pass%d", i))
+		go put(keys[i])
+		waitQueued(i+1, 0)
+	}
 	const n = 10
-	returned := make(chan string, n+1)
-	go put("inbound/raw/first", returned)
-	<-held
 	for i := range n {
-		go put(fmt.Sprintf("inbound/raw/k%02d", i), returned)
+		keys = append(keys, fmt.Sprintf("inbound/raw/k%02d", i))
+		go put(keys[len(keys)-1])
 	}
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(2 * time.Millisecond) {
-		s.sync.mu.Lock()
-		q := len(s.sync.queue)
-		s.sync.mu.Unlock()
-		if q == n {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d Puts queued", q, n)
-		}
-	}
+	waitQueued(maxPasses, n)
 	select {
 	case k := <-returned:
-		t.Fatalf("Put(%s) returned before any sync", k)
+		t.Fatalf("Put(%s) returned before its file was synced", k)
 	default:
 	}
 	close(gate)
-	for range n + 1 {
+	for range keys {
 		<-returned
 	}
 
-	mu.Lock()
-	defer mu.Unlock()
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	dir := filepath.Join(s.Root(), "inbound", "raw")
-	at := func(entry string) int {
-		i := slices.Index(log, entry)
-		if i < 0 {
-			t.Fatalf("%q not in %q", entry, log)
+	for _, key := range keys {
+		linked, ret := l.at(t, "link "+key), l.at(t, "return "+key)
+		if ret < l.at(t, "file "+key) {
+			t.Errorf("Put(%s) returned before its file was synced: %q", key, l.log)
 		}
-		return i
-	}
-	var dirSyncs []int
-	for i, e := range log {
-		if e == "dir "+dir {
-			dirSyncs = append(dirSyncs, i)
-		}
-	}
-	if len(dirSyncs) != 2 {
-		t.Fatalf("%d directory syncs for two passes, want 2: %q", len(dirSyncs), log)
-	}
-	for i := range n {
-		key := fmt.Sprintf("inbound/raw/k%02d", i)
-		ret := at("return " + key)
-		// The queued Puts are the second pass: each returns after the second directory sync.
-		if ret < dirSyncs[1] {
-			t.Errorf("Put(%s) returned before its directory was synced: %q", key, log)
+		if !slices.Contains(l.log[linked:ret], "dir "+dir) {
+			t.Errorf("Put(%s) returned before its directory was synced after its name was made: %q", key, l.log)
 		}
 		if b, err := os.ReadFile(filepath.Join(s.Root(), filepath.FromSlash(key))); err != nil || string(b) != key {
 			t.Errorf("%s: %q, %v", key, b, err)
 		}
 	}
-	if at("return inbound/raw/first") < dirSyncs[0] {
-		t.Errorf("the first Put returned before its directory was synced: %q", log)
-	}
-	// Every file of the second pass is synced before its directory is.
-	files := 0
-	for i := dirSyncs[0] + 1; i < dirSyncs[1]; i++ {
-		if len(log[i]) > 5 && log[i][:5] == "file " {
-			files++
+	dirs := 0
+	for _, e := range l.log {
+		if strings.HasPrefix(e, "dir ") {
+			dirs++
 		}
 	}
-	if files != n {
-		t.Errorf("%d files synced in the second pass, want %d: %q", files, n, log)
+	if dirs != maxPasses+1 {
+		t.Errorf("%d directory syncs, want one per pass (%d): %q", dirs, maxPasses+1, l.log)
 	}
-	left, _ := filepath.Glob(filepath.Join(dir, tempPrefix+"*"))
-	if len(left) != 0 {
+	if left, _ := filepath.Glob(filepath.Join(dir, tempPrefix+"*")); len(left) != 0 {
 		t.Errorf("temporaries left: %v", left)
+	}
+}
+
+// TestReplacingPutSyncsBeforeRenaming: a Put over an existing key syncs its file while the key still names
+// the old object, gives it the key's name only then, and syncs the directory after that, so that a crash
+// never leaves a torn object under a key that named a whole one.
+func TestReplacingPutSyncsBeforeRenaming(t *testing.T) {
+	t.Parallel()
+	s, err := New(filepath.Join(t.TempDir(), "blobs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := s.Put(ctx, "a/k", []byte("old"), ""); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(s.Root(), "a", "k")
+	l := &syncLog{}
+	s.sync.syncFile = func(f *os.File) error {
+		b, _ := os.ReadFile(path)
+		l.add("file synced while the key holds %s", b)
+		return f.Sync()
+	}
+	s.sync.syncDir = func(dir string) error {
+		b, _ := os.ReadFile(path)
+		l.add("dir synced while the key holds %s", b)
+		return syncDir(dir)
+	}
+	if err := s.Put(ctx, "a/k", []byte("new"), ""); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"file synced while the key holds old", "dir synced while the key holds new"}
+	if !slices.Equal(l.log, want) {
+		t.Fatalf("syncs %q, want %q", l.log, want)
+	}
+	if b, err := s.Get(ctx, "a/k"); err != nil || string(b) != "new" {
+		t.Fatalf("Get = %q, %v", b, err)
 	}
 }
 

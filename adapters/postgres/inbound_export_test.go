@@ -38,5 +38,18 @@ func (s *Inbound) QueuedReceived() int {
 	c := s.receivedCombiner()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return len(c.queues[""])
+	n := 0
+	for _, q := range c.queues {
+		n += len(q)
+	}
+	return n
+}
+
+// ReceivedLane is the combiner queue InsertReceived puts e in.
+func ReceivedLane(e ports.ReceivedEmail) string {
+	p, err := newPendingReceived(context.Background(), e, nil)
+	if err != nil {
+		panic(err)
+	}
+	return p.lane
 }

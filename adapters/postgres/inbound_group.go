@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"hash/fnv"
 	"sort"
+	"strconv"
 	"sync"
 	"time"
 
@@ -16,6 +18,8 @@ import (
 const (
 	// maxReceivedGroup bounds the received emails of one transaction.
 	maxReceivedGroup = 64
+	// receivedLanes is how many groups of received emails are written at once.
+	receivedLanes = 2
 	// receivedGroupTimeout bounds a group's transaction, which runs detached from its callers' contexts.
 	receivedGroupTimeout = 30 * time.Second
 )
@@ -31,6 +35,7 @@ func (s *Inbound) receivedCombiner() *combiner[*pendingReceived] {
 	c, _ := receivedGroups.LoadOrStore(s.pool, &combiner[*pendingReceived]{
 		max:   maxReceivedGroup,
 		write: func(group []*pendingReceived) { writeReceivedGroup(s.shared, group, false) },
+		key:   func(p *pendingReceived) string { return p.lane },
 	})
 	return c.(*combiner[*pendingReceived])
 }
@@ -41,7 +46,11 @@ type pendingReceived struct {
 	e       ports.ReceivedEmail
 	events  []ports.Event
 	headers []byte
-	done    chan receivedResult
+	// lane is the combiner queue of the email, one of receivedLanes chosen by its dedupe constraint's key:
+	// two groups are written at once (PostgreSQL folds their commits into one WAL flush when they meet),
+	// and copies of one message always share a lane, so two groups never wait for each other's key.
+	lane string
+	done chan receivedResult
 }
 
 type receivedResult struct {
@@ -55,8 +64,10 @@ func newPendingReceived(ctx context.Context, e ports.ReceivedEmail, events []por
 	if err != nil {
 		return nil, fmt.Errorf("postgres: received headers: %w", err)
 	}
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(e.OrganizationID + "\x00" + e.To + "\x00" + e.DedupeKey))
 	return &pendingReceived{ctx: ctx, e: e, events: eventsAbout(events, e.OrganizationID, e.ID, ""), headers: headers,
-		done: make(chan receivedResult, 1)}, nil
+		lane: strconv.Itoa(int(h.Sum32() % receivedLanes)), done: make(chan receivedResult, 1)}, nil
 }
 
 // InsertReceived implements ports.InboundStore: the email, its attachments and the events in one
@@ -113,11 +124,12 @@ func writeReceivedGroup(sh shared, group []*pendingReceived, alone bool) {
 	}
 }
 
-// insertReceivedGroup inserts the group's emails (in order of their dedupe constraint's key, so that two
-// processes inserting the same keys wait for each other in one order and never deadlock), then the
-// attachments and events of those inserted, and looks up the email holding the key of each one that was
-// not, all in one transaction. Two calls of one group with the same key insert the first and find it for
-// the second.
+// insertReceivedGroup writes a group in one pipelined batch, which PostgreSQL runs as one implicit
+// transaction in one round trip: the emails (in order of their dedupe constraint's key, so that two
+// processes inserting the same keys wait for each other in one order and never deadlock), then the id
+// holding each email's key (its own when it was inserted), then the attachments and events of the emails
+// inserted by this batch. Two calls of one group with the same key insert the first and find it for the
+// second.
 func insertReceivedGroup(ctx context.Context, sh shared, group []*pendingReceived) ([]receivedResult, error) {
 	order := make([]int, len(group))
 	for i := range order {
@@ -128,68 +140,57 @@ func insertReceivedGroup(ctx context.Context, sh shared, group []*pendingReceive
 	}
 	sort.SliceStable(order, func(a, b int) bool { return dedupe(group[order[a]]) < dedupe(group[order[b]]) })
 	results := make([]receivedResult, len(group))
-	err := pgx.BeginFunc(ctx, sh.pool, func(tx pgx.Tx) error {
-		inserts := &pgx.Batch{}
-		for _, i := range order {
-			e, p := group[i].e, group[i]
-			inserts.Queue(`INSERT INTO received_emails (id, organization_id, inbound_domain_id, rcpt, mail_from,
-				header_from, header_from_name, to_addresses, cc_addresses, subject, message_id, in_reply_to, refs, size_bytes,
-				spam_status, scan_status, status, route_id, route_action, forward_status, received_at, text_body, html_body,
-				headers, raw_key, dedupe_key, action_event_id, action_next_at)
-				VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,$21,$22,$23,$24,$25,$26,
-				NULLIF($27, '')::uuid, $28)
-				ON CONFLICT ON CONSTRAINT received_emails_dedupe_key DO NOTHING RETURNING id`,
-				e.ID, e.OrganizationID, e.InboundDomainID, e.To, e.From, e.HeaderFrom, e.HeaderFromName, nonNilStrings(e.ToAddresses),
-				nonNilStrings(e.CcAddresses), e.Subject, e.MessageID, e.InReplyTo, e.References, e.SizeBytes, e.SpamStatus,
-				e.ScanStatus, e.Status, e.RouteID, e.RouteAction, e.ForwardStatus, e.ReceivedAt, e.Text, e.HTML, p.headers,
-				e.RawKey, e.DedupeKey, e.ActionEventID, e.ActionDue)
-		}
-		br := tx.SendBatch(ctx, inserts)
-		for _, i := range order {
-			err := br.QueryRow().Scan(new(string))
-			switch {
-			case err == nil:
-				results[i].inserted = true
-			case err != pgx.ErrNoRows:
-				_ = br.Close()
-				return err
+	b := &pgx.Batch{}
+	for _, i := range order {
+		e, p, r := group[i].e, group[i], &results[i]
+		b.Queue(`INSERT INTO received_emails (id, organization_id, inbound_domain_id, rcpt, mail_from,
+			header_from, header_from_name, to_addresses, cc_addresses, subject, message_id, in_reply_to, refs, size_bytes,
+			spam_status, scan_status, status, route_id, route_action, forward_status, received_at, text_body, html_body,
+			headers, raw_key, dedupe_key, action_event_id, action_next_at)
+			VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,$21,$22,$23,$24,$25,$26,
+			NULLIF($27, '')::uuid, $28)
+			ON CONFLICT ON CONSTRAINT received_emails_dedupe_key DO NOTHING RETURNING id`,
+			e.ID, e.OrganizationID, e.InboundDomainID, e.To, e.From, e.HeaderFrom, e.HeaderFromName, nonNilStrings(e.ToAddresses),
+			nonNilStrings(e.CcAddresses), e.Subject, e.MessageID, e.InReplyTo, e.References, e.SizeBytes, e.SpamStatus,
+			e.ScanStatus, e.Status, e.RouteID, e.RouteAction, e.ForwardStatus, e.ReceivedAt, e.Text, e.HTML, p.headers,
+			e.RawKey, e.DedupeKey, e.ActionEventID, e.ActionDue).QueryRow(func(row pgx.Row) error {
+			err := row.Scan(new(string))
+			if err == pgx.ErrNoRows {
+				return nil
 			}
-		}
-		if err := br.Close(); err != nil {
+			r.inserted = err == nil
 			return err
+		})
+	}
+	for _, i := range order {
+		e, r := group[i].e, &results[i]
+		b.Queue(`SELECT id FROM received_emails WHERE organization_id = $1 AND rcpt = $2 AND dedupe_key = $3`,
+			e.OrganizationID, e.To, e.DedupeKey).QueryRow(func(row pgx.Row) error { return row.Scan(&r.existing) })
+	}
+	for _, i := range order {
+		e, p := group[i].e, group[i]
+		for pos, a := range e.Attachments {
+			b.Queue(`INSERT INTO received_attachments (id, organization_id, received_email_id, position, filename,
+				content_type, size_bytes, inline, content_id, scan_status, scan_signature, scanned_at, blob_key)
+				SELECT $1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13
+				WHERE EXISTS (SELECT 1 FROM received_emails WHERE organization_id = $2 AND id = $3)`,
+				a.ID, e.OrganizationID, e.ID, pos, a.Filename, a.ContentType, a.Size, a.Inline, a.ContentID, a.ScanStatus,
+				a.ScanSignature, a.ScannedAt, a.BlobKey)
 		}
-
-		rest := &pgx.Batch{}
-		var events []ports.Event
-		for _, i := range order {
-			e, p := group[i].e, group[i]
-			if !results[i].inserted {
-				rest.Queue(`SELECT id FROM received_emails WHERE organization_id = $1 AND rcpt = $2 AND dedupe_key = $3`,
-					e.OrganizationID, e.To, e.DedupeKey).QueryRow(func(row pgx.Row) error {
-					return row.Scan(&results[i].existing)
-				})
-				continue
-			}
-			for pos, a := range e.Attachments {
-				rest.Queue(`INSERT INTO received_attachments (id, organization_id, received_email_id, position, filename,
-					content_type, size_bytes, inline, content_id, scan_status, scan_signature, scanned_at, blob_key)
-					VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13)`, a.ID, e.OrganizationID, e.ID, pos, a.Filename,
-					a.ContentType, a.Size, a.Inline, a.ContentID, a.ScanStatus, a.ScanSignature, a.ScannedAt, a.BlobKey)
-			}
-			events = append(events, p.events...)
+		for _, ev := range p.events {
+			b.Queue(`INSERT INTO events (id, organization_id, type, message_id, occurred_at)
+				SELECT $1, $2, $3, NULLIF($4, '')::uuid, $5
+				WHERE EXISTS (SELECT 1 FROM received_emails WHERE organization_id = $2 AND id = $6)`,
+				idOrNew(ev.ID), ev.OrganizationID, ev.Type, ev.MessageID, ev.OccurredAt, e.ID)
 		}
-		if rest.Len() > 0 {
-			if err := tx.SendBatch(ctx, rest).Close(); err != nil {
-				return err
-			}
-		}
-		if len(events) > 0 {
-			return sh.queries.WithTx(tx).InsertEvents(ctx, insertEventsParams(events))
-		}
-		return nil
-	})
-	if err != nil {
+	}
+	if err := sh.pool.SendBatch(ctx, b).Close(); err != nil {
 		return nil, err
+	}
+	for i := range results {
+		if results[i].inserted {
+			results[i].existing = ""
+		}
 	}
 	return results, nil
 }

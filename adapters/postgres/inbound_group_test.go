@@ -75,8 +75,8 @@ func TestReceivedGroupCommitsTogether(t *testing.T) {
 	}
 }
 
-// TestReceivedGroupAnswersOnlyAfterCommit: concurrent InsertReceived calls that queue while a group is
-// being written go together into the next group, and none of them returns before that group has committed:
+// TestReceivedGroupAnswersOnlyAfterCommit: concurrent InsertReceived calls that queue while a group of
+// their lane is being written go together into the next group, and none of them returns before that group has committed:
 // while the group ahead is held up, every call is still waiting, and each email is visible to another
 // connection by the time its call returns. Nothing is timed: the first group is held by a transaction of the
 // test's own that holds the dedupe key it needs.
@@ -125,7 +125,11 @@ func TestReceivedGroupAnswersOnlyAfterCommit(t *testing.T) {
 	var wg sync.WaitGroup
 	ids := make([]string, n)
 	for i := range n {
+		// Emails are queued per lane; these share the blocked group's lane, so they wait behind it.
 		e := receivedFor(a.org.ID, "x@in.example.test", "queued-"+randomHex(t, 4))
+		for postgres.ReceivedLane(e) != postgres.ReceivedLane(blocker) {
+			e = receivedFor(a.org.ID, "x@in.example.test", "queued-"+randomHex(t, 4))
+		}
 		ids[i] = e.ID
 		wg.Add(1)
 		go func() { defer wg.Done(); call(e) }()

@@ -57,38 +57,48 @@ func (s *Inbound) ListReceived(ctx context.Context, orgID string, limit, offset 
 	return out, interpretError(rows.Err())
 }
 
-// GetReceived implements ports.InboundStore: the detail with attachments. Errors: not_found.
+// GetReceived implements ports.InboundStore: the detail with attachments, read in one round trip.
+// Errors: not_found.
 func (s *Inbound) GetReceived(ctx context.Context, orgID, id string) (ports.ReceivedEmail, error) {
-	var headers []byte
 	var e ports.ReceivedEmail
-	err := s.pool.QueryRow(ctx, `SELECT `+receivedCols+`, text_body, html_body, headers, raw_key, dedupe_key
-		FROM received_emails WHERE organization_id = $1 AND id = $2`, orgID, id).
-		Scan(append(receivedDest(&e), &e.Text, &e.HTML, &headers, &e.RawKey, &e.DedupeKey)...)
-	if err != nil {
+	b := &pgx.Batch{}
+	queueReceivedDetail(b, orgID, id, &e)
+	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
 		return e, interpretErrorFor("received email", err)
 	}
-	e.ReceivedAt = e.ReceivedAt.UTC()
-	if err := json.Unmarshal(headers, &e.Headers); err != nil {
-		return e, fmt.Errorf("postgres: received headers: %w", err)
-	}
-	rows, err := s.pool.Query(ctx, `SELECT id, filename, content_type, size_bytes, inline, content_id, scan_status,
-		scan_signature, scanned_at, blob_key FROM received_attachments WHERE organization_id = $1 AND received_email_id = $2
-		ORDER BY position`, orgID, id)
-	if err != nil {
-		return e, interpretError(err)
-	}
-	defer rows.Close()
-	e.Attachments = []ports.ReceivedAttachment{}
-	for rows.Next() {
-		var a ports.ReceivedAttachment
-		if err := rows.Scan(&a.ID, &a.Filename, &a.ContentType, &a.Size, &a.Inline, &a.ContentID, &a.ScanStatus,
-			&a.ScanSignature, &a.ScannedAt, &a.BlobKey); err != nil {
-			return e, interpretError(err)
+	return e, nil
+}
+
+// queueReceivedDetail queues the reads of one received email's detail and attachments into e; the batch's
+// Close reports pgx.ErrNoRows when there is no such email.
+func queueReceivedDetail(b *pgx.Batch, orgID, id string, e *ports.ReceivedEmail) {
+	b.Queue(`SELECT `+receivedCols+`, text_body, html_body, headers, raw_key, dedupe_key
+		FROM received_emails WHERE organization_id = $1 AND id = $2`, orgID, id).QueryRow(func(row pgx.Row) error {
+		var headers []byte
+		if err := row.Scan(append(receivedDest(e), &e.Text, &e.HTML, &headers, &e.RawKey, &e.DedupeKey)...); err != nil {
+			return err
 		}
-		a.ScannedAt = utcPtr(a.ScannedAt)
-		e.Attachments = append(e.Attachments, a)
-	}
-	return e, interpretError(rows.Err())
+		e.ReceivedAt = e.ReceivedAt.UTC()
+		if err := json.Unmarshal(headers, &e.Headers); err != nil {
+			return fmt.Errorf("postgres: received headers: %w", err)
+		}
+		return nil
+	})
+	b.Queue(`SELECT id, filename, content_type, size_bytes, inline, content_id, scan_status,
+		scan_signature, scanned_at, blob_key FROM received_attachments WHERE organization_id = $1 AND received_email_id = $2
+		ORDER BY position`, orgID, id).Query(func(rows pgx.Rows) error {
+		e.Attachments = []ports.ReceivedAttachment{}
+		for rows.Next() {
+			var a ports.ReceivedAttachment
+			if err := rows.Scan(&a.ID, &a.Filename, &a.ContentType, &a.Size, &a.Inline, &a.ContentID, &a.ScanStatus,
+				&a.ScanSignature, &a.ScannedAt, &a.BlobKey); err != nil {
+				return err
+			}
+			a.ScannedAt = utcPtr(a.ScannedAt)
+			e.Attachments = append(e.Attachments, a)
+		}
+		return rows.Err()
+	})
 }
 
 // SetForwardStatus implements ports.InboundStore; a forwarded message also counts as delivered once sent.
@@ -140,27 +150,40 @@ func (s *Inbound) ClaimDueActions(ctx context.Context, now time.Time, lease time
 	if err := rows.Err(); err != nil {
 		return nil, interpretError(err)
 	}
-	out := make([]ports.DueAction, 0, len(cs))
-	for _, c := range cs {
-		e, err := s.GetReceived(ctx, c.org, c.id)
-		if err != nil {
-			return nil, err
+	// The claimed emails' details and routes are read in one pipelined round trip.
+	out := make([]ports.DueAction, len(cs))
+	routes := make([]*ports.InboundRoute, len(cs))
+	batch := &pgx.Batch{}
+	for i, c := range cs {
+		out[i] = ports.DueAction{Attempts: c.attempts, Lease: c.lease}
+		queueReceivedDetail(batch, c.org, c.id, &out[i].Email)
+		if c.route == nil {
+			continue
 		}
-		e.ActionEventID = c.event
-		d := ports.DueAction{Email: e, Attempts: c.attempts, Lease: c.lease}
-		if c.route != nil {
-			var secret []byte
-			r, err := scanRoute(s.pool.QueryRow(ctx, `SELECT `+routeCols+`, secret FROM inbound_routes
-				WHERE organization_id = $1 AND id = $2`, c.org, *c.route), &secret)
-			switch {
-			case err == nil:
+		batch.Queue(`SELECT `+routeCols+`, secret FROM inbound_routes WHERE organization_id = $1 AND id = $2`, c.org,
+			*c.route).Query(func(rows pgx.Rows) error {
+			for rows.Next() {
+				var secret []byte
+				r, err := scanRoute(rows, &secret)
+				if err != nil {
+					return err
+				}
 				r.Secret = secret
-				d.Route = r
-			case err != pgx.ErrNoRows:
-				return nil, interpretError(err)
+				routes[i] = &r
 			}
+			return rows.Err()
+		})
+	}
+	if batch.Len() > 0 {
+		if err := s.pool.SendBatch(ctx, batch).Close(); err != nil {
+			return nil, interpretError(err)
 		}
-		out = append(out, d)
+	}
+	for i, c := range cs {
+		out[i].Email.ActionEventID = c.event
+		if routes[i] != nil { // a deleted route leaves the zero route
+			out[i].Route = *routes[i]
+		}
 	}
 	return out, nil
 }

@@ -5,8 +5,10 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/postmill/postmill/core/poll"
@@ -24,6 +26,8 @@ import (
 const (
 	actionInterval = 100 * time.Millisecond
 	actionBatch    = 50
+	// actionParallel bounds the attempts of one round made at once.
+	actionParallel = 8
 	// actionLease is how long a claimed attempt may take before another process may claim it again; it
 	// bounds one request (the sender's own timeout is shorter).
 	actionLease = 2 * time.Minute
@@ -97,10 +101,21 @@ func (s *Service) actionRound(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	for _, d := range due {
-		if err := s.attempt(ctx, d); err != nil {
-			return false, err
-		}
+	// Attempts run side by side, so that one slow destination does not hold up the messages claimed with it.
+	errs := make([]error, len(due))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, actionParallel)
+	for i, d := range due {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			errs[i] = s.attempt(ctx, d)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return false, err
 	}
 	return len(due) == actionBatch, nil
 }
