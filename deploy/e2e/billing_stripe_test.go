@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/postmill/postmill/adapters/postgres/pgtest"
 	"github.com/postmill/postmill/adapters/stripe/stripemock"
 	"github.com/postmill/postmill/deploy/app"
 )
@@ -271,4 +272,47 @@ func TestBillingStripeCheckout(t *testing.T) {
 func TestBillingStripeWebhookWithoutStripe(t *testing.T) {
 	e := MustStartAll(t)
 	errorBody(t, e.stripeWebhook([]byte(`{}`), "t=1,v1=00"), 404, "Not Found", "No payment provider is configured")
+}
+
+// TestBillingStripeOverTheSplit: an edge that reaches its core over Connect holds no Stripe secret; the
+// checkout and the signed notification go through it to the core, which alone verifies and applies them.
+func TestBillingStripeOverTheSplit(t *testing.T) {
+	rec, stripeURL := startStripe(t)
+	plans := filepath.Join(t.TempDir(), "plans.json")
+	if err := os.WriteFile(plans, []byte(`[{"id": "tiny", "monthlyLimit": 1, "priceId": "price_1PostmillTiny"}]`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("POSTMILL_PLANS_FILE", plans)
+	coreCfg := testConfig(t, pgtest.URL(t))
+	coreCfg.Stripe = app.StripeConfig{
+		SecretKey: e2eStripeKey, WebhookSecret: e2eStripeSecret, APIURL: stripeURL,
+		SuccessURL: "https://app.example.test/done", CancelURL: "https://app.example.test/",
+	}
+	core := MustStart(t, coreCfg, "core")
+	edgeCfg := testConfig(t, "")
+	edgeCfg.SecretKeys, edgeCfg.CoreURL = coreCfg.SecretKeys, core.app.RPCURL()
+	e := MustStart(t, edgeCfg, "edge")
+
+	a := e.MustSignup("split@stripe.example", "")
+	_, key := e.MustKey(a, []string{"billing:read", "billing:write"})
+	r := expect(t, e.post("/v1/billing/subscribe", key, map[string]any{"plan": "tiny"}), 200)
+	_, session := rec.last(t)
+	if r.str("checkoutUrl") != session["url"] {
+		t.Fatalf("checkoutUrl through the split: %s", r.raw)
+	}
+	obj := map[string]any{
+		"id": session["id"], "object": "checkout.session", "payment_status": "paid", "client_reference_id": a.orgID, "subscription": "sub_split",
+	}
+	body, sig := stripeEvent(t, e2eStripeSecret, "evt_split", "checkout.session.completed", obj)
+	_, forged := stripeEvent(t, "whsec_attacker", "evt_split", "checkout.session.completed", obj)
+	errorBody(t, e.stripeWebhook(body, forged), 400, "Bad Request", "The Stripe-Signature does not match the notification")
+	if r := expect(t, e.stripeWebhook(body, sig), 200); r.str("outcome") != "applied" {
+		t.Fatalf("signed completion through the split: %s", r.raw)
+	}
+	if r := expect(t, e.stripeWebhook(body, sig), 200); r.str("outcome") != "duplicate" {
+		t.Fatalf("replay through the split: %s", r.raw)
+	}
+	if p := expect(t, e.get("/v1/billing/subscription", key), 200).body["plan"].(map[string]any); p["id"] != "tiny" || p["monthlyLimit"] != float64(1) {
+		t.Fatalf("plan after payment through the split: %v", p)
+	}
 }
