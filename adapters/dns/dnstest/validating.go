@@ -226,11 +226,11 @@ func start(tb testing.TB, dir, name, prog, conf string, args ...string) {
 }
 
 // waitAnswer asks server for origin's SOA until it answers NOERROR (with the AD bit when validated), for at
-// most ten seconds.
+// most 30 seconds (a busy machine starts the daemons slowly).
 func waitAnswer(tb testing.TB, server, origin string, validated bool) {
 	tb.Helper()
 	c := &mdns.Client{Net: "udp", Timeout: 500 * time.Millisecond}
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	var last string
 	for time.Now().Before(deadline) {
 		m := new(mdns.Msg)
@@ -251,7 +251,7 @@ func waitAnswer(tb testing.TB, server, origin string, validated bool) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	tb.Fatalf("%s did not answer for %s within ten seconds: %s", server, origin, last)
+	tb.Fatalf("%s did not answer for %s within 30 seconds: %s", server, origin, last)
 }
 
 // freePort returns a port free on 127.0.0.1 for both UDP and TCP at the time of the call.
