@@ -120,6 +120,28 @@ func TestAnalyticsFromKafka(t *testing.T) {
 	if !counted("&tag=campaign:launch", 2, 2)() {
 		t.Error("per tag, the two messages are not counted once each")
 	}
+
+	// An event of a message the store does not hold (gone, or of another organization) is counted without
+	// a sending domain or tags: the lookup's not_found does not stall the pipeline.
+	es, err := kafka.NewEventStream(context.Background(), kafka.Config{Brokers: brokers})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer es.Close()
+	ghost := ports.Event{ID: randomUUID(t), OrganizationID: w.owner.orgID, Type: ports.EventEmailSent,
+		MessageID: randomUUID(t), OccurredAt: time.Now().UTC()}
+	if err := es.Publish(context.Background(), []ports.Event{ghost}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, "the unknown message's event in analytics", counted("", 3, 2))
+	if !counted("&domain="+senderDomain, 2, 2)() || !counted("&tag=campaign:launch", 2, 2)() {
+		t.Error("the unknown message's event was given a domain or a tag")
+	}
+}
+
+func randomUUID(t *testing.T) string {
+	b := []byte(randomHex(t, 16))
+	return string(b[0:8]) + "-" + string(b[8:12]) + "-4" + string(b[13:16]) + "-8" + string(b[17:20]) + "-" + string(b[20:32])
 }
 
 // startAnalytics runs the analytics tier alone on cfg; stop (also run when the test ends) stops it, and
