@@ -33,6 +33,7 @@ func runThrottle(args []string) error {
 	db := fs.String("db", "", "PostgreSQL URL (its public schema is reset)")
 	messages := fs.Int("messages", 3000, "messages to the well-behaved site in each drain (and to the throttling site in the second)")
 	rsaFor := fs.Duration("rsa", 3*time.Second, "how long the RSA ceiling is measured")
+	backlog := fs.Duration("backlog", 0, "then watch -messages jobs to the throttling site alone for this long: hand-outs and CPU (0: skip)")
 	_ = fs.Parse(args)
 	ctx := context.Background()
 	if err := resetDatabase(ctx, *db); err != nil {
@@ -173,6 +174,11 @@ func runThrottle(args []string) error {
 		totalAlone, totalHealthy, totalThrottling, 100*totalThrottling/totalAlone)
 	fmt.Printf("throttle: when rcpt.example was done, slow.example had %d jobs queued, handed out %d times so far; %d back-offs logged\n",
 		slowQueued, slowHandouts, slowBackoffs)
+	if *backlog > 0 {
+		if err := watchBacklog(ctx, *bin, *db, z, env, creds, thr, conn, *messages, *backlog); err != nil {
+			return err
+		}
+	}
 	ceilingAfter, _, err := rsaMeasure(*rsaFor)
 	if err != nil {
 		return err
@@ -185,6 +191,41 @@ func runThrottle(args []string) error {
 		*messages, alone, 100*alone/ceiling, *messages, healthy, 100*healthy/ceiling, *messages, beside, 100*beside/ceiling,
 		slowDelivered, thr.refused.Load(), thr.conns.Load()-connsBefore, machine())
 	return nil
+}
+
+// watchBacklog queues messages to the throttling site only, runs the platform for d and reports what its
+// backlog cost: deliveries, how often the jobs still queued were handed out (each a lease and a hand-back
+// when the site's lane is full) and the CPU of Postmill and PostgreSQL meanwhile. With no other traffic the
+// MTA's workers are free to receive the throttled jobs again as soon as they come back.
+func watchBacklog(ctx context.Context, bin, db string, z *zone, env []string, creds *platform, thr *throttler, conn *pgx.Conn, messages int, d time.Duration) error {
+	thr.throttling.Store(true)
+	core, err := startPlatform(platformOpts{bin: bin, db: db, targets: "edge,core", zone: z, env: env})
+	if err != nil {
+		return err
+	}
+	core.key, core.domain, core.access, core.domainID = creds.key, creds.domain, creds.access, creds.domainID
+	err = queueTo(core, map[string]int{"slow.example": messages})
+	core.stop()
+	if err != nil {
+		return err
+	}
+	var before int64
+	_ = conn.QueryRow(ctx, "SELECT count(*) FROM recipients WHERE domain = 'slow.example' AND status = 'delivered'").Scan(&before)
+	p, err := startPlatform(platformOpts{bin: bin, db: db, targets: "all", zone: z, env: env})
+	if err != nil {
+		return err
+	}
+	cpu := startCPUMeter(ctx, db, []int{p.cmd.Process.Pid})
+	time.Sleep(d)
+	var after, queued, handouts int64
+	_ = conn.QueryRow(ctx, "SELECT count(*) FROM recipients WHERE domain = 'slow.example' AND status = 'delivered'").Scan(&after)
+	_ = conn.QueryRow(ctx, "SELECT count(*), coalesce(sum(deliveries), 0) FROM delivery_queue WHERE domain = 'slow.example'").Scan(&queued, &handouts)
+	report := cpu.report(ctx, after-before)
+	p.stop()
+	fmt.Printf("throttle: %d messages to the throttling site alone, watched for %s: %d delivered; the %d still queued were handed out %d times (%.1f each); %d back-offs logged\n%s\n",
+		messages, d, after-before, queued, handouts, float64(handouts)/float64(max(queued, 1)), strings.Count(p.logs.String(), "backing off"), report)
+	_, err = conn.Exec(ctx, "DELETE FROM delivery_queue WHERE domain = 'slow.example'")
+	return err
 }
 
 // queueTo sends perDomain[d] messages to user@d for every d through the API, the domains interleaved.
