@@ -116,6 +116,8 @@ type Config struct {
 	Local LocalConfig
 	// MTATLS is the MTA's outbound transport security: MTA-STS, DANE, TLS-RPT (tier_mta_tls.go).
 	MTATLS MTATLSConfig
+	// Inbound is STARTTLS on the MX listener and the spam check of received mail (tier_inbound_config.go).
+	Inbound InboundConfig
 	// LookupCacheTTL replaces how long the send path reuses an organization or a domain it read when no
 	// change is announced (sending.DefaultLookupCacheTTL). Tests lengthen it to show that announced
 	// changes, not the timeout, reach every process; there is no environment variable.
@@ -275,6 +277,7 @@ func LoadEnv(getenv Getenv) (Config, error) {
 	c.Local, errs = local, append(errs, err)
 	mtaTLS, err := loadMTATLSEnv(getenv)
 	c.MTATLS, errs = mtaTLS, append(errs, err)
+	c.Inbound = loadInboundEnv(getenv)
 	if err := c.LogLevel.UnmarshalText([]byte(str("POSTMILL_LOG_LEVEL", "info"))); err != nil {
 		errs = append(errs, fmt.Errorf("POSTMILL_LOG_LEVEL: %w", err))
 	}
@@ -380,6 +383,7 @@ func (c *Config) Validate(targets Targets) error {
 		errs = append(errs, errors.New("POSTMILL_MAX_DOMAINS_PER_ORG, POSTMILL_MAX_WEBHOOKS_PER_ORG and POSTMILL_MAX_API_KEYS_PER_ORG must be at least 1"))
 	}
 	errs = append(errs, c.Local.validate(targets))
+	errs = append(errs, c.Inbound.validate())
 	errs = append(errs, c.Stripe.validate())
 	return errors.Join(errs...)
 }

@@ -2,7 +2,6 @@ package app
 
 import (
 	"fmt"
-	"os"
 
 	"github.com/postmill/postmill/adapters/spamd"
 	"github.com/postmill/postmill/core/inbound"
@@ -26,7 +25,7 @@ func (a *App) coreInbound(env *coreEnv) error {
 	if err != nil {
 		return err
 	}
-	spam, err := spamChecker()
+	spam, err := spamChecker(a.cfg.Inbound)
 	if err != nil {
 		return err
 	}
@@ -44,15 +43,15 @@ func (a *App) coreInbound(env *coreEnv) error {
 	return nil
 }
 
-// spamChecker is the spam checker of POSTMILL_SPAM: "spamd" asks SpamAssassin's spamd at POSTMILL_SPAMD_ADDR;
-// unset (or "ham") judges every message ham.
-func spamChecker() (ports.SpamChecker, error) {
-	switch v := os.Getenv("POSTMILL_SPAM"); v {
+// spamChecker is the spam checker of POSTMILL_SPAM (validated with the configuration): "spamd" asks
+// SpamAssassin's spamd at POSTMILL_SPAMD_ADDR; unset (or "ham") judges every message ham.
+func spamChecker(c InboundConfig) (ports.SpamChecker, error) {
+	switch c.Spam {
 	case "", "ham":
 		return inbound.Ham{}, nil
 	case "spamd":
-		return spamd.New(spamd.Config{Addr: os.Getenv("POSTMILL_SPAMD_ADDR")})
+		return spamd.New(spamd.Config{Addr: c.SpamdAddr})
 	default:
-		return nil, fmt.Errorf("POSTMILL_SPAM: %q is not ham or spamd", v)
+		return nil, fmt.Errorf("POSTMILL_SPAM: %q is not ham or spamd", c.Spam)
 	}
 }

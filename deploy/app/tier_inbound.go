@@ -2,10 +2,7 @@ package app
 
 import (
 	"context"
-	"crypto/tls"
-	"errors"
 	"fmt"
-	"os"
 
 	"github.com/grafana/dskit/services"
 
@@ -13,23 +10,6 @@ import (
 	"github.com/postmill/postmill/adapters/smtpd"
 	"github.com/postmill/postmill/inbound"
 )
-
-// mxTLS loads the MX listener's certificate for STARTTLS from POSTMILL_SMTP_TLS_CERT and
-// POSTMILL_SMTP_TLS_KEY (PEM files); without them the listener offers no TLS.
-func mxTLS() (*tls.Config, error) {
-	cert, key := os.Getenv("POSTMILL_SMTP_TLS_CERT"), os.Getenv("POSTMILL_SMTP_TLS_KEY")
-	if cert == "" && key == "" {
-		return nil, nil
-	}
-	if cert == "" || key == "" {
-		return nil, errors.New("POSTMILL_SMTP_TLS_CERT and POSTMILL_SMTP_TLS_KEY go together")
-	}
-	pair, err := tls.LoadX509KeyPair(cert, key)
-	if err != nil {
-		return nil, fmt.Errorf("MX listener certificate: %w", err)
-	}
-	return &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}, nil
-}
 
 // initInbound runs the MX listener (POSTMILL_SMTP_ADDR) for bounces, feedback reports and mail to customers'
 // inbound domains, reaching the core in-process or over Connect.
@@ -43,7 +23,7 @@ func (a *App) initInbound() (services.Service, error) {
 		if !a.targets.Has(TargetCore) {
 			core = a.remoteCore(rpc.TierInbound).Core()
 		}
-		tlsConfig, err := mxTLS()
+		tlsConfig, err := a.cfg.Inbound.tlsConfig()
 		if err != nil {
 			return err
 		}

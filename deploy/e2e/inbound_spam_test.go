@@ -11,17 +11,16 @@ import (
 )
 
 // TestInboundSpamd: with POSTMILL_SPAM=spamd each received message is judged by SpamAssassin's spamd; spam
-// is kept, marked spam and quarantined (its route's action is not carried out), ham is delivered. Not
-// parallel: the spam checker is chosen from the process environment.
+// is kept, marked spam and quarantined (its route's action is not carried out), ham is delivered.
 func TestInboundSpamd(t *testing.T) {
+	t.Parallel()
 	addr := spamdtest.Start(t)
-	t.Setenv("POSTMILL_SPAM", "spamd")
-	t.Setenv("POSTMILL_SPAMD_ADDR", addr)
 	dns := dnstest.New(t)
 	dns.SetA(inboundMXHost, netip.MustParseAddr("127.0.0.1"))
 	cfg := testConfig(t, pgtest.URL(t))
 	cfg.DNSResolver = dns.Addr()
 	cfg.InboundMXHost = inboundMXHost
+	cfg.Inbound.Spam, cfg.Inbound.SpamdAddr = "spamd", addr
 	w := &inboundWorld{env: MustStart(t, cfg, "all"), dns: dns}
 	w.owner = w.MustSignup("owner@acme.example", "")
 	_, w.key = w.MustKey(w.owner, []string{ports.ScopeInboundRead})
