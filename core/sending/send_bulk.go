@@ -18,8 +18,8 @@ type BulkStore interface {
 	// MessagesByIdempotencyKeys returns, for each of keys already used in the organization, the message
 	// holding it (ID and Status).
 	MessagesByIdempotencyKeys(ctx context.Context, orgID string, keys []string) (map[string]ports.SendResult, error)
-	// InsertMessages is InsertMessage for several sends of one organization, written and metered in one
-	// transaction in their order (an earlier send gets a limit's room first); results align with nms.
+	// InsertMessages is InsertMessage for several sends of one organization, written and metered in their
+	// order (an earlier send gets a limit's room first) by multi-row transactions; results align with nms.
 	InsertMessages(ctx context.Context, nms []ports.NewMessage) ([]ports.Inserted, error)
 }
 
@@ -27,9 +27,10 @@ type BulkStore interface {
 // with one look-up of each kind for the whole page instead of one per email: validation of each request,
 // idempotency replay (one query for every key of the page), the From domain (once per domain), the
 // organization (once), suppressions (one query for every recipient of the page), template and attachment
-// checks, then one transaction that writes every accepted message with its recipients, events and delivery
-// jobs and meters the plan allowance and the warm-up cap in page order, so that when a limit runs out
-// mid-page the earlier emails are the ones accepted and every later one is refused with Send's error.
+// checks, then the store's bulk insert (a few group-commit transactions per page, BulkStore) that writes
+// every accepted message with its recipients, events and delivery jobs and meters the plan allowance and
+// the warm-up cap in page order, so that when a limit runs out mid-page the earlier emails are the ones
+// accepted and every later one is refused with Send's error.
 //
 // The delivery jobs it writes are bulk (ports.DeliveryJob.Bulk): the queue hands out transactional jobs
 // before them. Results align with reqs by Index; each carries what Send would have answered for that
