@@ -173,8 +173,8 @@ func TestHandedBackJobsAreSpreadAtTheSiteRate(t *testing.T) {
 
 // TestBackOffStartsFromTheRateDelivered: a site without a configured rate that was delivered to at 30
 // messages a second, less than the estimate for its connections (20 × 10), backs off to half of what it
-// got, not to half of the estimate (which would lower nothing); one not delivered to lately starts from the
-// estimate.
+// got, not to half of the estimate (which would lower nothing); one sent very little starts from one
+// connection's estimate; one not delivered to lately starts from the estimate.
 func TestBackOffStartsFromTheRateDelivered(t *testing.T) {
 	a := AdaptiveShaping{ErrorBurst: 3, Hold: time.Second, RecoverEvery: 10 * time.Second, PerConnectionRate: 10, LaneWait: time.Second, LaneJobs: 2}
 	s := &site{rule: SiteRule{Connections: 20, Burst: 1}, conns: 20}
@@ -189,6 +189,16 @@ func TestBackOffStartsFromTheRateDelivered(t *testing.T) {
 	}
 	if st := s.state(a, now.Add(10*time.Second)); st.Rate < 16 || st.Rate > 18.5 {
 		t.Fatalf("one recovery step later the rate is %v, want about 15 + 3 (a tenth of what it got)", st.Rate)
+	}
+
+	// Sent 1 a second: the back-off starts from one connection's estimate (10), not from 1.
+	little := &site{rule: SiteRule{Connections: 20, Burst: 1}, conns: 20}
+	for i := range 5 {
+		now = t0.Add(time.Duration(i) * time.Second)
+		little.observe(a, now, signalDelivered)
+	}
+	if _, _, rate := little.observe(a, now, signalThrottled); rate != 5 {
+		t.Fatalf("421 after 1 a second: rate %v, want 5 (half of one connection's 10)", rate)
 	}
 
 	idle := &site{rule: SiteRule{Connections: 20, Burst: 1}, conns: 20}

@@ -243,12 +243,14 @@ func (s *site) observe(a AdaptiveShaping, now time.Time, sig signal) (down bool,
 	// Multiplicative decrease: half the connections (at least one) and half the rate. A site without a
 	// rate starts from the estimate of what its current connections carry, or from the rate it was
 	// actually delivered to when that was less: halving an estimate above what the site got would lower
-	// nothing, and the site would go on taking as much as before its 421s.
+	// nothing, and the site would go on taking as much as before its 421s. Not from less than one
+	// connection's estimate, though: a site sent little has said nothing about its rate, and one 421 must
+	// not hold its next burst to a trickle.
 	s.conns = max(1, s.conns/2)
 	if s.rate == 0 {
 		s.ceiling = a.PerConnectionRate * float64(max(s.conns*2, 1))
 		if got := s.delivered(now); got > 0 && got < s.ceiling {
-			s.ceiling = got
+			s.ceiling = max(got, min(a.PerConnectionRate, s.ceiling))
 		}
 		s.rate = s.ceiling
 	}
