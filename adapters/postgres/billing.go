@@ -82,7 +82,8 @@ func (s *Billing) CheckoutPlan(ctx context.Context, orgID, checkoutID string) (s
 
 // ApplyPayment implements ports.BillingStore. The event's row is the idempotency key: a concurrent replay
 // waits on the first one's insert and then finds it, so an event changes the plan once whatever the
-// interleaving. An ended subscription locks the subscription row it names, so a checkout completing at
+// interleaving. A checkout completes once: a second event completing it (Stripe sends both
+// checkout.session.completed and async_payment_succeeded for some payment methods) is ignored. An ended subscription locks the subscription row it names, so a checkout completing at
 // the same time either precedes it (and is ended) or follows it (and stands).
 func (s *Billing) ApplyPayment(ctx context.Context, p ports.PaymentApplication) (ports.Organization, ports.PaymentOutcome, error) {
 	var org ports.Organization

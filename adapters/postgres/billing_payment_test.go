@@ -82,6 +82,16 @@ func TestBillingApplyPayment(t *testing.T) {
 		t.Fatalf("plan after payment: %q", id)
 	}
 
+	// Another event completing the same checkout is ignored: a checkout completes once.
+	if _, o, err := s.ApplyPayment(ctx, ports.PaymentApplication{
+		OrganizationID: a.org.ID, EventID: "evt_async", CheckoutID: "cs_1", SubscriptionID: "sub_1", PlanID: "pro", Plan: ports.Plan{MonthlyLimit: 7}, Now: baseTime,
+	}); err != nil || o != ports.PaymentIgnored {
+		t.Fatalf("second completion of one checkout: %s, %v", o, err)
+	}
+	if org, _ := s.Organization(ctx, a.org.ID); org.Plan != pro {
+		t.Fatalf("a second completion changed the limits: %+v", org.Plan)
+	}
+
 	free := ports.Plan{MonthlyLimit: 3000}
 	end := func(event, org, sub string) ports.PaymentOutcome {
 		t.Helper()

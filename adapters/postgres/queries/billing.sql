@@ -23,7 +23,7 @@ ON CONFLICT (organization_id, event_id) DO NOTHING;
 
 -- name: CompleteBillingCheckout :execrows
 UPDATE billing_checkouts SET completed_at = $3, subscription_id = sqlc.narg(subscription_id)
-WHERE organization_id = $1 AND checkout_id = $2;
+WHERE organization_id = $1 AND checkout_id = $2 AND completed_at IS NULL;
 
 -- name: LockPaidSubscription :one
 SELECT plan_id FROM billing_subscriptions

@@ -30,7 +30,7 @@ func (q *Queries) BillingCheckoutPlan(ctx context.Context, arg BillingCheckoutPl
 
 const completeBillingCheckout = `-- name: CompleteBillingCheckout :execrows
 UPDATE billing_checkouts SET completed_at = $3, subscription_id = $4
-WHERE organization_id = $1 AND checkout_id = $2
+WHERE organization_id = $1 AND checkout_id = $2 AND completed_at IS NULL
 `
 
 type CompleteBillingCheckoutParams struct {
