@@ -323,3 +323,57 @@ func TestThrottledSiteDoesNotBlockOtherSites(t *testing.T) {
 	}
 	t.Logf("throttling site: %d delivered, %d refused connections; other site: %d delivered", delivered["slow.test"], slow.refused.Load(), delivered["fast.test"])
 }
+
+// TestThrottledHandBackIsNotAnAttempt: a site with a rate and a one-job lane gets more jobs at once than
+// its lane holds. The jobs beyond it go back to the queue until their turn (at least a second), and a
+// hand-back is not a delivery attempt: no report is made for it, and each job is reported once, delivered,
+// with its attempt number unchanged.
+func TestThrottledHandBackIsNotAnAttempt(t *testing.T) {
+	t.Parallel()
+	srv := mustThrottlingServer(t, "127.0.0.1:0", func(int) bool { return false })
+	r := newResolver().MX("rcpt.test", ports.MX{Host: "mx1.rcpt.test"}).IP("mx1.rcpt.test", "127.0.0.1")
+	cfg := baseConfig(srv.Port())
+	cfg.Shaping = &mta.Shaping{
+		Sites:    []mta.SiteRule{{Name: "rcpt", MXSuffixes: []string{"rcpt.test"}, Rate: 10, Burst: 1}},
+		Adaptive: mta.AdaptiveShaping{LaneWait: 50 * time.Millisecond, LaneJobs: 1},
+	}
+	h := newHarness(t, cfg, r).start()
+	const jobs = 8
+	ids := map[string]bool{}
+	for range jobs {
+		out := outbound(t, "rcpt.test", "a@rcpt.test")
+		ids[out.Job.ID] = true
+		h.Enqueue(out)
+	}
+	reported := map[string]int{}
+	for range jobs {
+		rep := h.Report()
+		reported[rep.Job.ID]++
+		if o := rep.Recipients[0]; o.Kind != ports.OutcomeDelivered || rep.Job.Attempt != 1 {
+			t.Fatalf("job %s: %s at attempt %d, want delivered at attempt 1", rep.Job.ID, o.Kind, rep.Job.Attempt)
+		}
+	}
+	handBacks, acks := 0, 0
+	for acks < jobs {
+		s := h.Settled()
+		switch {
+		case s.Ack:
+			acks++
+		case s.Dead == "" && s.Delay >= time.Second:
+			handBacks++
+		default:
+			t.Fatalf("settlement %+v: want an ack or a hand-back of at least a second", s)
+		}
+	}
+	for id := range ids {
+		if reported[id] != 1 {
+			t.Errorf("job %s reported %d times, want once", id, reported[id])
+		}
+	}
+	if handBacks == 0 {
+		t.Error("no job was handed back: the lane held them all")
+	}
+	if int(srv.accepted.Load()) != jobs {
+		t.Errorf("server accepted %d messages, want %d", srv.accepted.Load(), jobs)
+	}
+}
