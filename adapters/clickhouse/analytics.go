@@ -148,30 +148,59 @@ func (a *Analytics) InsertRequests(ctx context.Context, rows []ports.RequestLog)
 	return nil
 }
 
-// InsertEvents implements ports.AnalyticsStore: one INSERT … SELECT of the events not stored yet. The
+// InsertEvents implements ports.AnalyticsStore with one native batch of the events not stored yet. The
 // materialized view adds every inserted row to the rollups, and a ReplacingMergeTree does not take back what
 // a view has counted (nor has 18.16 insert deduplication for non-replicated tables), so a re-delivered event
-// is dropped before it is inserted: here when its id repeats within the batch, and by the server when the
-// events table already holds it. The batch travels as an external table with the query (one round trip,
-// no query-size limit), and the lookup of stored ids is bounded by the batch's organizations and time span
-// so it reads only the primary-key ranges the batch could have touched.
+// is dropped here: once within the batch, and once more if the events table already holds its id.
 func (a *Analytics) InsertEvents(ctx context.Context, rows []ports.AnalyticsEvent) error {
 	if len(rows) == 0 {
 		return nil
 	}
-	batch, err := ext.NewTable("batch", ext.Column("organization_id", "String"), ext.Column("occurred_at", "DateTime"),
-		ext.Column("id", "String"), ext.Column("type", "String"), ext.Column("message_id", "String"),
-		ext.Column("domain", "String"), ext.Column("tags", "Array(String)"))
+	fresh, err := a.newEvents(ctx, rows)
 	if err != nil {
 		return fmt.Errorf("clickhouse: insert events: %w", err)
 	}
+	if len(fresh) == 0 {
+		return nil
+	}
+	b, err := a.conn.PrepareBatch(ctx, `INSERT INTO `+a.db+`.events (organization_id, occurred_at, id, type, message_id, domain, tags)`)
+	if err != nil {
+		return fmt.Errorf("clickhouse: insert events: %w", err)
+	}
+	for _, e := range fresh {
+		tags := e.Tags
+		if tags == nil {
+			tags = []string{}
+		}
+		if err := b.Append(e.OrganizationID, e.OccurredAt.UTC().Truncate(time.Second), e.ID, e.Type, e.MessageID,
+			e.Domain, tags); err != nil {
+			_ = b.Abort()
+			return fmt.Errorf("clickhouse: insert events: %w", err)
+		}
+	}
+	if err := b.Send(); err != nil {
+		return fmt.Errorf("clickhouse: insert events: %w", err)
+	}
+	return nil
+}
+
+// newEvents returns the events of rows whose id appears neither earlier in rows nor in the events table.
+// The ids travel as an external table (no query-size limit), and the lookup is bounded by the batch's
+// organizations and time span so it reads only the primary-key ranges the batch could have touched.
+func (a *Analytics) newEvents(ctx context.Context, rows []ports.AnalyticsEvent) ([]ports.AnalyticsEvent, error) {
 	seen := make(map[string]bool, len(rows))
+	unique := make([]ports.AnalyticsEvent, 0, len(rows))
+	ids, err := ext.NewTable("batch_ids", ext.Column("organization_id", "String"), ext.Column("id", "String"))
+	if err != nil {
+		return nil, err
+	}
 	lo, hi := rows[0].OccurredAt.UTC().Truncate(time.Second), rows[0].OccurredAt.UTC().Truncate(time.Second)
 	for _, e := range rows {
 		if seen[e.ID] {
 			continue
 		}
 		seen[e.ID] = true
+		unique = append(unique, e)
 		at := e.OccurredAt.UTC().Truncate(time.Second)
 		if at.Before(lo) {
 			lo = at
@@ -179,23 +208,39 @@ func (a *Analytics) InsertEvents(ctx context.Context, rows []ports.AnalyticsEven
 		if at.After(hi) {
 			hi = at
 		}
-		tags := e.Tags
-		if tags == nil {
-			tags = []string{}
-		}
-		if err := batch.Append(e.OrganizationID, at, e.ID, e.Type, e.MessageID, e.Domain, tags); err != nil {
-			return fmt.Errorf("clickhouse: insert events: %w", err)
+		if err := ids.Append(e.OrganizationID, e.ID); err != nil {
+			return nil, err
 		}
 	}
-	const cols = `organization_id, occurred_at, id, type, message_id, domain, tags`
-	err = a.conn.Exec(clickhouse.Context(ctx, clickhouse.WithExternalTable(batch)),
-		`INSERT INTO `+a.db+`.events (`+cols+`) SELECT `+cols+` FROM batch
-WHERE id NOT IN (SELECT id FROM `+a.db+`.events WHERE organization_id IN (SELECT organization_id FROM batch)
-    AND occurred_at >= ? AND occurred_at <= ? AND id IN (SELECT id FROM batch))`, lo, hi)
+	qctx := clickhouse.Context(ctx, clickhouse.WithExternalTable(ids))
+	found, err := a.conn.Query(qctx, `SELECT id FROM `+a.db+`.events
+WHERE organization_id IN (SELECT organization_id FROM batch_ids) AND occurred_at >= ? AND occurred_at <= ?
+    AND id IN (SELECT id FROM batch_ids)`, lo, hi)
 	if err != nil {
-		return fmt.Errorf("clickhouse: insert events: %w", err)
+		return nil, fmt.Errorf("look up stored ids: %w", err)
 	}
-	return nil
+	defer found.Close()
+	stored := map[string]bool{}
+	for found.Next() {
+		var id string
+		if err := found.Scan(&id); err != nil {
+			return nil, fmt.Errorf("look up stored ids: %w", err)
+		}
+		stored[id] = true
+	}
+	if err := found.Err(); err != nil {
+		return nil, fmt.Errorf("look up stored ids: %w", err)
+	}
+	if len(stored) == 0 {
+		return unique, nil
+	}
+	fresh := unique[:0]
+	for _, e := range unique {
+		if !stored[e.ID] {
+			fresh = append(fresh, e)
+		}
+	}
+	return fresh, nil
 }
 
 const requestColumns = `id, organization_id, occurred_at, occurred_us, method, route, path, status, latency_us,
