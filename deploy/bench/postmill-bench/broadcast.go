@@ -23,15 +23,18 @@ import (
 // runBroadcast times a broadcast to a topic of N subscribed contacts spread over D recipient domains (each
 // with an MX pointing at the benchmark's sink): from POST /v1/broadcasts/{id}/send to the last message's
 // arrival. The MTA signs every message before it delivers it (a message it cannot sign is refused, never
-// sent unsigned); deploy/e2e's broadcast test verifies the signatures and their h= list. Beside it, the RSA-2048 signing ceiling of the same run and the process's
-// peak RSS; while it runs, a trickle of transactional sends through POST /v1/emails measures their latency.
+// sent unsigned); deploy/e2e's broadcast test verifies the signatures and their h= list. Beside it, the
+// RSA-2048 signing ceiling of the same run and the process's peak RSS. A trickle of transactional sends
+// through POST /v1/emails runs first alone and then while the broadcast runs, and their latency (the API's
+// answer, and acceptance to delivered) is reported for both.
 func runBroadcast(args []string) error {
 	fs := flag.NewFlagSet("broadcast", flag.ExitOnError)
 	bin := fs.String("bin", "bin/postmill", "postmill binary")
 	db := fs.String("db", "", "PostgreSQL URL (its public schema is reset)")
 	contacts := fs.Int("contacts", 100000, "subscribed contacts of the topic")
 	domains := fs.Int("domains", 20, "recipient domains the contacts are spread over")
-	txRate := fs.Int("tx-rate", 20, "transactional sends per second during the broadcast (0: none)")
+	txRate := fs.Int("tx-rate", 20, "transactional sends per second before and during the broadcast (0: none)")
+	txAlone := fs.Duration("tx-alone", 15*time.Second, "how long transactional sends are measured alone before the broadcast")
 	rsaFor := fs.Duration("rsa", 3*time.Second, "how long the RSA ceiling is measured")
 	timeout := fs.Duration("timeout", 30*time.Minute, "give up after")
 	_ = fs.Parse(args)
@@ -114,6 +117,21 @@ func runBroadcast(args []string) error {
 		}
 	}()
 
+	// Transactional sends at a steady rate: first alone (the comparison), then while the broadcast runs.
+	txBody, _ := json.Marshal(map[string]any{"from": "tx@" + p.domain, "to": "user@tx.example", "subject": "Receipt", "text": "Thanks."})
+	alone := &txLoad{}
+	if *txRate > 0 && *txAlone > 0 {
+		alone.run(p, txBody, *txRate)
+		time.Sleep(*txAlone)
+		alone.stop()
+		// Let the sink count them before the broadcast's clock starts.
+		for end := time.Now().Add(30 * time.Second); mx.count.Load() < int64(alone.accepted()) && time.Now().Before(end); {
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	base := mx.count.Load()
+	aloneUntil := time.Now()
+
 	start := time.Now()
 	mx.startClock(start)
 	st, body, err = p.call("POST", "/v1/broadcasts/"+id+"/send", p.key, nil)
@@ -121,49 +139,9 @@ func runBroadcast(args []string) error {
 		return fmt.Errorf("send broadcast: %d %v %v", st, body, err)
 	}
 	sendAnswered := time.Since(start)
-
-	// Transactional sends at a steady rate while the broadcast runs.
-	var (
-		txMu   sync.Mutex
-		txLat  []time.Duration
-		txFail atomic.Int64
-		txStop = make(chan struct{})
-		txWG   sync.WaitGroup
-	)
+	during := &txLoad{}
 	if *txRate > 0 {
-		txBody, _ := json.Marshal(map[string]any{"from": "tx@" + p.domain, "to": "user@tx.example", "subject": "Receipt", "text": "Thanks."})
-		txWG.Go(func() {
-			tick := time.NewTicker(time.Second / time.Duration(*txRate))
-			defer tick.Stop()
-			for {
-				select {
-				case <-txStop:
-					return
-				case <-tick.C:
-				}
-				txWG.Go(func() {
-					req, _ := http.NewRequest("POST", p.base+"/v1/emails", bytes.NewReader(txBody))
-					req.Header.Set("Content-Type", "application/json")
-					req.Header.Set("Authorization", "Bearer "+p.key)
-					t0 := time.Now()
-					res, err := p.client.Do(req)
-					d := time.Since(t0)
-					if err != nil {
-						txFail.Add(1)
-						return
-					}
-					_, _ = io.Copy(io.Discard, res.Body)
-					res.Body.Close()
-					if res.StatusCode != 202 {
-						txFail.Add(1)
-						return
-					}
-					txMu.Lock()
-					txLat = append(txLat, d)
-					txMu.Unlock()
-				})
-			}
-		})
+		during.run(p, txBody, *txRate)
 	}
 
 	deadline := time.Now().Add(*timeout)
@@ -176,21 +154,21 @@ func runBroadcast(args []string) error {
 				expanded = time.Since(start)
 			}
 		}
-		if status == "sent" && mx.count.Load()-txAccepted(&txMu, &txLat) >= int64(*contacts) {
+		if status == "sent" && mx.count.Load()-base-int64(during.accepted()) >= int64(*contacts) {
 			break
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	close(txStop)
-	txWG.Wait()
+	during.stop()
+	duringUntil := time.Now()
 	// Transactional sends accepted at the very end may still be on their way: wait for them, so that the
 	// broadcast's count is not short by them.
-	for end := time.Now().Add(30 * time.Second); mx.count.Load() < int64(*contacts)+txAccepted(&txMu, &txLat) && time.Now().Before(end); {
+	for end := time.Now().Add(30 * time.Second); mx.count.Load() < base+int64(*contacts)+int64(during.accepted()) && time.Now().Before(end); {
 		time.Sleep(20 * time.Millisecond)
 	}
 	close(stopRSS)
 	_, last := mx.curve()
-	arrived := mx.count.Load() - txAccepted(&txMu, &txLat)
+	arrived := mx.count.Load() - base - int64(during.accepted())
 	elapsed := last.Sub(start)
 	ceilingAfter, _, err := rsaMeasure(*rsaFor)
 	if err != nil {
@@ -207,10 +185,23 @@ func runBroadcast(args []string) error {
 	fmt.Printf("  RSA-2048 ceiling of this run: %.0f signatures/s (delivery at %.0f%% of it); peak RSS %d MiB\n",
 		ceiling, 100*float64(arrived)/elapsed.Seconds()/ceiling, peakRSS.Load()/1024)
 	if *txRate > 0 {
-		slices.Sort(txLat)
-		if len(txLat) > 0 {
-			fmt.Printf("  transactional POST /v1/emails during the broadcast: %d at %d/s, p50 %.1f ms, p99 %.1f ms, max %.1f ms, %d failed\n",
-				len(txLat), *txRate, ms(percentile(txLat, 0.50)), ms(percentile(txLat, 0.99)), ms(txLat[len(txLat)-1]), txFail.Load())
+		for _, ph := range []struct {
+			name     string
+			load     *txLoad
+			from, to time.Time
+		}{{"alone", alone, time.Time{}, aloneUntil}, {"during the broadcast", during, start, duringUntil}} {
+			lat := ph.load.sorted()
+			if len(lat) == 0 {
+				continue
+			}
+			fmt.Printf("  transactional POST /v1/emails %s: %d at %d/s, p50 %.1f ms, p99 %.1f ms, max %.1f ms, %d failed\n",
+				ph.name, len(lat), *txRate, ms(percentile(lat, 0.50)), ms(percentile(lat, 0.99)), ms(lat[len(lat)-1]), ph.load.fail.Load())
+			if d, err := txDelivery(ctx, conn, ph.from, ph.to); err == nil && len(d) > 0 {
+				fmt.Printf("  transactional acceptance to delivered %s: %d messages, p50 %.1f ms, p99 %.1f ms, max %.1f ms\n",
+					ph.name, len(d), ms(percentile(d, 0.50)), ms(percentile(d, 0.99)), ms(d[len(d)-1]))
+			} else if err != nil {
+				fmt.Printf("  transactional delivery times %s: %v\n", ph.name, err)
+			}
 		}
 	}
 	fmt.Printf("summary: broadcast %d contacts %.0f msg/s (%.0f%% of RSA %.0f/s), peak RSS %d MiB\n",
@@ -221,13 +212,97 @@ func runBroadcast(args []string) error {
 	return nil
 }
 
-// txAccepted is how many transactional sends were accepted: the sink counts them with the broadcast's
-// messages, and they are taken off its count. (A transactional message still on its way when the count
-// is read makes the broadcast's figure look one message better for a moment, never the final one.)
-func txAccepted(mu *sync.Mutex, lat *[]time.Duration) int64 {
-	mu.Lock()
-	defer mu.Unlock()
-	return int64(len(*lat))
+// txLoad sends transactional emails through POST /v1/emails at a steady rate until stopped and keeps the
+// latency of each accepted one.
+type txLoad struct {
+	mu   sync.Mutex
+	lat  []time.Duration
+	fail atomic.Int64
+	quit chan struct{}
+	wg   sync.WaitGroup
+}
+
+func (l *txLoad) run(p *platform, body []byte, rate int) {
+	l.quit = make(chan struct{})
+	l.wg.Go(func() {
+		tick := time.NewTicker(time.Second / time.Duration(rate))
+		defer tick.Stop()
+		for {
+			select {
+			case <-l.quit:
+				return
+			case <-tick.C:
+			}
+			l.wg.Go(func() {
+				req, _ := http.NewRequest("POST", p.base+"/v1/emails", bytes.NewReader(body))
+				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set("Authorization", "Bearer "+p.key)
+				t0 := time.Now()
+				res, err := p.client.Do(req)
+				d := time.Since(t0)
+				if err != nil {
+					l.fail.Add(1)
+					return
+				}
+				_, _ = io.Copy(io.Discard, res.Body)
+				res.Body.Close()
+				if res.StatusCode != 202 {
+					l.fail.Add(1)
+					return
+				}
+				l.mu.Lock()
+				l.lat = append(l.lat, d)
+				l.mu.Unlock()
+			})
+		}
+	})
+}
+
+// stop ends the sends and waits for those in flight.
+func (l *txLoad) stop() {
+	if l.quit != nil {
+		close(l.quit)
+		l.wg.Wait()
+	}
+}
+
+// accepted is how many sends were accepted: the sink counts them with the broadcast's messages, and they are
+// taken off its count. (A transactional message still on its way when the count is read makes the
+// broadcast's figure look one message better for a moment, never the final one.)
+func (l *txLoad) accepted() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.lat)
+}
+
+func (l *txLoad) sorted() []time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := slices.Clone(l.lat)
+	slices.Sort(out)
+	return out
+}
+
+// txDelivery is, for each transactional message accepted in [from, to), the time from its acceptance to its
+// email.delivered event (both the database's timestamps), sorted.
+func txDelivery(ctx context.Context, conn *pgx.Conn, from, to time.Time) ([]time.Duration, error) {
+	rows, err := conn.Query(ctx, `SELECT extract(epoch FROM e.occurred_at - m.created_at)::float8
+		FROM messages m JOIN events e ON e.message_id = m.id AND e.type = 'email.delivered'
+		WHERE m.from_address LIKE 'tx@%' AND m.created_at >= $1 AND m.created_at < $2`, from, to)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []time.Duration
+	for rows.Next() {
+		var sec float64
+		if err := rows.Scan(&sec); err != nil {
+			return nil, err
+		}
+		out = append(out, time.Duration(sec*float64(time.Second)))
+	}
+	slices.Sort(out)
+	return out, rows.Err()
 }
 
 // rssKB is a process's resident set size in KiB, from /proc (0 when unreadable).
