@@ -37,9 +37,9 @@ type pendingPut struct {
 // directories once, in one round when the keys are new (pass). A Put returns only after the pass holding it
 // has synced its file and its directory: when Put returns nil, the object survives a crash, as before.
 //
-// There is no goroutine while nothing is queued: the Put that finds no pass running runs the pass holding
-// its own file and hands what queued meanwhile to a new goroutine, which runs pass after pass until the
-// queue is empty.
+// There is no goroutine while nothing is queued: a Put that finds fewer than maxPasses passes running runs
+// passes until its own file is done and hands what queued meanwhile to a new goroutine, which runs pass
+// after pass until the queue is empty.
 type syncer struct {
 	// syncFile and syncDir make a file's bytes and a directory's entries durable (fsync(2)), link gives a
 	// new key its name (link(2)); tests replace them to watch the order of a pass.
@@ -71,18 +71,28 @@ func (s *syncer) commit(p *pendingPut) {
 		<-p.done
 		return
 	}
-	s.pass(s.next())
-	if more := s.next(); more != nil {
-		go func() {
-			for group := more; group != nil; group = s.next() {
-				s.pass(group)
+	// The Put runs passes until its own is done (another pass may have taken it), then hands what queued
+	// meanwhile to a goroutine. Each runner holds one of the maxPasses places until next finds nothing.
+	for group := s.next(); group != nil; group = s.next() {
+		s.pass(group)
+		select {
+		case <-p.done:
+			if more := s.next(); more != nil {
+				go func() {
+					for group := more; group != nil; group = s.next() {
+						s.pass(group)
+					}
+				}()
 			}
-		}()
+			return
+		default:
+		}
 	}
 	<-p.done
 }
 
-// next takes up to maxSyncGroup queued Puts in arrival order; when none is left the syncer stops serving.
+// next takes up to maxSyncGroup queued Puts in arrival order; when none is left the caller's place among
+// the running passes is given up.
 func (s *syncer) next() []*pendingPut {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -208,3 +208,38 @@ func TestFailedSyncFailsOnlyItsPut(t *testing.T) {
 		t.Errorf("temporaries left: %v", left)
 	}
 }
+
+// TestManyConcurrentPutsLeaveNoPassRunning: after a burst of concurrent Puts every object is whole and the
+// syncer is idle again, its count of running passes back at zero.
+func TestManyConcurrentPutsLeaveNoPassRunning(t *testing.T) {
+	t.Parallel()
+	s, err := New(filepath.Join(t.TempDir(), "blobs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	for i := range 200 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			key := fmt.Sprintf("d%d/k%03d", i%3, i%150) // some keys twice: a new name and a replacement
+			if err := s.Put(ctx, key, []byte(key), ""); err != nil {
+				t.Errorf("Put(%s): %v", key, err)
+			}
+		}()
+	}
+	wg.Wait()
+	s.sync.mu.Lock()
+	passes, queued := s.sync.passes, len(s.sync.queue)
+	s.sync.mu.Unlock()
+	if passes != 0 || queued != 0 {
+		t.Fatalf("%d passes running and %d Puts queued after every Put returned", passes, queued)
+	}
+	for i := range 150 {
+		key := fmt.Sprintf("d%d/k%03d", i%3, i)
+		if b, err := s.Get(ctx, key); err != nil || string(b) != key {
+			t.Fatalf("Get(%s) = %q, %v", key, b, err)
+		}
+	}
+}
