@@ -196,6 +196,20 @@ func runBroadcast(args []string) error {
 			}
 			fmt.Printf("  transactional POST /v1/emails %s: %d at %d/s, p50 %.1f ms, p99 %.1f ms, max %.1f ms, %d failed\n",
 				ph.name, len(lat), *txRate, ms(percentile(lat, 0.50)), ms(percentile(lat, 0.99)), ms(lat[len(lat)-1]), ph.load.fail.Load())
+			if ph.load == during && expanded > 0 {
+				// While the expander accepts the broadcast, and after it is done (the MTA still delivering).
+				for _, part := range []struct {
+					name     string
+					from, to time.Time
+				}{{"while expanding", start, start.Add(expanded)}, {"after expansion", start.Add(expanded), duringUntil}} {
+					if lat := ph.load.sortedBetween(part.from, part.to); len(lat) > 0 {
+						fmt.Printf("    %s: %d sends, p50 %.1f ms, p99 %.1f ms\n", part.name, len(lat), ms(percentile(lat, 0.50)), ms(percentile(lat, 0.99)))
+					}
+					if d, err := txDelivery(ctx, conn, part.from, part.to); err == nil && len(d) > 0 {
+						fmt.Printf("    %s, acceptance to delivered: p50 %.1f ms, p99 %.1f ms\n", part.name, ms(percentile(d, 0.50)), ms(percentile(d, 0.99)))
+					}
+				}
+			}
 			if d, err := txDelivery(ctx, conn, ph.from, ph.to); err == nil && len(d) > 0 {
 				fmt.Printf("  transactional acceptance to delivered %s: %d messages, p50 %.1f ms, p99 %.1f ms, max %.1f ms\n",
 					ph.name, len(d), ms(percentile(d, 0.50)), ms(percentile(d, 0.99)), ms(d[len(d)-1]))
@@ -217,6 +231,7 @@ func runBroadcast(args []string) error {
 type txLoad struct {
 	mu   sync.Mutex
 	lat  []time.Duration
+	at   []time.Time // when each accepted send started
 	fail atomic.Int64
 	quit chan struct{}
 	wg   sync.WaitGroup
@@ -252,6 +267,7 @@ func (l *txLoad) run(p *platform, body []byte, rate int) {
 				}
 				l.mu.Lock()
 				l.lat = append(l.lat, d)
+				l.at = append(l.at, t0)
 				l.mu.Unlock()
 			})
 		}
@@ -276,9 +292,19 @@ func (l *txLoad) accepted() int {
 }
 
 func (l *txLoad) sorted() []time.Duration {
+	return l.sortedBetween(time.Time{}, time.Now().Add(time.Hour))
+}
+
+// sortedBetween is the latencies of the sends started in [from, to), sorted.
+func (l *txLoad) sortedBetween(from, to time.Time) []time.Duration {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	out := slices.Clone(l.lat)
+	var out []time.Duration
+	for i, d := range l.lat {
+		if !l.at[i].Before(from) && l.at[i].Before(to) {
+			out = append(out, d)
+		}
+	}
 	slices.Sort(out)
 	return out
 }
