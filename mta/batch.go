@@ -137,12 +137,20 @@ func newBatching(b ports.DeliveryBatcher) *batching {
 }
 
 // loadOutbound loads a job's message, in a batch with the jobs loading at the same time when the Delivery
-// service takes batches.
+// service takes batches. The job keeps the lane the queue gave it (a core across Connect answers without
+// it), which orders it in the destination's window.
 func (m *MTA) loadOutbound(ctx context.Context, job ports.DeliveryJob) (ports.OutboundMessage, error) {
+	var out ports.OutboundMessage
+	var err error
 	if m.batch == nil {
-		return m.deps.Delivery.LoadOutbound(ctx, job)
+		out, err = m.deps.Delivery.LoadOutbound(ctx, job)
+	} else {
+		out, err = m.batch.loads.do(ctx, job)
 	}
-	return m.batch.loads.do(ctx, job)
+	if err == nil && out.Job.ID == job.ID {
+		out.Job.Bulk = job.Bulk
+	}
+	return out, err
 }
 
 // reportDelivery records a job's outcome, in a batch with the reports made at the same time when the
