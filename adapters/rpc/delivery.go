@@ -197,6 +197,7 @@ func deliveryJobToProto(j ports.DeliveryJob) *deliveryv1.DeliveryJob {
 		Attempt:        int64(j.Attempt),
 		FirstQueuedAt:  timeToProto(j.FirstQueuedAt),
 		NotBefore:      timeToProto(j.NotBefore),
+		Bulk:           j.Bulk,
 	}
 }
 
@@ -210,6 +211,7 @@ func deliveryJobFromProto(j *deliveryv1.DeliveryJob) ports.DeliveryJob {
 		Attempt:        int(j.GetAttempt()),
 		FirstQueuedAt:  timeFromProto(j.GetFirstQueuedAt()),
 		NotBefore:      timeFromProto(j.GetNotBefore()),
+		Bulk:           j.GetBulk(),
 	}
 }
 

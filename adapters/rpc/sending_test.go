@@ -141,7 +141,7 @@ func withoutStorageKeys(m ports.Message) ports.Message {
 func fullJob() ports.DeliveryJob {
 	return ports.DeliveryJob{
 		ID: "j1", OrganizationID: "org1", MessageID: "m1", Domain: "example.org",
-		RecipientIDs: []string{"rc1", "rc2"}, Attempt: 3, FirstQueuedAt: t0, NotBefore: t1,
+		RecipientIDs: []string{"rc1", "rc2"}, Attempt: 3, FirstQueuedAt: t0, NotBefore: t1, Bulk: true,
 	}
 }
 

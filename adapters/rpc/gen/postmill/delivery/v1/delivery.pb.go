@@ -48,7 +48,9 @@ type DeliveryJob struct {
 	// first_queued_at bounds the retries by the maximum age.
 	FirstQueuedAt *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=first_queued_at,json=firstQueuedAt,proto3" json:"first_queued_at,omitempty"`
 	// not_before holds a retry until its backoff has passed.
-	NotBefore     *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=not_before,json=notBefore,proto3" json:"not_before,omitempty"`
+	NotBefore *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=not_before,json=notBefore,proto3" json:"not_before,omitempty"`
+	// bulk marks broadcast mail, handed out after transactional mail (ports.DeliveryJob.Bulk).
+	Bulk          bool `protobuf:"varint,9,opt,name=bulk,proto3" json:"bulk,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -137,6 +139,13 @@ func (x *DeliveryJob) GetNotBefore() *timestamppb.Timestamp {
 		return x.NotBefore
 	}
 	return nil
+}
+
+func (x *DeliveryJob) GetBulk() bool {
+	if x != nil {
+		return x.Bulk
+	}
+	return false
 }
 
 // OutboundAttachment mirrors ports.StoredAttachment with its storage key: the MTA reads the bytes from
@@ -1109,7 +1118,7 @@ var File_postmill_delivery_v1_delivery_proto protoreflect.FileDescriptor
 
 const file_postmill_delivery_v1_delivery_proto_rawDesc = "" +
 	"\n" +
-	"#postmill/delivery/v1/delivery.proto\x12\x14postmill.delivery.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1dpostmill/email/v1/email.proto\"\xda\x02\n" +
+	"#postmill/delivery/v1/delivery.proto\x12\x14postmill.delivery.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1dpostmill/email/v1/email.proto\"\xee\x02\n" +
 	"\vDeliveryJob\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12'\n" +
 	"\x0forganization_id\x18\x02 \x01(\tR\x0eorganizationId\x12\x1d\n" +
@@ -1120,7 +1129,8 @@ const file_postmill_delivery_v1_delivery_proto_rawDesc = "" +
 	"\aattempt\x18\x06 \x01(\x03R\aattempt\x12B\n" +
 	"\x0ffirst_queued_at\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\rfirstQueuedAt\x129\n" +
 	"\n" +
-	"not_before\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\tnotBefore\"\xc0\x01\n" +
+	"not_before\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\tnotBefore\x12\x12\n" +
+	"\x04bulk\x18\t \x01(\bR\x04bulk\"\xc0\x01\n" +
 	"\x12OutboundAttachment\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1a\n" +
 	"\bfilename\x18\x02 \x01(\tR\bfilename\x12!\n" +
