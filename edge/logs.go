@@ -61,7 +61,9 @@ func (s *Server) registerLogRoutes() {
 	if s.core.Logs == nil {
 		return
 	}
-	s.startLogShipper()
+	if !s.cfg.RequestLogOff {
+		s.startLogShipper()
+	}
 	register(s, huma.Operation{
 		OperationID: "list-logs", Method: http.MethodGet, Path: "/v1/logs",
 		Tags: []string{tagLogs}, Summary: "List API requests",

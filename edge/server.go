@@ -76,6 +76,9 @@ type Config struct {
 	// AdminWithout2FA lets platform admins use /v1/admin/* without two-factor authentication on their
 	// account (POSTMILL_ADMIN_REQUIRE_2FA=false, for tests and local runs). By default such an admin gets 403.
 	AdminWithout2FA bool
+	// RequestLogOff turns the request log capture off (POSTMILL_REQUEST_LOG=false): /v1 requests are not
+	// recorded, GET /v1/logs still answers with what is stored.
+	RequestLogOff bool
 	// Timeouts bound how long HTTPServer waits for requests and takes to answer; zero fields take the
 	// defaults (timeouts.go).
 	Timeouts Timeouts

@@ -85,6 +85,7 @@ type Config struct {
 	TrustedProxies    []netip.Prefix
 	AdminEmails       []string
 	AdminRequire2FA   bool // admin routes refuse (403) an admin without 2FA; tests and local runs turn it off
+	RequestLog        bool // the edge records /v1 requests for GET /v1/logs (POSTMILL_REQUEST_LOG, default true)
 	SpfInclude        string
 	ReturnPathHost    string
 	TrackingHost      string
@@ -230,6 +231,7 @@ func LoadEnv(getenv Getenv) (Config, error) {
 		TrustedProxies:    prefixes("POSTMILL_TRUSTED_PROXIES"),
 		AdminEmails:       list(strings.ToLower(getenv("POSTMILL_ADMIN_EMAILS"))),
 		AdminRequire2FA:   boolean("POSTMILL_ADMIN_REQUIRE_2FA", true),
+		RequestLog:        boolean("POSTMILL_REQUEST_LOG", true),
 		SpfInclude:        str("POSTMILL_SPF_INCLUDE", "spf.postmill.local"),
 		ReturnPathHost:    str("POSTMILL_RETURN_PATH_HOST", "bounces.postmill.local"),
 		TrackingHost:      str("POSTMILL_TRACKING_HOST", "track.postmill.local"),

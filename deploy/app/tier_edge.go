@@ -36,6 +36,7 @@ func (a *App) initEdge() (services.Service, error) {
 			Timeouts:       a.cfg.HTTPTimeouts,
 			// POSTMILL_ADMIN_REQUIRE_2FA=false lets admins without 2FA use the admin routes.
 			AdminWithout2FA: !a.cfg.AdminRequire2FA,
+			RequestLogOff:   !a.cfg.RequestLog,
 		}, core)
 		if err != nil {
 			return err
