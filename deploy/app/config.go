@@ -119,6 +119,13 @@ type Config struct {
 	MTATLS MTATLSConfig
 	// Inbound is STARTTLS on the MX listener and the spam check of received mail (tier_inbound_config.go).
 	Inbound InboundConfig
+	// Reputation is automatic protection and adaptive warm-up (core_reputation_config.go).
+	Reputation ReputationConfig
+	// AnalyticsTier is the analytics tier's retention and Kafka consumer group (tier_analytics_config.go).
+	AnalyticsTier AnalyticsTierConfig
+	// PlansFile is the billing plan catalogue, a JSON file (POSTMILL_PLANS_FILE, docs/billing.md); empty
+	// means the free plan alone.
+	PlansFile string
 	// LookupCacheTTL replaces how long the send path reuses an organization or a domain it read when no
 	// change is announced (sending.DefaultLookupCacheTTL). Tests lengthen it to show that announced
 	// changes, not the timeout, reach every process; there is no environment variable.
@@ -280,6 +287,11 @@ func LoadEnv(getenv Getenv) (Config, error) {
 	mtaTLS, err := loadMTATLSEnv(getenv)
 	c.MTATLS, errs = mtaTLS, append(errs, err)
 	c.Inbound = loadInboundEnv(getenv)
+	rep, err := loadReputationEnv(getenv)
+	c.Reputation, errs = rep, append(errs, err)
+	at, err := loadAnalyticsTierEnv(getenv)
+	c.AnalyticsTier, errs = at, append(errs, err)
+	c.PlansFile = strings.TrimSpace(getenv("POSTMILL_PLANS_FILE"))
 	if err := c.LogLevel.UnmarshalText([]byte(str("POSTMILL_LOG_LEVEL", "info"))); err != nil {
 		errs = append(errs, fmt.Errorf("POSTMILL_LOG_LEVEL: %w", err))
 	}

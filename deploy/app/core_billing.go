@@ -1,8 +1,6 @@
 package app
 
 import (
-	"os"
-
 	"github.com/postmill/postmill/adapters/stripe"
 	"github.com/postmill/postmill/core/billing"
 	"github.com/postmill/postmill/ports"
@@ -16,7 +14,7 @@ import (
 // plan is published on the change feed, so this process's send path meets it on the very next send; the
 // store's trigger tells the other processes.
 func (a *App) coreBilling(env *coreEnv) error {
-	plans, err := billing.LoadCatalogue(os.Getenv("POSTMILL_PLANS_FILE"))
+	plans, err := billing.LoadCatalogue(a.cfg.PlansFile)
 	if err != nil {
 		return err
 	}

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"strconv"
 	"sync"
 	"time"
 
@@ -17,37 +15,6 @@ import (
 	"github.com/postmill/postmill/ports"
 )
 
-// analyticsRetention reads POSTMILL_ANALYTICS_REQUEST_DAYS (default 30) and POSTMILL_ANALYTICS_EVENT_DAYS
-// (default 90): how many days request logs and events are kept.
-func analyticsRetention() (ports.AnalyticsRetention, error) {
-	r := ports.DefaultAnalyticsRetention
-	for _, v := range []struct {
-		name string
-		into *time.Duration
-	}{{"POSTMILL_ANALYTICS_REQUEST_DAYS", &r.Requests}, {"POSTMILL_ANALYTICS_EVENT_DAYS", &r.Events}} {
-		s := os.Getenv(v.name)
-		if s == "" {
-			continue
-		}
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 || n > 3650 {
-			return r, fmt.Errorf("%s: %q is not a number of days between 1 and 3650", v.name, s)
-		}
-		*v.into = time.Duration(n) * 24 * time.Hour
-	}
-	return r, nil
-}
-
-// analyticsKafkaGroup reads POSTMILL_ANALYTICS_KAFKA_GROUP: the consumer group the analytics tier reads
-// the Kafka events topic as (default kafka.DefaultAnalyticsGroup). Every analytics process of a deployment
-// names the same group, so the topic's partitions are shared among them.
-func analyticsKafkaGroup() string {
-	if g := os.Getenv("POSTMILL_ANALYTICS_KAFKA_GROUP"); g != "" {
-		return g
-	}
-	return kafka.DefaultAnalyticsGroup
-}
-
 // initAnalytics runs the analytics tier: the pipeline copying message events into the analytics store
 // (PostgreSQL or ClickHouse, POSTMILL_ANALYTICS), and the maintenance loop creating daily partitions and
 // applying the retention. The events come from the PostgreSQL outbox, or, when POSTMILL_QUEUE=kafka, from
@@ -55,7 +22,7 @@ func analyticsKafkaGroup() string {
 // events trigger still fills emptied without being counted). Its lag is the gauge
 // postmill_analytics_lag_seconds; with Kafka also postmill_analytics_lag_records.
 func (a *App) initAnalytics() (services.Service, error) {
-	retention, err := analyticsRetention()
+	retention, err := a.cfg.AnalyticsTier.retention()
 	if err != nil {
 		return nil, err
 	}
@@ -106,7 +73,7 @@ func (a *App) initAnalytics() (services.Service, error) {
 		if useKafka {
 			src, err := kafka.NewAnalyticsSource(ctx, kafka.AnalyticsSourceConfig{
 				Brokers:   a.cfg.KafkaBrokers,
-				Group:     analyticsKafkaGroup(),
+				Group:     a.cfg.AnalyticsTier.kafkaGroup(),
 				Malformed: func(n int) { malformed.Add(float64(n)) },
 				Logger:    a.logger,
 			})

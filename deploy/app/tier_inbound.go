@@ -30,7 +30,7 @@ func (a *App) initInbound() (services.Service, error) {
 		srv, err = inbound.New(inbound.Config{Config: smtpd.Config{
 			Addr: a.cfg.SMTPAddr, Domain: a.cfg.InboundMXHost, TLSConfig: tlsConfig,
 			MaxConnections: a.cfg.SMTPMaxConnections, MaxConnectionsPerIP: a.cfg.SMTPMaxConnectionsPerIP,
-		}, Receiving: core.Receiving, DMARC: core.DMARC, DMARCAddress: dmarcRUA()}, core.Feedback, a.logger)
+		}, Receiving: core.Receiving, DMARC: core.DMARC, DMARCAddress: a.dmarcRUA()}, core.Feedback, a.logger)
 		if err != nil {
 			return err
 		}

@@ -125,8 +125,8 @@ func TestBillingStripeCheckout(t *testing.T) {
 	]`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	t.Setenv("POSTMILL_PLANS_FILE", plans)
 	w := MustMailWorld(t, func(c *app.Config) {
+		c.PlansFile = plans
 		c.Stripe = app.StripeConfig{
 			SecretKey: e2eStripeKey, WebhookSecret: e2eStripeSecret, APIURL: stripeURL,
 			SuccessURL: "https://app.example.test/billing/done", CancelURL: "https://app.example.test/billing",
@@ -282,8 +282,8 @@ func TestBillingStripeOverTheSplit(t *testing.T) {
 	if err := os.WriteFile(plans, []byte(`[{"id": "tiny", "monthlyLimit": 1, "priceId": "price_1PostmillTiny"}]`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	t.Setenv("POSTMILL_PLANS_FILE", plans)
 	coreCfg := testConfig(t, pgtest.URL(t))
+	coreCfg.PlansFile = plans
 	coreCfg.Stripe = app.StripeConfig{
 		SecretKey: e2eStripeKey, WebhookSecret: e2eStripeSecret, APIURL: stripeURL,
 		SuccessURL: "https://app.example.test/done", CancelURL: "https://app.example.test/",

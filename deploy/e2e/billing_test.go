@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/postmill/postmill/deploy/app"
 )
 
 // TestBillingSubscribeChangesLimits is a customer moving between plans of the operator's catalogue: the plan
@@ -20,8 +22,7 @@ func TestBillingSubscribeChangesLimits(t *testing.T) {
 	]`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	t.Setenv("POSTMILL_PLANS_FILE", plans)
-	w := MustMailWorld(t, nil)
+	w := MustMailWorld(t, func(c *app.Config) { c.PlansFile = plans })
 	_, read := w.MustKey(w.owner, []string{"billing:read"})
 	_, write := w.MustKey(w.owner, []string{"billing:write"})
 	mail := map[string]any{"from": "ada@" + senderDomain, "to": "a@rcpt.example", "subject": "x", "text": "x", "sandbox": true}

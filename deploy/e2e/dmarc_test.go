@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/postmill/postmill/deploy/app"
 )
 
 const dmarcRUA = "dmarc@reports.postmill.test"
@@ -51,8 +53,7 @@ func dmarcFixture(t *testing.T, name string) []byte {
 // IP, with alignment and dispositions, for the organization owning the domain only; a report mailed twice
 // counts once; the window is SPEC §8's.
 func TestDMARCReportsMailedToTheRUA(t *testing.T) {
-	t.Setenv("POSTMILL_DMARC_RUA", dmarcRUA)
-	w := MustMailWorld(t, nil)
+	w := MustMailWorld(t, func(c *app.Config) { c.DMARCRua = dmarcRUA })
 
 	zipOf := func(name string, b []byte) []byte {
 		var buf bytes.Buffer

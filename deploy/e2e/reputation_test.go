@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/postmill/postmill/deploy/app"
 )
 
 // TestReputationAndAutomaticProtection sends real mail to an MX sink, records a spam complaint against it
@@ -13,9 +15,9 @@ import (
 // transactional sending keeps going, and an admin lifts the pause. The window's bounds, and tenancy on
 // every route, are checked too.
 func TestReputationAndAutomaticProtection(t *testing.T) {
-	t.Setenv("POSTMILL_PROTECTION_MIN_VOLUME", "3")
-	t.Setenv("POSTMILL_PROTECTION_INTERVAL", "200ms")
-	w := MustMailWorld(t, nil)
+	w := MustMailWorld(t, func(c *app.Config) {
+		c.Reputation.MinVolume, c.Reputation.Interval = 3, 200*time.Millisecond
+	})
 	var ids []string
 	for range 3 {
 		r := expect(t, w.send(t, map[string]any{"from": "ada@" + senderDomain, "to": "a@rcpt.example", "subject": "News", "text": "x"}, nil), 202)
