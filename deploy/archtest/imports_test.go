@@ -14,7 +14,8 @@
 //     driver and migrator by adapters/postgres, Kafka by adapters/kafka, ClickHouse by adapters/clickhouse,
 //     S3 by adapters/s3, DNS by adapters/dns, Connect and protobuf by adapters/rpc, the JavaScript runtime and
 //     compiler by adapters/react, huma by the edge module, the SMTP libraries (go-smtp, go-sasl) by
-//     adapters/smtpd, edge/submission, inbound and mta, and dskit by nothing outside deploy.
+//     adapters/smtpd, edge/submission, inbound and mta, Stripe's client by adapters/stripe, and dskit by
+//     nothing outside deploy.
 //
 // A tier may still reach a library through an adapter it imports (that is what adapters are for); the
 // table is about who writes code against the library.
@@ -51,6 +52,7 @@ var libraries = []libraryRule{
 	{[]string{"github.com/dop251/goja", "github.com/evanw/esbuild"}, []string{"adapters/react"}},
 	{[]string{"github.com/danielgtaylor/huma"}, []string{"edge"}},
 	{[]string{"github.com/emersion/go-smtp", "github.com/emersion/go-sasl"}, []string{"adapters/smtpd", "edge/submission", "inbound", "mta"}},
+	{[]string{"github.com/stripe/stripe-go"}, []string{"adapters/stripe"}},
 	{[]string{"github.com/grafana/dskit"}, nil},
 }
 
