@@ -12,7 +12,10 @@ var _ ports.InboundStore = (*Inbound)(nil)
 
 // Inbound is the PostgreSQL store of inbound domains, routes and received mail (ports.InboundStore). Every
 // tenant statement names the organization. Safe for concurrent use.
-type Inbound struct{ shared }
+type Inbound struct {
+	shared
+	received combiner[*pendingReceived] // InsertReceived's group commit (inbound_group.go)
+}
 
 const inboundDomainCols = `id, organization_id, name, status, mx_host, mx_priority, verified_at, last_checked_at, created_at`
 

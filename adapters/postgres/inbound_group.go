@@ -7,7 +7,6 @@ import (
 	"hash/fnv"
 	"sort"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -24,21 +23,19 @@ const (
 	receivedGroupTimeout = 30 * time.Second
 )
 
-// receivedGroups holds the combiner of received emails of each pool: every Inbound store over one pool (one
-// per process) shares it, so that the concurrent SMTP sessions of the MX listener share a commit.
-var receivedGroups sync.Map // *pgxpool.Pool → *combiner[*pendingReceived]
-
-func (s *Inbound) receivedCombiner() *combiner[*pendingReceived] {
-	if c, ok := receivedGroups.Load(s.pool); ok {
-		return c.(*combiner[*pendingReceived])
-	}
-	c, _ := receivedGroups.LoadOrStore(s.pool, &combiner[*pendingReceived]{
+// newInbound returns the inbound store with its combiner of received emails: the concurrent SMTP sessions
+// of the MX listener share a commit.
+func newInbound(sh shared) *Inbound {
+	s := &Inbound{shared: sh}
+	s.received = combiner[*pendingReceived]{
 		max:   maxReceivedGroup,
 		write: func(group []*pendingReceived) { writeReceivedGroup(s.shared, group, false) },
 		key:   func(p *pendingReceived) string { return p.lane },
-	})
-	return c.(*combiner[*pendingReceived])
+	}
+	return s
 }
+
+func (s *Inbound) receivedCombiner() *combiner[*pendingReceived] { return &s.received }
 
 // pendingReceived is one InsertReceived call waiting for its group's commit.
 type pendingReceived struct {

@@ -95,7 +95,7 @@ func New(pool *pgxpool.Pool) *Store {
 		Secrets:         &Secrets{sh},
 		Marketing:       &Marketing{sh},
 		Broadcasts:      &Broadcasts{sh},
-		Inbound:         &Inbound{sh},
+		Inbound:         newInbound(sh),
 		Billing:         &Billing{sh},
 		Reputation:      &Reputation{sh},
 		DMARC:           &DMARC{sh},
