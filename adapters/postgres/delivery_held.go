@@ -15,8 +15,8 @@ var _ ports.HeldDeliveries = (*Delivery)(nil)
 const (
 	holdSQL = `
 INSERT INTO delivery_held (id, organization_id, message_id, domain, recipient_ids, attempt, first_queued_at,
-    not_before, domain_id, reason, held_at)
-VALUES ($1, $2, $3, $4, $5::uuid[], $6, $7, $8, $9, $10, $11)
+    not_before, domain_id, reason, held_at, bulk)
+VALUES ($1, $2, $3, $4, $5::uuid[], $6, $7, $8, $9, $10, $11, $12)
 ON CONFLICT (id) DO NOTHING`
 
 	heldGroupsSQL = `
@@ -39,18 +39,19 @@ WITH moved AS (
         LIMIT $4
         FOR UPDATE SKIP LOCKED
     )
-    RETURNING id, organization_id, message_id, domain, recipient_ids, attempt, first_queued_at, held_at
+    RETURNING id, organization_id, message_id, domain, recipient_ids, attempt, first_queued_at, held_at, bulk
 ), released AS (
-    INSERT INTO delivery_outbox (id, organization_id, message_id, domain, recipient_ids, attempt, first_queued_at, not_before)
+    INSERT INTO delivery_outbox (id, organization_id, message_id, domain, recipient_ids, attempt, first_queued_at, not_before, bulk)
     SELECT m.id, m.organization_id, m.message_id, m.domain, m.recipient_ids, m.attempt,
-        m.first_queued_at + GREATEST($3::timestamptz - m.held_at, interval '0'), $3::timestamptz
+        m.first_queued_at + GREATEST($3::timestamptz - m.held_at, interval '0'), $3::timestamptz, m.bulk
     FROM moved m
     ON CONFLICT (id) DO NOTHING
 )
 SELECT count(*) FROM moved`
 )
 
-// HoldDelivery implements ports.HeldDeliveries. A job id already held is kept as it is.
+// HoldDelivery implements ports.HeldDeliveries. A job id already held is kept as it is; a job keeps its
+// lane (Bulk) through the hold.
 func (s *Delivery) HoldDelivery(ctx context.Context, h ports.HeldJob) error {
 	j := h.Job
 	ids := j.RecipientIDs
@@ -58,7 +59,7 @@ func (s *Delivery) HoldDelivery(ctx context.Context, h ports.HeldJob) error {
 		ids = []string{}
 	}
 	_, err := s.pool.Exec(ctx, holdSQL, j.ID, j.OrganizationID, j.MessageID, j.Domain, ids, int32(max(j.Attempt, 1)),
-		j.FirstQueuedAt, j.NotBefore, h.DomainID, string(h.Reason), h.HeldAt)
+		j.FirstQueuedAt, j.NotBefore, h.DomainID, string(h.Reason), h.HeldAt, j.Bulk)
 	return interpretError(err)
 }
 

@@ -52,7 +52,7 @@ func relayed(tb testing.TB, s *postgres.Store, now time.Time) []ports.DeliveryJo
 
 // TestHeldDeliveries: a job is held once however often it is held; groups list each organization's
 // sending domain with its count, longest held first; a release moves one group's jobs (and no other's) to
-// the outbox unchanged but for when they are due and their first-queued time, which moves later by the
+// the outbox unchanged (their lane included) but for when they are due and their first-queued time, which moves later by the
 // time they were held so a hold does not count towards the maximum age.
 func TestHeldDeliveries(t *testing.T) {
 	t.Parallel()
@@ -61,6 +61,7 @@ func TestHeldDeliveries(t *testing.T) {
 	org1, org2, dom1, dom2 := newV7(), newV7(), newV7(), newV7()
 	heldAt := baseTime.Add(time.Hour)
 	a := heldJob(org1, dom1, heldAt)
+	a.Job.Bulk = true // a broadcast's job keeps its lane through the hold
 	b := heldJob(org1, dom2, heldAt.Add(time.Second))
 	c := heldJob(org2, dom1, heldAt.Add(2*time.Second))
 	mustHold(t, s, a, a, b, c)
@@ -100,7 +101,7 @@ func TestHeldDeliveries(t *testing.T) {
 	wantJob.NotBefore = now
 	if got.ID != wantJob.ID || got.OrganizationID != org1 || got.MessageID != wantJob.MessageID || got.Domain != wantJob.Domain ||
 		!slices.Equal(got.RecipientIDs, wantJob.RecipientIDs) || got.Attempt != wantJob.Attempt ||
-		!got.FirstQueuedAt.Equal(wantJob.FirstQueuedAt) || !got.NotBefore.Equal(now) {
+		!got.FirstQueuedAt.Equal(wantJob.FirstQueuedAt) || !got.NotBefore.Equal(now) || !got.Bulk {
 		t.Errorf("released job\n got  %+v\n want %+v", got, wantJob)
 	}
 	groups, _ = s.HeldGroups(ctx, 10)
