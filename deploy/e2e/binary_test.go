@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -61,6 +62,21 @@ type proc struct {
 // MustServe runs `postmill serve --target=targets` with env and waits until its listeners are up.
 func MustServe(tb testing.TB, targets string, env map[string]string) *proc {
 	tb.Helper()
+	p, err := serve(tb, targets, env)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return p
+}
+
+// errPortTaken is serve's error when the process exited because an address it was given was taken
+// meanwhile (a port freeAddr found free can be handed to another socket before the process binds it).
+var errPortTaken = errors.New("an address was taken before postmill bound it")
+
+// serve is MustServe with the early exit of the process as an error (errPortTaken when a listener's
+// address was in use), so that a caller that chose the addresses can choose again.
+func serve(tb testing.TB, targets string, env map[string]string) (*proc, error) {
+	tb.Helper()
 	cmd := exec.Command(mustBinary(tb), "serve", "--target="+targets)
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
 	for k, v := range env {
@@ -106,11 +122,14 @@ func MustServe(tb testing.TB, targets string, env map[string]string) *proc {
 	select {
 	case <-started:
 	case err := <-p.done:
-		tb.Fatalf("postmill exited early: %v\n%s", err, p.logText())
+		if strings.Contains(p.logText(), "address already in use") {
+			return nil, fmt.Errorf("%w: %v\n%s", errPortTaken, err, p.logText())
+		}
+		return nil, fmt.Errorf("postmill exited early: %v\n%s", err, p.logText())
 	case <-time.After(90 * time.Second):
-		tb.Fatalf("postmill did not start\n%s", p.logText())
+		return nil, fmt.Errorf("postmill did not start\n%s", p.logText())
 	}
-	return p
+	return p, nil
 }
 
 // logText is everything the process logged so far.

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -194,21 +195,35 @@ const curlFailing = `curl() {
 func runDocExamples(t *testing.T, rel string, blocks []docBlock, extra map[string]string) {
 	env := baseEnv(t, pgtest.URL(t))
 	env["POSTMILL_LOCAL"] = "true"
-	env["POSTMILL_LOCAL_DNS_ADDR"] = freeAddr(t)
 	env["POSTMILL_METRICS_ADDR"] = "127.0.0.1:0"
 	env["POSTMILL_TRUSTED_PROXIES"] = ""
-	subst := map[string]string{}
-	for _, a := range docsAddrs {
-		addr := freeAddr(t)
-		subst[a.doc] = addr
-		if a.env != "" {
-			env[a.env] = addr
+	var (
+		p     *proc
+		subst map[string]string
+	)
+	// The examples name fixed addresses, so each gets a free port; a port can be taken between the check
+	// and the bind, and then the addresses are chosen again.
+	for attempt := 1; ; attempt++ {
+		env["POSTMILL_LOCAL_DNS_ADDR"] = freeAddr(t)
+		subst = map[string]string{}
+		for _, a := range docsAddrs {
+			addr := freeAddr(t)
+			subst[a.doc] = addr
+			if a.env != "" {
+				env[a.env] = addr
+			}
 		}
+		for k, v := range extra {
+			env[k] = v
+		}
+		var err error
+		if p, err = serve(t, "all", env); err == nil {
+			break
+		} else if !errors.Is(err, errPortTaken) || attempt == 3 {
+			t.Fatal(err)
+		}
+		t.Logf("attempt %d: %v", attempt, errPortTaken)
 	}
-	for k, v := range extra {
-		env[k] = v
-	}
-	p := MustServe(t, "all", env)
 
 	dir := t.TempDir()
 	var script strings.Builder
