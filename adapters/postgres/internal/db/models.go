@@ -235,6 +235,7 @@ type DeliveryHeld struct {
 	DomainID       string
 	Reason         string
 	HeldAt         time.Time
+	Bulk           bool
 }
 
 type DeliveryOutbox struct {
