@@ -15,6 +15,9 @@ import (
 	"github.com/postmill/postmill/ports"
 )
 
+// clickHouseBatch is the analytics pipeline's batch with the ClickHouse store.
+const clickHouseBatch = 5000
+
 // initAnalytics runs the analytics tier: the pipeline copying message events into the analytics store
 // (PostgreSQL or ClickHouse, POSTMILL_ANALYTICS), and the maintenance loop creating daily partitions and
 // applying the retention. The events come from the PostgreSQL outbox, or, when POSTMILL_QUEUE=kafka, from
@@ -67,6 +70,12 @@ func (a *App) initAnalytics() (services.Service, error) {
 			Retention: retention,
 			Lag:       func(d time.Duration) { lag.Set(d.Seconds()) },
 			Copied:    func(n int) { copied.Add(float64(n)) },
+		}
+		if a.cfg.Analytics == "clickhouse" {
+			// ClickHouse wants few large inserts (each makes a part to merge; its documentation asks for at
+			// least a thousand rows and suggests ten to a hundred thousand); PostgreSQL keeps the
+			// pipeline's default of 1,000, which bounds one transaction.
+			cfg.Batch = clickHouseBatch
 		}
 		var source ports.AnalyticsEventSource = st.Analytics()
 		loops := []func(context.Context) error{}
