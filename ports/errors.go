@@ -180,3 +180,18 @@ func InsufficientScope(required []string) *Error {
 		Fields:  map[string]any{"requiredScopes": required},
 	}
 }
+
+// recipientSuppressedPrefix starts SPEC §7's message for a send refused because a recipient (or its domain)
+// is suppressed: `recipient suppressed: <address>`.
+const recipientSuppressedPrefix = "recipient suppressed: "
+
+// RecipientSuppressed is the send path's refusal of a suppressed recipient (400, SPEC §7).
+func RecipientSuppressed(address string) error {
+	return &Error{Code: CodeInvalidArgument, Message: recipientSuppressedPrefix + address}
+}
+
+// IsRecipientSuppressed reports whether err is RecipientSuppressed's refusal, also after it crossed Connect
+// (which carries the code and the message).
+func IsRecipientSuppressed(err error) bool {
+	return ErrorCode(err) == CodeInvalidArgument && strings.HasPrefix(ErrorMessage(err), recipientSuppressedPrefix)
+}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
@@ -294,9 +293,8 @@ func outcome(res ports.SendResult, err error) sendOutcome {
 	if err == nil {
 		return sendOutcome{messageID: res.ID, status: string(res.Status)}
 	}
-	msg := ports.ErrorMessage(err)
 	switch {
-	case ports.ErrorCode(err) == ports.CodeInvalidArgument && strings.HasPrefix(msg, "recipient suppressed"):
+	case ports.IsRecipientSuppressed(err):
 		return sendOutcome{status: ports.BroadcastRecipientSuppressed}
 	case ports.ErrorCode(err) == ports.CodeInvalidArgument && hasDetails(err):
 		// This contact's address cannot be sent to (the send path's validation); skip it, keep going.

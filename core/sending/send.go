@@ -263,7 +263,7 @@ func (s *Service) checkSuppressions(ctx context.Context, orgID string, recipient
 	}
 	for i, r := range recipients {
 		if suppressed[addrs[i]] {
-			return ports.Errorf(ports.CodeInvalidArgument, "recipient suppressed: %s", r.Address)
+			return ports.RecipientSuppressed(r.Address)
 		}
 	}
 	return nil

@@ -147,7 +147,7 @@ func (s *Service) SendBulk(ctx context.Context, orgID string, reqs []ports.SendR
 	keep(func(it *item) bool {
 		for _, r := range it.recipients {
 			if suppressed[strings.ToLower(r.Address)] {
-				results[it.i].Err = ports.Errorf(ports.CodeInvalidArgument, "recipient suppressed: %s", r.Address)
+				results[it.i].Err = ports.RecipientSuppressed(r.Address)
 				return false
 			}
 		}
