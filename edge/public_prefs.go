@@ -43,12 +43,7 @@ func (s *Server) registerPreferenceRoutes() {
 	s.mux.HandleFunc("POST /p/prefs/{token}", s.prefsPost)
 	s.mux.HandleFunc("GET /p/confirm/{token}", s.confirmGet)
 	s.mux.HandleFunc("POST /p/confirm/{token}", s.confirmPost)
-	s.mux.HandleFunc("GET "+prefsCSSPath, func(w http.ResponseWriter, _ *http.Request) {
-		h := w.Header()
-		h.Set("Content-Type", "text/css; charset=utf-8")
-		h.Set("Cache-Control", "public, max-age=86400")
-		_, _ = w.Write(prefsCSS)
-	})
+	s.mux.HandleFunc("GET "+prefsCSSPath, serveStylesheet(prefsCSS))
 }
 
 var prefsTemplate = template.Must(template.New("prefs").Parse(`<!doctype html>

@@ -37,14 +37,17 @@ func (s *Server) registerUnsubscribeRoutes() {
 	}
 	s.mux.HandleFunc("GET /p/u/{token}", s.unsubscribePage)
 	s.mux.HandleFunc("POST /p/u/{token}", s.unsubscribePost)
-	s.mux.HandleFunc("GET "+unsubscribeCSSPath, serveUnsubscribeCSS)
+	s.mux.HandleFunc("GET "+unsubscribeCSSPath, serveStylesheet(unsubscribeCSS))
 }
 
-func serveUnsubscribeCSS(w http.ResponseWriter, _ *http.Request) {
-	h := w.Header()
-	h.Set("Content-Type", "text/css; charset=utf-8")
-	h.Set("Cache-Control", "public, max-age=86400")
-	_, _ = w.Write(unsubscribeCSS)
+// serveStylesheet serves one of the public pages' embedded stylesheets, cacheable for a day.
+func serveStylesheet(css []byte) http.HandlerFunc {
+	return func(w http.ResponseWriter, _ *http.Request) {
+		h := w.Header()
+		h.Set("Content-Type", "text/css; charset=utf-8")
+		h.Set("Cache-Control", "public, max-age=86400")
+		_, _ = w.Write(css)
+	}
 }
 
 var unsubscribeTemplate = template.Must(template.New("unsubscribe").Parse(`<!doctype html>
