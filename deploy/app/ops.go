@@ -46,14 +46,7 @@ func (a *App) initOps() (services.Service, error) {
 		a.logger.Info("listening", "service", "metrics", "addr", ln.Addr().String())
 		return nil
 	}
-	running := func(ctx context.Context) error {
-		select {
-		case <-ctx.Done():
-			return nil
-		case err := <-serveCh:
-			return fmt.Errorf("metrics server: %w", err)
-		}
-	}
+	running := untilServeEnds("metrics server", serveCh)
 	stopping := func(error) error {
 		if srv == nil {
 			return nil
@@ -73,4 +66,17 @@ func (a *App) MetricsURL() string {
 		return ""
 	}
 	return "http://" + a.opsAddr.String()
+}
+
+// untilServeEnds is the running function of a service around a server whose Serve sends its result on
+// serveCh: it returns when the service is asked to stop, or with the server's error if Serve ends first.
+func untilServeEnds(name string, serveCh <-chan error) func(context.Context) error {
+	return func(ctx context.Context) error {
+		select {
+		case <-ctx.Done():
+			return nil
+		case err := <-serveCh:
+			return fmt.Errorf("%s: %w", name, err)
+		}
+	}
 }

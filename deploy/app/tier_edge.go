@@ -79,14 +79,7 @@ func (a *App) initEdge() (services.Service, error) {
 		a.logger.Info("listening", "service", "smtp-submission", "addr", subAddr.String(), "starttls", tlsCfg != nil)
 		return nil
 	}
-	running := func(ctx context.Context) error {
-		select {
-		case <-ctx.Done():
-			return nil
-		case err := <-serveCh:
-			return fmt.Errorf("edge server: %w", err)
-		}
-	}
+	running := untilServeEnds("edge server", serveCh)
 	stopping := func(error) error {
 		ctx, cancel := context.WithTimeout(context.Background(), a.grace())
 		defer cancel()

@@ -45,14 +45,7 @@ func (a *App) initInbound() (services.Service, error) {
 		a.logger.Info("listening", "service", "smtp-inbound", "addr", addr.String())
 		return nil
 	}
-	running := func(ctx context.Context) error {
-		select {
-		case <-ctx.Done():
-			return nil
-		case err := <-serveCh:
-			return fmt.Errorf("inbound server: %w", err)
-		}
-	}
+	running := untilServeEnds("inbound server", serveCh)
 	stopping := func(error) error {
 		if srv == nil {
 			return nil
