@@ -139,6 +139,12 @@ func (s *Analytics) ReadEvents(ctx context.Context, max int, handle func(context
 	}
 	handed := 0
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		// The claimed ids are looked up by key: without ProbePlans the planner, seeing a LIMIT of unknown
+		// size on a generic plan, hash-joins them against a sequential scan of events and messages, a cost
+		// that grows with those tables on every batch.
+		if _, err := tx.Exec(ctx, probePlansSQL); err != nil {
+			return err
+		}
 		rows, err := tx.Query(ctx, `
 WITH claimed AS (
     SELECT id FROM analytics_outbox ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED

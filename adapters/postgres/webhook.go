@@ -237,7 +237,9 @@ func (s *Webhooks) FanOut(ctx context.Context, now time.Time, limit int, payload
 				ins.DeliveryEventIds = append(ins.DeliveryEventIds, r.ID)
 			}
 		}
-		var steps []pipelineStep
+		// ProbePlans heads the batch: marking by id must stay an index probe however the cached plan was
+		// made (a generic plan made while events was small scans the whole table on every fan-out).
+		steps := []pipelineStep{func(q *db.Queries) error { return q.ProbePlans(ctx) }}
 		if len(ins.Ids) > 0 {
 			ins.Now = now
 			steps = append(steps, func(q *db.Queries) error { return q.InsertFanOutDeliveries(ctx, ins) })
