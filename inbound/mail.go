@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"mime"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -53,7 +54,7 @@ func parseMail(raw []byte, from string, rcpts []string) ports.InboundMessage {
 	}
 	m.To, m.Cc = addresses(h, "To"), addresses(h, "Cc")
 	w := walker{m: &m}
-	w.walk(e, 0)
+	w.walk(e, "", true, 0)
 	return m
 }
 
@@ -74,7 +75,20 @@ type walker struct {
 	parts int
 }
 
-func (w *walker) walk(e *message.Entity, depth int) {
+// childSection is the section number of the n-th part below section, as IMAP numbers the parts of a
+// message (RFC 3501 §6.4.5 "BODY[<section>]"): "1", "2" at the top, "2.1" inside part 2.
+func childSection(section string, n int) string {
+	if section == "" {
+		return strconv.Itoa(n)
+	}
+	return section + "." + strconv.Itoa(n)
+}
+
+// walk visits e, whose section number is section. A message (the top one, or one a message/rfc822 part
+// holds: msg is true) numbers its parts below its own section; when it is no multipart, its single body is
+// part 1 of it (RFC 3501 §6.4.5). Each attachment records its section as InboundPart.PartPath; Parts.Extract
+// runs this same walk to find it again, so the numbering and the decoding are the same by construction.
+func (w *walker) walk(e *message.Entity, section string, msg bool, depth int) {
 	if w.parts >= maxParts || depth > maxDepth {
 		return
 	}
@@ -83,7 +97,7 @@ func (w *walker) walk(e *message.Entity, depth int) {
 	disp, dispParams, _ := e.Header.ContentDisposition()
 	if mr := e.MultipartReader(); mr != nil {
 		related := ct == "multipart/related"
-		for {
+		for n := 1; ; n++ {
 			p, err := mr.NextPart()
 			if errors.Is(err, io.EOF) || (err != nil && !message.IsUnknownCharset(err) && !message.IsUnknownEncoding(err)) {
 				return
@@ -96,14 +110,17 @@ func (w *walker) walk(e *message.Entity, depth int) {
 					p.Header.Set("Content-Disposition", "inline")
 				}
 			}
-			w.walk(p, depth+1)
+			w.walk(p, childSection(section, n), false, depth+1)
 		}
+	}
+	if msg {
+		section = childSection(section, 1)
 	}
 	body, _ := io.ReadAll(io.LimitReader(e.Body, 64<<20))
 	name := filename(dispParams, ctParams)
 	if ct == "message/rfc822" && disp != "attachment" {
 		if inner, err := message.Read(bytes.NewReader(body)); inner != nil && (err == nil || message.IsUnknownCharset(err)) {
-			w.walk(inner, depth+1)
+			w.walk(inner, section, true, depth+1)
 			return
 		}
 	}
@@ -124,7 +141,7 @@ func (w *walker) walk(e *message.Entity, depth int) {
 	}
 	w.m.Attachments = append(w.m.Attachments, ports.InboundPart{
 		Filename: name, ContentType: ct, Inline: disp == "inline",
-		ContentID: strings.Trim(strings.TrimSpace(e.Header.Get("Content-Id")), "<>"), Data: body,
+		ContentID: strings.Trim(strings.TrimSpace(e.Header.Get("Content-Id")), "<>"), Data: body, PartPath: section,
 	})
 }
 

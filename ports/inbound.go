@@ -109,7 +109,10 @@ type InboundRoutePatch struct {
 	Destination *string
 }
 
-// ReceivedAttachment is one attachment or inline part of a received email. BlobKey never leaves the core.
+// ReceivedAttachment is one attachment or inline part of a received email. Its bytes are found in one of
+// two ways: PartPath, the part's place in the raw message (MessageParts derives the bytes from the raw
+// message, checked against SHA256 and Size), or, for attachments received before the raw message became
+// the only blob written, BlobKey, an object of its own. BlobKey, PartPath and SHA256 never leave the core.
 type ReceivedAttachment struct {
 	ID            string
 	Filename      string
@@ -121,10 +124,16 @@ type ReceivedAttachment struct {
 	ScanSignature string
 	ScannedAt     *time.Time
 	BlobKey       string
+	PartPath      string
+	// SHA256 is the hex SHA-256 of the decoded bytes (set with PartPath).
+	SHA256 string
 }
 
-// Downloadable reports whether the attachment may be downloaded: only a clean scan with a stored object.
-func (a ReceivedAttachment) Downloadable() bool { return a.ScanStatus == ScanClean && a.BlobKey != "" }
+// Downloadable reports whether the attachment may be downloaded: only a clean scan whose bytes can be
+// found (an object of its own or a part of the raw message).
+func (a ReceivedAttachment) Downloadable() bool {
+	return a.ScanStatus == ScanClean && (a.BlobKey != "" || a.PartPath != "")
+}
 
 // ReceivedEmail is one message received for one envelope recipient (SPEC §2). RawKey never leaves the core.
 type ReceivedEmail struct {
@@ -170,13 +179,16 @@ type DueAction struct {
 	Lease    string
 }
 
-// InboundPart is one attachment or inline part the inbound tier parsed out of a message.
+// InboundPart is one attachment or inline part the inbound tier parsed out of a message. PartPath says
+// where it is in the raw message, in the form MessageParts.Extract reads; "" (a tier that does not say)
+// makes the core keep the part as an object of its own.
 type InboundPart struct {
 	Filename    string
 	ContentType string
 	Inline      bool
 	ContentID   string
 	Data        []byte
+	PartPath    string
 }
 
 // InboundMessage is what the inbound tier hands the core once DATA ended: the envelope, the raw bytes and
