@@ -263,7 +263,8 @@ type InboundService interface {
 	// ReceivedRaw returns the message as received. Errors: not_found.
 	ReceivedRaw(ctx context.Context, orgID, id string) ([]byte, error)
 	// ReceivedAttachment returns one attachment's bytes. Errors: not_found (no attachment or no stored
-	// object), permission_denied (scan not clean; the message names the verdict).
+	// object), permission_denied (scan not clean; the message names the verdict), internal (the raw message
+	// no longer gives the bytes recorded at receipt: nothing is served).
 	ReceivedAttachment(ctx context.Context, orgID, id, attID string) (ReceivedAttachment, []byte, error)
 }
 

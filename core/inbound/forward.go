@@ -105,11 +105,12 @@ func (s *Service) forwardRequest(ctx context.Context, e ports.ReceivedEmail, to 
 	if req.Text == "" && req.HTML == "" {
 		req.Text = "(no body)"
 	}
+	var raw []byte
 	for _, a := range e.Attachments {
 		if !a.Downloadable() {
 			continue
 		}
-		data, err := s.deps.Blobs.Get(ctx, a.BlobKey)
+		data, err := s.attachmentBytes(ctx, e, a, &raw)
 		if err != nil {
 			return ports.SendRequest{}, err
 		}

@@ -42,14 +42,21 @@ func (s *Service) AcceptsInboundRecipient(ctx context.Context, rcpt string) (boo
 
 // blobKey names an object by its content, so a retried message or a repeated attachment is stored once.
 func blobKey(kind string, data []byte) (key, sum string) {
-	h := sha256.Sum256(data)
-	sum = hex.EncodeToString(h[:])
+	sum = sha256Hex(data)
 	return "inbound/" + kind + "/" + sum, sum
 }
 
-// Receive implements ports.ReceiveService: the raw message and every clean attachment go to the blob store,
-// then each recipient at an accepting inbound domain gets one received email, routed, with its
-// email.received event, in one transaction per recipient. Only then does the tier answer 250.
+func sha256Hex(data []byte) string {
+	h := sha256.Sum256(data)
+	return hex.EncodeToString(h[:])
+}
+
+// Receive implements ports.ReceiveService: the raw message goes to the blob store (it is the record: a
+// clean attachment is kept as its part path and checksum, and its bytes are derived from the raw message
+// when they are needed, see attachmentBytes), then each recipient at an accepting inbound domain gets one
+// received email, routed, with its email.received event, in one transaction per recipient. Only then does
+// the tier answer 250. A part without a path (a tier that does not send one) or a Service without
+// MessageParts keeps the attachment as an object of its own, as before.
 func (s *Service) Receive(ctx context.Context, m ports.InboundMessage) (ports.ReceiveResult, error) {
 	res := ports.ReceiveResult{IDs: make([]string, len(m.Rcpts))}
 	rawKey, sum := blobKey("raw", m.Raw)
@@ -58,7 +65,7 @@ func (s *Service) Receive(ctx context.Context, m ports.InboundMessage) (ports.Re
 	scan := ports.ScanClean
 	for i, p := range m.Attachments {
 		a := ports.ReceivedAttachment{Filename: p.Filename, ContentType: p.ContentType, Size: int64(len(p.Data)),
-			Inline: p.Inline, ContentID: p.ContentID, ScannedAt: &now}
+			Inline: p.Inline, ContentID: p.ContentID, ScannedAt: &now, SHA256: sha256Hex(p.Data)}
 		v, err := s.deps.Scanner.Scan(ctx, p.Filename, p.ContentType, p.Data)
 		switch {
 		case err != nil:
@@ -72,12 +79,16 @@ func (s *Service) Receive(ctx context.Context, m ports.InboundMessage) (ports.Re
 			scan = ports.ScanInfected
 		default:
 			a.ScanStatus = ports.ScanClean
-			a.BlobKey, _ = blobKey("part", p.Data)
+			if p.PartPath != "" && s.deps.Parts != nil {
+				a.PartPath = p.PartPath
+			} else {
+				a.BlobKey, _ = blobKey("part", p.Data)
+			}
 		}
 		atts[i] = a
 	}
-	// The raw message and the clean attachments are written at once: each write waits for its own sync to
-	// disk (or S3's answer), and the message is durable only when all of them are.
+	// The raw message (and any attachment kept as an object of its own) are written at once: each write
+	// waits for its own sync to disk (or S3's answer), and the message is durable only when all of them are.
 	errs := make([]error, len(atts)+1)
 	var wg sync.WaitGroup
 	put := func(i int, key string, data []byte, contentType string) {

@@ -2,6 +2,8 @@ package inbound
 
 import (
 	"context"
+	"fmt"
+	"log/slog"
 
 	"github.com/postmill/postmill/ports"
 )
@@ -55,14 +57,55 @@ func (s *Service) ReceivedAttachment(ctx context.Context, orgID, id, attID strin
 		if a.ScanStatus != ports.ScanClean {
 			return a, nil, ports.Errorf(ports.CodePermissionDenied, "attachment scan status is %s: download refused", a.ScanStatus)
 		}
-		if a.BlobKey == "" {
-			return a, nil, ports.NotFound("attachment not found")
-		}
-		data, err := s.deps.Blobs.Get(ctx, a.BlobKey)
-		if ports.ErrorCode(err) == ports.CodeNotFound {
-			return a, nil, ports.NotFound("attachment not found")
-		}
+		var raw []byte
+		data, err := s.attachmentBytes(ctx, e, a, &raw)
 		return a, data, err
 	}
 	return ports.ReceivedAttachment{}, nil, ports.NotFound("attachment not found")
+}
+
+// attachmentBytes finds a clean attachment's bytes: an attachment received before the raw message became
+// the only blob written is an object of its own (BlobKey); any other is derived from the raw message (read
+// once into *raw and kept there for the email's other attachments) at its part path, and served only when
+// its size and SHA-256 are those recorded at receipt. A raw message whose bytes changed since is an error,
+// never different bytes. Errors: not_found (no stored object), internal (a mismatch).
+func (s *Service) attachmentBytes(ctx context.Context, e ports.ReceivedEmail, a ports.ReceivedAttachment, raw *[]byte) ([]byte, error) {
+	if a.BlobKey != "" {
+		data, err := s.deps.Blobs.Get(ctx, a.BlobKey)
+		if ports.ErrorCode(err) == ports.CodeNotFound {
+			return nil, ports.NotFound("attachment not found")
+		}
+		return data, err
+	}
+	if a.PartPath == "" {
+		return nil, ports.NotFound("attachment not found")
+	}
+	if s.deps.Parts == nil {
+		return nil, fmt.Errorf("inbound: attachment %s is a part of the raw message and this process cannot read parts", a.ID)
+	}
+	if *raw == nil {
+		b, err := s.deps.Blobs.Get(ctx, e.RawKey)
+		if ports.ErrorCode(err) == ports.CodeNotFound {
+			return nil, ports.NotFound("attachment not found")
+		}
+		if err != nil {
+			return nil, err
+		}
+		*raw = b
+	}
+	data, err := s.deps.Parts.Extract(ctx, *raw, a.PartPath)
+	if err != nil {
+		err = fmt.Errorf("inbound: attachment %s of received email %s: part %s: %w", a.ID, e.ID, a.PartPath, err)
+	} else if int64(len(data)) != a.Size || a.SHA256 == "" || sha256Hex(data) != a.SHA256 {
+		err = fmt.Errorf("inbound: attachment %s of received email %s: part %s is %d bytes that do not match the %d bytes "+
+			"and checksum recorded at receipt: refusing to serve them", a.ID, e.ID, a.PartPath, len(data), a.Size)
+	}
+	if err != nil {
+		// Not a not_found: the attachment exists, but the raw message no longer gives its bytes. Neither the
+		// parser's code nor the stored raw message may change under a received email; this says one did.
+		s.deps.Logger.ErrorContext(ctx, "inbound attachment cannot be derived from its raw message",
+			slog.String("error", err.Error()))
+		return nil, ports.Errorf(ports.CodeInternal, "attachment %s cannot be read from its message", a.ID)
+	}
+	return data, nil
 }

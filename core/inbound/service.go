@@ -59,7 +59,10 @@ type Deps struct {
 	Resolver ports.Resolver
 	Blobs    ports.BlobStore
 	Scanner  ports.Scanner
-	Spam     ports.SpamChecker
+	// Parts derives an attachment's bytes from the raw message, so that receiving writes the raw message
+	// only; without it each clean attachment is written as an object of its own.
+	Parts ports.MessageParts
+	Spam  ports.SpamChecker
 	// Sender and Keyring post webhook routes' requests and seal their secrets; without them webhook routes
 	// cannot be created.
 	Sender  ports.WebhookSender

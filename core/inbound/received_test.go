@@ -1,0 +1,278 @@
+package inbound
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/postmill/postmill/ports"
+)
+
+// Fakes of the ports receiving and downloading use. Only the methods those paths call are implemented; the
+// embedded interfaces make any other call panic.
+
+type fakeInboundStore struct {
+	ports.InboundStore
+	domain ports.InboundDomain
+	mu     sync.Mutex
+	emails map[string]ports.ReceivedEmail
+}
+
+func (f *fakeInboundStore) InboundDomainByName(_ context.Context, name string) (ports.InboundDomain, error) {
+	if name != f.domain.Name {
+		return ports.InboundDomain{}, ports.NotFound("no inbound domain")
+	}
+	return f.domain, nil
+}
+
+func (f *fakeInboundStore) ListRoutes(context.Context, string, string) ([]ports.InboundRoute, error) {
+	return []ports.InboundRoute{{ID: "r1", OrganizationID: f.domain.OrganizationID, InboundDomainID: f.domain.ID,
+		MatchType: ports.MatchCatchAll, Action: ports.ActionStore, Enabled: true, Priority: 100}}, nil
+}
+
+func (f *fakeInboundStore) InsertReceived(_ context.Context, e ports.ReceivedEmail, _ []ports.Event) (bool, string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.emails[e.ID] = e
+	return true, "", nil
+}
+
+func (f *fakeInboundStore) GetReceived(_ context.Context, orgID, id string) (ports.ReceivedEmail, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	e, ok := f.emails[id]
+	if !ok || e.OrganizationID != orgID {
+		return ports.ReceivedEmail{}, ports.NotFound("received email not found")
+	}
+	return e, nil
+}
+
+type fakeBlobs struct {
+	mu   sync.Mutex
+	objs map[string][]byte
+}
+
+func (f *fakeBlobs) Put(_ context.Context, key string, data []byte, _ string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.objs[key] = bytes.Clone(data)
+	return nil
+}
+
+func (f *fakeBlobs) Get(_ context.Context, key string) ([]byte, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	b, ok := f.objs[key]
+	if !ok {
+		return nil, ports.NotFound("blob %s not found", key)
+	}
+	return bytes.Clone(b), nil
+}
+
+func (f *fakeBlobs) Delete(_ context.Context, key string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.objs, key)
+	return nil
+}
+
+type cleanScanner struct{}
+
+func (cleanScanner) Scan(context.Context, string, string, []byte) (ports.ScanVerdict, error) {
+	return ports.ScanVerdict{Clean: true}, nil
+}
+
+// lineParts is a MessageParts over a toy format: each line of the raw message is "<path>=<bytes>".
+type lineParts struct{ calls *int }
+
+func (p lineParts) Extract(_ context.Context, raw []byte, path string) ([]byte, error) {
+	*p.calls++
+	for _, l := range strings.Split(string(raw), "\n") {
+		if k, v, ok := strings.Cut(l, "="); ok && k == path {
+			return []byte(v), nil
+		}
+	}
+	return nil, ports.NotFound("no part %s", path)
+}
+
+type receiveBundle struct {
+	svc     *Service
+	store   *fakeInboundStore
+	blobs   *fakeBlobs
+	extract int
+}
+
+func setupReceive(t *testing.T, withParts bool) *receiveBundle {
+	t.Helper()
+	b := &receiveBundle{
+		store: &fakeInboundStore{domain: ports.InboundDomain{ID: "d1", OrganizationID: "o1", Name: "in.test",
+			Status: ports.InboundVerified}, emails: map[string]ports.ReceivedEmail{}},
+		blobs: &fakeBlobs{objs: map[string][]byte{}},
+	}
+	deps := Deps{Store: b.store, Resolver: struct{ ports.Resolver }{}, Blobs: b.blobs, Scanner: cleanScanner{}}
+	if withParts {
+		deps.Parts = lineParts{calls: &b.extract}
+	}
+	svc, err := New(Config{MXHost: "mx.postmill.test"}, deps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.svc = svc
+	return b
+}
+
+// receive hands the service a message whose raw bytes hold two parts in lineParts' format.
+func (b *receiveBundle) receive(t *testing.T, withPaths bool) (ports.ReceivedEmail, []byte) {
+	t.Helper()
+	raw := []byte("1=first part\n2.1=second part")
+	m := ports.InboundMessage{From: "a@sender.test", Rcpts: []string{"x@in.test"}, Raw: raw, Attachments: []ports.InboundPart{
+		{Filename: "a.txt", ContentType: "text/plain", Data: []byte("first part"), PartPath: "1"},
+		{Filename: "b.bin", ContentType: "application/octet-stream", Data: []byte("second part"), PartPath: "2.1"}}}
+	if !withPaths {
+		for i := range m.Attachments {
+			m.Attachments[i].PartPath = ""
+		}
+	}
+	res, err := b.svc.Receive(context.Background(), m)
+	if err != nil || len(res.IDs) != 1 || res.IDs[0] == "" {
+		t.Fatalf("Receive = %+v, %v", res, err)
+	}
+	e, err := b.store.GetReceived(context.Background(), "o1", res.IDs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e, raw
+}
+
+// TestReceiveKeepsOnlyTheRawMessage: a received message writes one blob, the raw message; its attachments
+// are recorded by part path and checksum and downloaded byte for byte from the raw message.
+func TestReceiveKeepsOnlyTheRawMessage(t *testing.T) {
+	t.Parallel()
+	b := setupReceive(t, true)
+	e, _ := b.receive(t, true)
+	if len(b.blobs.objs) != 1 || b.blobs.objs[e.RawKey] == nil {
+		t.Fatalf("blobs written: %d, want the raw message only", len(b.blobs.objs))
+	}
+	for i, want := range []string{"first part", "second part"} {
+		a := e.Attachments[i]
+		if a.BlobKey != "" || a.PartPath == "" || a.SHA256 != sha256Hex([]byte(want)) || !a.Downloadable() {
+			t.Errorf("attachment %d recorded as %+v", i, a)
+		}
+		_, data, err := b.svc.ReceivedAttachment(context.Background(), "o1", e.ID, a.ID)
+		if err != nil || string(data) != want {
+			t.Errorf("download %d = %q, %v; want %q", i, data, err, want)
+		}
+	}
+	if _, _, err := b.svc.ReceivedAttachment(context.Background(), "o2", e.ID, e.Attachments[0].ID); ports.ErrorCode(err) != ports.CodeNotFound {
+		t.Errorf("another organization: %v, want not_found", err)
+	}
+}
+
+// TestReceivedAttachmentTamperedRaw: when the raw message's bytes changed since receipt, the download is an
+// internal error and serves nothing: a part with other bytes, or a part no longer there.
+func TestReceivedAttachmentTamperedRaw(t *testing.T) {
+	t.Parallel()
+	for name, tampered := range map[string]string{
+		"bytes changed":   "1=first part\n2.1=secXnd part",
+		"length changed":  "1=first part\n2.1=second part!",
+		"part gone":       "1=first part",
+		"part renumbered": "1=first part\n2.2=second part",
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			b := setupReceive(t, true)
+			e, _ := b.receive(t, true)
+			b.blobs.objs[e.RawKey] = []byte(tampered)
+			_, data, err := b.svc.ReceivedAttachment(context.Background(), "o1", e.ID, e.Attachments[1].ID)
+			if ports.ErrorCode(err) != ports.CodeInternal || data != nil {
+				t.Fatalf("download of a tampered part = %q, %v; want an internal error and no bytes", data, err)
+			}
+			if _, data, err := b.svc.ReceivedAttachment(context.Background(), "o1", e.ID, e.Attachments[0].ID); err != nil || string(data) != "first part" {
+				t.Errorf("the untouched part = %q, %v", data, err)
+			}
+			delete(b.blobs.objs, e.RawKey)
+			if _, _, err := b.svc.ReceivedAttachment(context.Background(), "o1", e.ID, e.Attachments[0].ID); ports.ErrorCode(err) != ports.CodeNotFound {
+				t.Errorf("raw message gone: %v, want not_found", err)
+			}
+		})
+	}
+}
+
+// TestReceivedAttachmentOldScheme: an attachment stored as a blob of its own (rows written before the raw
+// message became the only blob) is served from that blob, without reading the raw message.
+func TestReceivedAttachmentOldScheme(t *testing.T) {
+	t.Parallel()
+	b := setupReceive(t, true)
+	e := ports.ReceivedEmail{ID: "e-old", OrganizationID: "o1", RawKey: "inbound/raw/old", Attachments: []ports.ReceivedAttachment{
+		{ID: "a-old", Filename: "old.pdf", ContentType: "application/pdf", Size: 7, ScanStatus: ports.ScanClean,
+			BlobKey: "inbound/part/old"}}}
+	b.store.emails[e.ID] = e
+	b.blobs.objs["inbound/part/old"] = []byte("old pdf")
+	_, data, err := b.svc.ReceivedAttachment(context.Background(), "o1", "e-old", "a-old")
+	if err != nil || string(data) != "old pdf" || b.extract != 0 {
+		t.Fatalf("old-scheme download = %q, %v (%d extractions)", data, err, b.extract)
+	}
+	delete(b.blobs.objs, "inbound/part/old")
+	if _, _, err := b.svc.ReceivedAttachment(context.Background(), "o1", "e-old", "a-old"); ports.ErrorCode(err) != ports.CodeNotFound {
+		t.Errorf("missing blob: %v, want not_found", err)
+	}
+}
+
+// TestReceiveWithoutPartPaths: a part the tier sent without a path, or a service without MessageParts,
+// keeps each clean attachment as a blob of its own, as before.
+func TestReceiveWithoutPartPaths(t *testing.T) {
+	t.Parallel()
+	for name, c := range map[string]struct{ parts, paths bool }{"no paths": {true, false}, "no MessageParts": {false, true}} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			b := setupReceive(t, c.parts)
+			e, _ := b.receive(t, c.paths)
+			if len(b.blobs.objs) != 3 {
+				t.Fatalf("%d blobs, want the raw message and two attachments", len(b.blobs.objs))
+			}
+			for _, a := range e.Attachments {
+				if a.BlobKey == "" || a.PartPath != "" {
+					t.Errorf("attachment %+v", a)
+				}
+				if _, data, err := b.svc.ReceivedAttachment(context.Background(), "o1", e.ID, a.ID); err != nil || int64(len(data)) != a.Size {
+					t.Errorf("download = %q, %v", data, err)
+				}
+			}
+		})
+	}
+}
+
+type oneDomain struct{ ports.DomainService }
+
+func (oneDomain) ListDomains(context.Context, string) ([]ports.Domain, error) {
+	return []ports.Domain{{Name: "acme.test", Status: ports.DomainVerified}}, nil
+}
+
+// TestForwardAttachmentsFromRaw: a forward carries the attachments derived from the raw message, read once
+// for all of them.
+func TestForwardAttachmentsFromRaw(t *testing.T) {
+	t.Parallel()
+	b := setupReceive(t, true)
+	b.svc.deps.Domains = oneDomain{}
+	e, _ := b.receive(t, true)
+	reads := 0
+	counting := &countingBlobs{fakeBlobs: b.blobs, reads: &reads}
+	b.svc.deps.Blobs = counting
+	req, err := b.svc.forwardRequest(context.Background(), e, "dest@example.test")
+	if err != nil || len(req.Attachments) != 2 || string(req.Attachments[0].Content) != "first part" ||
+		string(req.Attachments[1].Content) != "second part" || reads != 1 {
+		t.Fatalf("forward request: %+v, %v (%d raw reads)", req.Attachments, err, reads)
+	}
+}
+
+type countingBlobs struct {
+	*fakeBlobs
+	reads *int
+}
+
+func (c *countingBlobs) Get(ctx context.Context, key string) ([]byte, error) {
+	*c.reads++
+	return c.fakeBlobs.Get(ctx, key)
+}
