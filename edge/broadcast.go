@@ -65,12 +65,31 @@ type patchBroadcastRequest struct {
 	SegmentID   *string    `json:"segmentId,omitempty" nullable:"true" doc:"Segment audience; null clears it" example:"0192f1a0-0000-7000-8000-000000000002"`
 	TopicID     *string    `json:"topicId,omitempty" nullable:"true" doc:"Topic audience; null clears it" example:"0192f1a0-0000-7000-8000-000000000003"`
 	ScheduledAt *time.Time `json:"scheduledAt,omitempty" nullable:"true" doc:"UTC ISO-8601; null clears it (a scheduled broadcast returns to draft)" example:"2026-12-01T09:00:00Z"`
+
+	// An explicit null clears; an absent key leaves the field alone. Both decode to a nil pointer, so
+	// UnmarshalJSON notes the nulls here.
+	clearSegment, clearTopic, clearScheduledAt bool
+}
+
+// UnmarshalJSON decodes the fields and notes which of the clearable ones were sent as null. It reads the
+// body itself rather than through a RawBody field, which would add an application/octet-stream body to the
+// OpenAPI document.
+func (r *patchBroadcastRequest) UnmarshalJSON(b []byte) error {
+	type fields patchBroadcastRequest // the same fields without this method
+	if err := json.Unmarshal(b, (*fields)(r)); err != nil {
+		return err
+	}
+	var raw map[string]json.RawMessage
+	if json.Unmarshal(b, &raw) == nil {
+		isNull := func(k string) bool { v, ok := raw[k]; return ok && string(v) == "null" }
+		r.clearSegment, r.clearTopic, r.clearScheduledAt = isNull("segmentId"), isNull("topicId"), isNull("scheduledAt")
+	}
+	return nil
 }
 
 type patchBroadcastInput struct {
-	ID      string `path:"id" format:"uuid" doc:"Broadcast id"`
-	RawBody []byte
-	Body    patchBroadcastRequest
+	ID   string `path:"id" format:"uuid" doc:"Broadcast id"`
+	Body patchBroadcastRequest
 }
 
 type scheduleBroadcastRequest struct {
@@ -245,13 +264,8 @@ func (s *Server) updateBroadcast(ctx context.Context, in *patchBroadcastInput) (
 	r := in.Body
 	p := ports.BroadcastPatch{Name: r.Name, Subject: r.Subject, From: r.From, ReplyTo: r.ReplyTo, HTML: r.HTML,
 		Text: r.Text, TemplateID: canonicalPtr(r.TemplateID), SegmentID: canonicalPtr(r.SegmentID),
-		TopicID: canonicalPtr(r.TopicID), ScheduledAt: r.ScheduledAt}
-	// An explicit null clears; an absent key leaves the field alone. Only the raw body tells them apart.
-	var raw map[string]json.RawMessage
-	if json.Unmarshal(in.RawBody, &raw) == nil {
-		isNull := func(k string) bool { v, ok := raw[k]; return ok && string(v) == "null" }
-		p.ClearSegment, p.ClearTopic, p.ClearScheduledAt = isNull("segmentId"), isNull("topicId"), isNull("scheduledAt")
-	}
+		TopicID: canonicalPtr(r.TopicID), ScheduledAt: r.ScheduledAt,
+		ClearSegment: r.clearSegment, ClearTopic: r.clearTopic, ClearScheduledAt: r.clearScheduledAt}
 	b, err := s.core.Broadcasts.UpdateBroadcast(ctx, principalFrom(ctx).OrganizationID, canonicalUUID(in.ID), p)
 	if err != nil {
 		return nil, err

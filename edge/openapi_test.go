@@ -3,12 +3,16 @@ package edge_test
 import (
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/postmill/postmill/edge"
 	"github.com/postmill/postmill/ports"
@@ -138,11 +142,32 @@ func credentialFor(op openAPIOperation) string {
 	return ""
 }
 
-// TestOpenAPIDocumentsEveryBody checks that every operation taking a body shows at least one example, and
-// that each example is a body the route accepts: sent to the edge, none fails validation.
+// startEveryAreaEdge serves the fake core with every optional area added (broadcasts, marketing, billing,
+// reputation, DMARC, logs), so that a test of the whole document sees every route.
+func startEveryAreaEdge(t *testing.T) *testBundle {
+	t.Helper()
+	fake, fb, mk := newFakeCore(), &fakeBroadcasts{}, &fakeMarketing{}
+	core := fake.core()
+	core.Broadcasts, core.Unsubscribe = fb, fb
+	core.Contacts, core.Topics, core.Segments, core.Preferences = mk, mk, mk, mk
+	core.Billing, core.Reputation, core.DMARC = fakeAnalysis{}, fakeAnalysis{}, fakeAnalysis{}
+	core.Logs, core.Analytics = fakeLogs{}, fakeLogs{}
+	s, err := edge.New(edge.Config{Logger: slog.New(slog.DiscardHandler), Registerer: prometheus.NewRegistry()}, core)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(s.Handler())
+	t.Cleanup(srv.Close)
+	return &testBundle{fake: fake, srv: srv, logs: &syncBuffer{}, reg: prometheus.NewRegistry()}
+}
+
+// TestOpenAPIDocumentsEveryBody checks, over the routes of every area, that every media type of every
+// request body shows at least one example, and that each example is a body the route accepts: sent to the
+// edge with that Content-Type, none fails validation. A media type the document offers without an example
+// (such as the application/octet-stream huma adds for a RawBody field) fails.
 func TestOpenAPIDocumentsEveryBody(t *testing.T) {
 	t.Parallel()
-	b := MustStartEdge(t, newFakeCore(), nil)
+	b := startEveryAreaEdge(t)
 	doc := mustOpenAPI(t, b)
 	bodies := 0
 	doc.eachOperation(func(method, path string, op openAPIOperation) {
@@ -150,31 +175,37 @@ func TestOpenAPIDocumentsEveryBody(t *testing.T) {
 			return
 		}
 		bodies++
-		media, ok := op.RequestBody.Content["application/json"]
-		if !ok {
+		if _, ok := op.RequestBody.Content["application/json"]; !ok {
 			t.Errorf("%s %s: request body is not application/json", method, path)
-			return
 		}
-		examples := media.values()
-		if len(examples) == 0 {
-			t.Errorf("%s %s (%s): request body has no example; add one to requestExamples", method, path, op.OperationID)
-			return
+		types := make([]string, 0, len(op.RequestBody.Content))
+		for mt := range op.RequestBody.Content {
+			types = append(types, mt)
 		}
+		sort.Strings(types)
 		target := strings.NewReplacer("{id}", "0196f3c2-8a41-7d3e-9c55-2f1b6a0e4d19", "{deliveryId}",
 			"0196f3c2-8a41-7d3e-9c55-2f1b6a0e4d1a").Replace(path)
-		for i, ex := range examples {
-			r := b.do(t, method, target, credentialFor(op), ex)
-			msg, _ := r.body["message"].(string)
-			switch {
-			case r.status == http.StatusBadRequest && (msg == ports.MessageValidationFailed ||
-				strings.HasPrefix(msg, "Malformed JSON") || strings.HasPrefix(msg, "Request body")),
-				r.status == http.StatusRequestEntityTooLarge, r.status == http.StatusUnsupportedMediaType,
-				r.status == http.StatusUnprocessableEntity, r.status == http.StatusUnauthorized:
-				t.Errorf("%s %s: example %d is refused: %d %s", method, path, i, r.status, r.raw)
+		for _, mt := range types {
+			examples := op.RequestBody.Content[mt].values()
+			if len(examples) == 0 {
+				t.Errorf("%s %s (%s): the %s request body has no example; add one to requestExamples "+
+					"(application/json), or do not offer %[4]s", method, path, op.OperationID, mt)
+				continue
+			}
+			for i, ex := range examples {
+				r := b.do(t, method, target, credentialFor(op), ex, "Content-Type", mt)
+				msg, _ := r.body["message"].(string)
+				switch {
+				case r.status == http.StatusBadRequest && (msg == ports.MessageValidationFailed ||
+					strings.HasPrefix(msg, "Malformed JSON") || strings.HasPrefix(msg, "Request body")),
+					r.status == http.StatusRequestEntityTooLarge, r.status == http.StatusUnsupportedMediaType,
+					r.status == http.StatusUnprocessableEntity, r.status == http.StatusUnauthorized:
+					t.Errorf("%s %s: %s example %d is refused: %d %s", method, path, mt, i, r.status, r.raw)
+				}
 			}
 		}
 	})
-	if bodies < 15 {
+	if bodies < 30 {
 		t.Errorf("only %d operations take a body; the document lost routes", bodies)
 	}
 }
