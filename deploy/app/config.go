@@ -284,6 +284,7 @@ func LoadEnv(getenv Getenv) (Config, error) {
 	}
 	local, err := loadLocalEnv(getenv)
 	c.Local, errs = local, append(errs, err)
+	c.shortenLocalRetries(getenv)
 	mtaTLS, err := loadMTATLSEnv(getenv)
 	c.MTATLS, errs = mtaTLS, append(errs, err)
 	c.Inbound = loadInboundEnv(getenv)

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/grafana/dskit/modules"
 	"github.com/grafana/dskit/services"
@@ -18,6 +19,7 @@ import (
 	"github.com/postmill/postmill/adapters/dns"
 	"github.com/postmill/postmill/adapters/smtpd"
 	"github.com/postmill/postmill/adapters/smtpd/catcher"
+	"github.com/postmill/postmill/core/sending"
 	"github.com/postmill/postmill/edge/submission"
 )
 
@@ -42,6 +44,14 @@ const (
 	// localMailHost is the name local DNS gives the catcher in MX answers. .localhost never resolves
 	// anywhere else (RFC 6761 §6.3), so a leaked answer cannot send mail to a real host.
 	localMailHost = "catcher.postmill.localhost"
+
+	// LocalMTARetryBase and LocalMTAMaxAge replace the retry schedule's production defaults (1m, 72h) in
+	// local mode when POSTMILL_MTA_RETRY_BASE or POSTMILL_MTA_MAX_AGE is unset, so that every outcome of
+	// the mailbox simulator shows on a laptop within minutes: soft-bounce@ is delivered about 15 seconds
+	// after the send and delay@ fails after about 75 (attempts at 0, 5, 15, 35 and 75 seconds; the first
+	// deferral at least a minute after the message was queued fails it).
+	LocalMTARetryBase = 5 * time.Second
+	LocalMTAMaxAge    = time.Minute
 )
 
 // LocalConfig is local mode's part of the configuration.
@@ -53,6 +63,9 @@ type LocalConfig struct {
 	// DNSUpstream is where the local DNS server forwards questions about other names (webhook hosts):
 	// "" means the system's name server, "none" refuses them. There is no variable; tests set it.
 	DNSUpstream string
+	// ShortRetryBase and ShortMaxAge say that local mode chose Config.MTARetryBase and Config.MTAMaxAge
+	// because the user set no POSTMILL_MTA_RETRY_BASE or POSTMILL_MTA_MAX_AGE (shortenLocalRetries).
+	ShortRetryBase, ShortMaxAge bool
 }
 
 // loadLocalEnv reads local mode's variables; LoadEnv calls it.
@@ -81,6 +94,21 @@ func loadLocalEnv(getenv Getenv) (LocalConfig, error) {
 		c.CatcherMax = n
 	}
 	return c, errors.Join(errs...)
+}
+
+// shortenLocalRetries gives local mode its short retry schedule (LocalMTARetryBase, LocalMTAMaxAge) where
+// the user set no variable; LoadEnv calls it after loadLocalEnv. A variable the user set always wins, and
+// the maximum age is never made shorter than the first retry wait (Validate of core/sending refuses that).
+func (c *Config) shortenLocalRetries(getenv Getenv) {
+	if !c.Local.Enabled {
+		return
+	}
+	if strings.TrimSpace(getenv("POSTMILL_MTA_RETRY_BASE")) == "" {
+		c.MTARetryBase, c.Local.ShortRetryBase = LocalMTARetryBase, true
+	}
+	if strings.TrimSpace(getenv("POSTMILL_MTA_MAX_AGE")) == "" {
+		c.MTAMaxAge, c.Local.ShortMaxAge = max(LocalMTAMaxAge, c.MTARetryBase), true
+	}
 }
 
 // validate reports a local configuration that cannot work. Local mode needs the store (for the records
@@ -204,7 +232,7 @@ func (a *App) initLocal() (services.Service, error) {
 			"local_dns", dnsAddr, "platform_resolver", map[bool]string{true: dnsAddr, false: a.cfg.DNSResolver}[own],
 			"catcher_smtp", bound.String(), "caught_mail", a.cfg.BaseURL+"/local/mail",
 			"catcher_dir", filepath.Join(a.cfg.DataDir, "catcher"), "catcher_max", lc.CatcherMax,
-			"mta_route", a.localRouteText())
+			"mta_route", a.localRouteText(), "mta_retries", a.localRetryText())
 		return nil
 	}
 	running := func(ctx context.Context) error {
@@ -272,6 +300,19 @@ func (a *App) localRouteText() string {
 		return "relay to the catcher " + relay + " (POSTMILL_DNS_RESOLVER is yours)"
 	}
 	return fmt.Sprintf("MX of every domain → %s, port %d", localMailHost, port)
+}
+
+// localRetryText says in the startup log which retry schedule local mode runs with, and whose it is.
+func (a *App) localRetryText() string {
+	whose := func(short bool) string {
+		if short {
+			return "local mode's default"
+		}
+		return "set by you"
+	}
+	return fmt.Sprintf("POSTMILL_MTA_RETRY_BASE %s (%s), POSTMILL_MTA_MAX_AGE %s (%s); production defaults %s and %s",
+		a.cfg.MTARetryBase, whose(a.cfg.Local.ShortRetryBase), a.cfg.MTAMaxAge, whose(a.cfg.Local.ShortMaxAge),
+		sending.DefaultRetryBase, sending.DefaultMaxAge)
 }
 
 // webhookAllowNets is POSTMILL_WEBHOOK_ALLOW_NETS, plus the loopback addresses in local mode: a webhook

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/postmill/postmill/adapters/smtpd/catcher"
 )
@@ -34,6 +35,36 @@ func TestLocalSettingsFromEnv(t *testing.T) {
 	if err := cfg.Validate(Targets(tiers)); err != nil {
 		t.Fatalf("valid local configuration refused: %v", err)
 	}
+
+	// The retry schedule: local mode shortens what the user left unset, and only that.
+	for _, c := range []struct {
+		name            string
+		env             map[string]string
+		base, maxAge    time.Duration
+		shortB, shortMA bool
+	}{
+		{"local, unset", map[string]string{"POSTMILL_LOCAL": "true"}, LocalMTARetryBase, LocalMTAMaxAge, true, true},
+		{"local, both set", map[string]string{"POSTMILL_LOCAL": "true", "POSTMILL_MTA_RETRY_BASE": "2s", "POSTMILL_MTA_MAX_AGE": "20s"},
+			2 * time.Second, 20 * time.Second, false, false},
+		{"local, max age set", map[string]string{"POSTMILL_LOCAL": "true", "POSTMILL_MTA_MAX_AGE": "72h"}, LocalMTARetryBase, 72 * time.Hour, true, false},
+		{"local, long retry base set", map[string]string{"POSTMILL_LOCAL": "true", "POSTMILL_MTA_RETRY_BASE": "10m"},
+			10 * time.Minute, 10 * time.Minute, false, true},
+		{"not local", map[string]string{}, time.Minute, 72 * time.Hour, false, false},
+		{"local off", map[string]string{"POSTMILL_LOCAL": "false"}, time.Minute, 72 * time.Hour, false, false},
+	} {
+		cfg, err := load(c.env)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if cfg.MTARetryBase != c.base || cfg.MTAMaxAge != c.maxAge || cfg.Local.ShortRetryBase != c.shortB || cfg.Local.ShortMaxAge != c.shortMA {
+			t.Errorf("%s: retry base %s, max age %s, shortened %t %t; want %s, %s, %t %t", c.name, cfg.MTARetryBase, cfg.MTAMaxAge,
+				cfg.Local.ShortRetryBase, cfg.Local.ShortMaxAge, c.base, c.maxAge, c.shortB, c.shortMA)
+		}
+	}
+	if LocalMTAMaxAge > 2*time.Minute || LocalMTARetryBase > 10*time.Second {
+		t.Errorf("local retry schedule %s/%s: delay@simulator.postmill.test would not fail within minutes", LocalMTARetryBase, LocalMTAMaxAge)
+	}
+
 	for _, env := range []map[string]string{{"POSTMILL_LOCAL": "yes please"}, {"POSTMILL_CATCHER_MAX": "0"}, {"POSTMILL_CATCHER_MAX": "many"}} {
 		if _, err := load(env); err == nil {
 			t.Errorf("%v was accepted", env)

@@ -42,6 +42,9 @@ LOCAL MODE (POSTMILL_LOCAL=true; POSTMILL_LOCAL=false runs the production shape)
   mailboxes      every message is delivered to the built-in catcher at ${POSTMILL_CATCHER_ADDR:-127.0.0.1:1025}${POSTMILL_MTA_RELAY:+ (but POSTMILL_MTA_RELAY=$POSTMILL_MTA_RELAY takes the mail instead)}
                  no email leaves this machine; the newest ${POSTMILL_CATCHER_MAX:-1000} are kept
   caught mail    $base/local/mail   (JSON: $base/local/api/messages)
+Shortened for local mode (production: 1m and 72h; a value you set wins):
+  retries        POSTMILL_MTA_RETRY_BASE=${POSTMILL_MTA_RETRY_BASE:-5s} POSTMILL_MTA_MAX_AGE=${POSTMILL_MTA_MAX_AGE:-1m}
+                 so delay@simulator.postmill.test fails (email.failed) in minutes, not days
 MSG
 	;;
 esac
