@@ -41,6 +41,7 @@ type settlement struct {
 	Delay      time.Duration
 	Dead       string
 	Deliveries int
+	HandedBack bool
 }
 
 func newMemQueue() *memQueue {
@@ -115,6 +116,14 @@ func (d *memDelivery) Nack(ctx context.Context) error { return d.NackAfter(ctx, 
 func (d *memDelivery) NackAfter(_ context.Context, delay time.Duration) error {
 	d.q.settled <- settlement{JobID: d.job.ID, Delay: delay, Deliveries: d.deliveries}
 	again := queuedJob{job: d.job, before: d.deliveries}
+	time.AfterFunc(delay, func() { d.q.requeue(again) })
+	return nil
+}
+
+// HandBack requeues the job without counting this delivery, recorded as a settlement with HandedBack.
+func (d *memDelivery) HandBack(_ context.Context, delay time.Duration) error {
+	d.q.settled <- settlement{JobID: d.job.ID, Delay: delay, Deliveries: d.deliveries, HandedBack: true}
+	again := queuedJob{job: d.job, before: d.deliveries - 1}
 	time.AfterFunc(delay, func() { d.q.requeue(again) })
 	return nil
 }

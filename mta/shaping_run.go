@@ -16,24 +16,17 @@ func (m *MTA) Sites() []SiteState { return m.sites.snapshot(m.now()) }
 // pace waits for the job's turn in its site's message rate before the job loads its message, so a
 // throttled site's jobs neither sign messages nor hold connections while they wait. A short wait is
 // spent here, in the site's lane; a job that would wait longer than AdaptiveShaping.LaneWait, or that
-// finds its site's lane full, goes back to the queue until its turn (NackAfter; the turns of the jobs
+// finds its site's lane full, goes back to the queue until its turn (HandBack; the turns of the jobs
 // sent back are spread at the site's rate, site.reserve) and frees its worker for the other sites. It
 // returns false when the job was handed back. A job whose route cannot be found yet goes on: deliver
-// reports why.
-//
-// The queue counts a NackAfter as a delivery (ports.Delivery), and no queue offers a delay that does
-// not: a job close to Config.MaxDeliveries therefore waits here instead, however long its turn takes.
+// reports why. A hand-back is not a try: the queue does not count it among the job's deliveries, so
+// however long a site throttles, Config.MaxDeliveries caps only real attempts.
 func (m *MTA) pace(ctx context.Context, d ports.Delivery, job ports.DeliveryJob, log *slog.Logger) bool {
 	st := m.siteFor(job.Domain, nil)
 	if st == nil {
 		return true
 	}
-	a := m.sites.shaping.Adaptive
-	wait, ok := st.reserve(a, m.now())
-	if !ok && d.Deliveries()+1 >= m.cfg.MaxDeliveries {
-		a.LaneWait, a.LaneJobs = 1<<62, 1<<30
-		wait, ok = st.reserve(a, m.now())
-	}
+	wait, ok := st.reserve(m.sites.shaping.Adaptive, m.now())
 	if ok {
 		if wait > 0 {
 			sleep(ctx, wait)
@@ -45,7 +38,7 @@ func (m *MTA) pace(ctx context.Context, d ports.Delivery, job ports.DeliveryJob,
 	// bring their jobs back in step.
 	delay := wait + rand.N(wait/10+1)
 	log.Debug("site throttled; job handed back until its turn", "site", st.name, "retry_in", delay)
-	if err := d.NackAfter(ctx, delay); err != nil {
+	if err := d.HandBack(ctx, delay); err != nil {
 		log.Warn("handing the job back failed; it comes back when its lease ends", "error", err)
 	}
 	m.metrics.jobs.WithLabelValues("throttled").Inc()

@@ -326,8 +326,8 @@ func TestThrottledSiteDoesNotBlockOtherSites(t *testing.T) {
 
 // TestThrottledHandBackIsNotAnAttempt: a site with a rate and a one-job lane gets more jobs at once than
 // its lane holds. The jobs beyond it go back to the queue until their turn (at least a second), and a
-// hand-back is not a delivery attempt: no report is made for it, and each job is reported once, delivered,
-// with its attempt number unchanged.
+// hand-back is not a delivery attempt: no report is made for it, each job is reported once, delivered,
+// with its attempt number unchanged, and the queue does not count the hand-backs among its deliveries.
 func TestThrottledHandBackIsNotAnAttempt(t *testing.T) {
 	t.Parallel()
 	srv := mustThrottlingServer(t, "127.0.0.1:0", func(int) bool { return false })
@@ -359,7 +359,10 @@ func TestThrottledHandBackIsNotAnAttempt(t *testing.T) {
 		switch {
 		case s.Ack:
 			acks++
-		case s.Dead == "" && s.Delay >= time.Second:
+			if s.Deliveries != 1 {
+				t.Errorf("job %s acked at its delivery %d, want 1: a hand-back counted as a try", s.JobID, s.Deliveries)
+			}
+		case s.HandedBack && s.Dead == "" && s.Delay >= time.Second:
 			handBacks++
 		default:
 			t.Fatalf("settlement %+v: want an ack or a hand-back of at least a second", s)

@@ -34,9 +34,10 @@ type LeaseRenewer interface {
 	Renew(ctx context.Context) error
 }
 
-// Delivery is one received job. Exactly one of Ack, Nack, NackAfter or DeadLetter is called: Ack after the
-// outcome is recorded, Nack or NackAfter to have it delivered again, DeadLetter to take it out of
-// circulation. A delivery neither acked nor nacked (a crash) is redelivered.
+// Delivery is one received job. Exactly one of Ack, Nack, NackAfter, HandBack or DeadLetter is called: Ack
+// after the outcome is recorded, Nack or NackAfter to have it delivered again, HandBack to return a job
+// that was not worked on, DeadLetter to take it out of circulation. A delivery neither acked nor nacked (a
+// crash) is redelivered.
 type Delivery interface {
 	Job() DeliveryJob
 	// Deliveries counts the times the job was handed out, this one included: 1 the first time. Every Nack
@@ -49,6 +50,10 @@ type Delivery interface {
 	// NackAfter hands the job out again once delay has passed, not before, so that a failure that recurs is
 	// retried with backoff rather than at full speed.
 	NackAfter(ctx context.Context, delay time.Duration) error
+	// HandBack is NackAfter for a job the consumer received but did not work on (its destination's turn
+	// has not come): the job is handed out again once delay has passed, and this delivery is not counted,
+	// so however often a job waits for its turn, Deliveries still counts only the times it was tried.
+	HandBack(ctx context.Context, delay time.Duration) error
 	// DeadLetter takes the job out of circulation for good and keeps it, with reason, where an operator
 	// can see it and put it back (PostgreSQL: the row stays with dead_at and dead_reason; Kafka: the
 	// dead-letter topic). It is for a job whose outcome cannot be recorded at all.

@@ -120,12 +120,24 @@ func (d *delivery) Nack(ctx context.Context) error { return d.NackAfter(ctx, 0) 
 // before which no consumer hands it out; then it acks this record. If publishing fails nothing is acked
 // and NackAfter may be called again. Errors: failed_precondition (already acked).
 func (d *delivery) NackAfter(ctx context.Context, delay time.Duration) error {
+	return d.again(ctx, delay, d.Deliveries(), "nack")
+}
+
+// HandBack implements ports.Delivery: NackAfter whose new record carries the delivery count this one
+// arrived with, so a job handed back is not counted as tried.
+func (d *delivery) HandBack(ctx context.Context, delay time.Duration) error {
+	return d.again(ctx, delay, d.before, "hand back")
+}
+
+// again publishes the job again with deliveries recorded in its header and, for a positive delay, the
+// time before which no consumer hands it out; then it acks this record.
+func (d *delivery) again(ctx context.Context, delay time.Duration, deliveries int, what string) error {
 	r, err := record(d.job)
 	if err != nil {
 		return err
 	}
 	r.Topic = d.c.topic
-	r.Headers = append(r.Headers, kgo.RecordHeader{Key: headerDeliveries, Value: []byte(strconv.Itoa(d.Deliveries()))})
+	r.Headers = append(r.Headers, kgo.RecordHeader{Key: headerDeliveries, Value: []byte(strconv.Itoa(deliveries))})
 	if delay > 0 {
 		due := time.Now().Add(delay)
 		ms := due.UnixMilli()
@@ -134,7 +146,7 @@ func (d *delivery) NackAfter(ctx context.Context, delay time.Duration) error {
 		}
 		r.Headers = append(r.Headers, kgo.RecordHeader{Key: headerNotBefore, Value: []byte(strconv.FormatInt(ms, 10))})
 	}
-	return d.republish(ctx, r, "nack")
+	return d.republish(ctx, r, what)
 }
 
 // DeadLetter implements ports.Delivery: the job is published to the dead-letter topic (Config.

@@ -349,6 +349,10 @@ const (
 	nackAfterSQL = `
 UPDATE delivery_queue SET visible_at = now() + make_interval(secs => $3::float8), lease_until = NULL, lease_token = NULL
 WHERE id = $1 AND lease_token = $2::uuid`
+	handBackSQL = `
+UPDATE delivery_queue SET visible_at = now() + make_interval(secs => $3::float8), lease_until = NULL, lease_token = NULL,
+    deliveries = greatest(deliveries - 1, 0)
+WHERE id = $1 AND lease_token = $2::uuid`
 	deadLetterSQL = `
 UPDATE delivery_queue
 SET dead_at = now(), dead_reason = $3, visible_at = 'infinity', lease_until = NULL, lease_token = NULL
@@ -363,6 +367,13 @@ func (d *queueDelivery) NackAfter(ctx context.Context, delay time.Duration) erro
 		return d.Nack(ctx)
 	}
 	return d.update(ctx, nackAfterSQL, delay.Seconds())
+}
+
+// HandBack implements ports.Delivery: NackAfter that takes back the count its lease added, so the job's
+// deliveries are those it was tried. After the lease expired it returns failed_precondition, and the
+// expired lease's count stays (the job may have been worked on).
+func (d *queueDelivery) HandBack(ctx context.Context, delay time.Duration) error {
+	return d.update(ctx, handBackSQL, max(delay, 0).Seconds())
 }
 
 // maxDeadReason bounds the stored reason of a dead-lettered job.

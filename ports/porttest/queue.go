@@ -155,6 +155,47 @@ func ExerciseQueue(t *testing.T, h QueueHarness) {
 		mustAck(t, third)
 	})
 
+	t.Run("HandBackWaitsAndDoesNotCount", func(t *testing.T) {
+		t.Parallel()
+		q, open := h.New(t)
+		c, _ := open(t)
+		want := job("handback.example", 1)
+		mustPublish(t, q, want)
+		opCtx, cancel := context.WithTimeout(context.Background(), queueOp)
+		defer cancel()
+		first := receiveOne(t, c, want.ID, h.Redelivery)
+		if err := first.Nack(opCtx); err != nil {
+			t.Fatalf("Nack: %v", err)
+		}
+		second := receiveOne(t, c, want.ID, h.Redelivery)
+		if n := second.Deliveries(); n != 2 {
+			t.Fatalf("delivery after a nack counts %d deliveries, want 2", n)
+		}
+		const delay = 1500 * time.Millisecond
+		handedAt := time.Now()
+		if err := second.HandBack(opCtx, delay); err != nil {
+			t.Fatalf("HandBack: %v", err)
+		}
+		third := receiveOne(t, c, want.ID, h.Redelivery+delay)
+		if waited := time.Since(handedAt); waited < delay {
+			t.Fatalf("handed out again after %s, before the %s delay", waited, delay)
+		}
+		if n := third.Deliveries(); n != 2 {
+			t.Fatalf("delivery after a hand-back counts %d deliveries, want 2 (the hand-back is not a try)", n)
+		}
+		if d := diffJob(third.Job(), want); d != "" {
+			t.Fatalf("the handed-back job changed: %s", d)
+		}
+		if err := third.HandBack(opCtx, 0); err != nil {
+			t.Fatalf("HandBack without delay: %v", err)
+		}
+		fourth := receiveOne(t, c, want.ID, h.Redelivery)
+		if n := fourth.Deliveries(); n != 2 {
+			t.Fatalf("delivery after a second hand-back counts %d deliveries, want 2", n)
+		}
+		mustAck(t, fourth)
+	})
+
 	t.Run("DeadLetteredIsNotRedelivered", func(t *testing.T) {
 		t.Parallel()
 		q, open := h.New(t)
