@@ -1,7 +1,10 @@
 package e2e
 
 import (
+	"bytes"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -104,27 +107,22 @@ func TestTemplateRendersIntoDeliveredMail(t *testing.T) {
 	}
 }
 
-// TestReactEmailTemplate renders a React Email source at version creation and delivers it.
+// TestReactEmailTemplate renders the React Email example of docs/templates.md, as published, at version
+// creation and delivers it.
 func TestReactEmailTemplate(t *testing.T) {
 	t.Parallel()
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "templates.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(doc, []byte("<!-- verify:tsx -->")) {
+		t.Fatal("docs/templates.md marks no TSX example with <!-- verify:tsx -->")
+	}
+	src := snippet(t, doc, "tsx")
 	w := MustMailWorld(t, nil)
 	_, key := w.MustKey(w.owner, []string{"emails:send", "emails:read", "templates:write"})
 	id := expect(t, w.post("/v1/templates", key, map[string]any{"name": "React welcome"}), 201).str("id")
 
-	src := `import { Html, Body, Container, Heading, Text, Button } from "@react-email/components";
-export default function Welcome(props) {
-  return (
-    <Html lang="en">
-      <Body style={{ backgroundColor: "#ffffff" }}>
-        <Container>
-          <Heading>Welcome, {props.name}</Heading>
-          <Text>Your plan: {"{{ plan }}"}</Text>
-          <Button href="https://example.com/start">Get started</Button>
-        </Container>
-      </Body>
-    </Html>
-  );
-}`
 	v := expect(t, w.post("/v1/templates/"+id+"/versions", key, map[string]any{"subject": "Welcome {{ name }}", "reactSource": src}), 201)
 	html := fmt.Sprint(v.body["html"])
 	if !strings.Contains(html, "<h1") || !strings.Contains(html, "{{ plan }}") || !strings.Contains(html, "https://example.com/start") {
