@@ -11,10 +11,13 @@ type Core struct {
 	RateLimiter     RateLimiter
 	Domains         DomainService
 	Emails          EmailService
-	// Delivery is what the MTA tier calls.
-	Delivery  DeliveryService
-	Webhooks  WebhookService
-	Templates TemplateService
+	// Delivery is what the MTA tier calls. DeliveryBatch takes the same calls many jobs at a time; it is
+	// nil when the implementation has no batch form, and then the Connect server answers a batch with one
+	// Delivery call per item.
+	Delivery      DeliveryService
+	DeliveryBatch DeliveryBatcher
+	Webhooks      WebhookService
+	Templates     TemplateService
 	// Renderer renders published templates; in one process it is the template service itself.
 	Renderer       TemplateRenderer
 	Deliverability DeliverabilityService

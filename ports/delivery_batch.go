@@ -2,9 +2,10 @@ package ports
 
 import "context"
 
-// DeliveryBatcher is a DeliveryService that also takes many jobs in one call. The MTA uses it when the
-// service offers it: across the Connect hop one call per job each way would cost a round trip per
-// message, while the MTA has many jobs loading and many outcomes to report at any moment. Each item gets
+// DeliveryBatcher takes a DeliveryService's calls for many jobs in one call; ports.Core carries it as
+// DeliveryBatch beside Delivery. The MTA uses it when the service offers it: across the Connect hop one
+// call per job each way would cost a round trip per message, while the MTA has many jobs loading and many
+// outcomes to report at any moment. Each item gets
 // the answer a single call would have given; err is for the call as a whole (the core unreachable), and
 // then nothing was done for any item.
 type DeliveryBatcher interface {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/http"
 
 	"connectrpc.com/connect"
 
@@ -13,20 +14,34 @@ import (
 	"github.com/postmill/postmill/adapters/rpc/gen/postmill/delivery/v1/deliveryv1connect"
 )
 
+// postmill.delivery.v1.DeliveryService carries two fields of ports.Core: Delivery, and DeliveryBatch for
+// LoadOutbounds and ReportDeliveries. The service is mounted when Delivery is set; without DeliveryBatch
+// the batch procedures call Delivery once per item. The client fills both fields, so the MTA's batches
+// cross the hop in one call each way.
 func init() {
-	register(portService(func(c *ports.Core) *ports.DeliveryService { return &c.Delivery },
-		deliveryv1connect.NewDeliveryServiceHandler, newDeliveryServer,
-		deliveryv1connect.NewDeliveryServiceClient, newDeliveryClient))
+	register(service{mount: mountDelivery, fill: fillDelivery})
 }
 
-// deliveryServer serves postmill.delivery.v1.DeliveryService from a ports.DeliveryService.
+func mountDelivery(core ports.Core, env handlerEnv) (string, http.Handler, bool) {
+	if core.Delivery == nil {
+		return "", nil, false
+	}
+	path, h := deliveryv1connect.NewDeliveryServiceHandler(
+		&deliveryServer{svc: core.Delivery, batch: core.DeliveryBatch, log: env.log}, env.opts...)
+	return path, h, true
+}
+
+func fillDelivery(core *ports.Core, env clientEnv) {
+	c := &deliveryClient{conn: deliveryv1connect.NewDeliveryServiceClient(env.httpClient, env.baseURL, env.opts...)}
+	core.Delivery, core.DeliveryBatch = c, c
+}
+
+// deliveryServer serves postmill.delivery.v1.DeliveryService from a ports.DeliveryService and, when the
+// core has one, its ports.DeliveryBatcher.
 type deliveryServer struct {
-	svc ports.DeliveryService
-	log *slog.Logger
-}
-
-func newDeliveryServer(svc ports.DeliveryService, log *slog.Logger) deliveryv1connect.DeliveryServiceHandler {
-	return &deliveryServer{svc: svc, log: log}
+	svc   ports.DeliveryService
+	batch ports.DeliveryBatcher // nil: the batch procedures call svc once per item
+	log   *slog.Logger
 }
 
 func (s *deliveryServer) LoadOutbound(ctx context.Context, req *connect.Request[deliveryv1.LoadOutboundRequest]) (*connect.Response[deliveryv1.LoadOutboundResponse], error) {
@@ -41,7 +56,7 @@ func (s *deliveryServer) ReportDelivery(ctx context.Context, req *connect.Reques
 	return respond(ctx, s.log, req, err, empty[deliveryv1.ReportDeliveryResponse])
 }
 
-// LoadOutbounds serves ports.DeliveryBatcher's LoadOutbounds when the service offers it, and one
+// LoadOutbounds serves the core's ports.DeliveryBatcher LoadOutbounds when it has one, and one
 // LoadOutbound per job otherwise.
 func (s *deliveryServer) LoadOutbounds(ctx context.Context, req *connect.Request[deliveryv1.LoadOutboundsRequest]) (*connect.Response[deliveryv1.LoadOutboundsResponse], error) {
 	jobs := make([]ports.DeliveryJob, len(req.Msg.GetJobs()))
@@ -50,8 +65,8 @@ func (s *deliveryServer) LoadOutbounds(ctx context.Context, req *connect.Request
 	}
 	var results []ports.OutboundResult
 	var err error
-	if b, ok := s.svc.(ports.DeliveryBatcher); ok {
-		results, err = b.LoadOutbounds(ctx, jobs)
+	if s.batch != nil {
+		results, err = s.batch.LoadOutbounds(ctx, jobs)
 	} else {
 		results = make([]ports.OutboundResult, len(jobs))
 		for i, j := range jobs {
@@ -75,7 +90,7 @@ func (s *deliveryServer) LoadOutbounds(ctx context.Context, req *connect.Request
 	})
 }
 
-// ReportDeliveries serves ports.DeliveryBatcher's ReportDeliveries when the service offers it, and one
+// ReportDeliveries serves the core's ports.DeliveryBatcher ReportDeliveries when it has one, and one
 // ReportDelivery per report otherwise.
 func (s *deliveryServer) ReportDeliveries(ctx context.Context, req *connect.Request[deliveryv1.ReportDeliveriesRequest]) (*connect.Response[deliveryv1.ReportDeliveriesResponse], error) {
 	reports := make([]ports.DeliveryReport, len(req.Msg.GetReports()))
@@ -84,8 +99,8 @@ func (s *deliveryServer) ReportDeliveries(ctx context.Context, req *connect.Requ
 	}
 	var errs []error
 	var err error
-	if b, ok := s.svc.(ports.DeliveryBatcher); ok {
-		errs, err = b.ReportDeliveries(ctx, reports)
+	if s.batch != nil {
+		errs, err = s.batch.ReportDeliveries(ctx, reports)
 	} else {
 		errs = make([]error, len(reports))
 		for i, r := range reports {
@@ -115,14 +130,16 @@ func (s *deliveryServer) logItem(ctx context.Context, procedure string, err erro
 	}
 }
 
-// deliveryClient implements ports.DeliveryService over postmill.delivery.v1.DeliveryService.
+// deliveryClient implements ports.DeliveryService and ports.DeliveryBatcher over
+// postmill.delivery.v1.DeliveryService.
 type deliveryClient struct {
 	conn deliveryv1connect.DeliveryServiceClient
 }
 
-func newDeliveryClient(conn deliveryv1connect.DeliveryServiceClient) ports.DeliveryService {
-	return &deliveryClient{conn: conn}
-}
+var (
+	_ ports.DeliveryService = (*deliveryClient)(nil)
+	_ ports.DeliveryBatcher = (*deliveryClient)(nil)
+)
 
 // LoadOutbound answers with the DKIM private key in plaintext, as the in-process core's does.
 func (c *deliveryClient) LoadOutbound(ctx context.Context, job ports.DeliveryJob) (ports.OutboundMessage, error) {
@@ -135,8 +152,6 @@ func (c *deliveryClient) ReportDelivery(ctx context.Context, r ports.DeliveryRep
 	return exec(ctx, deliveryv1connect.DeliveryServiceReportDeliveryProcedure, c.conn.ReportDelivery,
 		&deliveryv1.ReportDeliveryRequest{Report: deliveryReportToProto(r)})
 }
-
-var _ ports.DeliveryBatcher = (*deliveryClient)(nil)
 
 // LoadOutbounds implements ports.DeliveryBatcher in one call.
 func (c *deliveryClient) LoadOutbounds(ctx context.Context, jobs []ports.DeliveryJob) ([]ports.OutboundResult, error) {

@@ -10,8 +10,8 @@ import (
 	"github.com/postmill/postmill/ports"
 )
 
-// batchDelivery is a DeliveryService whose jobs and reports fail when their id says so; with batch set it
-// also implements ports.DeliveryBatcher and counts its batch calls.
+// batchDelivery is a DeliveryService whose jobs and reports fail when their id says so; batchingDelivery
+// wraps it as a ports.DeliveryBatcher that counts its batch calls.
 type batchDelivery struct {
 	mu      sync.Mutex
 	singles int
@@ -71,18 +71,18 @@ func (f batchingDelivery) ReportDeliveries(ctx context.Context, reports []ports.
 
 // TestDeliveryBatchesOverConnect: LoadOutbounds and ReportDeliveries cross the hop in one call each way
 // and answer every item as the single calls would, errors included (code, reason and message), whether
-// the core's service batches itself or is called once per item.
+// the core has a DeliveryBatch or the server calls Delivery once per item.
 func TestDeliveryBatchesOverConnect(t *testing.T) {
 	t.Parallel()
 	for _, batching := range []bool{true, false} {
 		fake := &batchDelivery{}
-		var svc ports.DeliveryService = fake
+		core := ports.Core{Delivery: fake}
 		if batching {
-			svc = batchingDelivery{fake}
+			core.DeliveryBatch = batchingDelivery{fake}
 		}
-		c := rpc.NewClient(mustServe(t, ports.Core{Delivery: svc}, testToken).URL, testToken, nil).Core()
-		b, ok := c.Delivery.(ports.DeliveryBatcher)
-		if !ok {
+		c := rpc.NewClient(mustServe(t, core, testToken).URL, testToken, nil).Core()
+		b := c.DeliveryBatch
+		if b == nil {
 			t.Fatal("the Connect client does not batch")
 		}
 		ctx := context.Background()

@@ -19,9 +19,10 @@
 // NewHandler and NewClient know no service by name. Both walk one table, filled by each area file's
 // init function through register: a row says how to mount the service's handler from a ports.Core (or
 // that the core lacks it, which leaves it unmounted) and how to fill the fields of a ports.Core with
-// its client. portService builds the row of a service that carries one field of ports.Core;
-// template.go writes its row by hand, because postmill.template.v1.TemplateService carries two fields,
-// Templates and Renderer, and serves RenderTemplate exactly when Renderer is set.
+// its client. portService builds the row of a service that carries one field of ports.Core; two files
+// write their row by hand because their service carries two: template.go (Templates and Renderer, and
+// RenderTemplate is served exactly when Renderer is set) and delivery.go (Delivery and DeliveryBatch,
+// the batch procedures falling back to one Delivery call per item when DeliveryBatch is nil).
 //
 // # Adding a service
 //

@@ -81,6 +81,7 @@ func (f *fakeCore) core() ports.Core {
 		Domains:         f,
 		Emails:          f,
 		Delivery:        f,
+		DeliveryBatch:   f,
 		Webhooks:        f,
 		Templates:       f,
 		Renderer:        f,
@@ -266,6 +267,26 @@ func (f *fakeCore) LoadOutbound(ctx context.Context, job ports.DeliveryJob) (por
 
 func (f *fakeCore) ReportDelivery(ctx context.Context, r ports.DeliveryReport) error {
 	return f.record(ctx, "ReportDelivery", r)
+}
+
+// LoadOutbounds answers every job with f.outbound.
+func (f *fakeCore) LoadOutbounds(ctx context.Context, jobs []ports.DeliveryJob) ([]ports.OutboundResult, error) {
+	if err := f.record(ctx, "LoadOutbounds", jobs); err != nil {
+		return nil, err
+	}
+	results := make([]ports.OutboundResult, len(jobs))
+	for i := range results {
+		results[i].Message = f.outbound
+	}
+	return results, nil
+}
+
+// ReportDeliveries applies every report.
+func (f *fakeCore) ReportDeliveries(ctx context.Context, reports []ports.DeliveryReport) ([]error, error) {
+	if err := f.record(ctx, "ReportDeliveries", reports); err != nil {
+		return nil, err
+	}
+	return make([]error, len(reports)), nil
 }
 
 func (f *fakeCore) CreateEndpoint(ctx context.Context, orgID, url string, eventTypes []string) (ports.CreatedWebhookEndpoint, error) {

@@ -463,5 +463,27 @@ func sendingRoundTrips() []roundTrip {
 			args:   []any{r},
 		})
 	}
+	jobs := []ports.DeliveryJob{fullJob(), {}, emptyJob}
+	add(roundTrip{
+		name:   "LoadOutbounds",
+		answer: func(f *fakeCore) { f.outbound = fullOutbound() },
+		call: func(ctx context.Context, c ports.Core) (any, error) {
+			return c.DeliveryBatch.LoadOutbounds(ctx, jobs)
+		},
+		want:   []ports.OutboundResult{{Message: fullOutbound()}, {Message: fullOutbound()}, {Message: fullOutbound()}},
+		method: "LoadOutbounds",
+		args:   []any{jobs},
+	})
+	reports := []ports.DeliveryReport{fullReport(), {}, {Job: emptyJob, Recipients: []ports.RecipientOutcome{}}}
+	add(roundTrip{
+		name:   "ReportDeliveries",
+		answer: func(*fakeCore) {},
+		call: func(ctx context.Context, c ports.Core) (any, error) {
+			return c.DeliveryBatch.ReportDeliveries(ctx, reports)
+		},
+		want:   []error{nil, nil, nil},
+		method: "ReportDeliveries",
+		args:   []any{reports},
+	})
 	return trips
 }

@@ -35,7 +35,7 @@ func (a *App) coreSending(env *coreEnv) error {
 	if err != nil {
 		return err
 	}
-	env.core.Emails, env.core.Delivery = send, send
+	env.core.Emails, env.core.Delivery, env.core.DeliveryBatch = send, send, send
 	env.loops = append(env.loops, send.RunRelay, send.RunScheduler, send.RunPruner, send.RunHoldRelease)
 	return nil
 }
