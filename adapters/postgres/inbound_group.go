@@ -168,11 +168,11 @@ func insertReceivedGroup(ctx context.Context, sh shared, group []*pendingReceive
 		e, p := group[i].e, group[i]
 		for pos, a := range e.Attachments {
 			b.Queue(`INSERT INTO received_attachments (id, organization_id, received_email_id, position, filename,
-				content_type, size_bytes, inline, content_id, scan_status, scan_signature, scanned_at, blob_key)
-				SELECT $1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13
+				content_type, size_bytes, inline, content_id, scan_status, scan_signature, scanned_at, blob_key, part_path, sha256)
+				SELECT $1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15
 				WHERE EXISTS (SELECT 1 FROM received_emails WHERE organization_id = $2 AND id = $3)`,
 				a.ID, e.OrganizationID, e.ID, pos, a.Filename, a.ContentType, a.Size, a.Inline, a.ContentID, a.ScanStatus,
-				a.ScanSignature, a.ScannedAt, a.BlobKey)
+				a.ScanSignature, a.ScannedAt, a.BlobKey, a.PartPath, a.SHA256)
 		}
 		for _, ev := range p.events {
 			b.Queue(`INSERT INTO events (id, organization_id, type, message_id, occurred_at)

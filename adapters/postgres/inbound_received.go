@@ -85,13 +85,13 @@ func queueReceivedDetail(b *pgx.Batch, orgID, id string, e *ports.ReceivedEmail)
 		return nil
 	})
 	b.Queue(`SELECT id, filename, content_type, size_bytes, inline, content_id, scan_status,
-		scan_signature, scanned_at, blob_key FROM received_attachments WHERE organization_id = $1 AND received_email_id = $2
+		scan_signature, scanned_at, blob_key, part_path, sha256 FROM received_attachments WHERE organization_id = $1 AND received_email_id = $2
 		ORDER BY position`, orgID, id).Query(func(rows pgx.Rows) error {
 		e.Attachments = []ports.ReceivedAttachment{}
 		for rows.Next() {
 			var a ports.ReceivedAttachment
 			if err := rows.Scan(&a.ID, &a.Filename, &a.ContentType, &a.Size, &a.Inline, &a.ContentID, &a.ScanStatus,
-				&a.ScanSignature, &a.ScannedAt, &a.BlobKey); err != nil {
+				&a.ScanSignature, &a.ScannedAt, &a.BlobKey, &a.PartPath, &a.SHA256); err != nil {
 				return err
 			}
 			a.ScannedAt = utcPtr(a.ScannedAt)

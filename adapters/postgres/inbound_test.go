@@ -108,7 +108,9 @@ func TestReceivedEmails(t *testing.T) {
 		ScanStatus: ports.ScanClean, Status: ports.ReceivedDeadLettered, ReceivedAt: baseTime, Text: "body", HTML: "<p>body</p>",
 		Headers: map[string][]string{"Subject": {"hi"}, "Received": {"a", "b"}}, RawKey: "inbound/raw/k", DedupeKey: "k",
 		Attachments: []ports.ReceivedAttachment{{ID: newV7(), Filename: "a.pdf", ContentType: "application/pdf", Size: 3,
-			ScanStatus: ports.ScanClean, BlobKey: "inbound/part/p", ScannedAt: &baseTime}}}
+			ScanStatus: ports.ScanClean, BlobKey: "inbound/part/p", ScannedAt: &baseTime},
+			{ID: newV7(), Filename: "b.png", ContentType: "image/png", Size: 4, Inline: true, ContentID: "c@x",
+				ScanStatus: ports.ScanClean, PartPath: "1.2.2", SHA256: "ab12", ScannedAt: &baseTime}}}
 	ev := ports.Event{ID: newV7(), Type: ports.EventEmailReceived, OccurredAt: baseTime}
 	ok, _, err := s.InsertReceived(ctx, e, []ports.Event{ev})
 	if err != nil || !ok {
@@ -128,8 +130,13 @@ func TestReceivedEmails(t *testing.T) {
 		t.Fatal(err)
 	}
 	if got.Text != "body" || got.HTML != "<p>body</p>" || len(got.Headers["Received"]) != 2 || *got.InReplyTo != reply ||
-		got.References != nil || len(got.Attachments) != 1 || got.Attachments[0].BlobKey != "inbound/part/p" || got.RawKey != "inbound/raw/k" {
+		got.References != nil || len(got.Attachments) != 2 || got.Attachments[0].BlobKey != "inbound/part/p" || got.RawKey != "inbound/raw/k" {
 		t.Fatalf("GetReceived = %+v", got)
+	}
+	// An attachment kept as a blob of its own and one derived from the raw message both read back as written.
+	if a, p := got.Attachments[0], got.Attachments[1]; a.PartPath != "" || a.SHA256 != "" || p.BlobKey != "" ||
+		p.PartPath != "1.2.2" || p.SHA256 != "ab12" || !p.Inline || p.ContentID != "c@x" || !a.Downloadable() || !p.Downloadable() {
+		t.Fatalf("attachments = %+v", got.Attachments)
 	}
 	if _, err := s.GetReceived(ctx, b.org.ID, e.ID); ports.ErrorCode(err) != ports.CodeNotFound {
 		t.Fatalf("other organization's GetReceived: %v", err)

@@ -422,6 +422,8 @@ type ReceivedAttachment struct {
 	ScanSignature   string
 	ScannedAt       *time.Time
 	BlobKey         string
+	PartPath        string
+	Sha256          string
 }
 
 type ReceivedEmail struct {
