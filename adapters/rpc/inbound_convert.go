@@ -8,9 +8,11 @@ import (
 	inboundv1 "github.com/postmill/postmill/adapters/rpc/gen/postmill/inbound/v1"
 )
 
-// Conversions of the inbound area. Headers cross as a JSON object. An attachment's storage key stays in the
-// core: it crosses as downloadable, and the client side stands a placeholder key in for it so that
-// ReceivedAttachment.Downloadable answers the same on both sides.
+// Conversions of the inbound area. Headers cross as a JSON object. Where an attachment's bytes are (its
+// storage key, or its part path and checksum in the raw message) stays in the core: it crosses as
+// downloadable, and the client side stands a placeholder key in for it so that
+// ReceivedAttachment.Downloadable answers the same on both sides. An inbound part's path crosses from the
+// inbound tier to the core, which records it.
 
 // storedMarker is the placeholder storage key a client-side attachment carries when the core has the bytes.
 const storedMarker = "stored"
@@ -108,7 +110,7 @@ func routesFromProto(l []*inboundv1.InboundRoute) []ports.InboundRoute {
 func attachmentToProto(a ports.ReceivedAttachment) *inboundv1.ReceivedAttachment {
 	return &inboundv1.ReceivedAttachment{Id: a.ID, Filename: a.Filename, ContentType: a.ContentType, Size: a.Size,
 		Inline: a.Inline, ContentId: a.ContentID, ScanStatus: a.ScanStatus, ScanSignature: a.ScanSignature,
-		ScannedAt: timePtrToProto(a.ScannedAt), Downloadable: a.BlobKey != ""}
+		ScannedAt: timePtrToProto(a.ScannedAt), Downloadable: a.Downloadable()}
 }
 
 func attachmentFromProto(a *inboundv1.ReceivedAttachment) ports.ReceivedAttachment {
@@ -166,7 +168,7 @@ func inboundMessageToProto(m ports.InboundMessage) *inboundv1.InboundMessage {
 		References: m.References, HeaderFrom: m.HeaderFrom, FromName: m.FromName, To: m.To, Cc: m.Cc, Text: m.Text, Html: m.HTML}
 	for _, p := range m.Attachments {
 		out.Attachments = append(out.Attachments, &inboundv1.InboundPart{Filename: p.Filename, ContentType: p.ContentType,
-			Inline: p.Inline, ContentId: p.ContentID, Data: p.Data})
+			Inline: p.Inline, ContentId: p.ContentID, Data: p.Data, PartPath: p.PartPath})
 	}
 	return out
 }
@@ -178,7 +180,7 @@ func inboundMessageFromProto(m *inboundv1.InboundMessage) ports.InboundMessage {
 		To: m.GetTo(), Cc: m.GetCc(), Text: m.GetText(), HTML: m.GetHtml()}
 	for _, p := range m.GetAttachments() {
 		out.Attachments = append(out.Attachments, ports.InboundPart{Filename: p.GetFilename(), ContentType: p.GetContentType(),
-			Inline: p.GetInline(), ContentID: p.GetContentId(), Data: p.GetData()})
+			Inline: p.GetInline(), ContentID: p.GetContentId(), Data: p.GetData(), PartPath: p.GetPartPath()})
 	}
 	return out
 }

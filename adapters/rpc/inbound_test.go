@@ -105,22 +105,27 @@ func inboundRoundTrips() []roundTrip {
 		ContentID: "cid1", ScanStatus: ports.ScanClean, ScannedAt: ptr(t1), BlobKey: "inbound/part/abc"}
 	attClient := att
 	attClient.BlobKey = "stored"
+	// So does where a derived attachment is in the raw message: it too reaches the client as downloadable.
+	part := ports.ReceivedAttachment{ID: "a3", Filename: "logo.png", ContentType: "image/png", Size: 4,
+		ScanStatus: ports.ScanClean, PartPath: "1.2.2", SHA256: "ab12"}
+	partClient := part
+	partClient.PartPath, partClient.SHA256, partClient.BlobKey = "", "", "stored"
 	infected := ports.ReceivedAttachment{ID: "a2", ScanStatus: ports.ScanInfected, ScanSignature: "Eicar-Test-Signature"}
 	email := ports.ReceivedEmail{ID: "e1", OrganizationID: "org1", InboundDomainID: "d1", To: "a@in.acme.test", From: "s@x.test",
 		HeaderFrom: "s@x.test", HeaderFromName: "Sé", ToAddresses: []string{"a@in.acme.test"}, CcAddresses: []string{},
 		Subject: "hi", MessageID: "<m@x>", InReplyTo: ptr("<p@x>"), SizeBytes: 99, SpamStatus: ports.SpamHam,
 		ScanStatus: ports.ScanClean, Status: ports.ReceivedDelivered, RouteID: ptr("r1"), RouteAction: ptr("store"),
 		ReceivedAt: t0, Text: "t", HTML: "<p>h</p>", Headers: map[string][]string{"Received": {"a", "b"}},
-		Attachments: []ports.ReceivedAttachment{att, infected}, RawKey: "inbound/raw/abc", DedupeKey: "abc"}
+		Attachments: []ports.ReceivedAttachment{att, part, infected}, RawKey: "inbound/raw/abc", DedupeKey: "abc"}
 	emailClient := email
 	emailClient.RawKey, emailClient.DedupeKey = "", ""
-	emailClient.Attachments = []ports.ReceivedAttachment{attClient, infected}
+	emailClient.Attachments = []ports.ReceivedAttachment{attClient, partClient, infected}
 	listItem := ports.ReceivedEmail{ID: "e2", ToAddresses: []string{}, CcAddresses: []string{"c@x.test"}, ReceivedAt: t1,
 		ForwardStatus: ptr(ports.ForwardPending)}
 	msg := ports.InboundMessage{From: "s@x.test", Rcpts: []string{"a@in.acme.test"}, RemoteAddr: "192.0.2.1:4000", Raw: []byte("raw"),
 		Headers: map[string][]string{"Subject": {"hi"}}, Subject: "hi", MessageID: "<m@x>", InReplyTo: "<p@x>", References: "<p@x>",
 		HeaderFrom: "s@x.test", FromName: "S", To: []string{"a@in.acme.test"}, Cc: []string{"c@x.test"}, Text: "t", HTML: "h",
-		Attachments: []ports.InboundPart{{Filename: "f", ContentType: "text/plain", Inline: true, ContentID: "c", Data: []byte("d")}}}
+		Attachments: []ports.InboundPart{{Filename: "f", ContentType: "text/plain", Inline: true, ContentID: "c", Data: []byte("d"), PartPath: "2.1"}}}
 
 	var trips []roundTrip
 	add := func(name, method string, answer func(*inboundAnswers), call func(context.Context, ports.Core) (any, error), want any, args ...any) {

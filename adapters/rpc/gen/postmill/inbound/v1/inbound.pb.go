@@ -2429,12 +2429,15 @@ func (x *ReceivedEmail) GetHasAttachments() bool {
 }
 
 type InboundPart struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Filename      string                 `protobuf:"bytes,1,opt,name=filename,proto3" json:"filename,omitempty"`
-	ContentType   string                 `protobuf:"bytes,2,opt,name=content_type,json=contentType,proto3" json:"content_type,omitempty"`
-	Inline        bool                   `protobuf:"varint,3,opt,name=inline,proto3" json:"inline,omitempty"`
-	ContentId     string                 `protobuf:"bytes,4,opt,name=content_id,json=contentId,proto3" json:"content_id,omitempty"`
-	Data          []byte                 `protobuf:"bytes,5,opt,name=data,proto3" json:"data,omitempty"`
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Filename    string                 `protobuf:"bytes,1,opt,name=filename,proto3" json:"filename,omitempty"`
+	ContentType string                 `protobuf:"bytes,2,opt,name=content_type,json=contentType,proto3" json:"content_type,omitempty"`
+	Inline      bool                   `protobuf:"varint,3,opt,name=inline,proto3" json:"inline,omitempty"`
+	ContentId   string                 `protobuf:"bytes,4,opt,name=content_id,json=contentId,proto3" json:"content_id,omitempty"`
+	Data        []byte                 `protobuf:"bytes,5,opt,name=data,proto3" json:"data,omitempty"`
+	// part_path is the part's MIME section in raw (RFC 3501 numbering); the core derives the attachment's
+	// bytes from raw by it, so only raw is stored. Empty: the core stores data as an object of its own.
+	PartPath      string `protobuf:"bytes,6,opt,name=part_path,json=partPath,proto3" json:"part_path,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2502,6 +2505,13 @@ func (x *InboundPart) GetData() []byte {
 		return x.Data
 	}
 	return nil
+}
+
+func (x *InboundPart) GetPartPath() string {
+	if x != nil {
+		return x.PartPath
+	}
+	return ""
 }
 
 type InboundMessage struct {
@@ -2875,14 +2885,15 @@ const file_postmill_inbound_v1_inbound_proto_rawDesc = "" +
 	"\v_referencesB\v\n" +
 	"\t_route_idB\x0f\n" +
 	"\r_route_actionB\x11\n" +
-	"\x0f_forward_status\"\x97\x01\n" +
+	"\x0f_forward_status\"\xb4\x01\n" +
 	"\vInboundPart\x12\x1a\n" +
 	"\bfilename\x18\x01 \x01(\tR\bfilename\x12!\n" +
 	"\fcontent_type\x18\x02 \x01(\tR\vcontentType\x12\x16\n" +
 	"\x06inline\x18\x03 \x01(\bR\x06inline\x12\x1d\n" +
 	"\n" +
 	"content_id\x18\x04 \x01(\tR\tcontentId\x12\x12\n" +
-	"\x04data\x18\x05 \x01(\fR\x04data\"\xca\x03\n" +
+	"\x04data\x18\x05 \x01(\fR\x04data\x12\x1b\n" +
+	"\tpart_path\x18\x06 \x01(\tR\bpartPath\"\xca\x03\n" +
 	"\x0eInboundMessage\x12\x12\n" +
 	"\x04from\x18\x01 \x01(\tR\x04from\x12\x14\n" +
 	"\x05rcpts\x18\x02 \x03(\tR\x05rcpts\x12\x1f\n" +
