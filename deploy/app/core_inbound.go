@@ -5,13 +5,15 @@ import (
 
 	"github.com/postmill/postmill/adapters/spamd"
 	"github.com/postmill/postmill/core/inbound"
+	mx "github.com/postmill/postmill/inbound"
 	"github.com/postmill/postmill/ports"
 )
 
 // coreInbound builds inbound mail: inbound domains (MX checked through the resolver), routes, receiving
-// (raw mail and attachments to the blob store, attachments through the malware scanner, a spam verdict that
-// is ham until a spam adapter is configured), the received-mail API, and the loop posting webhook routes'
-// requests through the webhook sender's SSRF guard.
+// (raw mail to the blob store, attachments through the malware scanner, a spam verdict that is ham until a
+// spam adapter is configured), the received-mail API (attachments derived from the raw message by the
+// inbound tier's MIME walk, mx.Parts), and the loop posting webhook routes' requests through the webhook
+// sender's SSRF guard.
 func (a *App) coreInbound(env *coreEnv) error {
 	blobs, err := a.blobStore(env.ctx)
 	if err != nil {
@@ -30,7 +32,7 @@ func (a *App) coreInbound(env *coreEnv) error {
 		return err
 	}
 	svc, err := inbound.New(inbound.Config{MXHost: a.cfg.InboundMXHost, Schedule: a.cfg.WebhookSchedule}, inbound.Deps{
-		Store: env.store.Inbound, Resolver: a.dnsResolver(), Blobs: blobs, Scanner: scanner, Spam: spam,
+		Store: env.store.Inbound, Resolver: a.dnsResolver(), Blobs: blobs, Scanner: scanner, Parts: mx.Parts{}, Spam: spam,
 		Sender: sender, Keyring: env.keyring, Emails: env.core.Emails, Domains: env.core.Domains,
 		Clock: env.clock, Logger: env.logger,
 	})
