@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/postmill/postmill/ports"
 )
@@ -49,7 +50,54 @@ func New(dir string) (*Store, error) {
 	if err := os.MkdirAll(abs, dirPerm); err != nil {
 		return nil, fmt.Errorf("fs: create blob directory: %w", err)
 	}
-	return &Store{root: abs, sync: newSyncer()}, nil
+	s := &Store{root: abs, sync: newSyncer()}
+	// A crash between CreateTemp and link(2) leaves a temporary file that no key names. The sweep runs in
+	// the background: a large store takes a while to walk, and nothing waits for it.
+	go func() { _, _ = s.SweepTemps(TempMaxAge) }()
+	return s, nil
+}
+
+// TempMaxAge is how old a temporary file must be before SweepTemps removes it: far longer than any Put
+// takes between creating its temporary file and naming it, so an in-flight Put (of this process or of
+// another one sharing the directory) is never touched.
+const TempMaxAge = time.Hour
+
+// SweepTemps removes the temporary files (".tmp-*") below the root last written more than olderThan ago,
+// which only a crashed Put leaves behind, and returns how many it removed. New runs it with TempMaxAge.
+// Files that vanish while it walks (a Put finishing, another sweep) are not errors.
+func (s *Store) SweepTemps(olderThan time.Duration) (int, error) {
+	cutoff := time.Now().Add(-olderThan)
+	removed := 0
+	err := filepath.WalkDir(s.root, func(p string, d iofs.DirEntry, err error) error {
+		if err != nil {
+			if missing(err) {
+				return nil
+			}
+			return err
+		}
+		if d.IsDir() || !strings.HasPrefix(d.Name(), tempPrefix) {
+			return nil
+		}
+		fi, err := d.Info()
+		if err != nil {
+			if missing(err) {
+				return nil
+			}
+			return err
+		}
+		if !fi.Mode().IsRegular() || !fi.ModTime().Before(cutoff) {
+			return nil
+		}
+		if err := os.Remove(p); err != nil && !missing(err) {
+			return err
+		}
+		removed++
+		return nil
+	})
+	if err != nil {
+		return removed, fmt.Errorf("fs: sweeping temporary files: %w", err)
+	}
+	return removed, nil
 }
 
 // Root returns the directory the blobs live in.
