@@ -16,10 +16,12 @@ func init() {
 	register(
 		portService(func(c *ports.Core) *ports.AccountService { return &c.Accounts },
 			accountv1connect.NewAccountServiceHandler, newAccountServer,
-			accountv1connect.NewAccountServiceClient, newAccountClient),
+			accountv1connect.NewAccountServiceClient, newAccountClient).
+			calledBy(accountv1connect.AccountServiceName, TierEdge),
 		portService(func(c *ports.Core) *ports.AuthService { return &c.Auth },
 			accountv1connect.NewAuthServiceHandler, newAuthServer,
-			accountv1connect.NewAuthServiceClient, newAuthClient),
+			accountv1connect.NewAuthServiceClient, newAuthClient).
+			calledBy(accountv1connect.AuthServiceName, TierEdge),
 	)
 }
 

@@ -15,10 +15,12 @@ import (
 func init() {
 	register(portService(func(c *ports.Core) *ports.LogService { return &c.Logs },
 		analyticsv1connect.NewLogServiceHandler, newLogServer,
-		analyticsv1connect.NewLogServiceClient, newLogClient))
+		analyticsv1connect.NewLogServiceClient, newLogClient).
+		calledBy(analyticsv1connect.LogServiceName, TierEdge))
 	register(portService(func(c *ports.Core) *ports.AnalyticsService { return &c.Analytics },
 		analyticsv1connect.NewAnalyticsServiceHandler, newAnalyticsServer,
-		analyticsv1connect.NewAnalyticsServiceClient, newAnalyticsClient))
+		analyticsv1connect.NewAnalyticsServiceClient, newAnalyticsClient).
+		calledBy(analyticsv1connect.AnalyticsServiceName, TierEdge))
 }
 
 // logServer serves postmill.analytics.v1.LogService from a ports.LogService.

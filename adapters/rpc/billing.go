@@ -15,7 +15,8 @@ import (
 func init() {
 	register(portService(func(c *ports.Core) *ports.BillingService { return &c.Billing },
 		billingv1connect.NewBillingServiceHandler, newBillingServer,
-		billingv1connect.NewBillingServiceClient, newBillingClient))
+		billingv1connect.NewBillingServiceClient, newBillingClient).
+		calledBy(billingv1connect.BillingServiceName, TierEdge))
 }
 
 // billingServer serves postmill.billing.v1.BillingService from a ports.BillingService.

@@ -16,10 +16,12 @@ import (
 func init() {
 	register(portService(func(c *ports.Core) *ports.BroadcastService { return &c.Broadcasts },
 		broadcastv1connect.NewBroadcastServiceHandler, newBroadcastServer,
-		broadcastv1connect.NewBroadcastServiceClient, newBroadcastClient))
+		broadcastv1connect.NewBroadcastServiceClient, newBroadcastClient).
+		calledBy(broadcastv1connect.BroadcastServiceName, TierEdge))
 	register(portService(func(c *ports.Core) *ports.PublicUnsubscribeService { return &c.Unsubscribe },
 		broadcastv1connect.NewUnsubscribeServiceHandler, newUnsubscribeServer,
-		broadcastv1connect.NewUnsubscribeServiceClient, newUnsubscribeClient))
+		broadcastv1connect.NewUnsubscribeServiceClient, newUnsubscribeClient).
+		calledBy(broadcastv1connect.UnsubscribeServiceName, TierEdge))
 }
 
 func broadcastToProto(b ports.Broadcast) *broadcastv1.Broadcast {

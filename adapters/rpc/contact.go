@@ -16,10 +16,12 @@ import (
 func init() {
 	register(portService(func(c *ports.Core) *ports.ContactService { return &c.Contacts },
 		contactv1connect.NewContactServiceHandler, newContactServer,
-		contactv1connect.NewContactServiceClient, newContactClient))
+		contactv1connect.NewContactServiceClient, newContactClient).
+		calledBy(contactv1connect.ContactServiceName, TierEdge))
 	register(portService(func(c *ports.Core) *ports.PublicPreferenceService { return &c.Preferences },
 		contactv1connect.NewPublicPreferenceServiceHandler, newPreferenceServer,
-		contactv1connect.NewPublicPreferenceServiceClient, newPreferenceClient))
+		contactv1connect.NewPublicPreferenceServiceClient, newPreferenceClient).
+		calledBy(contactv1connect.PublicPreferenceServiceName, TierEdge))
 }
 
 // Conversions. Properties cross as a JSON object; numbers come back as float64, as the edge decodes them.

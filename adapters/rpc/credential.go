@@ -16,10 +16,12 @@ func init() {
 	register(
 		portService(func(c *ports.Core) *ports.APIKeyService { return &c.APIKeys },
 			credentialv1connect.NewAPIKeyServiceHandler, newAPIKeyServer,
-			credentialv1connect.NewAPIKeyServiceClient, newAPIKeyClient),
+			credentialv1connect.NewAPIKeyServiceClient, newAPIKeyClient).
+			calledBy(credentialv1connect.APIKeyServiceName, TierEdge),
 		portService(func(c *ports.Core) *ports.SMTPCredentialService { return &c.SMTPCredentials },
 			credentialv1connect.NewSMTPCredentialServiceHandler, newSMTPCredentialServer,
-			credentialv1connect.NewSMTPCredentialServiceClient, newSMTPCredentialClient),
+			credentialv1connect.NewSMTPCredentialServiceClient, newSMTPCredentialClient).
+			calledBy(credentialv1connect.SMTPCredentialServiceName, TierEdge),
 	)
 }
 

@@ -16,10 +16,12 @@ func init() {
 	register(
 		portService(func(c *ports.Core) *ports.DeliverabilityService { return &c.Deliverability },
 			deliverabilityv1connect.NewDeliverabilityServiceHandler, newDeliverabilityServer,
-			deliverabilityv1connect.NewDeliverabilityServiceClient, newDeliverabilityClient),
+			deliverabilityv1connect.NewDeliverabilityServiceClient, newDeliverabilityClient).
+			calledBy(deliverabilityv1connect.DeliverabilityServiceName, TierEdge),
 		portService(func(c *ports.Core) *ports.FeedbackService { return &c.Feedback },
 			deliverabilityv1connect.NewFeedbackServiceHandler, newFeedbackServer,
-			deliverabilityv1connect.NewFeedbackServiceClient, newFeedbackClient),
+			deliverabilityv1connect.NewFeedbackServiceClient, newFeedbackClient).
+			calledBy(deliverabilityv1connect.FeedbackServiceName, TierInbound),
 	)
 }
 

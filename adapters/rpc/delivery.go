@@ -17,9 +17,10 @@ import (
 // postmill.delivery.v1.DeliveryService carries two fields of ports.Core: Delivery, and DeliveryBatch for
 // LoadOutbounds and ReportDeliveries. The service is mounted when Delivery is set; without DeliveryBatch
 // the batch procedures call Delivery once per item. The client fills both fields, so the MTA's batches
-// cross the hop in one call each way.
+// cross the hop in one call each way. Only the MTA tier may call it: it answers DKIM private keys.
 func init() {
-	register(service{mount: mountDelivery, fill: fillDelivery})
+	register(service{mount: mountDelivery, fill: fillDelivery}.
+		calledBy(deliveryv1connect.DeliveryServiceName, TierMTA))
 }
 
 func mountDelivery(core ports.Core, env handlerEnv) (string, http.Handler, bool) {

@@ -12,10 +12,13 @@ import (
 	"github.com/postmill/postmill/adapters/rpc/gen/postmill/dmarc/v1/dmarcv1connect"
 )
 
+// The edge reads the summaries; the inbound tier alone ingests the reports its MX listener receives.
 func init() {
 	register(portService(func(c *ports.Core) *ports.DMARCService { return &c.DMARC },
 		dmarcv1connect.NewDMARCServiceHandler, newDMARCServer,
-		dmarcv1connect.NewDMARCServiceClient, newDMARCClient))
+		dmarcv1connect.NewDMARCServiceClient, newDMARCClient).
+		calledBy(dmarcv1connect.DMARCServiceName, TierEdge).
+		procedureCalledBy(dmarcv1connect.DMARCServiceIngestDMARCReportProcedure, TierInbound))
 }
 
 // dmarcServer serves postmill.dmarc.v1.DMARCService from a ports.DMARCService.

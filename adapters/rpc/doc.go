@@ -28,17 +28,20 @@
 //
 // Write its proto under proto/ and run `make generate`; add the field to ports.Core; then add one file
 // here with the server type, the client type, the conversions and an init function that registers
-// the service, usually
+// the service with the tiers whose credentials may call it, usually
 //
 //	func init() {
 //		register(portService(func(c *ports.Core) *ports.ThingService { return &c.Things },
 //			thingv1connect.NewThingServiceHandler, newThingServer,
-//			thingv1connect.NewThingServiceClient, newThingClient))
+//			thingv1connect.NewThingServiceClient, newThingClient).
+//			calledBy(thingv1connect.ThingServiceName, TierEdge))
 //	}
 //
-// and give the service its row in callers (service.go): the tiers whose credentials may call it. Until it
-// has one no tier can, and TestEveryServiceHasCallers fails. TestRoundTripsCoverEveryMethod then asks for
-// a round trip of every new method.
+// A procedure that other tiers call than the rest of its service gets procedureCalledBy in the same
+// row (dmarc.go, template.go). The server's allow-list is gathered from these rows: a service whose row
+// does not call calledBy is closed to every tier, and TestEveryServiceHasCallers fails;
+// TestAllowListSnapshot shows the new procedures in testdata/allowlist.txt, and
+// TestRoundTripsCoverEveryMethod asks for a round trip of every new method.
 //
 // # Wire
 //

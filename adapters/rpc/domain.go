@@ -16,7 +16,8 @@ import (
 func init() {
 	register(portService(func(c *ports.Core) *ports.DomainService { return &c.Domains },
 		domainv1connect.NewDomainServiceHandler, newDomainServer,
-		domainv1connect.NewDomainServiceClient, newDomainClient))
+		domainv1connect.NewDomainServiceClient, newDomainClient).
+		calledBy(domainv1connect.DomainServiceName, TierEdge))
 }
 
 // domainServer serves postmill.domain.v1.DomainService from a ports.DomainService.

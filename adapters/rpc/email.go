@@ -17,7 +17,8 @@ import (
 func init() {
 	register(portService(func(c *ports.Core) *ports.EmailService { return &c.Emails },
 		emailv1connect.NewEmailServiceHandler, newEmailServer,
-		emailv1connect.NewEmailServiceClient, newEmailClient))
+		emailv1connect.NewEmailServiceClient, newEmailClient).
+		calledBy(emailv1connect.EmailServiceName, TierEdge))
 }
 
 // emailServer serves postmill.email.v1.EmailService from a ports.EmailService.

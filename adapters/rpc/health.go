@@ -15,7 +15,8 @@ import (
 func init() {
 	register(portService(func(c *ports.Core) *ports.Pinger { return &c.Health },
 		healthv1connect.NewHealthServiceHandler, newHealthServer,
-		healthv1connect.NewHealthServiceClient, newHealthClient))
+		healthv1connect.NewHealthServiceClient, newHealthClient).
+		calledBy(healthv1connect.HealthServiceName, TierEdge, TierMTA, TierInbound))
 }
 
 // healthServer serves postmill.health.v1.HealthService from a ports.Pinger.

@@ -15,10 +15,12 @@ import (
 func init() {
 	register(portService(func(c *ports.Core) *ports.InboundService { return &c.Inbound },
 		inboundv1connect.NewInboundServiceHandler, newInboundServer,
-		inboundv1connect.NewInboundServiceClient, newInboundClient))
+		inboundv1connect.NewInboundServiceClient, newInboundClient).
+		calledBy(inboundv1connect.InboundServiceName, TierEdge))
 	register(portService(func(c *ports.Core) *ports.ReceiveService { return &c.Receiving },
 		inboundv1connect.NewReceiveServiceHandler, newReceiveServer,
-		inboundv1connect.NewReceiveServiceClient, newReceiveClient))
+		inboundv1connect.NewReceiveServiceClient, newReceiveClient).
+		calledBy(inboundv1connect.ReceiveServiceName, TierInbound))
 }
 
 // inboundServer serves postmill.inbound.v1.InboundService from a ports.InboundService.

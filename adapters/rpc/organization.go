@@ -15,7 +15,8 @@ import (
 func init() {
 	register(portService(func(c *ports.Core) *ports.OrganizationService { return &c.Organizations },
 		organizationv1connect.NewOrganizationServiceHandler, newOrganizationServer,
-		organizationv1connect.NewOrganizationServiceClient, newOrganizationClient))
+		organizationv1connect.NewOrganizationServiceClient, newOrganizationClient).
+		calledBy(organizationv1connect.OrganizationServiceName, TierEdge))
 }
 
 // organizationServer serves postmill.organization.v1.OrganizationService from a

@@ -16,7 +16,8 @@ import (
 func init() {
 	register(portService(func(c *ports.Core) *ports.RateLimiter { return &c.RateLimiter },
 		ratelimitv1connect.NewRateLimitServiceHandler, newRateLimitServer,
-		ratelimitv1connect.NewRateLimitServiceClient, newRateLimitClient))
+		ratelimitv1connect.NewRateLimitServiceClient, newRateLimitClient).
+		calledBy(ratelimitv1connect.RateLimitServiceName, TierEdge))
 }
 
 // rateLimitServer serves postmill.ratelimit.v1.RateLimitService from a ports.RateLimiter.

@@ -15,7 +15,8 @@ import (
 func init() {
 	register(portService(func(c *ports.Core) *ports.ReputationService { return &c.Reputation },
 		reputationv1connect.NewReputationServiceHandler, newReputationServer,
-		reputationv1connect.NewReputationServiceClient, newReputationClient))
+		reputationv1connect.NewReputationServiceClient, newReputationClient).
+		calledBy(reputationv1connect.ReputationServiceName, TierEdge))
 }
 
 // reputationServer serves postmill.reputation.v1.ReputationService from a ports.ReputationService.

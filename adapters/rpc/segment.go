@@ -16,7 +16,8 @@ import (
 func init() {
 	register(portService(func(c *ports.Core) *ports.SegmentService { return &c.Segments },
 		segmentv1connect.NewSegmentServiceHandler, newSegmentServer,
-		segmentv1connect.NewSegmentServiceClient, newSegmentClient))
+		segmentv1connect.NewSegmentServiceClient, newSegmentClient).
+		calledBy(segmentv1connect.SegmentServiceName, TierEdge))
 }
 
 func segmentToProto(s ports.Segment) *segmentv1.Segment {

@@ -21,9 +21,10 @@ const MaxMessageBytes = 64 << 20
 type ServerConfig struct {
 	// Credentials are the tier credentials (Credential) a caller may present as
 	// `Authorization: Bearer <credential>`. Each admits its caller to the procedures its tier may call
-	// (the allow-list in service.go) and to nothing else. A tier may have several: during a rotation of
-	// POSTMILL_SECRET_KEY the core admits the credentials derived from every listed key. The handler
-	// refuses every call while none is well formed, so a forgotten setting fails closed.
+	// (each service's row in service.go's table says which) and to nothing else. A tier may have
+	// several: during a rotation of POSTMILL_SECRET_KEY the core admits the credentials derived from
+	// every listed key. The handler refuses every call while none is well formed, so a forgotten setting
+	// fails closed.
 	Credentials []string
 	// Logger receives panics, errors that are not *ports.Error, which callers only see as
 	// "internal error", and calls refused to a tier. Nil means slog.Default().

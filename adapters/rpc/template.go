@@ -16,9 +16,12 @@ import (
 
 // postmill.template.v1.TemplateService carries two fields of ports.Core: Templates, the template API, and
 // Renderer, RenderTemplate alone. The service is mounted when either is set; the methods of a field that
-// is nil answer Unimplemented, which clients report as internal errors.
+// is nil answer Unimplemented, which clients report as internal errors. The edge calls the template API;
+// no tier calls RenderTemplate, because sending renders inside the core.
 func init() {
-	register(service{mount: mountTemplates, fill: fillTemplates})
+	register(service{mount: mountTemplates, fill: fillTemplates}.
+		calledBy(templatev1connect.TemplateServiceName, TierEdge).
+		procedureCalledBy(templatev1connect.TemplateServiceRenderTemplateProcedure))
 }
 
 func mountTemplates(core ports.Core, env handlerEnv) (string, http.Handler, bool) {

@@ -8,9 +8,9 @@ import (
 )
 
 // Tier names a kind of process that calls the core over this hop. Each tier presents a credential of its
-// own, and the core lets it call only the procedures its row of the allow-list in service.go names, so a
-// process that is broken into can do no more through the core than its tier needs: the edge cannot load
-// a message with its DKIM private key, the MTA cannot log anyone in.
+// own, and the core lets it call only the procedures that the rows of service.go's table allow its tier,
+// so a process that is broken into can do no more through the core than its tier needs: the edge cannot
+// load a message with its DKIM private key, the MTA cannot log anyone in.
 type Tier string
 
 // The tiers that call the core. A process that runs the core calls it in-process and presents nothing.
@@ -69,13 +69,14 @@ func CredentialTier(credential string) (Tier, error) {
 	return Tier(name), nil
 }
 
-// mayCall reports whether tier may call procedure ("/package.Service/Method"): its own row of the
-// allow-list when it has one, otherwise its service's row. A procedure of a service without a row is
+// mayCall reports whether tier may call procedure ("/package.Service/Method"): its own entry of the
+// allow-list when it has one, otherwise its service's. A procedure of a service without an entry is
 // called by no tier.
 func mayCall(tier Tier, procedure string) bool {
-	if allowed, ok := callers[procedure]; ok {
-		return slices.Contains(allowed, tier)
+	allowed := allowList()
+	if tiers, ok := allowed[procedure]; ok {
+		return slices.Contains(tiers, tier)
 	}
 	service, _, _ := strings.Cut(strings.TrimPrefix(procedure, "/"), "/")
-	return slices.Contains(callers[service], tier)
+	return slices.Contains(allowed[service], tier)
 }

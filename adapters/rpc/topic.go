@@ -15,7 +15,8 @@ import (
 func init() {
 	register(portService(func(c *ports.Core) *ports.TopicService { return &c.Topics },
 		topicv1connect.NewTopicServiceHandler, newTopicServer,
-		topicv1connect.NewTopicServiceClient, newTopicClient))
+		topicv1connect.NewTopicServiceClient, newTopicClient).
+		calledBy(topicv1connect.TopicServiceName, TierEdge))
 }
 
 func topicToProto(t ports.Topic) *topicv1.Topic {

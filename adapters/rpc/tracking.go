@@ -15,7 +15,8 @@ import (
 func init() {
 	register(portService(func(c *ports.Core) *ports.TrackingService { return &c.Tracking },
 		trackingv1connect.NewTrackingServiceHandler, newTrackingServer,
-		trackingv1connect.NewTrackingServiceClient, newTrackingClient))
+		trackingv1connect.NewTrackingServiceClient, newTrackingClient).
+		calledBy(trackingv1connect.TrackingServiceName, TierEdge))
 }
 
 // trackingServer serves postmill.tracking.v1.TrackingService from a ports.TrackingService.

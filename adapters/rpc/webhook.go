@@ -15,7 +15,8 @@ import (
 func init() {
 	register(portService(func(c *ports.Core) *ports.WebhookService { return &c.Webhooks },
 		webhookv1connect.NewWebhookServiceHandler, newWebhookServer,
-		webhookv1connect.NewWebhookServiceClient, newWebhookClient))
+		webhookv1connect.NewWebhookServiceClient, newWebhookClient).
+		calledBy(webhookv1connect.WebhookServiceName, TierEdge))
 }
 
 // webhookServer serves postmill.webhook.v1.WebhookService from a ports.WebhookService.
