@@ -6,15 +6,23 @@
 //
 // # Layout
 //
-// The code is split by area, one file per proto package: account.go, credential.go, organization.go,
-// ratelimit.go, domain.go, email.go, delivery.go, webhook.go, template.go, deliverability.go,
-// tracking.go and health.go. Each holds, for every service of its package, a server type that wraps
-// exactly one ports interface in the generated handler interface, a client type that implements that
-// ports interface over the generated client, and the area's conversions between ports values and wire
-// messages. The shared pieces sit in files of their own: service.go (the table of services),
-// server.go (NewHandler and the respond helper every handler method ends with), client.go (NewClient
-// and the call, exec and pick helpers every client method is made of), convert.go (time, JSON and list
-// conversions), errors.go (the error mapping) and interceptors.go (authentication, recovery, tracing).
+// The code is split by area, one file per proto package, named after it: proto/postmill/<area>/v1 is
+// served and called from <area>.go. Those are account.go, analytics.go, billing.go, broadcast.go,
+// contact.go, credential.go, deliverability.go, delivery.go, dmarc.go, domain.go, email.go, health.go,
+// inbound.go, organization.go, ratelimit.go, reputation.go, segment.go, template.go, topic.go,
+// tracking.go and webhook.go; an area with long conversions may keep them beside it in
+// <area>_convert.go (inbound_convert.go). Each holds, for every service of its package, a server type
+// that wraps the ports interfaces the service carries in the generated handler interface, a client type
+// that implements those ports interfaces over the generated client, the area's conversions between ports
+// values and wire messages, and the init function that registers the service. The shared pieces sit in
+// files of their own: service.go (the table of services and the allow-list gathered from it), server.go
+// (NewHandler and the respond helper every handler method ends with), client.go (NewClient and the call,
+// exec and pick helpers every client method is made of), convert.go (time, JSON and list conversions),
+// errors.go (the error mapping, carried by postmill.rpc.v1's ErrorDetail, the one proto package that is
+// no service), interceptors.go (authentication, recovery, tracing), tier.go (the calling tiers, their
+// credentials and mayCall) and tls.go (the hop's TLS files). Package rpctest makes a throwaway
+// certificate authority for tests of the hop over TLS. TestLayout keeps this paragraph and the files in
+// step.
 //
 // NewHandler and NewClient know no service by name. Both walk one table, filled by each area file's
 // init function through register: a row says how to mount the service's handler from a ports.Core (or
