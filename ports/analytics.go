@@ -52,6 +52,29 @@ type AnalyticsEvent struct {
 	OccurredAt     time.Time
 }
 
+// MessageRef names one message of one organization: a message id means nothing outside its organization.
+type MessageRef struct {
+	OrganizationID string
+	MessageID      string
+}
+
+// MessageDimensions are what the analytics store counts a message's events by, both fixed when the message
+// is accepted: the name of its sending domain ("" when unknown) and its tags as "name:value", ordered by
+// name.
+type MessageDimensions struct {
+	Domain string
+	Tags   []string
+}
+
+// MessageDimensionSource reads the dimensions of messages for the analytics pipeline when its events come
+// from a source that does not carry them (the Kafka events topic).
+type MessageDimensionSource interface {
+	// MessageDimensions returns the dimensions of every named message the store holds, in one read; a
+	// message it does not hold (another organization's id included) is absent from the map. A ref whose
+	// ids are not UUIDs names no message.
+	MessageDimensions(ctx context.Context, refs []MessageRef) (map[MessageRef]MessageDimensions, error)
+}
+
 // Analytics ranges (GET /v1/analytics?range=) and their bucket widths: hourly for 24h, daily otherwise.
 const (
 	Range24h = "24h"

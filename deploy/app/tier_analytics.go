@@ -21,9 +21,9 @@ const clickHouseBatch = 5000
 // initAnalytics runs the analytics tier: the pipeline copying message events into the analytics store
 // (PostgreSQL or ClickHouse, POSTMILL_ANALYTICS), and the maintenance loop creating daily partitions and
 // applying the retention. The events come from the PostgreSQL outbox, or, when POSTMILL_QUEUE=kafka, from
-// the Kafka events topic (the message's sending domain and tags looked up in the store, and the outbox the
-// events trigger still fills emptied without being counted). Its lag is the gauge
-// postmill_analytics_lag_seconds; with Kafka also postmill_analytics_lag_records.
+// the Kafka events topic (the sending domains and tags of a batch's messages read from the store in one
+// query, and the outbox the events trigger still fills emptied without being counted). Its lag is the
+// gauge postmill_analytics_lag_seconds; with Kafka also postmill_analytics_lag_records.
 func (a *App) initAnalytics() (services.Service, error) {
 	retention, err := a.cfg.AnalyticsTier.retention()
 	if err != nil {
@@ -95,7 +95,7 @@ func (a *App) initAnalytics() (services.Service, error) {
 			}
 			closers = append([]func(){src.Close}, closers...)
 			source = src
-			cfg.Enrich = analytics.NewEnricher(st, st, 0).Enrich
+			cfg.Enrich = analytics.NewEnricher(st.Analytics(), 0).Enrich
 			cfg.Lag = func(d time.Duration) {
 				lag.Set(d.Seconds())
 				behind.Set(float64(src.Behind()))

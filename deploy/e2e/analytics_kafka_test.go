@@ -332,7 +332,7 @@ WHERE organization_id = $1 AND message_id IS NOT NULL ORDER BY id`, owner.orgID)
 		t.Cleanup(s.Close)
 		return s
 	}
-	run("Kafka topic, domain and tags looked up", false, source(), analytics.NewEnricher(st, st, 0).Enrich)
+	run("Kafka topic, domain and tags looked up", false, source(), analytics.NewEnricher(st.Analytics(), 0).Enrich)
 	run("Kafka topic, no lookups (ceiling)", false, source(), nil)
 }
 
