@@ -287,8 +287,12 @@ var (
 	secretParts = []string{"password", "secret", "token", "apikey", "privatekey", "credential"}
 )
 
+// fieldSeparators folds api_key, api-key and apiKey to one spelling; a Replacer is safe for concurrent use
+// and builds its tables once.
+var fieldSeparators = strings.NewReplacer("_", "", "-", "")
+
 func isSecretField(k string) bool {
-	k = strings.NewReplacer("_", "", "-", "").Replace(strings.ToLower(k))
+	k = fieldSeparators.Replace(strings.ToLower(k))
 	if secretFields[k] {
 		return true
 	}
