@@ -177,32 +177,48 @@ func (s *Webhooks) ListRecentDeliveries(ctx context.Context, orgID string, limit
 	return out, nil
 }
 
-// FanOut implements ports.WebhookStore in one transaction of four round trips: begin; lock up to limit
-// unfanned events (oldest first, FOR UPDATE SKIP LOCKED, each with its organization's enabled endpoints
-// subscribed to its type); then, once payloads has answered, one pipelined batch that inserts every
-// delivery and marks the events fanned out; commit. The deliveries get UUIDv7 ids in event order, so
-// listings and the dispatcher see them in the order the events happened.
+// FanOut implements ports.WebhookStore in one transaction of four round trips: begin; ProbePlans and the
+// lock of up to limit ids of the webhook outbox (oldest first, FOR UPDATE SKIP LOCKED), each with its
+// event found by primary key and its organization's enabled endpoints subscribed to its type; then, once
+// payloads has answered, one pipelined batch that inserts every delivery and deletes the taken ids from
+// the outbox; commit. Events are never updated: an update of the wide events row and its indexes cost
+// more than the fan-out itself. The deliveries get UUIDv7 ids in event order, so listings and the
+// dispatcher see them in the order the events happened.
 //
 // payloads receives every taken event, email.cancelled and events without subscribers included (it also
 // publishes them), and returns bodies by event id. An event it gives no body gets no delivery but is
-// marked all the same: a body that cannot be built now cannot be built on the next run either. When
-// payloads fails, the transaction rolls back, nothing is marked, and its error is returned unchanged; the
-// events are taken again by the next run (publishing is at least once).
+// consumed all the same: a body that cannot be built now cannot be built on the next run either. An id
+// whose event is gone or was inserted already fanned out is consumed without being handed to payloads.
+// When payloads fails, the transaction rolls back, nothing is deleted, and its error is returned
+// unchanged; the events are taken again by the next run (publishing is at least once). FanOut returns how
+// many outbox ids it took, so 0 means nothing is left to fan out.
 func (s *Webhooks) FanOut(ctx context.Context, now time.Time, limit int, payloads func(context.Context, []ports.Event) (map[string][]byte, error)) (int, error) {
 	if limit <= 0 {
 		return 0, nil
 	}
 	taken := 0
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		rows, err := s.queries.WithTx(tx).TakeEventsToFanOut(ctx, clampInt32(limit))
+		// ProbePlans heads the transaction: each outbox id must find its event by a probe of events_pkey
+		// however the cached plan was made (a generic plan made while events was small joins the outbox to a
+		// scan of the whole table on every fan-out).
+		var rows []db.TakeEventsToFanOutRow
+		err := runPipeline(ctx, tx,
+			func(q *db.Queries) error { return q.ProbePlans(ctx) },
+			func(q *db.Queries) (err error) {
+				rows, err = q.TakeEventsToFanOut(ctx, clampInt32(limit))
+				return err
+			})
 		if err != nil || len(rows) == 0 {
 			return err
 		}
-		events := make([]ports.Event, len(rows))
 		ids := make([]string, len(rows))
+		events := make([]ports.Event, 0, len(rows))
 		for i, r := range rows {
 			ids[i] = r.ID
-			events[i] = ports.Event{
+			if !r.Found {
+				continue
+			}
+			events = append(events, ports.Event{
 				ID:               r.ID,
 				OrganizationID:   r.OrganizationID,
 				Type:             r.Type,
@@ -213,18 +229,20 @@ func (s *Webhooks) FanOut(ctx context.Context, now time.Time, limit int, payload
 				BounceClass:      r.BounceClass,
 				URL:              r.Url,
 				LinkID:           r.LinkID,
-				OccurredAt:       r.OccurredAt.UTC(),
-			}
+				OccurredAt:       timeOrZero(r.OccurredAt).UTC(),
+			})
 		}
-		bodies, err := payloads(ctx, events)
-		if err != nil {
-			return &publishError{err}
+		var bodies map[string][]byte
+		if len(events) > 0 {
+			if bodies, err = payloads(ctx, events); err != nil {
+				return &publishError{err}
+			}
 		}
 
 		var ins db.InsertFanOutDeliveriesParams
 		for _, r := range rows {
 			body, ok := bodies[r.ID]
-			if len(r.EndpointIds) == 0 || !ok || body == nil {
+			if !r.Found || len(r.EndpointIds) == 0 || !ok || body == nil {
 				continue
 			}
 			ins.EventIds = append(ins.EventIds, r.ID)
@@ -237,15 +255,12 @@ func (s *Webhooks) FanOut(ctx context.Context, now time.Time, limit int, payload
 				ins.DeliveryEventIds = append(ins.DeliveryEventIds, r.ID)
 			}
 		}
-		// ProbePlans heads the batch: marking by id must stay an index probe however the cached plan was
-		// made (a generic plan made while events was small scans the whole table on every fan-out).
-		steps := []pipelineStep{func(q *db.Queries) error { return q.ProbePlans(ctx) }}
+		var steps []pipelineStep
 		if len(ins.Ids) > 0 {
 			ins.Now = now
 			steps = append(steps, func(q *db.Queries) error { return q.InsertFanOutDeliveries(ctx, ins) })
 		}
-		mark := db.MarkEventsFannedOutParams{Now: now, Ids: ids}
-		steps = append(steps, func(q *db.Queries) error { return q.MarkEventsFannedOut(ctx, mark) })
+		steps = append(steps, func(q *db.Queries) error { return q.DeleteWebhookOutbox(ctx, ids) })
 		if err := runPipeline(ctx, tx, steps...); err != nil {
 			return err
 		}

@@ -207,7 +207,8 @@ func TestWebhookEndpoints_CRUD(t *testing.T) {
 }
 
 // TestFanOut_Matching: an event reaches exactly the enabled endpoints of its own organization that
-// subscribe to its type; email.cancelled reaches none; every taken event is handed to payloads and marked.
+// subscribe to its type; email.cancelled reaches none; every taken event is handed to payloads and leaves
+// the outbox.
 func TestFanOut_Matching(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -299,11 +300,11 @@ func TestFanOut_Matching(t *testing.T) {
 	if n := countRows(t, s, `SELECT count(*) FROM webhook_deliveries WHERE event_id = ANY ($1)`, append(queued, cancel...)); n != 0 {
 		t.Fatalf("queued/cancelled events made %d deliveries, want none", n)
 	}
-	if n := countRows(t, s, `SELECT count(*) FROM events WHERE fanned_out_at IS NULL`); n != 0 {
-		t.Fatalf("%d events left unmarked", n)
+	if n := countRows(t, s, `SELECT count(*) FROM webhook_outbox`); n != 0 {
+		t.Fatalf("%d events left in the outbox", n)
 	}
-	if n := countRows(t, s, `SELECT count(*) FROM events WHERE fanned_out_at <> $1`, now); n != 0 {
-		t.Fatalf("%d events marked at another time than now", n)
+	if n := countRows(t, s, `SELECT count(*) FROM events WHERE fanned_out_at IS NOT NULL`); n != 0 {
+		t.Fatalf("%d events updated by the fan-out, want none", n)
 	}
 
 	if n, err := s.FanOut(ctx, now, 100, noPayloads(t)); n != 0 || err != nil {
@@ -324,7 +325,7 @@ func eventMessage(tb testing.TB, s *postgres.Store, eventID string) string {
 }
 
 // TestFanOut_LimitAndMissingBody: limit bounds the events taken (oldest first), and an event payloads gives
-// no body is marked without a delivery.
+// no body is consumed without a delivery.
 func TestFanOut_LimitAndMissingBody(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -371,8 +372,8 @@ func TestFanOut_PayloadsFailureMarksNothing(t *testing.T) {
 	if n := countRows(t, s, `SELECT count(*) FROM webhook_deliveries`); n != 0 {
 		t.Fatalf("%d deliveries written by a failed fan-out", n)
 	}
-	if n := countRows(t, s, `SELECT count(*) FROM events WHERE fanned_out_at IS NOT NULL`); n != 0 {
-		t.Fatalf("%d events marked by a failed fan-out", n)
+	if n := countRows(t, s, `SELECT count(*) FROM webhook_outbox WHERE id = ANY ($1)`, ids); n != len(ids) {
+		t.Fatalf("%d of %d events left in the outbox by a failed fan-out", n, len(ids))
 	}
 	if n, err := s.FanOut(ctx, baseTime, 10, payloadsOf); n != 3 || err != nil {
 		t.Fatalf("FanOut after recovery = %d, %v; want 3", n, err)

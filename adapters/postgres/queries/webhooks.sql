@@ -55,11 +55,15 @@ ORDER BY created_at DESC, id DESC
 LIMIT @row_limit;
 
 -- name: TakeEventsToFanOut :many
--- Locks up to row_limit events not fanned out yet, oldest first; SKIP LOCKED lets several processes fan
--- out side by side without taking the same event. Each event comes with the enabled endpoints of its
--- organization that subscribe to its type (none for email.cancelled, which is timeline-only), so that the
--- caller can name every delivery before writing it. Absent ids read as empty strings.
-SELECT e.id, e.organization_id, e.type, COALESCE(e.message_id::text, '')::text AS message_id,
+-- Locks up to row_limit ids of the webhook outbox, oldest first, each with its event looked up by primary
+-- key; SKIP LOCKED lets several processes fan out side by side without taking the same event. found is
+-- false for an id whose event is gone or has fanned_out_at set (never to be fanned out): the caller
+-- consumes it without handing it out. Each event comes with the enabled endpoints of its organization
+-- that subscribe to its type (none for email.cancelled, which is timeline-only), so that the caller can
+-- name every delivery before writing it. Absent ids read as empty strings.
+SELECT o.id, (e.id IS NOT NULL AND e.fanned_out_at IS NULL)::boolean AS found,
+    COALESCE(e.organization_id::text, '')::text AS organization_id, COALESCE(e.type, '')::text AS type,
+    COALESCE(e.message_id::text, '')::text AS message_id,
     COALESCE(e.recipient_id::text, '')::text AS recipient_id, COALESCE(e.domain_id::text, '')::text AS domain_id,
     e.provider_response, e.occurred_at, COALESCE(e.url, '')::text AS url, COALESCE(e.link_id, '')::text AS link_id,
     COALESCE(e.bounce_class, '')::text AS bounce_class,
@@ -67,11 +71,11 @@ SELECT e.id, e.organization_id, e.type, COALESCE(e.message_id::text, '')::text A
           WHERE w.organization_id = e.organization_id AND w.enabled AND e.type = ANY (w.event_types)
             AND e.type <> 'email.cancelled'
           ORDER BY w.created_at, w.id)::text[] AS endpoint_ids
-FROM events e
-WHERE e.fanned_out_at IS NULL
-ORDER BY e.id
+FROM webhook_outbox o
+LEFT JOIN events e ON e.id = o.id
+ORDER BY o.id
 LIMIT @row_limit
-FOR UPDATE OF e SKIP LOCKED;
+FOR UPDATE OF o SKIP LOCKED;
 
 -- name: InsertFanOutDeliveries :exec
 -- Delivery ids[i] goes to endpoint endpoint_ids[i] for event delivery_event_ids[i]; each event's
@@ -95,8 +99,9 @@ JOIN (SELECT
 JOIN webhook_endpoints w ON w.id = d.endpoint_id AND w.organization_id = e.organization_id AND w.enabled
     AND e.type = ANY (w.event_types);
 
--- name: MarkEventsFannedOut :exec
-UPDATE events SET fanned_out_at = @now::timestamptz WHERE id = ANY (@ids::uuid[]);
+-- name: DeleteWebhookOutbox :exec
+-- The outbox ids a fan-out took, deleted in the transaction that writes their deliveries.
+DELETE FROM webhook_outbox WHERE id = ANY (@ids::uuid[]);
 
 -- name: ClaimDueWebhookDeliveries :many
 -- Leases up to row_limit due deliveries (pending or failed, next_attempt_at passed, no live lease) whose

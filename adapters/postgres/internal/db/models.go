@@ -614,3 +614,7 @@ type WebhookEndpoint struct {
 	Secret         []byte
 	CreatedAt      time.Time
 }
+
+type WebhookOutbox struct {
+	ID string
+}

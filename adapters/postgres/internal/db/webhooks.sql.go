@@ -124,6 +124,16 @@ func (q *Queries) DeleteWebhookEndpoint(ctx context.Context, arg DeleteWebhookEn
 	return result.RowsAffected(), nil
 }
 
+const deleteWebhookOutbox = `-- name: DeleteWebhookOutbox :exec
+DELETE FROM webhook_outbox WHERE id = ANY ($1::uuid[])
+`
+
+// The outbox ids a fan-out took, deleted in the transaction that writes their deliveries.
+func (q *Queries) DeleteWebhookOutbox(ctx context.Context, ids []string) error {
+	_, err := q.db.Exec(ctx, deleteWebhookOutbox, ids)
+	return err
+}
+
 const insertFanOutDeliveries = `-- name: InsertFanOutDeliveries :exec
 INSERT INTO webhook_deliveries (id, organization_id, endpoint_id, event_id, event_type, status, attempts,
     response_code, next_attempt_at, created_at, payload)
@@ -381,20 +391,6 @@ func (q *Queries) LockOrganizationWebhookEndpoints(ctx context.Context, organiza
 	return err
 }
 
-const markEventsFannedOut = `-- name: MarkEventsFannedOut :exec
-UPDATE events SET fanned_out_at = $1::timestamptz WHERE id = ANY ($2::uuid[])
-`
-
-type MarkEventsFannedOutParams struct {
-	Now time.Time
-	Ids []string
-}
-
-func (q *Queries) MarkEventsFannedOut(ctx context.Context, arg MarkEventsFannedOutParams) error {
-	_, err := q.db.Exec(ctx, markEventsFannedOut, arg.Now, arg.Ids)
-	return err
-}
-
 const recordWebhookAttempts = `-- name: RecordWebhookAttempts :exec
 UPDATE webhook_deliveries AS d
 SET status          = r.status,
@@ -481,7 +477,9 @@ func (q *Queries) SetWebhookEndpointSecret(ctx context.Context, arg SetWebhookEn
 }
 
 const takeEventsToFanOut = `-- name: TakeEventsToFanOut :many
-SELECT e.id, e.organization_id, e.type, COALESCE(e.message_id::text, '')::text AS message_id,
+SELECT o.id, (e.id IS NOT NULL AND e.fanned_out_at IS NULL)::boolean AS found,
+    COALESCE(e.organization_id::text, '')::text AS organization_id, COALESCE(e.type, '')::text AS type,
+    COALESCE(e.message_id::text, '')::text AS message_id,
     COALESCE(e.recipient_id::text, '')::text AS recipient_id, COALESCE(e.domain_id::text, '')::text AS domain_id,
     e.provider_response, e.occurred_at, COALESCE(e.url, '')::text AS url, COALESCE(e.link_id, '')::text AS link_id,
     COALESCE(e.bounce_class, '')::text AS bounce_class,
@@ -489,32 +487,35 @@ SELECT e.id, e.organization_id, e.type, COALESCE(e.message_id::text, '')::text A
           WHERE w.organization_id = e.organization_id AND w.enabled AND e.type = ANY (w.event_types)
             AND e.type <> 'email.cancelled'
           ORDER BY w.created_at, w.id)::text[] AS endpoint_ids
-FROM events e
-WHERE e.fanned_out_at IS NULL
-ORDER BY e.id
+FROM webhook_outbox o
+LEFT JOIN events e ON e.id = o.id
+ORDER BY o.id
 LIMIT $1
-FOR UPDATE OF e SKIP LOCKED
+FOR UPDATE OF o SKIP LOCKED
 `
 
 type TakeEventsToFanOutRow struct {
 	ID               string
+	Found            bool
 	OrganizationID   string
 	Type             string
 	MessageID        string
 	RecipientID      string
 	DomainID         string
 	ProviderResponse pgtype.Text
-	OccurredAt       time.Time
+	OccurredAt       *time.Time
 	Url              string
 	LinkID           string
 	BounceClass      string
 	EndpointIds      []string
 }
 
-// Locks up to row_limit events not fanned out yet, oldest first; SKIP LOCKED lets several processes fan
-// out side by side without taking the same event. Each event comes with the enabled endpoints of its
-// organization that subscribe to its type (none for email.cancelled, which is timeline-only), so that the
-// caller can name every delivery before writing it. Absent ids read as empty strings.
+// Locks up to row_limit ids of the webhook outbox, oldest first, each with its event looked up by primary
+// key; SKIP LOCKED lets several processes fan out side by side without taking the same event. found is
+// false for an id whose event is gone or has fanned_out_at set (never to be fanned out): the caller
+// consumes it without handing it out. Each event comes with the enabled endpoints of its organization
+// that subscribe to its type (none for email.cancelled, which is timeline-only), so that the caller can
+// name every delivery before writing it. Absent ids read as empty strings.
 func (q *Queries) TakeEventsToFanOut(ctx context.Context, rowLimit int32) ([]TakeEventsToFanOutRow, error) {
 	rows, err := q.db.Query(ctx, takeEventsToFanOut, rowLimit)
 	if err != nil {
@@ -526,6 +527,7 @@ func (q *Queries) TakeEventsToFanOut(ctx context.Context, rowLimit int32) ([]Tak
 		var i TakeEventsToFanOutRow
 		if err := rows.Scan(
 			&i.ID,
+			&i.Found,
 			&i.OrganizationID,
 			&i.Type,
 			&i.MessageID,
