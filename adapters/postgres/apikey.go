@@ -69,7 +69,9 @@ func (s *APIKeys) ListAPIKeys(ctx context.Context, orgID string) ([]ports.APIKey
 }
 
 // RevokeAPIKey implements ports.APIKeyStore. Revoking twice keeps the first revokedAt, so the record
-// shows when the key actually stopped working.
+// shows when the key actually stopped working. The api_keys trigger (migration 00034) announces the first
+// revocation on the change feed as a change of the key's organization, so processes that cache keys by
+// prefix forget them.
 func (s *APIKeys) RevokeAPIKey(ctx context.Context, orgID, id string, now time.Time) error {
 	n, err := s.queries.RevokeAPIKey(ctx, db.RevokeAPIKeyParams{OrganizationID: orgID, ID: id, RevokedAt: &now})
 	if err != nil {

@@ -79,30 +79,43 @@ func (s *Service) ListAPIKeys(ctx context.Context, orgID string) ([]ports.APIKey
 	return keys, nil
 }
 
-// RevokeAPIKey revokes a key at once: AuthenticateAPIKey reads the key on every call, so the next request with
-// it fails (SPEC §5 rule 4).
+// RevokeAPIKey revokes a key at once (SPEC §5 rule 4): the organization's cached keys are forgotten before
+// it returns, so this process's next request with the key fails, and the store announces the revocation
+// to the other processes, whose caches forget it moments later (at worst after Config.APIKeyCacheTTL).
+// The cache is forgotten on failure too, since an error may follow a commit.
 func (s *Service) RevokeAPIKey(ctx context.Context, orgID, id string) error {
-	if err := s.apiKeys.RevokeAPIKey(ctx, orgID, id, s.now()); err != nil {
+	err := s.apiKeys.RevokeAPIKey(ctx, orgID, id, s.now())
+	s.keyCache.forgetOrganization(orgID)
+	if err != nil {
 		return fmt.Errorf("account: revoke API key: %w", err)
 	}
 	return nil
 }
 
 // AuthenticateAPIKey resolves a svc_live_ token to its organization and scopes. The token's shape is checked
-// before any lookup, the key is found by its prefix, and the SHA-256 of the whole token is compared in
-// constant time so the stored hash leaks nothing through timing. Revoked keys fail. The use is recorded in
-// memory and written by Run.
+// before any lookup, the key is found by its prefix (in the short-lived cache, else in the store), and the
+// SHA-256 of the whole token is compared in constant time, on every call, so the stored hash leaks nothing
+// through timing and a cached record admits only the right secret. Revoked keys fail. Unknown prefixes are
+// not cached: each costs a query, as it did before the cache, and cannot crowd out real keys. The use is
+// recorded in memory and written by Run.
 func (s *Service) AuthenticateAPIKey(ctx context.Context, token string) (ports.Principal, error) {
 	prefix, ok := apiKeyPrefix(token)
 	if !ok {
 		return ports.Principal{}, ports.Unauthenticated(msgInvalidAPIKey)
 	}
-	key, err := s.apiKeys.APIKeyByPrefix(ctx, prefix)
-	if ports.ErrorCode(err) == ports.CodeNotFound {
-		return ports.Principal{}, ports.Unauthenticated(msgInvalidAPIKey)
-	}
-	if err != nil {
-		return ports.Principal{}, fmt.Errorf("account: look up API key: %w", err)
+	key, ok := s.keyCache.get(prefix)
+	if !ok {
+		var err error
+		key, err = s.apiKeys.APIKeyByPrefix(ctx, prefix)
+		if ports.ErrorCode(err) == ports.CodeNotFound {
+			return ports.Principal{}, ports.Unauthenticated(msgInvalidAPIKey)
+		}
+		if err != nil {
+			return ports.Principal{}, fmt.Errorf("account: look up API key: %w", err)
+		}
+		if key.Prefix == prefix {
+			s.keyCache.put(key)
+		}
 	}
 	if subtle.ConstantTimeCompare(tokenHash(token), key.TokenHash) != 1 {
 		return ports.Principal{}, ports.Unauthenticated(msgInvalidAPIKey)

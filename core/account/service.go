@@ -64,6 +64,10 @@ type Config struct {
 	LoginAccountWindow time.Duration
 	// MaxAPIKeys is how many keys that are not revoked an organization may hold (default DefaultMaxAPIKeys).
 	MaxAPIKeys int
+	// APIKeyCacheTTL is how long a key record read by prefix is reused when no revocation is announced
+	// (default DefaultAPIKeyCacheTTL; negative disables the cache). Tests lengthen it to show that the
+	// announcement, not the timeout, reaches every process.
+	APIKeyCacheTTL time.Duration
 }
 
 func (c Config) withDefaults() Config {
@@ -94,6 +98,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxAPIKeys == 0 {
 		c.MaxAPIKeys = DefaultMaxAPIKeys
+	}
+	if c.APIKeyCacheTTL == 0 {
+		c.APIKeyCacheTTL = DefaultAPIKeyCacheTTL
 	}
 	return c
 }
@@ -148,7 +155,8 @@ type Deps struct {
 	// RateLimiter counts password attempts per account (Config.LoginAccountLimit).
 	RateLimiter ports.RateLimiter
 	// Changes, when set, hears of every pause, resume and plan change as soon as it is stored, so that
-	// this process's send path applies it to the very next send (other processes hear it from the store).
+	// this process's send path applies it to the very next send (other processes hear it from the store);
+	// the Service subscribes to it to forget cached API keys revoked by another process.
 	Changes ports.ChangeFeed
 	Clock   ports.Clock
 	Keyring *secret.Keyring
@@ -180,6 +188,8 @@ type Service struct {
 
 	touchMu sync.Mutex
 	touched map[string]time.Time // API key id → last successful authentication, awaiting Run's flush
+
+	keyCache *apiKeyCache // API key records by prefix (apikey_cache.go)
 }
 
 var (
@@ -217,7 +227,7 @@ func New(cfg Config, deps Deps) (*Service, error) {
 		n, _ := normaliseEmail(e)
 		admins[n] = true
 	}
-	return &Service{
+	s := &Service{
 		cfg:        cfg,
 		accounts:   deps.Accounts,
 		orgs:       deps.Organizations,
@@ -234,7 +244,13 @@ func New(cfg Config, deps Deps) (*Service, error) {
 		pool:       newHashPool(cfg.PasswordWorkers, cfg.PasswordQueue),
 		verifyFn:   verifyPassword,
 		touched:    make(map[string]time.Time),
-	}, nil
+		keyCache:   newAPIKeyCache(cfg.APIKeyCacheTTL, DefaultAPIKeyCacheSize, time.Now),
+	}
+	if deps.Changes != nil {
+		// The Service lives as long as its process, and so does the subscription.
+		deps.Changes.Subscribe(s.apiKeysChanged)
+	}
+	return s, nil
 }
 
 // now is the clock's time in UTC, so every timestamp the service writes has one zone.

@@ -16,6 +16,8 @@ func (a *App) coreAccount(env *coreEnv) error {
 		SubmissionHost: host,
 		SubmissionPort: port,
 		MaxAPIKeys:     a.cfg.MaxAPIKeysPerOrg,
+		// A key is cached no longer than the organization it acts for; revocations arrive on env.changes.
+		APIKeyCacheTTL: a.cfg.LookupCacheTTL,
 	}, account.Deps{
 		Accounts: env.store, Organizations: env.store, APIKeys: env.store, SMTPCredentials: env.store,
 		RateLimiter: env.core.RateLimiter, Changes: env.changes, Clock: env.clock, Keyring: env.keyring, Logger: env.logger,
