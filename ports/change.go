@@ -5,7 +5,8 @@ type ChangeKind string
 
 // The kinds of Change.
 const (
-	// ChangeOrganization: an organization's paused flag or plan changed.
+	// ChangeOrganization: an organization's paused flag or plan changed, or one of its API keys was
+	// revoked, re-scoped or deleted.
 	ChangeOrganization ChangeKind = "organization"
 	// ChangeDomain: a sending domain's status changed (verified, suspended, ...).
 	ChangeDomain ChangeKind = "domain"

@@ -126,8 +126,8 @@ type Config struct {
 	// PlansFile is the billing plan catalogue, a JSON file (POSTMILL_PLANS_FILE, docs/billing.md); empty
 	// means the free plan alone.
 	PlansFile string
-	// LookupCacheTTL replaces how long the send path reuses an organization or a domain it read when no
-	// change is announced (sending.DefaultLookupCacheTTL). Tests lengthen it to show that announced
+	// LookupCacheTTL replaces how long the send path reuses an organization or a domain, and the account
+	// area an API key record, it read when no change is announced (sending.DefaultLookupCacheTTL). Tests lengthen it to show that announced
 	// changes, not the timeout, reach every process; there is no environment variable.
 	LookupCacheTTL time.Duration
 	// MaxDomainsPerOrg, MaxWebhooksPerOrg and MaxAPIKeysPerOrg bound what one organization may hold
