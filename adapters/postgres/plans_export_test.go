@@ -51,45 +51,56 @@ func (s *Store) GenericPlan(ctx context.Context, name string, probe bool) (strin
 	if name == "Lease" {
 		sql = leaseSQL
 	}
-	n := 0
-	for _, m := range paramPattern.FindAllStringSubmatch(sql, -1) {
-		var k int
-		_, _ = fmt.Sscan(m[1], &k)
-		n = max(n, k)
-	}
-	tx, err := s.pool.Begin(ctx)
+	plans, err := s.genericPlans(ctx, probe, sql)
 	if err != nil {
 		return "", err
+	}
+	return plans[0], nil
+}
+
+// genericPlans returns the generic plan PostgreSQL makes for each statement, every parameter NULL, with
+// ProbePlans' settings first when probe is set, inside one transaction that is rolled back.
+func (s *Store) genericPlans(ctx context.Context, probe bool, statements ...string) ([]string, error) {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return nil, err
 	}
 	defer func() { _ = tx.Rollback(ctx) }()
 	if probe {
 		if _, err := tx.Exec(ctx, probePlansSQL); err != nil {
-			return "", err
+			return nil, err
 		}
 	}
 	if _, err := tx.Exec(ctx, "SET LOCAL plan_cache_mode = force_generic_plan"); err != nil {
-		return "", err
+		return nil, err
 	}
-	if _, err := tx.Exec(ctx, "PREPARE probed AS "+sql); err != nil {
-		return "", err
-	}
-	// Prepared statements outlive the transaction: this one goes once explained.
-	defer func() { _, _ = tx.Exec(ctx, "DEALLOCATE probed") }()
-	args := strings.TrimSuffix(strings.Repeat("NULL,", n), ",")
-	rows, err := tx.Query(ctx, "EXPLAIN EXECUTE probed("+args+")", pgx.QueryExecModeSimpleProtocol)
-	if err != nil {
-		return "", err
-	}
-	var plan []string
-	for rows.Next() {
-		var line string
-		if err := rows.Scan(&line); err != nil {
-			return "", err
+	plans := make([]string, len(statements))
+	for i, sql := range statements {
+		n := 0
+		for _, m := range paramPattern.FindAllStringSubmatch(sql, -1) {
+			var k int
+			_, _ = fmt.Sscan(m[1], &k)
+			n = max(n, k)
 		}
-		plan = append(plan, line)
+		if _, err := tx.Exec(ctx, "PREPARE probed AS "+sql); err != nil {
+			return nil, err
+		}
+		args := strings.TrimSuffix(strings.Repeat("NULL,", n), ",")
+		rows, err := tx.Query(ctx, "EXPLAIN EXECUTE probed("+args+")", pgx.QueryExecModeSimpleProtocol)
+		if err != nil {
+			return nil, err
+		}
+		lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			return nil, err
+		}
+		plans[i] = strings.Join(lines, "\n")
+		// Prepared statements outlive the transaction: each goes once explained.
+		if _, err := tx.Exec(ctx, "DEALLOCATE probed"); err != nil {
+			return nil, err
+		}
 	}
-	rows.Close()
-	return strings.Join(plan, "\n"), rows.Err()
+	return plans, nil
 }
 
 // ProbePlansTexts returns the statement of the generated ProbePlans, without its name comment, and the
