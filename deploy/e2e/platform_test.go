@@ -7,12 +7,25 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/postmill/postmill/adapters/postgres/pgtest"
 )
 
+// clearOfWindowEdge waits, when the fixed rate-limit window of the given length (aligned to the Unix epoch,
+// core/ratelimit) ends within need, until the next one starts, so that a test counting requests up to a
+// limit does not see its counter reset halfway.
+func clearOfWindowEdge(t *testing.T, window, need time.Duration) {
+	t.Helper()
+	left := window - time.Duration(time.Now().UnixNano()%int64(window))
+	if left < need {
+		time.Sleep(left + 100*time.Millisecond)
+	}
+}
+
 func TestSignupRateLimitPerClientIP(t *testing.T) {
 	t.Parallel()
+	clearOfWindowEdge(t, time.Hour, time.Minute)
 	url := pgtest.URL(t)
 	// Two edge processes over one database share the window (SPEC §8: fixed windows shared by every edge).
 	e1 := MustStart(t, testConfig(t, url), "all")
@@ -39,6 +52,7 @@ func TestSignupRateLimitPerClientIP(t *testing.T) {
 
 func TestLoginRateLimitAndUntrustedForwardedFor(t *testing.T) {
 	t.Parallel()
+	clearOfWindowEdge(t, time.Minute, 30*time.Second)
 	cfg := testConfig(t, pgtest.URL(t))
 	cfg.TrustedProxies = nil // the socket address counts; X-Forwarded-For is ignored
 	e := MustStart(t, cfg, "all")

@@ -70,6 +70,7 @@ func TestAuthLogoutRevokesTheLogin(t *testing.T) {
 
 func TestLoginThrottledPerAccount(t *testing.T) {
 	t.Parallel()
+	clearOfWindowEdge(t, 15*time.Minute, time.Minute)
 	e := MustStartAll(t)
 	a := e.MustSignup("hank@example.com", "")
 	login := func(email, password string) resp {

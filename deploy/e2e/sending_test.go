@@ -129,6 +129,7 @@ func timeline(r resp) []string {
 
 func TestDomainLifecycle(t *testing.T) {
 	t.Parallel()
+	clearOfWindowEdge(t, time.Hour, time.Minute)
 	dns := dnstest.New(t)
 	cfg := testConfig(t, pgtest.URL(t))
 	cfg.DNSResolver = dns.Addr()
