@@ -44,6 +44,7 @@ func runE2E(args []string) error {
 	rsaFor := fs.Duration("rsa", 3*time.Second, "how long the RSA ceiling is measured")
 	queue := fs.String("queue", "postgres", "postgres, or kafka: an in-process Kafka cluster (franz-go's kfake) as POSTMILL_QUEUE")
 	extraEnv := fs.String("env", "", "extra NAME=VALUE settings for the platform, comma-separated (figures with any are not the defaults)")
+	tiers := fs.String("targets", "all", "the all-in-one process's --target, to measure what a tier costs by leaving it out (e.g. edge,core,mta,inbound)")
 	_ = fs.Parse(args)
 	ctx := context.Background()
 	if err := resetDatabase(ctx, *db); err != nil {
@@ -97,7 +98,7 @@ func runE2E(args []string) error {
 		}
 		pprofAddr = fmt.Sprintf("127.0.0.1:%d", pp)
 	}
-	targets := "all"
+	targets := *tiers
 	if *shape == "split" {
 		targets = "edge,core"
 	}
@@ -231,6 +232,9 @@ func runE2E(args []string) error {
 	}
 	if *queue == "kafka" {
 		shapeLabel += ", Kafka queue (kfake in the benchmark's process)"
+	}
+	if *shape != "split" && *tiers != "all" {
+		shapeLabel += ", --target=" + *tiers
 	}
 	settings := "default settings"
 	if *rtt > 0 {
