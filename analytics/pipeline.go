@@ -10,8 +10,13 @@ import (
 
 // PipelineConfig tunes the pipeline; zero fields take the defaults.
 type PipelineConfig struct {
-	Batch     int           // events per batch, default 1000
-	Idle      time.Duration // wait when the source is empty, default 500ms
+	Batch int           // events per batch, default 1000
+	Idle  time.Duration // wait when the source is empty, default 500ms
+	// Fill is the wait after a batch that took fewer than Batch events, default 200ms: the source keeps
+	// filling meanwhile, so under a steady flow batches grow instead of each taking the few events written
+	// since the last one, and the per-batch costs (the source's transaction, the lag reading, the store's
+	// statements) are shared by more events. A full batch goes again at once.
+	Fill      time.Duration
 	Retry     time.Duration // wait after a failed batch, default 2s
 	Retention ports.AnalyticsRetention
 	// Maintain is how often partitions are prepared and retention applied, default an hour.
@@ -34,6 +39,9 @@ func (c PipelineConfig) withDefaults() PipelineConfig {
 	}
 	if c.Retry <= 0 {
 		c.Retry = 2 * time.Second
+	}
+	if c.Fill <= 0 {
+		c.Fill = 200 * time.Millisecond
 	}
 	if c.Maintain <= 0 {
 		c.Maintain = time.Hour
@@ -82,7 +90,8 @@ func (p *Pipeline) insert(ctx context.Context, events []ports.AnalyticsEvent) er
 	return p.store.InsertEvents(ctx, events)
 }
 
-// Run copies batches until ctx ends, waiting Idle when the source is empty and Retry after a failure.
+// Run copies batches until ctx ends, waiting Idle when the source is empty, Fill after a partial batch and
+// Retry after a failure.
 func (p *Pipeline) Run(ctx context.Context) error {
 	for {
 		n, err := p.Step(ctx)
@@ -95,6 +104,8 @@ func (p *Pipeline) Run(ctx context.Context) error {
 			wait = p.cfg.Retry
 		case n == 0:
 			wait = p.cfg.Idle
+		case n < p.cfg.Batch:
+			wait = p.cfg.Fill
 		}
 		if wait > 0 {
 			select {

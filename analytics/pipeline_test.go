@@ -1,0 +1,100 @@
+package analytics_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/postmill/postmill/analytics"
+	"github.com/postmill/postmill/ports"
+)
+
+// scriptedSource hands out batches of the sizes in sizes, one per ReadEvents, then none, recording when
+// each read happened.
+type scriptedSource struct {
+	mu    sync.Mutex
+	sizes []int
+	reads []time.Time
+	done  chan struct{}
+}
+
+func (s *scriptedSource) ReadEvents(ctx context.Context, max int, handle func(context.Context, []ports.AnalyticsEvent) error) (int, error) {
+	s.mu.Lock()
+	s.reads = append(s.reads, time.Now())
+	n := 0
+	if len(s.sizes) > 0 {
+		n, s.sizes = min(s.sizes[0], max), s.sizes[1:]
+		if len(s.sizes) == 0 {
+			close(s.done)
+		}
+	}
+	s.mu.Unlock()
+	if n == 0 {
+		return 0, nil
+	}
+	events := make([]ports.AnalyticsEvent, n)
+	for i := range events {
+		events[i] = ports.AnalyticsEvent{ID: "e", OrganizationID: "o", Type: "email.sent", MessageID: "m", OccurredAt: time.Now()}
+	}
+	return n, handle(ctx, events)
+}
+
+func (s *scriptedSource) Lag(context.Context, time.Time) (time.Duration, error) { return 0, nil }
+
+// countingStore is an analytics store that only counts the events it takes.
+type countingStore struct {
+	ports.AnalyticsStore
+	mu     sync.Mutex
+	events int
+}
+
+func (s *countingStore) InsertEvents(_ context.Context, rows []ports.AnalyticsEvent) error {
+	s.mu.Lock()
+	s.events += len(rows)
+	s.mu.Unlock()
+	return nil
+}
+
+// TestPipelineWaitsForBatchesToFill: a full batch is followed by the next read at once, a partial one by a
+// wait of at least Fill, so that under a steady flow batches grow instead of taking a few events each.
+func TestPipelineWaitsForBatchesToFill(t *testing.T) {
+	const (
+		batch = 10
+		fill  = 2 * time.Second
+		idle  = time.Hour // the test ends before the source runs dry
+	)
+	src := &scriptedSource{sizes: []int{batch, batch, 3, batch, 4}, done: make(chan struct{})}
+	store := &countingStore{}
+	p := analytics.NewPipeline(analytics.PipelineConfig{Batch: batch, Fill: fill, Idle: idle}, src, store, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := make(chan struct{})
+	go func() { _ = p.Run(ctx); close(ran) }()
+	select {
+	case <-src.done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the pipeline did not read the scripted batches")
+	}
+	cancel()
+	<-ran
+
+	src.mu.Lock()
+	defer src.mu.Unlock()
+	if len(src.reads) != 5 {
+		t.Fatalf("%d reads, want 5", len(src.reads))
+	}
+	// Reads 1→2 and 2→3 follow full batches, 3→4 a partial one, 4→5 a full one.
+	if gap := src.reads[3].Sub(src.reads[2]); gap < fill {
+		t.Errorf("the read after a partial batch came %s later, before the %s fill wait", gap, fill)
+	}
+	for _, i := range []int{1, 2, 4} {
+		if gap := src.reads[i].Sub(src.reads[i-1]); gap >= fill {
+			t.Errorf("read %d came %s after a full batch: it should go again at once", i+1, gap)
+		}
+	}
+	store.mu.Lock()
+	defer store.mu.Unlock()
+	if store.events != 3*batch+3+4 {
+		t.Errorf("store took %d events, want %d", store.events, 3*batch+3+4)
+	}
+}
