@@ -85,7 +85,7 @@ func (s *Service) ListAPIKeys(ctx context.Context, orgID string) ([]ports.APIKey
 // The cache is forgotten on failure too, since an error may follow a commit.
 func (s *Service) RevokeAPIKey(ctx context.Context, orgID, id string) error {
 	err := s.apiKeys.RevokeAPIKey(ctx, orgID, id, s.now())
-	s.keyCache.forgetOrganization(orgID)
+	s.forgetAPIKeysOf(orgID)
 	if err != nil {
 		return fmt.Errorf("account: revoke API key: %w", err)
 	}
@@ -103,7 +103,7 @@ func (s *Service) AuthenticateAPIKey(ctx context.Context, token string) (ports.P
 	if !ok {
 		return ports.Principal{}, ports.Unauthenticated(msgInvalidAPIKey)
 	}
-	key, ok := s.keyCache.get(prefix)
+	key, ok := s.keyCache.Get(prefix)
 	if !ok {
 		var err error
 		key, err = s.apiKeys.APIKeyByPrefix(ctx, prefix)
@@ -114,7 +114,7 @@ func (s *Service) AuthenticateAPIKey(ctx context.Context, token string) (ports.P
 			return ports.Principal{}, fmt.Errorf("account: look up API key: %w", err)
 		}
 		if key.Prefix == prefix {
-			s.keyCache.put(key)
+			s.keyCache.Put(prefix, key)
 		}
 	}
 	if subtle.ConstantTimeCompare(tokenHash(token), key.TokenHash) != 1 {

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/postmill/postmill/core/lookupcache"
 	"github.com/postmill/postmill/core/secret"
 	"github.com/postmill/postmill/ports"
 )
@@ -189,7 +190,7 @@ type Service struct {
 	touchMu sync.Mutex
 	touched map[string]time.Time // API key id → last successful authentication, awaiting Run's flush
 
-	keyCache *apiKeyCache // API key records by prefix (apikey_cache.go)
+	keyCache *lookupcache.Cache[string, ports.APIKey] // API key records by prefix (apikey_cache.go)
 }
 
 var (
@@ -244,7 +245,7 @@ func New(cfg Config, deps Deps) (*Service, error) {
 		pool:       newHashPool(cfg.PasswordWorkers, cfg.PasswordQueue),
 		verifyFn:   verifyPassword,
 		touched:    make(map[string]time.Time),
-		keyCache:   newAPIKeyCache(cfg.APIKeyCacheTTL, DefaultAPIKeyCacheSize, time.Now),
+		keyCache:   lookupcache.New[string, ports.APIKey](cfg.APIKeyCacheTTL, DefaultAPIKeyCacheSize, time.Now),
 	}
 	if deps.Changes != nil {
 		// The Service lives as long as its process, and so does the subscription.

@@ -54,13 +54,13 @@ func (s *Service) holdIfStopped(ctx context.Context, job ports.DeliveryJob, doma
 func (s *Service) changed(c ports.Change) {
 	switch c.Kind {
 	case ports.ChangeOrganization:
-		s.orgCache.forget(c.OrganizationID)
+		s.orgCache.Forget(c.OrganizationID)
 	case ports.ChangeDomain:
 		// The domain cache is keyed by name: forget every domain of the organization.
-		s.domainCache.forgetIf(func(k domainKey) bool { return k.orgID == c.OrganizationID })
+		s.domainCache.ForgetIf(func(k domainKey, _ ports.Domain) bool { return k.orgID == c.OrganizationID })
 	default:
-		s.orgCache.clear()
-		s.domainCache.clear()
+		s.orgCache.Clear()
+		s.domainCache.Clear()
 	}
 	select {
 	case s.recheck <- struct{}{}:

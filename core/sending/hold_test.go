@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/postmill/postmill/core/lookupcache"
 	"github.com/postmill/postmill/core/secret"
 	"github.com/postmill/postmill/ports"
 )
@@ -254,7 +255,8 @@ func TestChangedForgetsTheCachedOrganization(t *testing.T) {
 	ctx := context.Background()
 	w := newHoldWorld(t, Config{LookupCacheTTL: time.Hour})
 	clock := &fakeNow{t: orderNow}
-	w.svc.orgCache.now, w.svc.domainCache.now = clock.now, clock.now
+	w.svc.orgCache = lookupcache.New[string, ports.Organization](time.Hour, 0, clock.now)
+	w.svc.domainCache = lookupcache.New[domainKey, ports.Domain](time.Hour, 0, clock.now)
 	reads := func() int {
 		w.mu.Lock()
 		defer w.mu.Unlock()
@@ -286,7 +288,7 @@ func TestChangedForgetsTheCachedOrganization(t *testing.T) {
 	}
 
 	w.set(func(w *holdWorld) { w.org.Paused = false })
-	clock.t = clock.t.Add(cacheGuardFor) // past the guard against reads that raced the change
+	clock.t = clock.t.Add(lookupcache.GuardFor) // past the guard against reads that raced the change
 	lookups(2)
 	before := reads()
 	w.feed.Publish(ports.Change{Kind: ports.ChangeAll})
@@ -352,3 +354,8 @@ func TestRunHoldRelease(t *testing.T) {
 		t.Errorf("%d jobs still held", n)
 	}
 }
+
+// fakeNow is a hand-moved clock for the lookup caches.
+type fakeNow struct{ t time.Time }
+
+func (f *fakeNow) now() time.Time { return f.t }

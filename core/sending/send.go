@@ -212,7 +212,7 @@ func orgPausedError() *ports.Error {
 // has just been verified can send at once, and a suspension is honoured within LookupCacheTTL.
 func (s *Service) sendingDomain(ctx context.Context, orgID, name string) (ports.Domain, error) {
 	key := domainKey{orgID: orgID, name: name}
-	if d, ok := s.domainCache.get(key); ok {
+	if d, ok := s.domainCache.Get(key); ok {
 		return d, nil
 	}
 	d, err := s.domains.DomainByName(ctx, orgID, name)
@@ -227,14 +227,14 @@ func (s *Service) sendingDomain(ctx context.Context, orgID, name string) (ports.
 		return ports.Domain{}, ports.Errorf(ports.CodeInvalidArgument, "domain %s is not verified", name).
 			WithHint(unverifiedDomainHint(d))
 	}
-	s.domainCache.put(key, d)
+	s.domainCache.Put(key, d)
 	return d, nil
 }
 
 // organization returns the organization (paused flag and plan). Only organizations that may send are cached,
 // so resuming one takes effect at once and pausing one within LookupCacheTTL.
 func (s *Service) organization(ctx context.Context, orgID string) (ports.Organization, error) {
-	if o, ok := s.orgCache.get(orgID); ok {
+	if o, ok := s.orgCache.Get(orgID); ok {
 		return o, nil
 	}
 	o, err := s.orgs.Organization(ctx, orgID)
@@ -242,7 +242,7 @@ func (s *Service) organization(ctx context.Context, orgID string) (ports.Organiz
 		return ports.Organization{}, fmt.Errorf("sending: organization: %w", err)
 	}
 	if !o.Paused {
-		s.orgCache.put(orgID, o)
+		s.orgCache.Put(orgID, o)
 	}
 	return o, nil
 }

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/postmill/postmill/core/id"
+	"github.com/postmill/postmill/core/lookupcache"
 	"github.com/postmill/postmill/core/secret"
 	"github.com/postmill/postmill/core/tracking"
 	"github.com/postmill/postmill/ports"
@@ -204,8 +205,8 @@ type Service struct {
 	// arrives while a round is pending is folded into it).
 	recheck chan struct{}
 
-	orgCache    *ttlCache[string, ports.Organization]
-	domainCache *ttlCache[domainKey, ports.Domain]
+	orgCache    *lookupcache.Cache[string, ports.Organization]
+	domainCache *lookupcache.Cache[domainKey, ports.Domain]
 }
 
 var (
@@ -248,8 +249,8 @@ func New(cfg Config, deps Deps) (*Service, error) {
 		clock:       deps.Clock,
 		logger:      deps.Logger,
 		verpKey:     deps.Keyring.Derive(VERPKeyPurpose),
-		orgCache:    newTTLCache[string, ports.Organization](cfg.LookupCacheTTL, time.Now),
-		domainCache: newTTLCache[domainKey, ports.Domain](cfg.LookupCacheTTL, time.Now),
+		orgCache:    lookupcache.New[string, ports.Organization](cfg.LookupCacheTTL, 0, time.Now),
+		domainCache: lookupcache.New[domainKey, ports.Domain](cfg.LookupCacheTTL, 0, time.Now),
 		held:        deps.Held,
 		recheck:     make(chan struct{}, 1),
 	}
