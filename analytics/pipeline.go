@@ -3,6 +3,7 @@ package analytics
 import (
 	"context"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/postmill/postmill/ports"
@@ -28,6 +29,10 @@ type PipelineConfig struct {
 	// Enrich, when set, completes each batch before the store takes it (the Kafka events topic carries no
 	// sending domain or tags; Enricher.Enrich adds them). An error fails the batch like a store error.
 	Enrich func(context.Context, []ports.AnalyticsEvent) error
+	// Workers is how many batches Run copies at once, default 1. More than one only for a source whose
+	// ReadEvents may be called concurrently, each call taking events no other call holds (the PostgreSQL
+	// outbox claims its rows with SKIP LOCKED), and a store that takes concurrent inserts.
+	Workers int
 }
 
 func (c PipelineConfig) withDefaults() PipelineConfig {
@@ -45,6 +50,9 @@ func (c PipelineConfig) withDefaults() PipelineConfig {
 	}
 	if c.Maintain <= 0 {
 		c.Maintain = time.Hour
+	}
+	if c.Workers <= 0 {
+		c.Workers = 1
 	}
 	return c
 }
@@ -91,14 +99,24 @@ func (p *Pipeline) insert(ctx context.Context, events []ports.AnalyticsEvent) er
 }
 
 // Run copies batches until ctx ends, waiting Idle when the source is empty, Fill after a partial batch and
-// Retry after a failure.
+// Retry after a failure, in Workers loops at once.
 func (p *Pipeline) Run(ctx context.Context) error {
+	var wg sync.WaitGroup
+	for range p.cfg.Workers {
+		wg.Go(func() { p.loop(ctx) })
+	}
+	wg.Wait()
+	return nil
+}
+
+// loop is one of Run's workers.
+func (p *Pipeline) loop(ctx context.Context) {
 	for {
 		n, err := p.Step(ctx)
 		wait := time.Duration(0)
 		switch {
 		case ctx.Err() != nil:
-			return nil
+			return
 		case err != nil:
 			p.logger.Warn("analytics pipeline batch failed", slog.String("error", err.Error()))
 			wait = p.cfg.Retry
@@ -110,7 +128,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 		if wait > 0 {
 			select {
 			case <-ctx.Done():
-				return nil
+				return
 			case <-time.After(wait):
 			}
 		}

@@ -98,3 +98,62 @@ func TestPipelineWaitsForBatchesToFill(t *testing.T) {
 		t.Errorf("store took %d events, want %d", store.events, 3*batch+3+4)
 	}
 }
+
+// overlapSource's ReadEvents holds each call until want calls are in flight at once (or a timeout), and
+// records the most it saw.
+type overlapSource struct {
+	want    int
+	mu      sync.Mutex
+	now     int
+	most    int
+	arrived chan struct{}
+}
+
+func (s *overlapSource) ReadEvents(ctx context.Context, _ int, _ func(context.Context, []ports.AnalyticsEvent) error) (int, error) {
+	s.mu.Lock()
+	s.now++
+	s.most = max(s.most, s.now)
+	if s.now == s.want {
+		close(s.arrived)
+	}
+	s.mu.Unlock()
+	select {
+	case <-s.arrived:
+	case <-ctx.Done():
+	case <-time.After(5 * time.Second):
+	}
+	s.mu.Lock()
+	s.now--
+	s.mu.Unlock()
+	return 0, nil
+}
+
+func (s *overlapSource) Lag(context.Context, time.Time) (time.Duration, error) { return 0, nil }
+
+// TestPipelineWorkers: with Workers 2 two batches are read at once; with the default, one at a time.
+func TestPipelineWorkers(t *testing.T) {
+	for _, workers := range []int{0, 2} {
+		src := &overlapSource{want: max(workers, 2), arrived: make(chan struct{})}
+		p := analytics.NewPipeline(analytics.PipelineConfig{Workers: workers, Idle: time.Millisecond}, src, &countingStore{}, nil)
+		// One worker can never meet a second read: a second is enough to see it does not.
+		limit := time.Second
+		if workers > 0 {
+			limit = 30 * time.Second
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), limit)
+		if workers > 0 {
+			go func() {
+				<-src.arrived
+				cancel()
+			}()
+		}
+		_ = p.Run(ctx)
+		cancel()
+		src.mu.Lock()
+		most := src.most
+		src.mu.Unlock()
+		if want := max(workers, 1); most != want {
+			t.Errorf("Workers %d: %d reads in flight at most, want %d", workers, most, want)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -61,5 +62,67 @@ VALUES ($1, $2, $3, $4, $5)`, uuid.Must(uuid.NewV7()).String(), org, typ, msg, a
 	sum, err := a.Summarize(ctx, org, ports.AnalyticsQuery{From: at.Add(-time.Hour), To: at.Add(time.Hour), Bucket: time.Hour})
 	if err != nil || sum.Totals.Sent != 1 || sum.Totals.Delivered != 1 {
 		t.Errorf("summary after the pipeline: %+v, %v", sum.Totals, err)
+	}
+}
+
+// TestAnalyticsOutboxConcurrentReads: a second ReadEvents while the first still holds its batch (its
+// handler has not returned) takes other events, never the held ones, so the pipeline may copy several
+// batches at once; after both, every event was handed out exactly once.
+func TestAnalyticsOutboxConcurrentReads(t *testing.T) {
+	ctx := context.Background()
+	st := pgtest.Store(t)
+	a := st.Analytics()
+	org := newID()
+	const events = 6
+	for i := range events {
+		if _, err := st.Pool().Exec(ctx, `INSERT INTO events (id, organization_id, type, message_id, occurred_at)
+VALUES ($1, $2, $3, $4, now() - $5 * interval '1 second')`, uuid.Must(uuid.NewV7()).String(), org,
+			ports.EventEmailSent, newID(), events-i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	seen := map[string]int{}
+	var mu sync.Mutex
+	record := func(b []ports.AnalyticsEvent) {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, e := range b {
+			seen[e.ID]++
+		}
+	}
+	holding, release := make(chan struct{}), make(chan struct{})
+	first := make(chan error, 1)
+	go func() {
+		_, err := a.ReadEvents(ctx, events/2, func(_ context.Context, b []ports.AnalyticsEvent) error {
+			record(b)
+			close(holding)
+			<-release
+			return nil
+		})
+		first <- err
+	}()
+	select {
+	case <-holding:
+	case err := <-first:
+		t.Fatalf("the first read ended before its handler held the batch: %v", err)
+	}
+	n, err := a.ReadEvents(ctx, events, func(_ context.Context, b []ports.AnalyticsEvent) error {
+		record(b)
+		return nil
+	})
+	if err != nil || n != events/2 {
+		t.Fatalf("the read beside a held batch took %d, %v; want the other %d events", n, err, events/2)
+	}
+	close(release)
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	if len(seen) != events {
+		t.Errorf("%d distinct events handed out, want %d", len(seen), events)
+	}
+	for id, c := range seen {
+		if c != 1 {
+			t.Errorf("event %s handed out %d times", id, c)
+		}
 	}
 }

@@ -15,8 +15,8 @@ import (
 	"github.com/postmill/postmill/ports"
 )
 
-// clickHouseBatch is the analytics pipeline's batch with the ClickHouse store.
-const clickHouseBatch = 5000
+// ClickHouseBatch is the analytics pipeline's batch with the ClickHouse store.
+const ClickHouseBatch = 5000
 
 // initAnalytics runs the analytics tier: the pipeline copying message events into the analytics store
 // (PostgreSQL or ClickHouse, POSTMILL_ANALYTICS), and the maintenance loop creating daily partitions and
@@ -75,7 +75,10 @@ func (a *App) initAnalytics() (services.Service, error) {
 			// ClickHouse wants few large inserts (each makes a part to merge; its documentation asks for at
 			// least a thousand rows and suggests ten to a hundred thousand); PostgreSQL keeps the
 			// pipeline's default of 1,000, which bounds one transaction.
-			cfg.Batch = clickHouseBatch
+			cfg.Batch = ClickHouseBatch
+		}
+		if !useKafka {
+			cfg.Workers = AnalyticsOutboxWorkers(a.cfg.Analytics)
 		}
 		var source ports.AnalyticsEventSource = st.Analytics()
 		loops := []func(context.Context) error{}
@@ -135,4 +138,16 @@ func (a *App) initAnalytics() (services.Service, error) {
 		return nil
 	}
 	return services.NewBasicService(starting, running, stopping).WithName(TargetAnalytics), nil
+}
+
+// AnalyticsOutboxWorkers is how many batches the pipeline copies at once from the PostgreSQL outbox into the
+// store of the kind. Each batch claims its own outbox rows (FOR UPDATE SKIP LOCKED), so with ClickHouse two
+// batches overlap: one is read and deleted in PostgreSQL while the other is inserted into ClickHouse. The
+// PostgreSQL store writes its rollups in the same database, so a second batch there would only queue behind
+// the first on the same rows.
+func AnalyticsOutboxWorkers(store string) int {
+	if store == "clickhouse" {
+		return 2
+	}
+	return 1
 }

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -9,12 +10,15 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/postmill/postmill/adapters/clickhouse"
 	"github.com/postmill/postmill/adapters/kafka"
 	"github.com/postmill/postmill/adapters/postgres/pgtest"
 	"github.com/postmill/postmill/analytics"
@@ -248,44 +252,91 @@ FROM m, (VALUES (1, 'email.sent'), (2, 'email.delivered'), (3, 'email.opened'), 
 		t.Fatal(err)
 	}
 	total := messages * 5
-	store := st.Analytics()
-	empty := func() {
-		if _, err := pool.Exec(ctx, `TRUNCATE analytics_events, analytics_rollups`); err != nil {
-			t.Fatal(err)
+	stores := []string{"postgres", "clickhouse"}
+	if v := os.Getenv("POSTMILL_BENCH_ANALYTICS_PIPELINE_STORES"); v != "" {
+		stores = strings.Split(v, ",")
+	}
+	var chAddr string
+	for _, s := range stores {
+		if s == "clickhouse" {
+			chAddr = mustClickHouse(t)
 		}
 	}
-	run := func(what string, drain bool, source ports.AnalyticsEventSource, enrich func(context.Context, []ports.AnalyticsEvent) error) {
+	// openStore gives an empty store of the kind, and the pipeline's batch with it (as the tier runs it).
+	openStore := func(kind string) (ports.AnalyticsStore, int, func()) {
+		switch kind {
+		case "postgres":
+			return st.Analytics(), 1000, func() {
+				if _, err := pool.Exec(ctx, `TRUNCATE analytics_events, analytics_rollups`); err != nil {
+					t.Fatal(err)
+				}
+			}
+		case "clickhouse":
+			a, err := clickhouse.Open(ctx, chAddr, "postmill_pipeline_"+randomHex(t, 4))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return a, app.ClickHouseBatch, func() { a.Close() }
+		}
+		t.Fatalf("unknown store %q (postgres or clickhouse)", kind)
+		return nil, 0, nil
+	}
+	run := func(kind, what string, drain bool, source ports.AnalyticsEventSource, enrich func(context.Context, []ports.AnalyticsEvent) error) {
 		t.Helper()
-		p := analytics.NewPipeline(analytics.PipelineConfig{Batch: 1000, Enrich: enrich}, source, store, nil)
+		store, batch, done := openStore(kind)
+		defer done()
+		if drain {
+			// The outbox is emptied by each run that reads it: every seeded event goes back in.
+			if _, err := pool.Exec(ctx, `INSERT INTO analytics_outbox (id) SELECT id FROM events
+WHERE organization_id = $1 ON CONFLICT DO NOTHING`, owner.orgID); err != nil {
+				t.Fatal(err)
+			}
+		}
+		workers := 1
+		if drain {
+			workers = app.AnalyticsOutboxWorkers(kind)
+		}
+		p := analytics.NewPipeline(analytics.PipelineConfig{Batch: batch, Enrich: enrich}, source, store, nil)
 		load := pipelineLoad()
 		start := time.Now()
-		taken := 0
-		for {
-			n, err := p.Step(ctx)
+		var taken atomic.Int64
+		var wg sync.WaitGroup
+		errs := make(chan error, workers)
+		for range workers {
+			wg.Go(func() {
+				errs <- func() error {
+					for {
+						n, err := p.Step(ctx)
+						if err != nil {
+							return fmt.Errorf("%s: %w", what, err)
+						}
+						if n == 0 && time.Since(start) > 10*time.Minute {
+							return fmt.Errorf("%s: took %d of %d events", what, taken.Load(), total)
+						}
+						// The outbox also holds the domain's event: it is read until empty. The topic holds
+						// only the seeded events; waiting for more there would time the poll's wait.
+						if taken.Add(int64(n)) >= int64(total) && (n == 0 || !drain) {
+							return nil
+						}
+					}
+				}()
+			})
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
 			if err != nil {
-				t.Fatalf("%s: %v", what, err)
-			}
-			if n == 0 && time.Since(start) > 10*time.Minute {
-				t.Fatalf("%s: took %d of %d events", what, taken, total)
-			}
-			taken += n
-			// The outbox also holds the domain's event: it is read until empty. The topic holds only
-			// the seeded events; waiting for more there would time the poll's wait.
-			if taken >= total && (n == 0 || !drain) {
-				break
+				t.Fatal(err)
 			}
 		}
 		d := time.Since(start)
 		sum, err := store.Summarize(ctx, owner.orgID, ports.AnalyticsQuery{From: time.Now().Add(-3 * time.Hour), To: time.Now().Add(time.Hour), Bucket: time.Hour})
 		if err != nil || sum.Totals.Sent != int64(messages) || sum.Totals.Opened != int64(2*messages) {
-			t.Fatalf("%s: totals %+v, %v", what, sum.Totals, err)
+			t.Fatalf("%s into %s: totals %+v, %v", what, kind, sum.Totals, err)
 		}
-		t.Logf("%-44s %8d events in %8v: %8.0f events/s (load average before: %s)", what, taken,
-			d.Round(time.Millisecond), float64(taken)/d.Seconds(), load)
-		empty()
+		t.Logf("into %-10s batch %5d × %d  %-40s %8d events in %8v: %8.0f events/s (load average before: %s)", kind, batch, workers, what,
+			taken.Load(), d.Round(time.Millisecond), float64(taken.Load())/d.Seconds(), load)
 	}
-
-	run("PostgreSQL outbox", true, store, nil)
 
 	cluster, err := kfake.NewCluster(kfake.NumBrokers(1))
 	if err != nil {
@@ -332,8 +383,11 @@ WHERE organization_id = $1 AND message_id IS NOT NULL ORDER BY id`, owner.orgID)
 		t.Cleanup(s.Close)
 		return s
 	}
-	run("Kafka topic, domain and tags looked up", false, source(), analytics.NewEnricher(st.Analytics(), 0).Enrich)
-	run("Kafka topic, no lookups (ceiling)", false, source(), nil)
+	for _, kind := range stores {
+		run(kind, "PostgreSQL outbox", true, st.Analytics(), nil)
+		run(kind, "Kafka topic, domain and tags looked up", false, source(), analytics.NewEnricher(st.Analytics(), 0).Enrich)
+		run(kind, "Kafka topic, no lookups (ceiling)", false, source(), nil)
+	}
 }
 
 func pipelineLoad() string {
