@@ -14,6 +14,11 @@
 // partition and then counts as an ack, because a consumer group cannot re-read one record in place; the new
 // record's headers count the deliveries and, after NackAfter, name the time before which consumers hold it
 // back. DeadLetter moves the job to the dead-letter topic (Config.DeadLetterTopic) with the reason.
+//
+// Broadcast jobs (DeliveryJob.Bulk) go to a second topic, the bulk lane (Config.BulkTopic), read by a
+// consumer group of its own (Config.Group + "-bulk"). Receive hands out transactional jobs first: it takes
+// whatever the delivery topic has buffered before it looks at the bulk lane, so a transactional job waits
+// behind at most the bulk jobs already received, never behind a broadcast's backlog.
 package kafka
 
 import (
@@ -45,6 +50,9 @@ type Config struct {
 	Brokers []string // seed brokers, host:port
 	Topic   string   // default DefaultTopic
 	Group   string   // consumer group of the MTA tier; default DefaultGroup
+	// BulkTopic is the bulk lane: broadcast jobs (DeliveryJob.Bulk), read after the transactional ones;
+	// default Topic + ".bulk". Its consumer group is Group + "-bulk".
+	BulkTopic string
 	// DeadLetterTopic receives jobs the MTA gives up on (Delivery.DeadLetter); default Topic + ".dead".
 	// It is created, with one partition, the first time a job is dead-lettered.
 	DeadLetterTopic string
@@ -84,6 +92,9 @@ func (c *Config) defaults() {
 	if c.DeadLetterTopic == "" {
 		c.DeadLetterTopic = c.Topic + ".dead"
 	}
+	if c.BulkTopic == "" {
+		c.BulkTopic = c.Topic + ".bulk"
+	}
 	if c.Partitions == 0 {
 		c.Partitions = DefaultPartitions
 	}
@@ -98,16 +109,18 @@ func (c *Config) defaults() {
 type Queue struct {
 	cfg      Config
 	producer *kgo.Client
+	recv     chan struct{} // one two-lane Receive at a time
 
 	mu       sync.Mutex
-	consumer *consumer
+	consumer *consumer // the delivery topic: transactional jobs
+	bulk     *consumer // the bulk lane: broadcast jobs
 	closed   bool
 }
 
 var _ ports.Queue = (*Queue)(nil)
 
-// New connects to the brokers and creates the topic (Config.Partitions partitions, the broker's default
-// replication) unless it exists.
+// New connects to the brokers and creates the topics (the delivery topic and the bulk lane, each with
+// Config.Partitions partitions and the broker's default replication) unless they exist.
 func New(ctx context.Context, cfg Config) (*Queue, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -117,7 +130,7 @@ func New(ctx context.Context, cfg Config) (*Queue, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Queue{cfg: cfg, producer: producer}, nil
+	return &Queue{cfg: cfg, producer: producer, recv: make(chan struct{}, 1)}, nil
 }
 
 // newProducer connects a client that produces to cfg.Topic with acknowledgement from every in-sync replica,
@@ -132,9 +145,14 @@ func newProducer(ctx context.Context, cfg Config) (*kgo.Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kafka: client: %w", err)
 	}
-	if err := ensureTopic(ctx, kadm.NewClient(producer), cfg.Topic, cfg.Partitions); err != nil {
-		producer.Close()
-		return nil, err
+	for _, topic := range []string{cfg.Topic, cfg.BulkTopic} {
+		if topic == "" {
+			continue
+		}
+		if err := ensureTopic(ctx, kadm.NewClient(producer), topic, cfg.Partitions); err != nil {
+			producer.Close()
+			return nil, err
+		}
 	}
 	return producer, nil
 }
@@ -172,6 +190,9 @@ func (q *Queue) Publish(ctx context.Context, jobs []ports.DeliveryJob) error {
 		if err != nil {
 			return err
 		}
+		if j.Bulk {
+			r.Topic = q.cfg.BulkTopic
+		}
 		recs[i] = r
 	}
 	if err := q.producer.ProduceSync(ctx, recs...).FirstErr(); err != nil {
@@ -181,49 +202,103 @@ func (q *Queue) Publish(ctx context.Context, jobs []ports.DeliveryJob) error {
 }
 
 // Receive returns between 1 and max deliveries (a max below 1 counts as 1), blocking until some are
-// available or ctx ends (then it returns ctx's error). The first call joins the consumer group; the group
+// available or ctx ends (then it returns ctx's error). The first call joins the consumer groups; a group
 // starts a partition without a committed offset at its beginning, so jobs published before any MTA ran
 // are not skipped. Concurrent calls are served one after the other.
+//
+// Transactional jobs come first: what the delivery topic has due or buffered is returned before the bulk
+// lane is looked at. When neither has anything, Receive waits on each in turn, transactionalWait on the
+// delivery topic and bulkWait on the lane, until one has.
 func (q *Queue) Receive(ctx context.Context, max int) ([]ports.Delivery, error) {
 	if max < 1 {
 		max = 1
 	}
-	c, err := q.consumerClient()
+	tx, bulk, err := q.consumerClients()
 	if err != nil {
 		return nil, err
 	}
-	return c.receive(ctx, max)
+	if bulk == nil {
+		return tx.receive(ctx, max)
+	}
+	select {
+	case q.recv <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	defer func() { <-q.recv }()
+	for {
+		for _, c := range []*consumer{tx, bulk} {
+			if ds, err := c.receiveNow(ctx, max); err != nil || len(ds) > 0 {
+				return ds, err
+			}
+		}
+		for _, lane := range []struct {
+			c    *consumer
+			wait time.Duration
+		}{{tx, transactionalWait}, {bulk, bulkWait}} {
+			wctx, cancel := context.WithTimeout(ctx, lane.wait)
+			ds, err := lane.c.receive(wctx, max)
+			cancel()
+			if len(ds) > 0 {
+				return ds, nil
+			}
+			if cerr := ctx.Err(); cerr != nil {
+				return nil, cerr
+			}
+			if err != nil && !errors.Is(err, context.DeadlineExceeded) {
+				return nil, err
+			}
+		}
+	}
 }
 
-func (q *Queue) consumerClient() (*consumer, error) {
+// How long an idle Receive waits on each lane before it looks at the other: a bulk job's wait is short,
+// so a transactional job published meanwhile waits at most that long.
+const (
+	transactionalWait = 100 * time.Millisecond
+	bulkWait          = 10 * time.Millisecond
+)
+
+func (q *Queue) consumerClients() (tx, bulk *consumer, err error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.closed {
-		return nil, errClosed
+		return nil, nil, errClosed
 	}
 	if q.consumer == nil {
 		c, err := newConsumer(q.cfg, q.producer)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		q.consumer = c
 	}
-	return q.consumer, nil
+	if q.bulk == nil && q.cfg.BulkTopic != "" {
+		lane := q.cfg
+		lane.Topic, lane.Group = q.cfg.BulkTopic, q.cfg.Group+"-bulk"
+		c, err := newConsumer(lane, q.producer)
+		if err != nil {
+			return nil, nil, err
+		}
+		q.bulk = c
+	}
+	return q.consumer, q.bulk, nil
 }
 
 // Close leaves the consumer group — committing what was acked, so that the partitions' next owners start
 // right after it and redeliver everything else — and closes the clients. Later calls do nothing.
 func (q *Queue) Close() {
 	q.mu.Lock()
-	c := q.consumer
+	c, bulk := q.consumer, q.bulk
 	already := q.closed
 	q.closed = true
 	q.mu.Unlock()
 	if already {
 		return
 	}
-	if c != nil {
-		c.close()
+	for _, c := range []*consumer{c, bulk} {
+		if c != nil {
+			c.close()
+		}
 	}
 	q.producer.Close()
 }
@@ -240,8 +315,7 @@ type wireJob struct {
 	Attempt        int       `json:"attempt"`
 	FirstQueuedAt  time.Time `json:"firstQueuedAt"`
 	NotBefore      time.Time `json:"notBefore,omitzero"`
-	// Bulk is carried so that a broadcast job's retry stays in the bulk lane of a PostgreSQL queue; the
-	// Kafka topic itself has one lane (partitions are consumed in order).
+	// Bulk marks a broadcast job: it is published to the bulk lane (Config.BulkTopic).
 	Bulk bool `json:"bulk,omitempty"`
 }
 

@@ -110,8 +110,10 @@ func deleteTopicOf(tb testing.TB, cfg kafka.Config) {
 	defer cl.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if _, err := kadm.NewClient(cl).DeleteTopic(ctx, cfg.Topic); err != nil {
-		tb.Errorf("delete topic %s: %v", cfg.Topic, err)
+	for _, topic := range []string{cfg.Topic, cfg.Topic + ".bulk"} {
+		if _, err := kadm.NewClient(cl).DeleteTopic(ctx, topic); err != nil {
+			tb.Errorf("delete topic %s: %v", topic, err)
+		}
 	}
 }
 
@@ -389,5 +391,77 @@ func TestDeadLetterTopic(t *testing.T) {
 	defer scancel()
 	if ds, err := q.Receive(sctx, 10); err == nil {
 		t.Fatalf("the delivery topic handed out %d more deliveries after the dead letter", len(ds))
+	}
+}
+
+// TestTransactionalBeforeBulk: broadcast jobs wait in the bulk lane while transactional jobs published after
+// them are handed out first; the bulk lane is read when the delivery topic has nothing, and a bulk job
+// handed back stays in its lane.
+func TestTransactionalBeforeBulk(t *testing.T) {
+	t.Parallel()
+	cfg := config(t, newCluster(t), 1)
+	q := mustNew(t, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	bulkJob := func() ports.DeliveryJob {
+		j := job("example.com")
+		j.Bulk = true
+		return j
+	}
+	// Both lanes joined and assigned before the measure.
+	publish(t, q, job("example.com"), bulkJob())
+	for _, d := range receiveN(t, q, 2) {
+		if err := d.Ack(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var backlog []ports.DeliveryJob
+	for range 40 {
+		backlog = append(backlog, bulkJob())
+	}
+	publish(t, q, backlog...)
+	first := receiveN(t, q, 1)[0]
+	if !first.Job().Bulk {
+		t.Fatalf("got %+v; want a bulk job, the only kind waiting", first.Job())
+	}
+	tx := map[string]bool{}
+	var txJobs []ports.DeliveryJob
+	for range 3 {
+		j := job("example.com")
+		tx[j.ID] = true
+		txJobs = append(txJobs, j)
+	}
+	publish(t, q, txJobs...)
+	// The consumers fetch in the background; give the delivery topic's fetch time to arrive.
+	time.Sleep(500 * time.Millisecond)
+	got, err := q.Receive(ctx, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 3 {
+		t.Fatalf("got %d jobs; want the 3 transactional ones before the 39 bulk jobs waiting", len(got))
+	}
+	for _, d := range got {
+		if !tx[d.Job().ID] || d.Job().Bulk {
+			t.Errorf("got %+v; want a transactional job", d.Job())
+		}
+		if err := d.Ack(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A bulk job handed back comes again, still a bulk job, after the ones waiting.
+	if err := first.HandBack(ctx, 0); err != nil {
+		t.Fatal(err)
+	}
+	rest := receiveN(t, q, 40)
+	seen := map[string]bool{}
+	for _, d := range rest {
+		if !d.Job().Bulk || tx[d.Job().ID] {
+			t.Errorf("got %+v; want only bulk jobs now", d.Job())
+		}
+		seen[d.Job().ID] = true
+	}
+	if !seen[first.Job().ID] {
+		t.Error("the handed-back bulk job did not come again")
 	}
 }
