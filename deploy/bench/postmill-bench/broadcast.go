@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/twmb/franz-go/pkg/kfake"
 )
 
 // runBroadcast times a broadcast to a topic of N subscribed contacts spread over D recipient domains (each
@@ -37,6 +38,7 @@ func runBroadcast(args []string) error {
 	txAlone := fs.Duration("tx-alone", 15*time.Second, "how long transactional sends are measured alone before the broadcast")
 	rsaFor := fs.Duration("rsa", 3*time.Second, "how long the RSA ceiling is measured")
 	timeout := fs.Duration("timeout", 30*time.Minute, "give up after")
+	queue := fs.String("queue", "postgres", "postgres, or kafka: an in-process Kafka cluster (franz-go's kfake) as POSTMILL_QUEUE")
 	_ = fs.Parse(args)
 	ctx := context.Background()
 	if err := resetDatabase(ctx, *db); err != nil {
@@ -62,6 +64,14 @@ func runBroadcast(args []string) error {
 	}
 	z.mx["tx.example"] = "mx.rcpt.example"
 	env := []string{"POSTMILL_MTA_PORT=" + port, "POSTMILL_MTA_ALLOW_NETS=" + host + "/32"}
+	if *queue == "kafka" {
+		cluster, err := kfake.NewCluster(kfake.NumBrokers(1))
+		if err != nil {
+			return fmt.Errorf("kfake: %w", err)
+		}
+		defer cluster.Close()
+		env = append(env, "POSTMILL_QUEUE=kafka", "POSTMILL_KAFKA_BROKERS="+strings.Join(cluster.ListenAddrs(), ","))
+	}
 	p, err := startPlatform(platformOpts{bin: *bin, db: *db, targets: "all", zone: z, env: env})
 	if err != nil {
 		return err
