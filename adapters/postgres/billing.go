@@ -80,26 +80,73 @@ func (s *Billing) CheckoutPlan(ctx context.Context, orgID, checkoutID string) (s
 	return plan, nil
 }
 
+// PaidSubscription implements ports.BillingStore.
+func (s *Billing) PaidSubscription(ctx context.Context, orgID string) (string, error) {
+	id, err := s.queries.PaidSubscription(ctx, orgID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", nil
+	}
+	if err != nil {
+		return "", interpretError(err)
+	}
+	return id.String, nil
+}
+
+// StartPlanChange implements ports.BillingStore: the change is written on the organization's subscription
+// row only while that row is paid by subscriptionID.
+func (s *Billing) StartPlanChange(ctx context.Context, orgID, subscriptionID, planID, priceID string) error {
+	n, err := s.queries.StartPlanChange(ctx, db.StartPlanChangeParams{
+		OrganizationID: orgID, PaymentSubscriptionID: text(subscriptionID),
+		PendingPlanID: text(planID), PendingPriceID: text(priceID),
+	})
+	if err != nil {
+		return interpretError(err)
+	}
+	if n == 0 {
+		return ports.NotFound("paid subscription not found")
+	}
+	return nil
+}
+
+// PendingPlanChange implements ports.BillingStore.
+func (s *Billing) PendingPlanChange(ctx context.Context, orgID, subscriptionID string) (string, string, error) {
+	row, err := s.queries.PendingPlanChange(ctx, db.PendingPlanChangeParams{OrganizationID: orgID, PaymentSubscriptionID: text(subscriptionID)})
+	if err != nil {
+		return "", "", interpretErrorFor("plan change", err)
+	}
+	return row.PlanID, row.PriceID, nil
+}
+
+func text(s string) pgtype.Text { return pgtype.Text{String: s, Valid: s != ""} }
+
 // ApplyPayment implements ports.BillingStore. The event's row is the idempotency key: a concurrent replay
 // waits on the first one's insert and then finds it, so an event changes the plan once whatever the
 // interleaving. A checkout completes once: a second event completing it (Stripe sends both
 // checkout.session.completed and async_payment_succeeded for some payment methods) is ignored. An ended subscription locks the subscription row it names, so a checkout completing at
-// the same time either precedes it (and is ended) or follows it (and stands).
+// the same time either precedes it (and is ended) or follows it (and stands). A plan change completes the
+// change recorded on the subscription row, conditionally on it being the one confirmed, so of the answer to
+// the update and the notification (or two notifications) exactly one applies it, and a change replaced or
+// cleared since (another plan asked for, a new checkout, the end of the subscription) is not applied.
 func (s *Billing) ApplyPayment(ctx context.Context, p ports.PaymentApplication) (ports.Organization, ports.PaymentOutcome, error) {
 	var org ports.Organization
 	outcome := ports.PaymentApplied
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		q := s.queries.WithTx(tx)
-		n, err := q.InsertPaymentEvent(ctx, db.InsertPaymentEventParams{OrganizationID: p.OrganizationID, EventID: p.EventID, ReceivedAt: p.Now})
-		if err != nil {
-			return err
-		}
-		if n == 0 {
-			outcome = ports.PaymentDuplicate
-			return nil
+		change := !p.Ended && p.CheckoutID == "" && p.PriceID != ""
+		// A change confirmed by the provider's answer has no event: its own completion is its idempotency.
+		if p.EventID != "" || !change {
+			n, err := q.InsertPaymentEvent(ctx, db.InsertPaymentEventParams{OrganizationID: p.OrganizationID, EventID: p.EventID, ReceivedAt: p.Now})
+			if err != nil {
+				return err
+			}
+			if n == 0 {
+				outcome = ports.PaymentDuplicate
+				return nil
+			}
 		}
 		var paidBy pgtype.Text
-		if p.Ended {
+		switch {
+		case p.Ended:
 			if _, err := q.LockPaidSubscription(ctx, db.LockPaidSubscriptionParams{
 				OrganizationID: p.OrganizationID, PaymentSubscriptionID: pgtype.Text{String: p.SubscriptionID, Valid: true},
 			}); errors.Is(err, pgx.ErrNoRows) {
@@ -108,8 +155,21 @@ func (s *Billing) ApplyPayment(ctx context.Context, p ports.PaymentApplication) 
 			} else if err != nil {
 				return err
 			}
-		} else {
-			paidBy = pgtype.Text{String: p.SubscriptionID, Valid: p.SubscriptionID != ""}
+		case change:
+			paidBy = text(p.SubscriptionID)
+			n, err := q.CompletePlanChange(ctx, db.CompletePlanChangeParams{
+				OrganizationID: p.OrganizationID, PaymentSubscriptionID: paidBy,
+				PendingPlanID: text(p.PlanID), PendingPriceID: text(p.PriceID),
+			})
+			if err != nil {
+				return err
+			}
+			if n == 0 {
+				outcome = ports.PaymentIgnored
+				return nil
+			}
+		default:
+			paidBy = text(p.SubscriptionID)
 			n, err := q.CompleteBillingCheckout(ctx, db.CompleteBillingCheckoutParams{
 				OrganizationID: p.OrganizationID, CheckoutID: p.CheckoutID, CompletedAt: &p.Now, SubscriptionID: paidBy,
 			})

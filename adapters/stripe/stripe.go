@@ -1,6 +1,7 @@
 // Package stripe is the Stripe payment provider (ports.PaymentProvider): a plan with a priceId is paid
 // through a Stripe Checkout session in subscription mode, and Stripe's signed webhook notifications
-// confirm it. The organization and the plan travel in the session's client_reference_id and metadata and
+// confirm it. A later move to another priced plan changes the price of that subscription's item, and a
+// move to a plan without a price cancels the subscription. The organization and the plan travel in the session's client_reference_id and metadata and
 // in the subscription's metadata, so that the notifications name them; the core believes them only
 // together with the checkout it recorded when the session was created.
 package stripe
@@ -136,6 +137,96 @@ func (p *Provider) Checkout(ctx context.Context, orgID string, offer ports.PlanO
 	return ports.PaymentCheckout{ID: s.ID, URL: s.URL}, nil
 }
 
+// Proration and payment of a plan change inside a subscription: the prorated difference is invoiced and
+// charged at once (an upgrade) or credited to the customer's balance (a downgrade), and Stripe keeps the new
+// price pending until that invoice is paid, so a payment that fails or needs the customer leaves the
+// subscription, and the limits, on the plan already paid for.
+const (
+	changeProration = "always_invoice"
+	changePayment   = "pending_if_incomplete"
+)
+
+// ChangePlan implements ports.PaymentProvider: the subscription's one item (Postmill's checkouts create
+// subscriptions of one item) is moved to the offer's price. Parameters a pending update does not support
+// (metadata among them) are not sent, so the subscription's postmill_plan_id keeps the plan of its
+// checkout; Postmill never reads it.
+func (p *Provider) ChangePlan(ctx context.Context, orgID, subscriptionID string, offer ports.PlanOffer) (ports.PaymentPlanChange, error) {
+	if offer.PriceID == "" {
+		return ports.PaymentPlanChange{}, fmt.Errorf("stripe: plan %q has no price", offer.ID)
+	}
+	if subscriptionID == "" {
+		return ports.PaymentPlanChange{}, errors.New("stripe: no subscription to change")
+	}
+	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	sub, err := p.client.V1Subscriptions.Retrieve(ctx, subscriptionID, nil)
+	if err != nil {
+		return ports.PaymentPlanChange{}, fmt.Errorf("stripe: reading subscription %s: %w", subscriptionID, p.describe(err))
+	}
+	// Postmill's record links the subscription to the organization; Stripe's metadata, when set, must agree.
+	if owner := sub.Metadata[MetadataOrganization]; owner != "" && owner != orgID {
+		return ports.PaymentPlanChange{}, fmt.Errorf("stripe: subscription %s belongs to another organization", subscriptionID)
+	}
+	if sub.Status == stripego.SubscriptionStatusCanceled || sub.Status == stripego.SubscriptionStatusIncompleteExpired {
+		return ports.PaymentPlanChange{}, fmt.Errorf("stripe: subscription %s has ended (%s)", subscriptionID, sub.Status)
+	}
+	if sub.Items == nil || len(sub.Items.Data) != 1 || sub.Items.Data[0].ID == "" {
+		n := 0
+		if sub.Items != nil {
+			n = len(sub.Items.Data)
+		}
+		return ports.PaymentPlanChange{}, fmt.Errorf("stripe: subscription %s has %d items; a plan change needs exactly one", subscriptionID, n)
+	}
+	updated, err := p.client.V1Subscriptions.Update(ctx, subscriptionID, &stripego.SubscriptionUpdateParams{
+		Items: []*stripego.SubscriptionUpdateItemParams{
+			{ID: stripego.String(sub.Items.Data[0].ID), Price: stripego.String(offer.PriceID), Quantity: stripego.Int64(1)},
+		},
+		ProrationBehavior: stripego.String(changeProration),
+		PaymentBehavior:   stripego.String(changePayment),
+	})
+	if err != nil {
+		return ports.PaymentPlanChange{}, fmt.Errorf("stripe: changing subscription %s: %w", subscriptionID, p.describe(err))
+	}
+	return ports.PaymentPlanChange{Confirmed: onPrice(updated, offer.PriceID)}, nil
+}
+
+// onPrice reports whether Stripe shows the subscription live on price, with no update waiting on payment.
+func onPrice(s *stripego.Subscription, price string) bool {
+	if s == nil || s.PendingUpdate != nil || !live(string(s.Status)) || s.Items == nil || len(s.Items.Data) != 1 {
+		return false
+	}
+	it := s.Items.Data[0]
+	return it.Price != nil && it.Price.ID == price
+}
+
+// live is a subscription status in which the customer is on the subscription's price: paying or trialing.
+func live(status string) bool {
+	return status == string(stripego.SubscriptionStatusActive) || status == string(stripego.SubscriptionStatusTrialing)
+}
+
+// CancelSubscription implements ports.PaymentProvider: the subscription ends at once with a final invoice
+// that credits the unused part of the period (prorate) and bills any pending proration (invoice_now), so
+// the customer pays for the paid plan only for the time they were on it. A subscription Stripe no longer
+// has is already ended.
+func (p *Provider) CancelSubscription(ctx context.Context, orgID, subscriptionID string) error {
+	if subscriptionID == "" {
+		return errors.New("stripe: no subscription to cancel")
+	}
+	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	_, err := p.client.V1Subscriptions.Cancel(ctx, subscriptionID, &stripego.SubscriptionCancelParams{
+		InvoiceNow: stripego.Bool(true), Prorate: stripego.Bool(true),
+	})
+	var se *stripego.Error
+	if errors.As(err, &se) && se.Code == stripego.ErrorCodeResourceMissing {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("stripe: cancelling subscription %s: %w", subscriptionID, p.describe(err))
+	}
+	return nil
+}
+
 // apiKeyPattern matches Stripe secret and restricted keys. Stripe's own error messages may quote the key
 // that was sent ("Authorization was 'Bearer sk_test_…'"), so every message is cleaned of them.
 var apiKeyPattern = regexp.MustCompile(`\b(sk|rk)_(test|live)_[0-9A-Za-z_]+`)
@@ -201,20 +292,34 @@ func (p *Provider) ParseEvent(payload []byte, signature string) (ports.PaymentEv
 		out.SubscriptionID = objectID(s.Subscription)
 	case stripego.EventTypeCustomerSubscriptionDeleted, stripego.EventTypeCustomerSubscriptionUpdated:
 		var s struct {
-			ID       string            `json:"id"`
-			Status   string            `json:"status"`
-			Metadata map[string]string `json:"metadata"`
+			ID            string            `json:"id"`
+			Status        string            `json:"status"`
+			Metadata      map[string]string `json:"metadata"`
+			PendingUpdate json.RawMessage   `json:"pending_update"`
+			Items         struct {
+				Data []struct {
+					Price json.RawMessage `json:"price"`
+				} `json:"data"`
+			} `json:"items"`
 		}
 		if err := json.Unmarshal(ev.Data.Raw, &s); err != nil {
 			return ports.PaymentEvent{}, ports.Errorf(ports.CodeInvalidArgument, "The subscription in the notification is unreadable")
 		}
-		// An update matters only when it ends the subscription for good; past_due and the like may recover.
-		if ev.Type == stripego.EventTypeCustomerSubscriptionUpdated && s.Status != "canceled" && s.Status != "incomplete_expired" {
-			return out, nil
-		}
-		out.Type = ports.PaymentSubscriptionEnded
 		out.SubscriptionID = s.ID
 		out.OrganizationID = s.Metadata[MetadataOrganization]
+		switch {
+		case ev.Type == stripego.EventTypeCustomerSubscriptionDeleted || s.Status == "canceled" || s.Status == "incomplete_expired":
+			out.Type = ports.PaymentSubscriptionEnded
+		case live(s.Status) && (len(s.PendingUpdate) == 0 || string(s.PendingUpdate) == "null"):
+			// A live subscription with nothing waiting on payment: the price it is on confirms a plan change
+			// recorded for it. past_due and the like may recover, and a pending update is not made yet.
+			out.Type = ports.PaymentSubscriptionUpdated
+			if len(s.Items.Data) == 1 {
+				out.PriceID = objectID(s.Items.Data[0].Price)
+			}
+		default:
+			return ports.PaymentEvent{ID: ev.ID, Type: ports.PaymentEventOther}, nil
+		}
 	}
 	return out, nil
 }

@@ -102,8 +102,10 @@ func (s *Service) BillingSubscription(ctx context.Context, orgID string) (ports.
 }
 
 // Subscribe moves the organization to planID. A plan with a price, when a payment provider is configured,
-// starts a checkout and changes nothing until the provider confirms; otherwise the plan and its limits are
-// recorded at once and every process's send path hears of them.
+// starts a checkout and changes nothing until the provider confirms; an organization already paying through
+// a provider subscription has that subscription's price changed instead (changePlan). A plan without a
+// price is recorded with its limits at once, and every process's send path hears of them; a provider
+// subscription paying for the plan left is cancelled first.
 func (s *Service) Subscribe(ctx context.Context, orgID, planID string) (ports.BillingSubscription, error) {
 	offer, ok := s.byID[planID]
 	if !ok {
@@ -111,10 +113,20 @@ func (s *Service) Subscribe(ctx context.Context, orgID, planID string) (ports.Bi
 			Path: "plan", Message: fmt.Sprintf("unknown plan %q; the plans are %s", planID, s.planIDs()),
 		})
 	}
+	paidBy := ""
+	if s.deps.Payments != nil {
+		var err error
+		if paidBy, err = s.deps.Store.PaidSubscription(ctx, orgID); err != nil {
+			return ports.BillingSubscription{}, fmt.Errorf("billing: paid subscription: %w", err)
+		}
+	}
 	if offer.PriceID != "" && s.deps.Payments != nil {
 		org, err := s.deps.Organizations.Organization(ctx, orgID)
 		if err != nil {
 			return ports.BillingSubscription{}, fmt.Errorf("billing: organization: %w", err)
+		}
+		if paidBy != "" {
+			return s.changePlan(ctx, org, paidBy, offer)
 		}
 		co, err := s.deps.Payments.Checkout(ctx, org.ID, offer)
 		if err != nil {
@@ -129,20 +141,71 @@ func (s *Service) Subscribe(ctx context.Context, orgID, planID string) (ports.Bi
 		sub.CheckoutURL = co.URL
 		return sub, err
 	}
+	if paidBy != "" {
+		// The customer leaves the paid plan now, so the subscription ends now: the limits fall to the new
+		// plan's at once, and the provider credits the rest of the period. Cancelled before the plan is
+		// recorded: if the cancellation fails nothing changed, and if recording fails after it, the
+		// provider's notification of the end still moves the organization to the free plan.
+		if err := s.deps.Payments.CancelSubscription(ctx, orgID, paidBy); err != nil {
+			return ports.BillingSubscription{}, fmt.Errorf("billing: cancelling the paid subscription: %w", err)
+		}
+	}
 	org, err := s.deps.Store.SubscribePlan(ctx, orgID, offer.ID, offer.Plan, s.deps.Clock.Now())
 	if err != nil {
 		return ports.BillingSubscription{}, fmt.Errorf("billing: subscribe: %w", err)
 	}
-	if s.deps.Changes != nil {
-		s.deps.Changes.Publish(ports.Change{Kind: ports.ChangeOrganization, OrganizationID: org.ID})
+	s.announce(org.ID)
+	return s.report(ctx, org)
+}
+
+// changePlan moves an organization paying through the provider's subscription subID to another priced
+// plan inside that subscription. The change is recorded before the provider is asked, so whichever
+// confirms it (the provider's answer here, or its notification later, for instance when the call timed out
+// after the provider made the change) finds it; the plan applies once, from this record. The provider's
+// answer, to Postmill's own authenticated call, is as much a confirmation as its signed notification: when
+// it shows the subscription on the new price the plan applies at once, so the answer already carries the
+// new limits. When the provider holds the change until the customer pays the difference, the answer still
+// shows the plan as it was, and the notification applies the new one.
+func (s *Service) changePlan(ctx context.Context, org ports.Organization, subID string, offer ports.PlanOffer) (ports.BillingSubscription, error) {
+	if err := s.deps.Store.StartPlanChange(ctx, org.ID, subID, offer.ID, offer.PriceID); err != nil {
+		return ports.BillingSubscription{}, fmt.Errorf("billing: recording the plan change: %w", err)
+	}
+	ch, err := s.deps.Payments.ChangePlan(ctx, org.ID, subID, offer)
+	if err != nil {
+		return ports.BillingSubscription{}, fmt.Errorf("billing: changing the paid subscription: %w", err)
+	}
+	if ch.Confirmed {
+		applied, outcome, err := s.deps.Store.ApplyPayment(ctx, ports.PaymentApplication{
+			OrganizationID: org.ID, SubscriptionID: subID, PriceID: offer.PriceID, PlanID: offer.ID, Plan: offer.Plan,
+			Now: s.deps.Clock.Now(),
+		})
+		if err != nil {
+			return ports.BillingSubscription{}, fmt.Errorf("billing: applying the plan change: %w", err)
+		}
+		if outcome == ports.PaymentApplied {
+			org = applied
+			s.announce(org.ID)
+		} else if org, err = s.deps.Organizations.Organization(ctx, org.ID); err != nil {
+			// Ignored: the notification applied it first, or another subscribe replaced it meanwhile.
+			return ports.BillingSubscription{}, fmt.Errorf("billing: organization: %w", err)
+		}
 	}
 	return s.report(ctx, org)
+}
+
+// announce tells this process's send path, and the change feed's other listeners, of the organization's
+// new limits.
+func (s *Service) announce(orgID string) {
+	if s.deps.Changes != nil {
+		s.deps.Changes.Publish(ports.Change{Kind: ports.ChangeOrganization, OrganizationID: orgID})
+	}
 }
 
 // PaymentWebhook takes a provider notification. The provider verifies its signature; the core then
 // believes the organization it names only together with a checkout (or paid subscription) recorded for that
 // organization, so a notification about one organization's payment can never change another's plan. A
-// completed checkout records the plan it was started for; a subscription that ended moves the organization
+// completed checkout records the plan it was started for; a subscription updated onto the price of the plan
+// change recorded for it (changePlan) records that plan; a subscription that ended moves the organization
 // back to the free plan if it is still on that subscription. The provider's event id is recorded with the
 // change, in one transaction, so a replay changes nothing. Every other event, and one naming nothing
 // recorded, is ignored (the provider is still told it arrived, so it stops retrying).
@@ -176,6 +239,25 @@ func (s *Service) PaymentWebhook(ctx context.Context, payload []byte, signature 
 			return ports.PaymentWebhookResult{}, fmt.Errorf("billing: checkout %s paid for plan %q, which the catalogue no longer has", ev.CheckoutID, planID)
 		}
 		app.CheckoutID, app.PlanID, app.Plan = ev.CheckoutID, offer.ID, offer.Plan
+	case ports.PaymentSubscriptionUpdated:
+		if ev.OrganizationID == "" || ev.SubscriptionID == "" || ev.PriceID == "" {
+			return res, nil
+		}
+		app.PriceID = ev.PriceID
+		planID, priceID, err := s.deps.Store.PendingPlanChange(ctx, ev.OrganizationID, ev.SubscriptionID)
+		if err != nil && ports.ErrorCode(err) != ports.CodeNotFound {
+			return ports.PaymentWebhookResult{}, fmt.Errorf("billing: plan change: %w", err)
+		}
+		// Any other update of the subscription (a renewal, the price before the change, a change already
+		// applied) goes to the store without a plan: it records the event and changes nothing, so a replay
+		// of it can never confirm a later change to the same price.
+		if err == nil && priceID == ev.PriceID {
+			offer, ok := s.byID[planID]
+			if !ok {
+				return ports.PaymentWebhookResult{}, fmt.Errorf("billing: subscription %s moved to plan %q, which the catalogue no longer has", ev.SubscriptionID, planID)
+			}
+			app.PlanID, app.Plan = offer.ID, offer.Plan
+		}
 	case ports.PaymentSubscriptionEnded:
 		if ev.OrganizationID == "" || ev.SubscriptionID == "" {
 			return res, nil
@@ -192,8 +274,8 @@ func (s *Service) PaymentWebhook(ctx context.Context, payload []byte, signature 
 	if err != nil {
 		return ports.PaymentWebhookResult{}, fmt.Errorf("billing: applying a payment: %w", err)
 	}
-	if outcome == ports.PaymentApplied && s.deps.Changes != nil {
-		s.deps.Changes.Publish(ports.Change{Kind: ports.ChangeOrganization, OrganizationID: org.ID})
+	if outcome == ports.PaymentApplied {
+		s.announce(org.ID)
 	}
 	res.Outcome = outcome
 	return res, nil

@@ -53,6 +53,31 @@ func (q *Queries) CompleteBillingCheckout(ctx context.Context, arg CompleteBilli
 	return result.RowsAffected(), nil
 }
 
+const completePlanChange = `-- name: CompletePlanChange :execrows
+UPDATE billing_subscriptions SET pending_plan_id = NULL, pending_price_id = NULL
+WHERE organization_id = $1 AND payment_subscription_id = $2 AND pending_plan_id = $3 AND pending_price_id = $4
+`
+
+type CompletePlanChangeParams struct {
+	OrganizationID        string
+	PaymentSubscriptionID pgtype.Text
+	PendingPlanID         pgtype.Text
+	PendingPriceID        pgtype.Text
+}
+
+func (q *Queries) CompletePlanChange(ctx context.Context, arg CompletePlanChangeParams) (int64, error) {
+	result, err := q.db.Exec(ctx, completePlanChange,
+		arg.OrganizationID,
+		arg.PaymentSubscriptionID,
+		arg.PendingPlanID,
+		arg.PendingPriceID,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const insertBillingCheckout = `-- name: InsertBillingCheckout :exec
 INSERT INTO billing_checkouts (organization_id, checkout_id, plan_id, created_at)
 VALUES ($1, $2, $3, $4)
@@ -115,6 +140,64 @@ func (q *Queries) LockPaidSubscription(ctx context.Context, arg LockPaidSubscrip
 	return plan_id, err
 }
 
+const paidSubscription = `-- name: PaidSubscription :one
+SELECT payment_subscription_id FROM billing_subscriptions WHERE organization_id = $1
+`
+
+func (q *Queries) PaidSubscription(ctx context.Context, organizationID string) (pgtype.Text, error) {
+	row := q.db.QueryRow(ctx, paidSubscription, organizationID)
+	var payment_subscription_id pgtype.Text
+	err := row.Scan(&payment_subscription_id)
+	return payment_subscription_id, err
+}
+
+const pendingPlanChange = `-- name: PendingPlanChange :one
+SELECT pending_plan_id::text AS plan_id, pending_price_id::text AS price_id FROM billing_subscriptions
+WHERE organization_id = $1 AND payment_subscription_id = $2 AND pending_plan_id IS NOT NULL
+`
+
+type PendingPlanChangeParams struct {
+	OrganizationID        string
+	PaymentSubscriptionID pgtype.Text
+}
+
+type PendingPlanChangeRow struct {
+	PlanID  string
+	PriceID string
+}
+
+func (q *Queries) PendingPlanChange(ctx context.Context, arg PendingPlanChangeParams) (PendingPlanChangeRow, error) {
+	row := q.db.QueryRow(ctx, pendingPlanChange, arg.OrganizationID, arg.PaymentSubscriptionID)
+	var i PendingPlanChangeRow
+	err := row.Scan(&i.PlanID, &i.PriceID)
+	return i, err
+}
+
+const startPlanChange = `-- name: StartPlanChange :execrows
+UPDATE billing_subscriptions SET pending_plan_id = $3, pending_price_id = $4
+WHERE organization_id = $1 AND payment_subscription_id = $2
+`
+
+type StartPlanChangeParams struct {
+	OrganizationID        string
+	PaymentSubscriptionID pgtype.Text
+	PendingPlanID         pgtype.Text
+	PendingPriceID        pgtype.Text
+}
+
+func (q *Queries) StartPlanChange(ctx context.Context, arg StartPlanChangeParams) (int64, error) {
+	result, err := q.db.Exec(ctx, startPlanChange,
+		arg.OrganizationID,
+		arg.PaymentSubscriptionID,
+		arg.PendingPlanID,
+		arg.PendingPriceID,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const subscribedPlan = `-- name: SubscribedPlan :one
 SELECT plan_id FROM billing_subscriptions WHERE organization_id = $1
 `
@@ -130,7 +213,7 @@ const upsertSubscribedPlan = `-- name: UpsertSubscribedPlan :exec
 INSERT INTO billing_subscriptions (organization_id, plan_id, updated_at, payment_subscription_id)
 VALUES ($1, $2, $3, $4)
 ON CONFLICT (organization_id) DO UPDATE SET plan_id = EXCLUDED.plan_id, updated_at = EXCLUDED.updated_at,
-    payment_subscription_id = EXCLUDED.payment_subscription_id
+    payment_subscription_id = EXCLUDED.payment_subscription_id, pending_plan_id = NULL, pending_price_id = NULL
 `
 
 type UpsertSubscribedPlanParams struct {

@@ -136,6 +136,8 @@ type BillingSubscription struct {
 	PlanID                string
 	UpdatedAt             time.Time
 	PaymentSubscriptionID pgtype.Text
+	PendingPlanID         pgtype.Text
+	PendingPriceID        pgtype.Text
 }
 
 type Bounce struct {
