@@ -34,6 +34,7 @@ type stripeRecorder struct {
 	mu       sync.Mutex
 	forms    []url.Values
 	sessions []map[string]any
+	requests []string // "METHOD path?query", every call
 }
 
 func startStripe(t *testing.T) (*stripeRecorder, string) {
@@ -60,6 +61,9 @@ func startStripe(t *testing.T) (*stripeRecorder, string) {
 	}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
+		rec.mu.Lock()
+		rec.requests = append(rec.requests, r.Method+" "+r.URL.Path+"?"+r.URL.RawQuery)
+		rec.mu.Unlock()
 		if form, err := url.ParseQuery(string(body)); err == nil && r.Method == http.MethodPost {
 			rec.mu.Lock()
 			rec.forms = append(rec.forms, form)
@@ -264,6 +268,82 @@ func TestBillingStripeCheckout(t *testing.T) {
 	}
 	if p := planOf(otherWrite); p["id"] != "pro" {
 		t.Fatalf("this organization's end changed the other's plan: %v", p)
+	}
+
+	// The other organization, paying for pro through sub_2, moves to tiny: its subscription's price is
+	// changed, no second checkout is opened, and stripe-mock's answer (a fixture, not on tiny's price)
+	// leaves the plan as it was until Stripe's notification confirms it.
+	rec.mu.Lock()
+	sessionsBefore, requestsBefore := len(rec.sessions), len(rec.requests)
+	rec.mu.Unlock()
+	r = expect(t, w.post("/v1/billing/subscribe", otherWrite, map[string]any{"plan": "tiny"}), 200)
+	if r.body["checkoutUrl"] != nil || r.body["plan"].(map[string]any)["id"] != "pro" {
+		t.Fatalf("plan change: %s", r.raw)
+	}
+	form, _ = rec.last(t)
+	rec.mu.Lock()
+	calls := append([]string(nil), rec.requests[requestsBefore:]...)
+	sessionsAfter := len(rec.sessions)
+	rec.mu.Unlock()
+	if sessionsAfter != sessionsBefore || len(calls) != 2 || calls[0] != "GET /v1/subscriptions/sub_2?" || calls[1] != "POST /v1/subscriptions/sub_2?" {
+		t.Fatalf("calls to Stripe for the plan change: %v (sessions %d -> %d)", calls, sessionsBefore, sessionsAfter)
+	}
+	for k, want := range map[string]string{
+		"items[0][price]": "price_1PostmillTiny", "proration_behavior": "always_invoice", "payment_behavior": "pending_if_incomplete",
+	} {
+		if got := form.Get(k); got != want {
+			t.Errorf("Postmill sent %s=%q, want %q", k, got, want)
+		}
+	}
+	updated := func(id, org, sub, price string) ([]byte, string) {
+		return stripeEvent(t, e2eStripeSecret, id, "customer.subscription.updated", map[string]any{
+			"id": sub, "object": "subscription", "status": "active", "pending_update": nil,
+			"metadata": map[string]any{"postmill_organization_id": org},
+			"items":    map[string]any{"object": "list", "data": []any{map[string]any{"id": "si_1", "object": "subscription_item", "price": map[string]any{"id": price, "object": "price"}}}},
+		})
+	}
+	for _, ev := range []struct{ id, org, price string }{
+		{"evt_upd_foreign", w.owner.orgID, "price_1PostmillTiny"}, {"evt_upd_renewal", other.orgID, "price_1PostmillPro"},
+	} {
+		b, s = updated(ev.id, ev.org, "sub_2", ev.price)
+		if r := expect(t, w.stripeWebhook(b, s), 200); r.str("outcome") != "ignored" {
+			t.Fatalf("%s: %s", ev.id, r.raw)
+		}
+	}
+	if p := planOf(otherWrite); p["id"] != "pro" {
+		t.Fatalf("an update confirming nothing changed the plan: %v", p)
+	}
+	if p := planOf(read); p["id"] != "free" {
+		t.Fatalf("the other organization's change named for this one changed it: %v", p)
+	}
+	b, s = updated("evt_upd", other.orgID, "sub_2", "price_1PostmillTiny")
+	if r := expect(t, w.stripeWebhook(b, s), 200); r.str("outcome") != "applied" {
+		t.Fatalf("confirmed plan change: %s", r.raw)
+	}
+	if p := planOf(otherWrite); p["id"] != "tiny" || p["monthlyLimit"] != float64(1) {
+		t.Fatalf("after the confirmed change: %v", p)
+	}
+	if r := expect(t, w.stripeWebhook(b, s), 200); r.str("outcome") != "duplicate" {
+		t.Fatalf("replayed plan change: %s", r.raw)
+	}
+
+	// Moving to free cancels sub_2 at once, crediting the unused time, and free's limits hold at once; the
+	// end Stripe then notifies changes nothing more.
+	rec.mu.Lock()
+	requestsBefore = len(rec.requests)
+	rec.mu.Unlock()
+	if p := expect(t, w.post("/v1/billing/subscribe", otherWrite, map[string]any{"plan": "free"}), 200).body["plan"].(map[string]any); p["id"] != "free" || p["monthlyLimit"] != float64(3000) {
+		t.Fatalf("moving to free: %v", p)
+	}
+	rec.mu.Lock()
+	calls = append([]string(nil), rec.requests[requestsBefore:]...)
+	rec.mu.Unlock()
+	if len(calls) != 1 || calls[0] != "DELETE /v1/subscriptions/sub_2?invoice_now=true&prorate=true" {
+		t.Fatalf("calls to Stripe moving to free: %v", calls)
+	}
+	b, s = ended("evt_end_2", other.orgID, "sub_2")
+	if r := expect(t, w.stripeWebhook(b, s), 200); r.str("outcome") != "ignored" {
+		t.Fatalf("the end after the cancellation: %s", r.raw)
 	}
 }
 
