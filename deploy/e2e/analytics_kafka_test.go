@@ -295,6 +295,10 @@ WHERE organization_id = $1 ON CONFLICT DO NOTHING`, owner.orgID); err != nil {
 		workers := 1
 		if drain {
 			workers = app.AnalyticsOutboxWorkers(kind)
+			// To compare, POSTMILL_BENCH_ANALYTICS_PIPELINE_OUTBOX_WORKERS sets another count.
+			if w, err := strconv.Atoi(os.Getenv("POSTMILL_BENCH_ANALYTICS_PIPELINE_OUTBOX_WORKERS")); err == nil && w > 0 {
+				workers = w
+			}
 		}
 		p := analytics.NewPipeline(analytics.PipelineConfig{Batch: batch, Enrich: enrich}, source, store, nil)
 		load := pipelineLoad()
