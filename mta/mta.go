@@ -238,9 +238,11 @@ func (m *MTA) handle(ctx context.Context, d ports.Delivery) {
 		return
 	}
 
-	if !m.pace(ctx, d, job, log) { // the job's site is throttled: it comes back at its turn (shaping_run.go)
+	ok, release := m.pace(ctx, d, job, log)
+	if !ok { // the job's site is throttled: it comes back at its turn (shaping_run.go)
 		return
 	}
+	defer release()
 	out, err := m.loadOutbound(ctx, job)
 	if ports.ErrorCode(err) == ports.CodeNotFound {
 		log.Info("message gone; job dropped")

@@ -207,3 +207,44 @@ func TestBackOffStartsFromTheRateDelivered(t *testing.T) {
 		t.Fatalf("421 after a minute without deliveries: rate %v, want 100 (half of 20 × 10)", rate)
 	}
 }
+
+// TestBackedOffSiteHoldsAtMostItsCap: a site at its configured limits is not capped (it takes what it is
+// sent); backed off, it holds at most two jobs per connection it is allowed plus its lane, even when each
+// job's turn has come, and a job over that goes back to the queue until one of them is done.
+func TestBackedOffSiteHoldsAtMostItsCap(t *testing.T) {
+	a := AdaptiveShaping{Hold: time.Second, RecoverEvery: time.Hour, PerConnectionRate: 10, LaneWait: time.Second, LaneJobs: 3}
+	s := &site{rule: SiteRule{Connections: 4, Burst: 1}, conns: 4}
+	now := time.Unix(1000, 0)
+	for i := range 100 {
+		if _, ok := s.reserve(a, now); !ok {
+			t.Fatalf("job %d refused by a site at its limits", i)
+		}
+	}
+	for range 100 {
+		s.release()
+	}
+	if down, conns, rate := s.observe(a, now, signalThrottled); !down || conns != 2 || rate != 20 {
+		t.Fatalf("421: down %v, %d connections, rate %v; want 2 and 20", down, conns, rate)
+	}
+	step := 50 * time.Millisecond // the site's rate: each job's turn has come when it asks
+	heldCap := 2*2 + a.LaneJobs
+	for i := range heldCap {
+		now = now.Add(step)
+		w, ok := s.reserve(a, now)
+		if !ok {
+			t.Fatalf("job %d of %d refused", i+1, heldCap)
+		}
+		if w > 0 {
+			s.leave()
+		}
+	}
+	now = now.Add(step)
+	if w, ok := s.reserve(a, now); ok || w < time.Second {
+		t.Fatalf("job %d taken by a site holding %d (wait %v)", heldCap+1, heldCap, w)
+	}
+	s.release()
+	now = now.Add(step)
+	if _, ok := s.reserve(a, now); !ok {
+		t.Fatal("a job was refused after one of the held ones was done")
+	}
+}

@@ -17,14 +17,15 @@ func (m *MTA) Sites() []SiteState { return m.sites.snapshot(m.now()) }
 // throttled site's jobs neither sign messages nor hold connections while they wait. A short wait is
 // spent here, in the site's lane; a job that would wait longer than AdaptiveShaping.LaneWait, or that
 // finds its site's lane full, goes back to the queue until its turn (HandBack; the turns of the jobs
-// sent back are spread at the site's rate, site.reserve) and frees its worker for the other sites. It
-// returns false when the job was handed back. A job whose route cannot be found yet goes on: deliver
+// sent back are spread at the site's rate, site.reserve) and frees its worker for the other sites; so does
+// a job of a backed-off site already holding as many jobs as it may (site.heldCap). It returns false when
+// the job was handed back; otherwise release, to be called when the job no longer holds its worker. A job whose route cannot be found yet goes on: deliver
 // reports why. A hand-back is not a try: the queue does not count it among the job's deliveries, so
 // however long a site throttles, Config.MaxDeliveries caps only real attempts.
-func (m *MTA) pace(ctx context.Context, d ports.Delivery, job ports.DeliveryJob, log *slog.Logger) bool {
+func (m *MTA) pace(ctx context.Context, d ports.Delivery, job ports.DeliveryJob, log *slog.Logger) (ok bool, release func()) {
 	st := m.siteFor(job.Domain, nil)
 	if st == nil {
-		return true
+		return true, func() {}
 	}
 	wait, ok := st.reserve(m.sites.shaping.Adaptive, m.now())
 	if ok {
@@ -32,7 +33,7 @@ func (m *MTA) pace(ctx context.Context, d ports.Delivery, job ports.DeliveryJob,
 			sleep(ctx, wait)
 			st.leave()
 		}
-		return true
+		return true, st.release
 	}
 	// A little jitter, so that the MTA processes sharing a queue (each with its own site state) do not
 	// bring their jobs back in step.
@@ -42,7 +43,7 @@ func (m *MTA) pace(ctx context.Context, d ports.Delivery, job ports.DeliveryJob,
 		log.Warn("handing the job back failed; it comes back when its lease ends", "error", err)
 	}
 	m.metrics.jobs.WithLabelValues("throttled").Inc()
-	return false
+	return false, nil
 }
 
 // siteFor returns the site of a recipient domain: from its hosts as routing knows them without any

@@ -41,6 +41,9 @@ type site struct {
 	sent     int
 	lastRate float64
 	waiting  int // jobs waiting in the site's lane
+	// held counts the site's jobs holding a worker past pace: waiting in the lane, loading, signed and
+	// waiting for a connection, or being sent. A backed-off site may hold at most heldCap of them.
+	held int
 	// handBack is the turn of the last job sent back to the queue (reserve): the next one comes back one
 	// interval of the site's rate later, so a backlog returns at the rate the site is sent to.
 	handBack  time.Time
@@ -121,7 +124,7 @@ func (ss *sites) match(hosts []string) (SiteRule, bool) {
 func (ss *sites) forgetIdle() {
 	for k, s := range ss.sites {
 		s.mu.Lock()
-		idle := s.waiting == 0 && s.conns == s.rule.Connections && s.rate == s.rule.Rate
+		idle := s.waiting == 0 && s.held == 0 && s.conns == s.rule.Connections && s.rate == s.rule.Rate
 		s.mu.Unlock()
 		if idle {
 			delete(ss.sites, k)
@@ -183,7 +186,7 @@ func (s *site) reserve(a AdaptiveShaping, now time.Time) (wait time.Duration, ok
 	defer s.mu.Unlock()
 	s.recover(a, now)
 	w := s.limiter.wait(now)
-	if w > 0 && (w > a.LaneWait || s.waiting >= a.LaneJobs) {
+	if full := s.backedOff() && s.held >= s.heldCap(a); full || (w > 0 && (w > a.LaneWait || s.waiting >= a.LaneJobs)) {
 		turn := now.Add(max(w, time.Second))
 		if s.handBack.After(turn) {
 			turn = s.handBack
@@ -199,7 +202,26 @@ func (s *site) reserve(a AdaptiveShaping, now time.Time) (wait time.Duration, ok
 	if w > 0 {
 		s.waiting++
 	}
+	s.held++
 	return w, true
+}
+
+// backedOff reports whether the site is below its configured limits. s.mu is held.
+func (s *site) backedOff() bool { return s.conns < s.rule.Connections || s.rate != s.rule.Rate }
+
+// heldCap is how many jobs a backed-off site may hold at once: two per connection it is allowed (one
+// being sent, one signed and ready) and its lane. Without it the jobs its rate lets through but its
+// connections cannot take yet pile up waiting for a connection, each holding a worker, until the site
+// holds nearly every worker and the other sites get a job only as often as it delivers one. A site at
+// its configured limits has no cap beyond the workers and its window: it is taking what it is sent.
+// s.mu is held.
+func (s *site) heldCap(a AdaptiveShaping) int { return 2*s.conns + a.LaneJobs }
+
+// release ends a job's hold on the site (reserve's ok).
+func (s *site) release() {
+	s.mu.Lock()
+	s.held--
+	s.mu.Unlock()
 }
 
 func (s *site) leave() {

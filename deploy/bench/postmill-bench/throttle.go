@@ -34,6 +34,7 @@ func runThrottle(args []string) error {
 	messages := fs.Int("messages", 3000, "messages to the well-behaved site in each drain (and to the throttling site in the second)")
 	rsaFor := fs.Duration("rsa", 3*time.Second, "how long the RSA ceiling is measured")
 	backlog := fs.Duration("backlog", 0, "then watch -messages jobs to the throttling site alone for this long: hand-outs and CPU (0: skip)")
+	rtt := fs.Duration("rtt", 0, "the sink waits this long before each write of replies, as a network round trip would (both sites)")
 	_ = fs.Parse(args)
 	ctx := context.Background()
 	if err := resetDatabase(ctx, *db); err != nil {
@@ -48,6 +49,7 @@ func runThrottle(args []string) error {
 		return err
 	}
 	defer s.close()
+	s.rtt = *rtt
 	_, port, _ := net.SplitHostPort(s.addr())
 	thr, err := startThrottler(net.JoinHostPort("127.0.0.2", port), s.addr())
 	if err != nil {
@@ -184,8 +186,8 @@ func runThrottle(args []string) error {
 		return err
 	}
 	ceiling := (ceilingBefore + ceilingAfter) / 2
-	fmt.Printf("summary: throttle: one site drains at %.0f msg/s beside a site answering 421 to half its connections, %.0f msg/s beside the same site healthy (= %.0f%%), %.0f msg/s alone (= %.0f%%); RSA ceiling %.0f/s\n",
-		beside, healthy, 100*beside/healthy, alone, 100*beside/alone, ceiling)
+	fmt.Printf("summary: throttle: one site drains at %.0f msg/s beside a site answering 421 to half its connections, %.0f msg/s beside the same site healthy (= %.0f%%), %.0f msg/s alone (= %.0f%%); RSA ceiling %.0f/s; MX round trip %s\n",
+		beside, healthy, 100*beside/healthy, alone, 100*beside/alone, ceiling, *rtt)
 	fmt.Printf("throttle: %d messages to rcpt.example: alone %.0f msg/s (%.0f%% of the RSA ceiling); beside %d to a healthy slow.example %.0f msg/s (%.0f%%); "+
 		"beside %d to slow.example answering 421 to every other connection %.0f msg/s (%.0f%%), slow.example having %d delivered by then and refused %d of %d connections; %s\n",
 		*messages, alone, 100*alone/ceiling, *messages, healthy, 100*healthy/ceiling, *messages, beside, 100*beside/ceiling,
