@@ -107,7 +107,7 @@ func (b *batcher[Req, Res]) sendGroup(ctx context.Context, group []*batchItem[Re
 	}
 }
 
-// batching holds the MTA's batchers for a Delivery service that takes batches (ports.DeliveryBatcher).
+// batching holds the MTA's batchers for Deps.DeliveryBatch.
 type batching struct {
 	loads   batcher[ports.DeliveryJob, ports.OutboundMessage]
 	reports batcher[ports.DeliveryReport, struct{}]

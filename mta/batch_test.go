@@ -77,7 +77,7 @@ func batchingHarness(t *testing.T) (*harness, *batchingService) {
 	h := newHarness(t, baseConfig(srv.Port()), r, func(d *mta.Deps) {
 		bs = &batchingService{memDeliveryService: d.Delivery.(*memDeliveryService), roundTrip: 20 * time.Millisecond,
 			loadedJobs: map[string]int{}}
-		d.Delivery = bs
+		d.Delivery, d.DeliveryBatch = bs, bs
 	})
 	return h, bs
 }

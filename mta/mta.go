@@ -23,6 +23,9 @@ type Deps struct {
 	Queue ports.Queue
 	// Delivery loads a job's message and records its outcome (required).
 	Delivery ports.DeliveryService
+	// DeliveryBatch, when set, loads and reports many jobs in one call (ports.Core's DeliveryBatch: the
+	// core in process, or one call each way over Connect); nil: Delivery is called once per job.
+	DeliveryBatch ports.DeliveryBatcher
 	// Resolver answers MX and address lookups (required unless Config.Relay is an IP address and port).
 	Resolver ports.Resolver
 	// Blobs holds attachment bytes (required).
@@ -65,7 +68,7 @@ type MTA struct {
 	metrics *metrics
 	// sites shapes the traffic per destination site (site.go, shaping.go).
 	sites *sites
-	// batch loads and reports jobs in batches when Deps.Delivery takes them (ports.DeliveryBatcher).
+	// batch loads and reports jobs in batches when Deps.DeliveryBatch is set.
 	batch   *batching
 	stages  *stages
 	started atomic.Bool
@@ -89,8 +92,8 @@ func New(cfg Config, deps Deps) (*MTA, error) {
 		missing = append(missing, "Blobs")
 	}
 	m := &MTA{cfg: cfg, deps: deps, log: deps.Logger, now: time.Now, stages: newStages(cfg)}
-	if b, ok := deps.Delivery.(ports.DeliveryBatcher); ok {
-		m.batch = newBatching(b)
+	if deps.DeliveryBatch != nil {
+		m.batch = newBatching(deps.DeliveryBatch)
 	}
 	if cfg.Relay != "" {
 		d, err := relayDestination(cfg.Relay)

@@ -87,7 +87,7 @@ func mustSimulatorHarness(t *testing.T, mx *reportSink) (*harness, *staticResolv
 	cfg.RequireTLS = true
 	cfg.SimulatorDomain, cfg.SimulatorAddr = simulator.Domain, addr
 	r := newResolver()
-	h := newHarness(t, cfg, r, func(d *mta.Deps) { d.Delivery = sim.Delivery(d.Delivery) })
+	h := newHarness(t, cfg, r, func(d *mta.Deps) { d.Delivery, d.DeliveryBatch = sim.Delivery(d.Delivery, d.DeliveryBatch) })
 	return h.start(), r
 }
 

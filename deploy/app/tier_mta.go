@@ -23,10 +23,11 @@ func (a *App) initMTA() (services.Service, error) {
 		transport *tlspolicy.Engine // MTA-STS, DANE and TLS-RPT (tier_mta_tls.go); nil when turned off
 	)
 	starting := func(ctx context.Context) error {
-		delivery := a.inProcessCore().Delivery
+		core := a.inProcessCore()
 		if !a.targets.Has(TargetCore) {
-			delivery = a.remoteCore(rpc.TierMTA).Core().Delivery
+			core = a.remoteCore(rpc.TierMTA).Core()
 		}
+		delivery, batch := core.Delivery, core.DeliveryBatch
 		queue, err := a.queue(ctx)
 		if err != nil {
 			return err
@@ -51,12 +52,12 @@ func (a *App) initMTA() (services.Service, error) {
 				return err
 			}
 			cfg.SimulatorDomain, cfg.SimulatorAddr = simulator.Domain, sim.Addr()
-			delivery = sim.Delivery(delivery)
+			delivery, batch = sim.Delivery(delivery, batch)
 		}
 		if transport, err = a.mtaTransport(&cfg); err != nil {
 			return errors.Join(err, a.stopSimulator(sim))
 		}
-		deps := mta.Deps{Queue: queue, Delivery: delivery, Resolver: a.dnsResolver(), Blobs: blobs, Logger: a.logger, Registerer: a.reg}
+		deps := mta.Deps{Queue: queue, Delivery: delivery, DeliveryBatch: batch, Resolver: a.dnsResolver(), Blobs: blobs, Logger: a.logger, Registerer: a.reg}
 		if transport != nil {
 			deps.Transport = transport
 		}

@@ -13,8 +13,8 @@ var _ ports.DeliveryBatcher = (*delivery)(nil)
 // batches (one call for many jobs across the Connect hop). It notes the simulator's jobs as LoadOutbound
 // does. An inner service that takes no batches is called once per job, concurrently.
 func (d *delivery) LoadOutbounds(ctx context.Context, jobs []ports.DeliveryJob) ([]ports.OutboundResult, error) {
-	b, ok := d.inner.(ports.DeliveryBatcher)
-	if !ok {
+	b := d.batch
+	if b == nil {
 		out := make([]ports.OutboundResult, len(jobs))
 		var wg sync.WaitGroup
 		for i, j := range jobs {
@@ -38,8 +38,8 @@ func (d *delivery) LoadOutbounds(ctx context.Context, jobs []ports.DeliveryJob) 
 // ReportDeliveries implements ports.DeliveryBatcher; it notes the simulator's recorded jobs as
 // ReportDelivery does.
 func (d *delivery) ReportDeliveries(ctx context.Context, reports []ports.DeliveryReport) ([]error, error) {
-	b, ok := d.inner.(ports.DeliveryBatcher)
-	if !ok {
+	b := d.batch
+	if b == nil {
 		errs := make([]error, len(reports))
 		var wg sync.WaitGroup
 		for i, r := range reports {

@@ -39,8 +39,11 @@ func (f *batchingInner) ReportDeliveries(_ context.Context, reports []ports.Deli
 func TestWrappedDeliveryKeepsBatches(t *testing.T) {
 	t.Parallel()
 	inner := &batchingInner{}
-	b, ok := (&Server{}).Delivery(inner).(ports.DeliveryBatcher)
-	if !ok {
+	if _, b := (&Server{}).Delivery(inner, nil); b != nil {
+		t.Fatal("a DeliveryService given without its batcher was wrapped as one")
+	}
+	_, b := (&Server{}).Delivery(inner, inner)
+	if b == nil {
 		t.Fatal("the wrapped DeliveryService takes no batches")
 	}
 	ctx := context.Background()

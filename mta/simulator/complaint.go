@@ -333,15 +333,20 @@ func (g *gate) wait(returnPath string) (<-chan struct{}, func()) {
 	}
 }
 
-// Delivery wraps the DeliveryService the MTA reports to, so that the simulator learns when the outcome of
+// Delivery wraps the DeliveryService the MTA reports to, and its DeliveryBatcher when it has one (nil otherwise), so that the simulator learns when the outcome of
 // a job for its domain has been recorded: a complaint report is sent only then, as it would arrive from a
 // real feedback loop long after delivery. Everything else passes through unchanged.
-func (s *Server) Delivery(inner ports.DeliveryService) ports.DeliveryService {
-	return &delivery{inner: inner, s: s}
+func (s *Server) Delivery(inner ports.DeliveryService, batch ports.DeliveryBatcher) (ports.DeliveryService, ports.DeliveryBatcher) {
+	d := &delivery{inner: inner, batch: batch, s: s}
+	if batch == nil {
+		return d, nil
+	}
+	return d, d
 }
 
 type delivery struct {
 	inner ports.DeliveryService
+	batch ports.DeliveryBatcher // nil: the inner service takes no batches
 	s     *Server
 }
 

@@ -352,7 +352,7 @@ func TestComplaintReportWaitsForTheRecordedDelivery(t *testing.T) {
 	sim, addr := mustSimulator(t, simulator.Config{MX: func() string { return m.addr }})
 	job := ports.DeliveryJob{ID: "job-1", MessageID: "m-1", Domain: simulator.Domain, RecipientIDs: []string{"r1"}}
 	rec := &recorder{out: ports.OutboundMessage{Job: job, ReturnPath: returnPath}, reports: make(chan ports.DeliveryReport, 10)}
-	delivery := sim.Delivery(rec)
+	delivery, _ := sim.Delivery(rec, nil)
 
 	if _, err := delivery.LoadOutbound(context.Background(), job); err != nil {
 		t.Fatal(err)
