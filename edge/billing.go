@@ -27,6 +27,7 @@ type billingSubscriptionResponse struct {
 	PeriodEnd   time.Time           `json:"periodEnd" doc:"End of the period (exclusive): the first of next month, 00:00 UTC"`
 	Usage       usageResponse       `json:"usage" doc:"Usage in the period"`
 	CheckoutURL *string             `json:"checkoutUrl" doc:"Where to pay for the plan asked for, which takes effect once paid; null when the change took effect at once"`
+	PendingPlan *string             `json:"pendingPlan" doc:"A plan change inside the paid subscription that waits for the payment provider's confirmation (the difference not paid yet): the plan id asked for; null when none waits" example:"scale"`
 }
 
 type subscribeRequest struct {
@@ -91,6 +92,9 @@ func toBillingSubscription(sub ports.BillingSubscription) billingSubscriptionRes
 	}
 	if sub.CheckoutURL != "" {
 		out.CheckoutURL = &sub.CheckoutURL
+	}
+	if sub.PendingPlanID != "" {
+		out.PendingPlan = &sub.PendingPlanID
 	}
 	return out
 }

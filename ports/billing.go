@@ -33,6 +33,9 @@ type BillingSubscription struct {
 	// CheckoutURL is set when subscribing needs a payment first: the plan changes once the provider
 	// confirms it. Empty when the change took effect at once.
 	CheckoutURL string
+	// PendingPlanID is the plan asked for inside the provider's subscription while the provider has not
+	// confirmed it yet (the difference not paid); empty when no change is waiting.
+	PendingPlanID string
 }
 
 // BillingService is GET /v1/billing/subscription and POST /v1/billing/subscribe (SPEC §4.13).

@@ -117,6 +117,7 @@ func billingSubscriptionToProto(s ports.BillingSubscription) *billingv1.Subscrip
 		PeriodEnd:      timeToProto(s.PeriodEnd),
 		EmailsSent:     s.EmailsSent,
 		CheckoutUrl:    s.CheckoutURL,
+		PendingPlanId:  s.PendingPlanID,
 	}
 }
 
@@ -130,5 +131,6 @@ func billingSubscriptionFromProto(s *billingv1.Subscription) ports.BillingSubscr
 		PeriodEnd:      timeFromProto(s.GetPeriodEnd()),
 		EmailsSent:     s.GetEmailsSent(),
 		CheckoutURL:    s.GetCheckoutUrl(),
+		PendingPlanID:  s.GetPendingPlanId(),
 	}
 }

@@ -42,6 +42,7 @@ func billingRoundTrips() []roundTrip {
 	full := ports.BillingSubscription{
 		OrganizationID: "org1", PlanID: "pro", PlanName: "Pro", Plan: ports.Plan{MonthlyLimit: 100000, WarmupCap: 500},
 		PeriodStart: t0, PeriodEnd: t1, EmailsSent: 42, CheckoutURL: "https://checkout.example/c/1",
+		PendingPlanID: "scale",
 	}
 	offers := []ports.PlanOffer{
 		{ID: "free", Name: "Free", Plan: ports.Plan{MonthlyLimit: 3000}},

@@ -306,10 +306,24 @@ func (s *Service) report(ctx context.Context, org ports.Organization) (ports.Bil
 	if err != nil {
 		return ports.BillingSubscription{}, fmt.Errorf("billing: usage: %w", err)
 	}
-	return ports.BillingSubscription{
+	sub := ports.BillingSubscription{
 		OrganizationID: org.ID, PlanID: planID, PlanName: name, Plan: org.Plan,
 		PeriodStart: start, PeriodEnd: end, EmailsSent: sent,
-	}, nil
+	}
+	if s.deps.Payments != nil {
+		paidBy, err := s.deps.Store.PaidSubscription(ctx, org.ID)
+		if err != nil {
+			return ports.BillingSubscription{}, fmt.Errorf("billing: paid subscription: %w", err)
+		}
+		if paidBy != "" {
+			pending, _, err := s.deps.Store.PendingPlanChange(ctx, org.ID, paidBy)
+			if err != nil && ports.ErrorCode(err) != ports.CodeNotFound {
+				return ports.BillingSubscription{}, fmt.Errorf("billing: plan change: %w", err)
+			}
+			sub.PendingPlanID = pending
+		}
+	}
+	return sub, nil
 }
 
 // Period returns the UTC calendar month containing now: [first of the month 00:00Z, first of the next).

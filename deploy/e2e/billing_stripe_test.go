@@ -277,8 +277,14 @@ func TestBillingStripeCheckout(t *testing.T) {
 	sessionsBefore, requestsBefore := len(rec.sessions), len(rec.requests)
 	rec.mu.Unlock()
 	r = expect(t, w.post("/v1/billing/subscribe", otherWrite, map[string]any{"plan": "tiny"}), 200)
-	if r.body["checkoutUrl"] != nil || r.body["plan"].(map[string]any)["id"] != "pro" {
+	if r.body["checkoutUrl"] != nil || r.body["plan"].(map[string]any)["id"] != "pro" || r.body["pendingPlan"] != "tiny" {
 		t.Fatalf("plan change: %s", r.raw)
+	}
+	if r := expect(t, w.get("/v1/billing/subscription", otherWrite), 200); r.body["pendingPlan"] != "tiny" {
+		t.Fatalf("the subscription while the change waits: %s", r.raw)
+	}
+	if r := expect(t, w.get("/v1/billing/subscription", read), 200); r.body["pendingPlan"] != nil {
+		t.Fatalf("another organization's subscription shows the change: %s", r.raw)
 	}
 	form, _ = rec.last(t)
 	rec.mu.Lock()
@@ -322,6 +328,9 @@ func TestBillingStripeCheckout(t *testing.T) {
 	}
 	if p := planOf(otherWrite); p["id"] != "tiny" || p["monthlyLimit"] != float64(1) {
 		t.Fatalf("after the confirmed change: %v", p)
+	}
+	if r := expect(t, w.get("/v1/billing/subscription", otherWrite), 200); r.body["pendingPlan"] != nil {
+		t.Fatalf("the subscription after the confirmed change: %s", r.raw)
 	}
 	if r := expect(t, w.stripeWebhook(b, s), 200); r.str("outcome") != "duplicate" {
 		t.Fatalf("replayed plan change: %s", r.raw)

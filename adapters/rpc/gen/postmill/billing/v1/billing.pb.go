@@ -150,6 +150,7 @@ type Subscription struct {
 	PeriodEnd      *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=period_end,json=periodEnd,proto3" json:"period_end,omitempty"`
 	EmailsSent     int64                  `protobuf:"varint,7,opt,name=emails_sent,json=emailsSent,proto3" json:"emails_sent,omitempty"`
 	CheckoutUrl    string                 `protobuf:"bytes,8,opt,name=checkout_url,json=checkoutUrl,proto3" json:"checkout_url,omitempty"`
+	PendingPlanId  string                 `protobuf:"bytes,9,opt,name=pending_plan_id,json=pendingPlanId,proto3" json:"pending_plan_id,omitempty"`
 	unknownFields  protoimpl.UnknownFields
 	sizeCache      protoimpl.SizeCache
 }
@@ -236,6 +237,13 @@ func (x *Subscription) GetEmailsSent() int64 {
 func (x *Subscription) GetCheckoutUrl() string {
 	if x != nil {
 		return x.CheckoutUrl
+	}
+	return ""
+}
+
+func (x *Subscription) GetPendingPlanId() string {
+	if x != nil {
+		return x.PendingPlanId
 	}
 	return ""
 }
@@ -627,7 +635,7 @@ const file_postmill_billing_v1_billing_proto_rawDesc = "" +
 	"\x04plan\x18\x03 \x01(\v2\x1e.postmill.organization.v1.PlanR\x04plan\x12\x19\n" +
 	"\bprice_id\x18\x04 \x01(\tR\apriceId\"E\n" +
 	"\rPlanOfferList\x124\n" +
-	"\x05items\x18\x01 \x03(\v2\x1e.postmill.billing.v1.PlanOfferR\x05items\"\xdf\x02\n" +
+	"\x05items\x18\x01 \x03(\v2\x1e.postmill.billing.v1.PlanOfferR\x05items\"\x87\x03\n" +
 	"\fSubscription\x12'\n" +
 	"\x0forganization_id\x18\x01 \x01(\tR\x0eorganizationId\x12\x17\n" +
 	"\aplan_id\x18\x02 \x01(\tR\x06planId\x12\x1b\n" +
@@ -638,7 +646,8 @@ const file_postmill_billing_v1_billing_proto_rawDesc = "" +
 	"period_end\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\tperiodEnd\x12\x1f\n" +
 	"\vemails_sent\x18\a \x01(\x03R\n" +
 	"emailsSent\x12!\n" +
-	"\fcheckout_url\x18\b \x01(\tR\vcheckoutUrl\"E\n" +
+	"\fcheckout_url\x18\b \x01(\tR\vcheckoutUrl\x12&\n" +
+	"\x0fpending_plan_id\x18\t \x01(\tR\rpendingPlanId\"E\n" +
 	"\x1aBillingSubscriptionRequest\x12'\n" +
 	"\x0forganization_id\x18\x01 \x01(\tR\x0eorganizationId\"d\n" +
 	"\x1bBillingSubscriptionResponse\x12E\n" +
