@@ -1,7 +1,6 @@
 package mta_test
 
 import (
-	"encoding/hex"
 	"net/netip"
 	"strings"
 	"testing"
@@ -29,18 +28,8 @@ func TestDANEWithAValidatingResolver(t *testing.T) {
 	t.Parallel()
 	cert := tlspolicytest.SelfSigned(t, "some.name.test")
 	other := tlspolicytest.SelfSigned(t, "some.name.test")
-	tlsa := func(key []byte) string { return "3 1 1 " + hex.EncodeToString(key) }
-	v := dnstest.NewValidating(t, "signed.test", []string{
-		"good IN MX 10 mx.good",
-		"mx.good IN A 127.0.0.1",
-		"_25._tcp.mx.good IN TLSA " + tlsa(tlspolicytest.SPKISHA256(cert.Leaf)),
-		"wrong IN MX 10 mx.wrong",
-		"mx.wrong IN A 127.0.0.1",
-		"_25._tcp.mx.wrong IN TLSA " + tlsa(tlspolicytest.SPKISHA256(other.Leaf)),
-		"bogus IN MX 10 mx.bogus",
-		"mx.bogus IN A 127.0.0.1",
-		"_25._tcp.mx.bogus IN TLSA " + tlsa(tlspolicytest.SPKISHA256(cert.Leaf)),
-	}, "_25._tcp.mx.bogus")
+	records, corrupt := tlspolicytest.DANEZone(cert.Leaf, other.Leaf)
+	v := dnstest.NewValidating(t, "signed.test", records, corrupt)
 
 	res := dns.New(v.Resolver, dns.Options{Timeout: 2 * time.Second})
 	reports := t.TempDir()

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"crypto/tls"
-	"encoding/hex"
 	"fmt"
 	"io"
 	"log"
@@ -39,18 +38,8 @@ func TestDANEThroughTheBinaryAndAValidatingResolver(t *testing.T) {
 	t.Parallel()
 	cert := tlspolicytest.SelfSigned(t, "some.name.test")
 	other := tlspolicytest.SelfSigned(t, "some.name.test")
-	tlsa := func(key []byte) string { return "3 1 1 " + hex.EncodeToString(key) }
-	v := dnstest.NewValidating(t, "signed.test", []string{
-		"good IN MX 10 mx.good",
-		"mx.good IN A 127.0.0.1",
-		"_25._tcp.mx.good IN TLSA " + tlsa(tlspolicytest.SPKISHA256(cert.Leaf)),
-		"wrong IN MX 10 mx.wrong",
-		"mx.wrong IN A 127.0.0.1",
-		"_25._tcp.mx.wrong IN TLSA " + tlsa(tlspolicytest.SPKISHA256(other.Leaf)),
-		"bogus IN MX 10 mx.bogus",
-		"mx.bogus IN A 127.0.0.1",
-		"_25._tcp.mx.bogus IN TLSA " + tlsa(tlspolicytest.SPKISHA256(cert.Leaf)),
-	}, "_25._tcp.mx.bogus")
+	records, corrupt := tlspolicytest.DANEZone(cert.Leaf, other.Leaf)
+	v := dnstest.NewValidating(t, "signed.test", records, corrupt)
 	mx := mustTLSSink(t, tlspolicytest.ServerTLS(cert))
 
 	// First run: sign up, verify the sending domain against records the test publishes, make a key.

@@ -18,7 +18,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/twmb/franz-go/pkg/kfake"
 )
 
 // runBroadcast times a broadcast to a topic of N subscribed contacts spread over D recipient domains (each
@@ -65,12 +64,12 @@ func runBroadcast(args []string) error {
 	z.mx["tx.example"] = "mx.rcpt.example"
 	env := []string{"POSTMILL_MTA_PORT=" + port, "POSTMILL_MTA_ALLOW_NETS=" + host + "/32"}
 	if *queue == "kafka" {
-		cluster, err := kfake.NewCluster(kfake.NumBrokers(1))
+		kenv, stop, err := kafkaQueue()
 		if err != nil {
-			return fmt.Errorf("kfake: %w", err)
+			return err
 		}
-		defer cluster.Close()
-		env = append(env, "POSTMILL_QUEUE=kafka", "POSTMILL_KAFKA_BROKERS="+strings.Join(cluster.ListenAddrs(), ","))
+		defer stop()
+		env = append(env, kenv...)
 	}
 	p, err := startPlatform(platformOpts{bin: *bin, db: *db, targets: "all", zone: z, env: env})
 	if err != nil {

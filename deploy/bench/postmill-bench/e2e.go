@@ -80,12 +80,12 @@ func runE2E(args []string) error {
 	z.a["mx.rcpt.example"] = net.ParseIP(host)
 	env := []string{"POSTMILL_MTA_PORT=" + port, "POSTMILL_MTA_ALLOW_NETS=" + host + "/32"}
 	if *queue == "kafka" {
-		cluster, err := kfake.NewCluster(kfake.NumBrokers(1))
+		kenv, stop, err := kafkaQueue()
 		if err != nil {
-			return fmt.Errorf("kfake: %w", err)
+			return err
 		}
-		defer cluster.Close()
-		env = append(env, "POSTMILL_QUEUE=kafka", "POSTMILL_KAFKA_BROKERS="+strings.Join(cluster.ListenAddrs(), ","))
+		defer stop()
+		env = append(env, kenv...)
 	}
 	if *extraEnv != "" {
 		env = append(env, strings.Split(*extraEnv, ",")...)
@@ -327,4 +327,14 @@ func yardstick(sig, total time.Duration) float64 {
 		return 0
 	}
 	return 100 * float64(sig) / float64(total)
+}
+
+// kafkaQueue starts an in-process Kafka cluster (franz-go's kfake) and returns the settings that make the
+// platform's queue use it, and the cluster's stop.
+func kafkaQueue() (env []string, stop func(), err error) {
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		return nil, nil, fmt.Errorf("kfake: %w", err)
+	}
+	return []string{"POSTMILL_QUEUE=kafka", "POSTMILL_KAFKA_BROKERS=" + strings.Join(cluster.ListenAddrs(), ",")}, cluster.Close, nil
 }

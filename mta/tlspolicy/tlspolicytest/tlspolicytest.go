@@ -11,6 +11,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/hex"
 	"math/big"
 	"net"
 	"net/http"
@@ -110,6 +111,25 @@ func issue(tb testing.TB, parent *x509.Certificate, parentKey *ecdsa.PrivateKey,
 func SPKISHA256(cert *x509.Certificate) []byte {
 	sum := sha256.Sum256(cert.RawSubjectPublicKeyInfo)
 	return sum[:]
+}
+
+// DANEZone returns the records of a test zone with three domains, each with one MX host on 127.0.0.1:
+// good, whose host has a TLSA record (3 1 1) of key's certificate; wrong, whose record is of other's; and
+// bogus, with good's record at the name returned as corrupt, whose signature the signed zone is to corrupt
+// (dnstest.NewValidating's corrupt argument).
+func DANEZone(key, other *x509.Certificate) (records []string, corrupt string) {
+	tlsa := func(c *x509.Certificate) string { return "3 1 1 " + hex.EncodeToString(SPKISHA256(c)) }
+	return []string{
+		"good IN MX 10 mx.good",
+		"mx.good IN A 127.0.0.1",
+		"_25._tcp.mx.good IN TLSA " + tlsa(key),
+		"wrong IN MX 10 mx.wrong",
+		"mx.wrong IN A 127.0.0.1",
+		"_25._tcp.mx.wrong IN TLSA " + tlsa(other),
+		"bogus IN MX 10 mx.bogus",
+		"mx.bogus IN A 127.0.0.1",
+		"_25._tcp.mx.bogus IN TLSA " + tlsa(key),
+	}, "_25._tcp.mx.bogus"
 }
 
 // ServerTLS is a server configuration presenting cert.
