@@ -52,6 +52,10 @@ type Broadcast struct {
 	CompletedAt   *time.Time
 	CreatedAt     time.Time
 	UpdatedAt     time.Time
+	// ExpanderToken is the expander's lease on a sending broadcast: set by BroadcastStore.ClaimBroadcasts,
+	// unique to that claim, and "" everywhere else. It is the store's and the expander's business only and
+	// appears in no API answer.
+	ExpanderToken string
 }
 
 // NewBroadcast is the body of POST /v1/broadcasts.
@@ -141,15 +145,24 @@ type BroadcastStore interface {
 	UpdateBroadcast(ctx context.Context, b Broadcast, from ...BroadcastStatus) (Broadcast, error)
 	// DeleteBroadcast deletes unless sending. Errors: not_found, failed_precondition.
 	DeleteBroadcast(ctx context.Context, orgID, id string) error
-	// ClaimBroadcasts marks due scheduled broadcasts sending and returns up to limit sending broadcasts not
-	// paused past now, locking none: the expander's work list.
-	ClaimBroadcasts(ctx context.Context, now time.Time, limit int) ([]Broadcast, error)
+	// ClaimBroadcasts marks due scheduled broadcasts sending and claims up to limit sending broadcasts not
+	// paused past now and not under another claim's lease: the expander's work list, across organizations.
+	// Each claimed broadcast is returned with a new ExpanderToken and leased until lease from now (database
+	// time); no other claim returns it before that lease ends, however many processes claim at once.
+	// Broadcasts are claimed in the order they became available: since they started, or since their last
+	// lease ended.
+	ClaimBroadcasts(ctx context.Context, now time.Time, limit int, lease time.Duration) ([]Broadcast, error)
 	// RecordBatch records the recipients of one batch and moves the cursor from b.Cursor to cursor in one
-	// transaction; when the stored cursor is not b.Cursor (another expander moved it) it writes nothing
-	// and returns false.
-	RecordBatch(ctx context.Context, b Broadcast, cursor string, recipients []BroadcastRecipient) (bool, error)
+	// transaction, and extends the lease to lease from now. It writes nothing and returns false when the
+	// broadcast is no longer sending, when the stored cursor is not b.Cursor (another expander moved it),
+	// or when b.ExpanderToken is not the stored token (the lease was lost: the broadcast was claimed again
+	// after it ran out, or it was released); the expander then stops working the broadcast.
+	RecordBatch(ctx context.Context, b Broadcast, cursor string, recipients []BroadcastRecipient, lease time.Duration) (bool, error)
+	// ReleaseBroadcast ends b's lease when b.ExpanderToken is still the stored token, so that the next claim
+	// may take the broadcast at once; otherwise it changes nothing.
+	ReleaseBroadcast(ctx context.Context, b Broadcast) error
 	// FinishBroadcast sets a sending broadcast's final status (sent or failed with reason) or pauses it
-	// until a time (status stays sending).
+	// until a time (status stays sending), and ends any expander's lease on it.
 	FinishBroadcast(ctx context.Context, orgID, id string, status BroadcastStatus, reason string, pausedUntil *time.Time, now time.Time) error
 	BroadcastStats(ctx context.Context, orgID, id string) (BroadcastStats, error)
 	BroadcastRecipients(ctx context.Context, orgID, id string, limit, offset int) ([]BroadcastRecipient, int64, error)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -24,12 +25,12 @@ const broadcastColumns = `id, organization_id, name, subject, from_address, repl
 	coalesce(template_id::text, ''), coalesce(segment_id::text, ''), coalesce(topic_id::text, ''), scheduled_at,
 	status, cursor, paused_until, failure_reason, started_at, completed_at, created_at, updated_at`
 
-func scanBroadcast(row pgx.Row) (ports.Broadcast, error) {
+func scanBroadcast(row pgx.Row, extra ...any) (ports.Broadcast, error) {
 	var b ports.Broadcast
 	var status string
-	err := row.Scan(&b.ID, &b.OrganizationID, &b.Name, &b.Subject, &b.From, &b.ReplyTo, &b.HTML, &b.Text,
+	err := row.Scan(append([]any{&b.ID, &b.OrganizationID, &b.Name, &b.Subject, &b.From, &b.ReplyTo, &b.HTML, &b.Text,
 		&b.TemplateID, &b.SegmentID, &b.TopicID, &b.ScheduledAt, &status, &b.Cursor, &b.PausedUntil,
-		&b.FailureReason, &b.StartedAt, &b.CompletedAt, &b.CreatedAt, &b.UpdatedAt)
+		&b.FailureReason, &b.StartedAt, &b.CompletedAt, &b.CreatedAt, &b.UpdatedAt}, extra...)...)
 	b.Status = ports.BroadcastStatus(status)
 	return b, err
 }
@@ -114,29 +115,70 @@ func (s *Broadcasts) DeleteBroadcast(ctx context.Context, orgID, id string) erro
 	return nil
 }
 
-// ClaimBroadcasts implements ports.BroadcastStore.
-func (s *Broadcasts) ClaimBroadcasts(ctx context.Context, now time.Time, limit int) ([]ports.Broadcast, error) {
+// ClaimBroadcasts implements ports.BroadcastStore. The claim is one statement: it locks the broadcasts it
+// picks and skips those another claim has locked (FOR UPDATE SKIP LOCKED), so two processes claiming at
+// once get disjoint broadcasts; a broadcast whose lease was just set by a claim that committed first is
+// seen with that lease and left out. Leases are measured on the database's clock, the one clock every
+// process shares.
+func (s *Broadcasts) ClaimBroadcasts(ctx context.Context, now time.Time, limit int, lease time.Duration) ([]ports.Broadcast, error) {
 	if _, err := s.pool.Exec(ctx, `UPDATE broadcasts SET status = 'sending', started_at = coalesce(started_at, $1),
 		updated_at = $1 WHERE status = 'scheduled' AND scheduled_at <= $1`, now); err != nil {
 		return nil, interpretError(err)
 	}
-	rows, err := s.pool.Query(ctx, `SELECT `+broadcastColumns+` FROM broadcasts WHERE status = 'sending'
-		AND (paused_until IS NULL OR paused_until <= $1) ORDER BY started_at, id LIMIT $2`, now, limit)
+	type claimed struct {
+		b         ports.Broadcast
+		available time.Time
+	}
+	rows, err := s.pool.Query(ctx, `WITH picked AS (
+			SELECT id AS picked_id, coalesce(expander_lease_until, started_at, created_at) AS available
+			FROM broadcasts
+			WHERE status = 'sending' AND (paused_until IS NULL OR paused_until <= $1)
+				AND (expander_lease_until IS NULL OR expander_lease_until <= now())
+			ORDER BY 2, started_at, id
+			LIMIT $2
+			FOR UPDATE SKIP LOCKED)
+		UPDATE broadcasts SET expander_token = gen_random_uuid(),
+			expander_lease_until = now() + $3::bigint * interval '1 microsecond'
+		FROM picked WHERE id = picked_id
+		RETURNING `+broadcastColumns+`, expander_token::text, available`, now, limit, lease.Microseconds())
 	if err != nil {
 		return nil, interpretError(err)
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (ports.Broadcast, error) { return scanBroadcast(r) })
-	return out, interpretError(err)
+	list, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (claimed, error) {
+		var c claimed
+		var token string
+		var err error
+		c.b, err = scanBroadcast(r, &token, &c.available)
+		c.b.ExpanderToken = token
+		return c, err
+	})
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	sort.Slice(list, func(i, j int) bool {
+		if !list[i].available.Equal(list[j].available) {
+			return list[i].available.Before(list[j].available)
+		}
+		return list[i].b.ID < list[j].b.ID
+	})
+	out := make([]ports.Broadcast, len(list))
+	for i, c := range list {
+		out[i] = c.b
+	}
+	return out, nil
 }
 
-// RecordBatch implements ports.BroadcastStore: the cursor moves only from the value the expander read, in
-// the transaction that records the batch, so a batch is recorded once however the expander is stopped.
-func (s *Broadcasts) RecordBatch(ctx context.Context, b ports.Broadcast, cursor string, recipients []ports.BroadcastRecipient) (bool, error) {
+// RecordBatch implements ports.BroadcastStore: the cursor moves only from the value the expander read and
+// only while the expander's claim is the stored one, in the transaction that records the batch, so a batch
+// is recorded once however the expander is stopped, and an expander whose lease ran out and was taken by
+// another records nothing. The same statement extends the lease.
+func (s *Broadcasts) RecordBatch(ctx context.Context, b ports.Broadcast, cursor string, recipients []ports.BroadcastRecipient, lease time.Duration) (bool, error) {
 	moved := false
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `UPDATE broadcasts SET cursor = $3, paused_until = NULL, updated_at = now()
-			WHERE organization_id = $1 AND id = $2 AND cursor = $4 AND status = 'sending'`,
-			b.OrganizationID, b.ID, cursor, b.Cursor)
+		tag, err := tx.Exec(ctx, `UPDATE broadcasts SET cursor = $3, paused_until = NULL, updated_at = now(),
+			expander_lease_until = now() + $6::bigint * interval '1 microsecond'
+			WHERE organization_id = $1 AND id = $2 AND cursor = $4 AND status = 'sending' AND expander_token = $5::uuid`,
+			b.OrganizationID, b.ID, cursor, b.Cursor, nullUUID(b.ExpanderToken), lease.Microseconds())
 		if err != nil || tag.RowsAffected() == 0 {
 			return err
 		}
@@ -168,6 +210,17 @@ func (s *Broadcasts) RecordBatch(ctx context.Context, b ports.Broadcast, cursor 
 	return moved, nil
 }
 
+// ReleaseBroadcast implements ports.BroadcastStore. The lease's end is kept as the time it ended, which
+// orders the next claims.
+func (s *Broadcasts) ReleaseBroadcast(ctx context.Context, b ports.Broadcast) error {
+	if b.ExpanderToken == "" {
+		return nil
+	}
+	_, err := s.pool.Exec(ctx, `UPDATE broadcasts SET expander_token = NULL, expander_lease_until = now()
+		WHERE organization_id = $1 AND id = $2 AND expander_token = $3::uuid`, b.OrganizationID, b.ID, b.ExpanderToken)
+	return interpretError(err)
+}
+
 // FinishBroadcast implements ports.BroadcastStore.
 func (s *Broadcasts) FinishBroadcast(ctx context.Context, orgID, id string, status ports.BroadcastStatus, reason string, pausedUntil *time.Time, now time.Time) error {
 	var completed *time.Time
@@ -175,7 +228,8 @@ func (s *Broadcasts) FinishBroadcast(ctx context.Context, orgID, id string, stat
 		completed = &now
 	}
 	_, err := s.pool.Exec(ctx, `UPDATE broadcasts SET status = $3, failure_reason = $4, paused_until = $5,
-		completed_at = $6, updated_at = $7 WHERE organization_id = $1 AND id = $2 AND status = 'sending'`,
+		completed_at = $6, updated_at = $7, expander_token = NULL, expander_lease_until = now()
+		WHERE organization_id = $1 AND id = $2 AND status = 'sending'`,
 		orgID, id, string(status), reason, pausedUntil, completed, now)
 	return interpretError(err)
 }

@@ -72,7 +72,7 @@ func TestBroadcasts_LifecycleBatchesStatsAndTenancy(t *testing.T) {
 	if got, err = st.UpdateBroadcast(ctx, got, ports.BroadcastDraft); err != nil || got.Status != ports.BroadcastScheduled {
 		t.Fatalf("schedule = %+v, %v", got, err)
 	}
-	claimed, err := st.ClaimBroadcasts(ctx, time.Now(), 1000)
+	claimed, err := st.ClaimBroadcasts(ctx, time.Now(), 1000, time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,12 +99,12 @@ func TestBroadcasts_LifecycleBatchesStatsAndTenancy(t *testing.T) {
 		{ContactID: c1, Email: c1 + "@example.test", MessageID: msg, Status: "queued", CreatedAt: baseTime},
 		{ContactID: c2, Email: c2 + "@example.test", Status: ports.BroadcastRecipientSuppressed, CreatedAt: baseTime},
 	}
-	moved, err := st.RecordBatch(ctx, *mine, c2, batch)
+	moved, err := st.RecordBatch(ctx, *mine, c2, batch, time.Minute)
 	if err != nil || !moved {
 		t.Fatalf("record = %v, %v", moved, err)
 	}
 	// The same batch recorded again from the old cursor (a second expander, a repeat) writes nothing.
-	if moved, err := st.RecordBatch(ctx, *mine, c2, batch); err != nil || moved {
+	if moved, err := st.RecordBatch(ctx, *mine, c2, batch, time.Minute); err != nil || moved {
 		t.Fatalf("repeat record = %v, %v", moved, err)
 	}
 	if again, _ := st.GetBroadcast(ctx, f.org.ID, b.ID); again.Cursor != c2 {

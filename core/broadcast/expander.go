@@ -25,10 +25,17 @@ import (
 // transaction. Each message carries its own List-Unsubscribe link (a sealed token of purpose
 // "unsubscribe") and List-Unsubscribe-Post (RFC 8058), both signed by DKIM.
 //
+// One expander per broadcast: every core process runs an expander, and a claim (ClaimBroadcasts) gives a
+// sending broadcast to one of them with a lease of cfg.Lease and a token unique to the claim. The expander
+// renews the lease with each recorded page and ends it when it stops; no other process works the
+// broadcast meanwhile. A process that dies keeps its lease until it runs out, then another claims the
+// broadcast and resumes from the cursor.
+//
 // Exactly once: every message's idempotency key is "broadcast:<broadcast id>:<contact id>", so a send the
 // expander repeats after a crash answers with the message already written instead of writing a second one.
 // After a batch, the recipients (contact, message) and the new cursor are written in one transaction
-// (RecordBatch), which moves the cursor only from the value this expander read; a restarted expander
+// (RecordBatch), which moves the cursor only from the value this expander read and only while its claim's
+// token is the stored one; an expander that lost its lease records nothing and stops. A restarted expander
 // resumes after the last recorded contact and at worst repeats the sends of one batch, which the
 // idempotency keys absorb.
 //
@@ -56,19 +63,49 @@ func (s *Service) RunExpander(ctx context.Context) error {
 	}
 }
 
-// ExpandOnce works every sending broadcast until it is done, paused or ctx ends.
+// ExpandOnce claims sending broadcasts one at a time and works each until it is done, paused, no longer
+// this expander's, or ctx ends; it returns when there is nothing left to claim. A claim gives the broadcast
+// to this expander alone for cfg.Lease (ClaimBroadcasts); each recorded page extends the lease, and the
+// lease ends when the expander stops working the broadcast, whatever the reason, so that the next claim,
+// here or in another process, may take it at once. A broadcast that failed (a transient error) is claimed
+// again behind the others, and at most once per call: the next poll retries it.
 func (s *Service) ExpandOnce(ctx context.Context) error {
-	list, err := s.deps.Store.ClaimBroadcasts(ctx, s.now(), 16)
-	if err != nil {
-		return fmt.Errorf("broadcast: claim: %w", err)
-	}
 	var errs []error
-	for _, b := range list {
+	worked := map[string]bool{}
+	for ctx.Err() == nil {
+		list, err := s.deps.Store.ClaimBroadcasts(ctx, s.now(), 1, s.cfg.Lease)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("broadcast: claim: %w", err))
+			break
+		}
+		if len(list) == 0 {
+			break
+		}
+		b := list[0]
+		if worked[b.ID] {
+			// Every other broadcast available was worked or is another expander's: this one waits for the
+			// next poll.
+			s.release(ctx, b)
+			break
+		}
+		worked[b.ID] = true
 		if err := s.expand(ctx, b); err != nil {
 			errs = append(errs, fmt.Errorf("broadcast %s: %w", b.ID, err))
 		}
+		s.release(ctx, b)
 	}
 	return errors.Join(errs...)
+}
+
+// release ends this expander's lease on b (nothing when it already ended: the broadcast finished or
+// paused, or another expander took it). It runs when ctx has ended too, so that a process shutting down
+// hands its broadcast over at once rather than when the lease runs out.
+func (s *Service) release(ctx context.Context, b ports.Broadcast) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := s.deps.Store.ReleaseBroadcast(ctx, b); err != nil {
+		s.deps.Logger.Warn("broadcast expander: release", "broadcast", b.ID, "organization", b.OrganizationID, "error", err)
+	}
 }
 
 // content renders one contact's subject and bodies.
@@ -160,12 +197,18 @@ func (s *Service) expand(ctx context.Context, b ports.Broadcast) error {
 			cursor = page[i].ID
 		}
 		if cursor != b.Cursor {
-			moved, err := s.deps.Store.RecordBatch(ctx, b, cursor, recorded)
+			moved, err := s.deps.Store.RecordBatch(ctx, b, cursor, recorded, s.cfg.Lease)
 			if err != nil {
 				return fmt.Errorf("record batch: %w", err)
 			}
 			if !moved {
-				return nil // canceled, finished or taken over by another expander
+				// The broadcast is no longer this expander's to work: it finished or paused meanwhile, or this
+				// expander's lease ran out and another claim took it (the stored token is not b's). Nothing
+				// of this page was recorded; whoever holds the broadcast now goes on from the stored cursor,
+				// and the page's messages already written are answered by their idempotency keys.
+				s.deps.Logger.Info("broadcast expander stopped: the broadcast is no longer this expander's",
+					"broadcast", b.ID, "organization", b.OrganizationID)
+				return nil
 			}
 			b.Cursor = cursor
 		}

@@ -18,11 +18,20 @@ type fakeStore struct {
 	recipients map[string][]ports.BroadcastRecipient
 	contacts   map[string]string // contact id → email (one organization: orgA)
 	unsubs     map[string]bool
+	// leases are the expanders' claims like the PostgreSQL store's (token, end on the store's own clock,
+	// the real one) by broadcast id; tokens counts the claims made.
+	leases map[string]fakeLease
+	tokens int
+}
+
+type fakeLease struct {
+	token string
+	until time.Time
 }
 
 func newFakeStore() *fakeStore {
 	return &fakeStore{broadcasts: map[string]ports.Broadcast{}, recipients: map[string][]ports.BroadcastRecipient{},
-		contacts: map[string]string{}, unsubs: map[string]bool{}}
+		contacts: map[string]string{}, unsubs: map[string]bool{}, leases: map[string]fakeLease{}}
 }
 
 func (f *fakeStore) InsertBroadcast(_ context.Context, b ports.Broadcast) error {
@@ -85,33 +94,56 @@ func (f *fakeStore) DeleteBroadcast(ctx context.Context, orgID, id string) error
 	return nil
 }
 
-func (f *fakeStore) ClaimBroadcasts(_ context.Context, now time.Time, limit int) ([]ports.Broadcast, error) {
+func (f *fakeStore) ClaimBroadcasts(_ context.Context, now time.Time, limit int, lease time.Duration) ([]ports.Broadcast, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var out []ports.Broadcast
-	for id, b := range f.broadcasts {
+	ids := make([]string, 0, len(f.broadcasts))
+	for id := range f.broadcasts {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		b := f.broadcasts[id]
 		if b.Status == ports.BroadcastScheduled && !b.ScheduledAt.After(now) {
 			b.Status = ports.BroadcastSending
 			f.broadcasts[id] = b
 		}
-		if b.Status == ports.BroadcastSending && (b.PausedUntil == nil || !b.PausedUntil.After(now)) {
-			out = append(out, b)
+		if len(out) == limit || b.Status != ports.BroadcastSending || (b.PausedUntil != nil && b.PausedUntil.After(now)) {
+			continue
 		}
+		if l, held := f.leases[id]; held && l.token != "" && time.Now().Before(l.until) {
+			continue
+		}
+		f.tokens++
+		b.ExpanderToken = fmt.Sprintf("token-%d", f.tokens)
+		f.leases[id] = fakeLease{token: b.ExpanderToken, until: time.Now().Add(lease)}
+		out = append(out, b)
 	}
 	return out, nil
 }
 
-func (f *fakeStore) RecordBatch(_ context.Context, b ports.Broadcast, cursor string, rs []ports.BroadcastRecipient) (bool, error) {
+func (f *fakeStore) RecordBatch(_ context.Context, b ports.Broadcast, cursor string, rs []ports.BroadcastRecipient, lease time.Duration) (bool, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	cur := f.broadcasts[b.ID]
-	if cur.Cursor != b.Cursor || cur.Status != ports.BroadcastSending {
+	if cur.Cursor != b.Cursor || cur.Status != ports.BroadcastSending || b.ExpanderToken == "" || f.leases[b.ID].token != b.ExpanderToken {
 		return false, nil
 	}
 	cur.Cursor, cur.PausedUntil = cursor, nil
 	f.broadcasts[b.ID] = cur
+	f.leases[b.ID] = fakeLease{token: b.ExpanderToken, until: time.Now().Add(lease)}
 	f.recipients[b.ID] = append(f.recipients[b.ID], rs...)
 	return true, nil
+}
+
+func (f *fakeStore) ReleaseBroadcast(_ context.Context, b ports.Broadcast) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if b.ExpanderToken != "" && f.leases[b.ID].token == b.ExpanderToken {
+		delete(f.leases, b.ID)
+	}
+	return nil
 }
 
 func (f *fakeStore) FinishBroadcast(_ context.Context, orgID, id string, status ports.BroadcastStatus, reason string, pausedUntil *time.Time, now time.Time) error {
@@ -123,6 +155,7 @@ func (f *fakeStore) FinishBroadcast(_ context.Context, orgID, id string, status 
 	}
 	b.Status, b.FailureReason, b.PausedUntil = status, reason, pausedUntil
 	f.broadcasts[id] = b
+	delete(f.leases, id)
 	return nil
 }
 

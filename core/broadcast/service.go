@@ -61,7 +61,15 @@ type Config struct {
 	Concurrency int
 	// PollInterval is how often the expander looks for work (default 1s).
 	PollInterval time.Duration
+	// Lease is how long a claim gives this expander a sending broadcast before another process may take
+	// it, and how far each recorded page extends it (default DefaultLease). It bounds how long a broadcast
+	// waits after its expander's process died; it must stay well above the time one page takes.
+	Lease time.Duration
 }
+
+// DefaultLease is Config.Lease's default: a page of 500 contacts takes well under a second, and a
+// broadcast whose process died resumes within half a minute.
+const DefaultLease = 30 * time.Second
 
 // Service implements ports.BroadcastService and ports.PublicUnsubscribeService.
 type Service struct {
@@ -93,6 +101,9 @@ func New(cfg Config, deps Deps) (*Service, error) {
 	}
 	if cfg.PollInterval <= 0 {
 		cfg.PollInterval = time.Second
+	}
+	if cfg.Lease <= 0 {
+		cfg.Lease = DefaultLease
 	}
 	cfg.BaseURL = strings.TrimRight(cfg.BaseURL, "/")
 	return &Service{cfg: cfg, deps: deps}, nil

@@ -138,6 +138,10 @@ type Config struct {
 	MaxAPIKeysPerOrg  int
 	// Stripe is the payment provider of plans with a priceId (core_billing_stripe.go).
 	Stripe StripeConfig
+	// BroadcastLease is how long the broadcast expander's claim on a sending broadcast lasts without a
+	// recorded page (POSTMILL_BROADCAST_LEASE, default broadcast.DefaultLease, 30s): how long a broadcast
+	// waits after the process expanding it died.
+	BroadcastLease time.Duration
 }
 
 // Getenv reads one variable; LoadEnv takes it as a parameter so tests need not touch the process
@@ -256,6 +260,7 @@ func LoadEnv(getenv Getenv) (Config, error) {
 		DefaultWarmupCap:  integer("POSTMILL_DEFAULT_WARMUP_CAP", 0),
 		DataDir:           str("POSTMILL_DATA_DIR", "./.data"),
 		ShutdownGraceSecs: int(integer("POSTMILL_SHUTDOWN_GRACE_SECONDS", 20)),
+		BroadcastLease:    duration("POSTMILL_BROADCAST_LEASE", 0),
 	}
 	c.BaseURL = strings.TrimRight(str("POSTMILL_BASE_URL", "http://"+c.HTTPAddr), "/")
 	c.Stripe = loadStripe(getenv)

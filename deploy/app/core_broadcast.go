@@ -6,7 +6,7 @@ import "github.com/postmill/postmill/core/broadcast"
 // and hands its expander to the core's loops. Every broadcast message goes through the sending area's
 // send path, so this area comes after sending and templates.
 func (a *App) coreBroadcast(env *coreEnv) error {
-	svc, err := broadcast.New(broadcast.Config{BaseURL: a.cfg.BaseURL}, broadcast.Deps{
+	svc, err := broadcast.New(broadcast.Config{BaseURL: a.cfg.BaseURL, Lease: a.cfg.BroadcastLease}, broadcast.Deps{
 		Store:    env.store,
 		Audience: env.store,
 		Domains:  env.store,

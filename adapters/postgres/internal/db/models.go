@@ -157,26 +157,28 @@ type Bounce struct {
 }
 
 type Broadcast struct {
-	ID             string
-	OrganizationID string
-	Name           string
-	Subject        string
-	FromAddress    string
-	ReplyTo        string
-	HtmlBody       string
-	TextBody       string
-	TemplateID     pgtype.UUID
-	SegmentID      pgtype.UUID
-	TopicID        pgtype.UUID
-	ScheduledAt    *time.Time
-	Status         string
-	Cursor         string
-	PausedUntil    *time.Time
-	FailureReason  string
-	StartedAt      *time.Time
-	CompletedAt    *time.Time
-	CreatedAt      time.Time
-	UpdatedAt      time.Time
+	ID                 string
+	OrganizationID     string
+	Name               string
+	Subject            string
+	FromAddress        string
+	ReplyTo            string
+	HtmlBody           string
+	TextBody           string
+	TemplateID         pgtype.UUID
+	SegmentID          pgtype.UUID
+	TopicID            pgtype.UUID
+	ScheduledAt        *time.Time
+	Status             string
+	Cursor             string
+	PausedUntil        *time.Time
+	FailureReason      string
+	StartedAt          *time.Time
+	CompletedAt        *time.Time
+	CreatedAt          time.Time
+	UpdatedAt          time.Time
+	ExpanderToken      pgtype.UUID
+	ExpanderLeaseUntil *time.Time
 }
 
 type BroadcastRecipient struct {
