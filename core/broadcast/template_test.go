@@ -2,19 +2,21 @@ package broadcast
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 
 	"github.com/postmill/postmill/ports"
 )
 
 // fakeRenderer renders a "template" of orgA: the subject and HTML with the contact's first name, and counts
-// its calls; any other template is a missing reference, as the template service answers.
-type fakeRenderer struct{ calls int }
+// its calls (concurrent ones too); any other template is a missing reference, as the template service
+// answers.
+type fakeRenderer struct{ calls atomic.Int64 }
 
 const templateID = "00000000-0000-7000-8000-0000000000e1"
 
 func (r *fakeRenderer) RenderTemplate(_ context.Context, orgID, id string, vars map[string]any) (ports.RenderedTemplate, error) {
-	r.calls++
+	r.calls.Add(1)
 	if orgID != orgA || id != templateID {
 		return ports.RenderedTemplate{}, ports.MissingReference(ports.TemplatesConstraint)
 	}
