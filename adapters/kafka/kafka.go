@@ -79,6 +79,10 @@ func (c Config) Validate() error {
 	if c.Partitions < 0 {
 		return errors.New("kafka: partitions must not be negative")
 	}
+	if c.BulkTopic != "" && (c.BulkTopic == c.Topic || c.BulkTopic == c.DeadLetterTopic ||
+		(c.Topic == "" && c.BulkTopic == DefaultTopic)) {
+		return errors.New("kafka: the bulk topic must differ from the delivery and dead-letter topics")
+	}
 	return nil
 }
 

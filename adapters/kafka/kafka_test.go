@@ -324,13 +324,19 @@ func TestReceiveAndClose(t *testing.T) {
 
 func TestConfigValidate(t *testing.T) {
 	t.Parallel()
-	for _, cfg := range []kafka.Config{{}, {Brokers: []string{" "}}, {Brokers: []string{"127.0.0.1:9092"}, Partitions: -1}} {
+	b := []string{"127.0.0.1:9092"}
+	for _, cfg := range []kafka.Config{{}, {Brokers: []string{" "}}, {Brokers: b, Partitions: -1},
+		{Brokers: b, Topic: "jobs", BulkTopic: "jobs"}, {Brokers: b, BulkTopic: kafka.DefaultTopic},
+		{Brokers: b, Topic: "jobs", BulkTopic: "dead", DeadLetterTopic: "dead"}} {
 		if err := cfg.Validate(); err == nil {
 			t.Errorf("Validate(%+v) = nil", cfg)
 		}
 	}
-	if err := (kafka.Config{Brokers: []string{"127.0.0.1:9092"}}).Validate(); err != nil {
+	if err := (kafka.Config{Brokers: b}).Validate(); err != nil {
 		t.Errorf("Validate with a broker: %v", err)
+	}
+	if err := (kafka.Config{Brokers: b, Topic: "jobs", BulkTopic: "jobs.broadcasts"}).Validate(); err != nil {
+		t.Errorf("Validate with a bulk topic of its own: %v", err)
 	}
 }
 
