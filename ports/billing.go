@@ -80,8 +80,9 @@ type PaymentWebhookResult struct {
 
 // BillingStore persists which plan each organization is on.
 type BillingStore interface {
-	// SubscribedPlan returns the plan id recorded for the organization; "" when none was recorded.
-	SubscribedPlan(ctx context.Context, orgID string) (string, error)
+	// SubscribedPlan returns the plan id recorded for the organization ("" when none was recorded) and the
+	// plan of a change StartPlanChange recorded and nothing has confirmed or replaced yet ("" when none).
+	SubscribedPlan(ctx context.Context, orgID string) (planID, pendingPlanID string, err error)
 	// SubscribePlan records planID and sets the organization's limits to plan in one transaction, and
 	// returns the organization as it now is. It ends the link to any paid subscription. Errors: not_found.
 	SubscribePlan(ctx context.Context, orgID, planID string, plan Plan, now time.Time) (Organization, error)

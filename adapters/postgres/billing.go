@@ -18,15 +18,15 @@ var _ ports.BillingStore = (*Billing)(nil)
 type Billing struct{ shared }
 
 // SubscribedPlan implements ports.BillingStore: "" when the organization never subscribed.
-func (s *Billing) SubscribedPlan(ctx context.Context, orgID string) (string, error) {
-	id, err := s.queries.SubscribedPlan(ctx, orgID)
+func (s *Billing) SubscribedPlan(ctx context.Context, orgID string) (string, string, error) {
+	row, err := s.queries.SubscribedPlan(ctx, orgID)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return "", nil
+		return "", "", nil
 	}
 	if err != nil {
-		return "", interpretError(err)
+		return "", "", interpretError(err)
 	}
-	return id, nil
+	return row.PlanID, row.PendingPlanID, nil
 }
 
 // SubscribePlan implements ports.BillingStore: the organization's limits and the plan id change in one

@@ -78,7 +78,7 @@ func TestBillingApplyPayment(t *testing.T) {
 	if org, _ := s.Organization(ctx, a.org.ID); org.Plan != pro {
 		t.Fatalf("limits after payment: %+v", org.Plan)
 	}
-	if id, _ := s.SubscribedPlan(ctx, a.org.ID); id != "pro" {
+	if id, _, _ := s.SubscribedPlan(ctx, a.org.ID); id != "pro" {
 		t.Fatalf("plan after payment: %q", id)
 	}
 
@@ -110,7 +110,7 @@ func TestBillingApplyPayment(t *testing.T) {
 	if o := end("evt_end_b", b.org.ID, "sub_1"); o != ports.PaymentIgnored {
 		t.Fatalf("ending a's subscription for b: %s", o)
 	}
-	if id, _ := s.SubscribedPlan(ctx, a.org.ID); id != "pro" {
+	if id, _, _ := s.SubscribedPlan(ctx, a.org.ID); id != "pro" {
 		t.Fatalf("plan after unrelated ends: %q", id)
 	}
 	if o := end("evt_end", a.org.ID, "sub_1"); o != ports.PaymentApplied {
@@ -138,7 +138,7 @@ func TestBillingApplyPayment(t *testing.T) {
 	if o := end("evt_end_2", a.org.ID, "sub_2"); o != ports.PaymentIgnored {
 		t.Fatalf("end after moving to an unpaid plan: %s", o)
 	}
-	if id, _ := s.SubscribedPlan(ctx, a.org.ID); id != "growth" {
+	if id, _, _ := s.SubscribedPlan(ctx, a.org.ID); id != "growth" {
 		t.Fatalf("plan: %q, want growth", id)
 	}
 
@@ -222,7 +222,7 @@ func TestBillingPlanChange(t *testing.T) {
 	if o := change(a.org.ID, "evt_wrong_plan", "sub_1", "pro", "price_max", pro); o != ports.PaymentIgnored {
 		t.Fatalf("another plan at the change's price: %s", o)
 	}
-	if id, _ := s.SubscribedPlan(ctx, a.org.ID); id != "pro" {
+	if id, _, _ := s.SubscribedPlan(ctx, a.org.ID); id != "pro" {
 		t.Fatalf("plan before the confirmation: %q", id)
 	}
 
@@ -257,7 +257,7 @@ func TestBillingPlanChange(t *testing.T) {
 	if org, _ := s.Organization(ctx, a.org.ID); org.Plan != max {
 		t.Fatalf("limits after the change: %+v", org.Plan)
 	}
-	if id, _ := s.SubscribedPlan(ctx, a.org.ID); id != "max" {
+	if id, _, _ := s.SubscribedPlan(ctx, a.org.ID); id != "max" {
 		t.Fatalf("plan after the change: %q", id)
 	}
 	if paid, _ := s.PaidSubscription(ctx, a.org.ID); paid != "sub_1" {
@@ -302,7 +302,7 @@ func TestBillingPlanChange(t *testing.T) {
 	if o := change(a.org.ID, "evt_after_free", "sub_1", "max", "price_max", max); o != ports.PaymentIgnored {
 		t.Fatalf("a change confirmed after leaving the subscription: %s", o)
 	}
-	if id, _ := s.SubscribedPlan(ctx, a.org.ID); id != "growth" {
+	if id, _, _ := s.SubscribedPlan(ctx, a.org.ID); id != "growth" {
 		t.Fatalf("plan: %q, want growth", id)
 	}
 	if err := s.StartPlanChange(ctx, a.org.ID, "sub_1", "max", "price_max"); ports.ErrorCode(err) != ports.CodeNotFound {

@@ -15,7 +15,7 @@ func TestBillingSubscribePlan(t *testing.T) {
 	s := pgtest.Store(t)
 	a, b := mustSignup(t, s), mustSignup(t, s)
 
-	if id, err := s.SubscribedPlan(ctx, a.org.ID); err != nil || id != "" {
+	if id, _, err := s.SubscribedPlan(ctx, a.org.ID); err != nil || id != "" {
 		t.Fatalf("SubscribedPlan before any = %q, %v; want \"\"", id, err)
 	}
 	org, err := s.SubscribePlan(ctx, a.org.ID, "pro", ports.Plan{MonthlyLimit: 100000, WarmupCap: 500}, baseTime)
@@ -29,19 +29,19 @@ func TestBillingSubscribePlan(t *testing.T) {
 	if err != nil || got.Plan != org.Plan {
 		t.Fatalf("organization after subscribe: %+v, %v", got.Plan, err)
 	}
-	if id, _ := s.SubscribedPlan(ctx, a.org.ID); id != "pro" {
+	if id, _, _ := s.SubscribedPlan(ctx, a.org.ID); id != "pro" {
 		t.Fatalf("SubscribedPlan = %q, want pro", id)
 	}
 	// A second subscription replaces the first.
 	if _, err := s.SubscribePlan(ctx, a.org.ID, "free", ports.Plan{MonthlyLimit: 3000}, baseTime); err != nil {
 		t.Fatal(err)
 	}
-	if id, _ := s.SubscribedPlan(ctx, a.org.ID); id != "free" {
+	if id, _, _ := s.SubscribedPlan(ctx, a.org.ID); id != "free" {
 		t.Fatalf("SubscribedPlan = %q, want free", id)
 	}
 
 	// Tenancy: the other organization's plan and limits are untouched.
-	if id, _ := s.SubscribedPlan(ctx, b.org.ID); id != "" {
+	if id, _, _ := s.SubscribedPlan(ctx, b.org.ID); id != "" {
 		t.Fatalf("other organization's plan = %q, want none", id)
 	}
 	if other, _ := s.Organization(ctx, b.org.ID); other.Plan != b.org.Plan {

@@ -290,7 +290,7 @@ func (s *Service) planIDs() string {
 }
 
 func (s *Service) report(ctx context.Context, org ports.Organization) (ports.BillingSubscription, error) {
-	planID, err := s.deps.Store.SubscribedPlan(ctx, org.ID)
+	planID, pending, err := s.deps.Store.SubscribedPlan(ctx, org.ID)
 	if err != nil {
 		return ports.BillingSubscription{}, fmt.Errorf("billing: subscribed plan: %w", err)
 	}
@@ -306,24 +306,10 @@ func (s *Service) report(ctx context.Context, org ports.Organization) (ports.Bil
 	if err != nil {
 		return ports.BillingSubscription{}, fmt.Errorf("billing: usage: %w", err)
 	}
-	sub := ports.BillingSubscription{
+	return ports.BillingSubscription{
 		OrganizationID: org.ID, PlanID: planID, PlanName: name, Plan: org.Plan,
-		PeriodStart: start, PeriodEnd: end, EmailsSent: sent,
-	}
-	if s.deps.Payments != nil {
-		paidBy, err := s.deps.Store.PaidSubscription(ctx, org.ID)
-		if err != nil {
-			return ports.BillingSubscription{}, fmt.Errorf("billing: paid subscription: %w", err)
-		}
-		if paidBy != "" {
-			pending, _, err := s.deps.Store.PendingPlanChange(ctx, org.ID, paidBy)
-			if err != nil && ports.ErrorCode(err) != ports.CodeNotFound {
-				return ports.BillingSubscription{}, fmt.Errorf("billing: plan change: %w", err)
-			}
-			sub.PendingPlanID = pending
-		}
-	}
-	return sub, nil
+		PeriodStart: start, PeriodEnd: end, EmailsSent: sent, PendingPlanID: pending,
+	}, nil
 }
 
 // Period returns the UTC calendar month containing now: [first of the month 00:00Z, first of the next).

@@ -30,8 +30,12 @@ func (f *fakeStore) Usage(context.Context, string, string, time.Time) (int64, er
 	return f.usage, nil
 }
 
-func (f *fakeStore) SubscribedPlan(_ context.Context, id string) (string, error) {
-	return f.plans[id], nil
+func (f *fakeStore) SubscribedPlan(_ context.Context, id string) (string, string, error) {
+	pending := ""
+	if f.pay != nil {
+		pending = f.pay.pending[id].plan
+	}
+	return f.plans[id], pending, nil
 }
 
 func (f *fakeStore) SubscribePlan(_ context.Context, id, plan string, p ports.Plan, _ time.Time) (ports.Organization, error) {

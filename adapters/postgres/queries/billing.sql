@@ -1,5 +1,6 @@
 -- name: SubscribedPlan :one
-SELECT plan_id FROM billing_subscriptions WHERE organization_id = $1;
+SELECT plan_id, coalesce(pending_plan_id, '')::text AS pending_plan_id FROM billing_subscriptions
+WHERE organization_id = $1;
 
 -- name: UpsertSubscribedPlan :exec
 INSERT INTO billing_subscriptions (organization_id, plan_id, updated_at, payment_subscription_id)

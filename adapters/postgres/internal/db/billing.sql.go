@@ -199,14 +199,20 @@ func (q *Queries) StartPlanChange(ctx context.Context, arg StartPlanChangeParams
 }
 
 const subscribedPlan = `-- name: SubscribedPlan :one
-SELECT plan_id FROM billing_subscriptions WHERE organization_id = $1
+SELECT plan_id, coalesce(pending_plan_id, '')::text AS pending_plan_id FROM billing_subscriptions
+WHERE organization_id = $1
 `
 
-func (q *Queries) SubscribedPlan(ctx context.Context, organizationID string) (string, error) {
+type SubscribedPlanRow struct {
+	PlanID        string
+	PendingPlanID string
+}
+
+func (q *Queries) SubscribedPlan(ctx context.Context, organizationID string) (SubscribedPlanRow, error) {
 	row := q.db.QueryRow(ctx, subscribedPlan, organizationID)
-	var plan_id string
-	err := row.Scan(&plan_id)
-	return plan_id, err
+	var i SubscribedPlanRow
+	err := row.Scan(&i.PlanID, &i.PendingPlanID)
+	return i, err
 }
 
 const upsertSubscribedPlan = `-- name: UpsertSubscribedPlan :exec
