@@ -69,6 +69,15 @@ type Queue interface {
 	Receive(ctx context.Context, max int) ([]Delivery, error)
 }
 
+// BulkBacklog is implemented by a Queue that can tell how far behind its consumers are with broadcast work.
+// The broadcast expander uses it to stay a bounded time ahead of the MTA (docs/decisions.md, "Broadcast
+// pacing").
+type BulkBacklog interface {
+	// BulkWait is how long the oldest bulk job ready for delivery (neither leased nor waiting for a retry)
+	// has been ready: zero when there is none.
+	BulkWait(ctx context.Context) (time.Duration, error)
+}
+
 // BlobStore keeps attachment bytes and raw inbound mail under generated keys.
 type BlobStore interface {
 	Put(ctx context.Context, key string, data []byte, contentType string) error

@@ -63,6 +63,31 @@ func NewQueue(pool *pgxpool.Pool, cfg QueueConfig) *Queue {
 	return q
 }
 
+var _ ports.BulkBacklog = (*Queue)(nil)
+
+// bulkWaitSQL reads the head of delivery_queue_lane_idx's bulk half: the oldest bulk job visible now. A
+// leased job, one waiting for its retry and a dead-lettered one all have visible_at ahead.
+const bulkWaitSQL = `SELECT coalesce(extract(epoch FROM now() - (
+    SELECT visible_at FROM delivery_queue WHERE bulk AND visible_at <= now() ORDER BY bulk, visible_at LIMIT 1)), 0)::float8`
+
+// BulkWait implements ports.BulkBacklog with one index probe, planned as one whatever the table's
+// statistics say (probePlansSQL, as for leases).
+func (q *Queue) BulkWait(ctx context.Context) (time.Duration, error) {
+	var b pgx.Batch
+	b.Queue(probePlansSQL)
+	b.Queue(bulkWaitSQL)
+	br := q.pool.SendBatch(ctx, &b)
+	defer br.Close()
+	if _, err := br.Exec(); err != nil {
+		return 0, interpretError(err)
+	}
+	var secs float64
+	if err := br.QueryRow().Scan(&secs); err != nil {
+		return 0, interpretError(err)
+	}
+	return time.Duration(max(secs, 0) * float64(time.Second)), nil
+}
+
 // Publish implements ports.Queue with one multi-row insert and a notification, in one transaction. A job
 // id already in the queue is not added twice, so a relay that publishes the same jobs again after a
 // failed commit does not duplicate them.

@@ -171,6 +171,9 @@ func (s *Service) expand(ctx context.Context, b ports.Broadcast) error {
 				return s.stopped(ctx, b, ports.Errorf(ports.CodePermissionDenied, "broadcasts paused by automatic protection: %s", p.Reason))
 			}
 		}
+		if err := s.pace(ctx); err != nil {
+			return err
+		}
 		page, err := s.deps.Audience.PageAudience(ctx, b.OrganizationID, audience, b.Cursor, s.cfg.BatchSize)
 		if ports.ErrorCode(err) == ports.CodeNotFound {
 			return s.deps.Store.FinishBroadcast(ctx, b.OrganizationID, b.ID, ports.BroadcastFailed, "the audience was deleted", nil, s.now())
@@ -217,6 +220,44 @@ func (s *Service) expand(ctx context.Context, b ports.Broadcast) error {
 		}
 	}
 	return nil
+}
+
+// Pacing: how often the expander looks at the backlog while it waits, and the longest it waits for one page.
+const (
+	paceInterval = 250 * time.Millisecond
+	paceMaxWait  = 10 * time.Second
+)
+
+// pace waits while the oldest bulk job ready for delivery has waited MaxBacklog or more, so that the
+// expander stays that far ahead of the MTA rather than writing the whole audience in the broadcast's first
+// seconds. It waits at most paceMaxWait (and a third of the lease, which the next recorded page renews): a
+// queue that does not drain (no MTA running) slows the expander down without stopping it. An error reading
+// the backlog is logged and does not hold the broadcast.
+func (s *Service) pace(ctx context.Context) error {
+	if s.deps.Backlog == nil {
+		return nil
+	}
+	deadline := time.Now().Add(min(paceMaxWait, s.cfg.Lease/3))
+	for {
+		wait, err := s.deps.Backlog.BulkWait(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			s.deps.Logger.Warn("broadcast expander: reading the delivery backlog", "error", err)
+			return nil
+		}
+		if wait < s.cfg.MaxBacklog || !time.Now().Before(deadline) {
+			return nil
+		}
+		t := time.NewTimer(paceInterval)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
 }
 
 // bulkSender is the send path's bulk entry (sending.Service.SendBulk): a page of emails accepted by the

@@ -48,6 +48,9 @@ type Deps struct {
 	Protection interface {
 		Protection(ctx context.Context, orgID string) (ports.Protection, error)
 	}
+	// Backlog, when set, tells how long the delivery queue's oldest ready bulk job has waited: the expander
+	// writes a page only while that is under Config.MaxBacklog (docs/decisions.md, "Broadcast pacing").
+	Backlog ports.BulkBacklog
 }
 
 // Config tunes the service.
@@ -65,7 +68,17 @@ type Config struct {
 	// it, and how far each recorded page extends it (default DefaultLease). It bounds how long a broadcast
 	// waits after its expander's process died; it must stay well above the time one page takes.
 	Lease time.Duration
+	// MaxBacklog is how far ahead of the MTA the expander may be: it writes its next page only while the
+	// oldest bulk job ready for delivery has waited less than this (default DefaultMaxBacklog). Used with
+	// Deps.Backlog.
+	MaxBacklog time.Duration
 }
+
+// DefaultMaxBacklog is Config.MaxBacklog's default: ten seconds of delivery work queued ahead of the MTA,
+// whatever its rate, so that it never runs dry, while the expander's work spreads over the whole broadcast
+// and automatic protection's pause, the warm-up cap and the plan allowance still hold back most of a
+// broadcast that goes wrong.
+const DefaultMaxBacklog = 10 * time.Second
 
 // DefaultLease is Config.Lease's default: a page of 500 contacts takes well under a second, and a
 // broadcast whose process died resumes within half a minute.
@@ -104,6 +117,9 @@ func New(cfg Config, deps Deps) (*Service, error) {
 	}
 	if cfg.Lease <= 0 {
 		cfg.Lease = DefaultLease
+	}
+	if cfg.MaxBacklog <= 0 {
+		cfg.MaxBacklog = DefaultMaxBacklog
 	}
 	cfg.BaseURL = strings.TrimRight(cfg.BaseURL, "/")
 	return &Service{cfg: cfg, deps: deps}, nil

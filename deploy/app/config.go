@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/postmill/postmill/adapters/rpc"
+	"github.com/postmill/postmill/core/broadcast"
 	"github.com/postmill/postmill/edge"
 	"github.com/postmill/postmill/mta"
 )
@@ -142,6 +143,9 @@ type Config struct {
 	// recorded page (POSTMILL_BROADCAST_LEASE, default broadcast.DefaultLease, 30s): how long a broadcast
 	// waits after the process expanding it died.
 	BroadcastLease time.Duration
+	// BroadcastBacklog is how long broadcast work may wait in the PostgreSQL queue before the expander waits
+	// to write more (POSTMILL_BROADCAST_BACKLOG, default broadcast.DefaultMaxBacklog, 10s).
+	BroadcastBacklog time.Duration
 }
 
 // Getenv reads one variable; LoadEnv takes it as a parameter so tests need not touch the process
@@ -261,6 +265,7 @@ func LoadEnv(getenv Getenv) (Config, error) {
 		DataDir:           str("POSTMILL_DATA_DIR", "./.data"),
 		ShutdownGraceSecs: int(integer("POSTMILL_SHUTDOWN_GRACE_SECONDS", 20)),
 		BroadcastLease:    duration("POSTMILL_BROADCAST_LEASE", 0),
+		BroadcastBacklog:  duration("POSTMILL_BROADCAST_BACKLOG", broadcast.DefaultMaxBacklog),
 	}
 	c.BaseURL = strings.TrimRight(str("POSTMILL_BASE_URL", "http://"+c.HTTPAddr), "/")
 	c.Stripe = loadStripe(getenv)

@@ -1,12 +1,24 @@
 package app
 
-import "github.com/postmill/postmill/core/broadcast"
+import (
+	"github.com/postmill/postmill/core/broadcast"
+	"github.com/postmill/postmill/ports"
+)
 
 // coreBroadcast builds the broadcast service (SPEC §4.10), which also answers the public unsubscribe pages,
 // and hands its expander to the core's loops. Every broadcast message goes through the sending area's
 // send path, so this area comes after sending and templates.
 func (a *App) coreBroadcast(env *coreEnv) error {
-	svc, err := broadcast.New(broadcast.Config{BaseURL: a.cfg.BaseURL, Lease: a.cfg.BroadcastLease}, broadcast.Deps{
+	queue, err := a.queue(env.ctx)
+	if err != nil {
+		return err
+	}
+	// The expander stays POSTMILL_BROADCAST_BACKLOG jobs ahead of the MTA on a queue that can count its
+	// bulk lane (PostgreSQL's); on Kafka it writes as fast as it reads.
+	backlog, _ := queue.(ports.BulkBacklog)
+	svc, err := broadcast.New(broadcast.Config{
+		BaseURL: a.cfg.BaseURL, Lease: a.cfg.BroadcastLease, MaxBacklog: a.cfg.BroadcastBacklog,
+	}, broadcast.Deps{
 		Store:    env.store,
 		Audience: env.store,
 		Domains:  env.store,
@@ -17,6 +29,7 @@ func (a *App) coreBroadcast(env *coreEnv) error {
 		Logger:   env.logger,
 		// Automatic protection's pause (core/reputation) is read from the store.
 		Protection: env.store,
+		Backlog:    backlog,
 	})
 	if err != nil {
 		return err
