@@ -68,6 +68,10 @@ func newConsumer(cfg Config, producer *kgo.Client) (*consumer, error) {
 		// A partition without a committed offset starts at its beginning (franz-go's default would rewind
 		// only one minute, skipping older jobs).
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		// A fetch holds at most DefaultFetchBytes (a partition's share stays franz-go's 1 MiB); a response
+		// of any size read from a broker at most four times that.
+		kgo.FetchMaxBytes(DefaultFetchBytes),
+		kgo.BrokerMaxReadBytes(4 * DefaultFetchBytes),
 		kgo.OnPartitionsAssigned(c.assigned),
 		kgo.OnPartitionsRevoked(c.revoked),
 		kgo.OnPartitionsLost(c.lost),

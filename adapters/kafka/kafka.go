@@ -43,6 +43,11 @@ const (
 	DefaultTopic      = "postmill.delivery"
 	DefaultGroup      = "postmill-mta"
 	DefaultPartitions = 12
+	// DefaultFetchBytes bounds what one fetch of a delivery consumer buffers, over all its partitions
+	// (franz-go's default is 50 MiB). A broadcast's backlog is then read a few thousand jobs at a time:
+	// with the default, fetches of a 100,000-job bulk lane put the platform's peak RSS near 490 MiB
+	// (docs/benchmarks.md).
+	DefaultFetchBytes = 4 << 20
 )
 
 // Config locates the topic and names the consumer group.
