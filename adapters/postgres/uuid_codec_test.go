@@ -30,7 +30,6 @@ func TestUUIDStrings_BinaryArray(t *testing.T) {
 	}
 }
 
-
 // The encoding allocates nothing of its own beyond the buffer it appends to.
 func TestUUIDStrings_NoAllocation(t *testing.T) {
 	buf := make([]byte, 0, 64)
