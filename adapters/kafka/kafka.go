@@ -84,8 +84,10 @@ func (c Config) Validate() error {
 	if c.Partitions < 0 {
 		return errors.New("kafka: partitions must not be negative")
 	}
-	if c.BulkTopic != "" && (c.BulkTopic == c.Topic || c.BulkTopic == c.DeadLetterTopic ||
-		(c.Topic == "" && c.BulkTopic == DefaultTopic)) {
+	// The topics as the queue will use them, defaults applied.
+	d := c
+	d.defaults()
+	if d.BulkTopic == d.Topic || d.BulkTopic == d.DeadLetterTopic {
 		return errors.New("kafka: the bulk topic must differ from the delivery and dead-letter topics")
 	}
 	return nil

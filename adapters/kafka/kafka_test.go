@@ -327,7 +327,8 @@ func TestConfigValidate(t *testing.T) {
 	b := []string{"127.0.0.1:9092"}
 	for _, cfg := range []kafka.Config{{}, {Brokers: []string{" "}}, {Brokers: b, Partitions: -1},
 		{Brokers: b, Topic: "jobs", BulkTopic: "jobs"}, {Brokers: b, BulkTopic: kafka.DefaultTopic},
-		{Brokers: b, Topic: "jobs", BulkTopic: "dead", DeadLetterTopic: "dead"}} {
+		{Brokers: b, Topic: "jobs", BulkTopic: "dead", DeadLetterTopic: "dead"},
+		{Brokers: b, Topic: "jobs", BulkTopic: "jobs.dead"}} {
 		if err := cfg.Validate(); err == nil {
 			t.Errorf("Validate(%+v) = nil", cfg)
 		}

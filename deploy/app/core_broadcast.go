@@ -13,8 +13,8 @@ func (a *App) coreBroadcast(env *coreEnv) error {
 	if err != nil {
 		return err
 	}
-	// The expander stays POSTMILL_BROADCAST_BACKLOG jobs ahead of the MTA on a queue that can count its
-	// bulk lane (PostgreSQL's); on Kafka it writes as fast as it reads.
+	// On a queue that reports how long its oldest ready bulk job has waited (PostgreSQL's), the expander
+	// stays POSTMILL_BROADCAST_BACKLOG ahead of the MTA; on Kafka it writes as fast as it reads.
 	backlog, _ := queue.(ports.BulkBacklog)
 	svc, err := broadcast.New(broadcast.Config{
 		BaseURL: a.cfg.BaseURL, Lease: a.cfg.BroadcastLease, MaxBacklog: a.cfg.BroadcastBacklog,
