@@ -22,15 +22,19 @@ const (
 	outboxedJobsSQL = `SELECT count(*) FROM delivery_outbox WHERE message_id = $1`
 )
 
-// waitHeld polls until the message has a held job (its next attempt found the pause or the suspension) and
-// the MTA has acknowledged the job out of the queue.
+// waitHeld polls until the message has a held job (its next attempt found the pause or the suspension), the
+// MTA has acknowledged the job out of the queue, and the relay that published it has committed its
+// outbox transaction: the relay publishes before it deletes the outbox row (core/sending/relay.go), so a
+// job can be leased and held while its outbox row is still being deleted.
 func (w *mailWorld) waitHeld(t *testing.T, messageID string) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
-	for w.countRows(t, heldJobsSQL, messageID) == 0 || w.countRows(t, queuedJobsSQL, messageID) != 0 {
+	for w.countRows(t, heldJobsSQL, messageID) == 0 || w.countRows(t, queuedJobsSQL, messageID) != 0 ||
+		w.countRows(t, outboxedJobsSQL, messageID) != 0 {
 		if time.Now().After(deadline) {
-			t.Fatalf("message %s was never held (%d held, %d queued)", messageID,
-				w.countRows(t, heldJobsSQL, messageID), w.countRows(t, queuedJobsSQL, messageID))
+			t.Fatalf("message %s was never held (%d held, %d queued, %d in the outbox)", messageID,
+				w.countRows(t, heldJobsSQL, messageID), w.countRows(t, queuedJobsSQL, messageID),
+				w.countRows(t, outboxedJobsSQL, messageID))
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
