@@ -19,7 +19,10 @@ if ! deploy/scripts/test-deps.sh >&2; then
 	[ "${CI:-}" = true ] && exit 1
 	echo "some engines are missing: their tests skip (see above)" >&2
 fi
-modules=(ports core adapters edge mta inbound analytics deploy)
+# The longest packages first: go test starts packages in the order given, and deploy/e2e (about four
+# minutes, half of it waiting on processes it starts) overlaps the others instead of running alone last
+# (a whole run: 326 s against 453 s with the modules in dependency order, docs/testing.md).
+modules=(deploy adapters edge mta inbound analytics core ports)
 pkgs=()
 for m in "${modules[@]}"; do pkgs+=("./$m/..."); done
 go vet "${pkgs[@]}"
