@@ -12,6 +12,8 @@ fi
 echo "test database: ${POSTMILL_TEST_DATABASE_URL%%\?*}"
 # pg.sh itself, from a checkout the postgres user cannot enter (a few seconds; only as root).
 deploy/scripts/pg_test.sh
+# make check-generate's list of sources and outputs (a second, with stand-ins for buf and sqlc).
+deploy/scripts/generate_test.sh
 # make run itself, as a new user runs it, on free ports and a cluster of its own (run_test.sh; 15-30 s).
 deploy/scripts/run_test.sh
 # Engines the tests start themselves besides PostgreSQL (clamd) and the independent DKIM verifier.
