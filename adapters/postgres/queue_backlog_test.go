@@ -24,6 +24,17 @@ func TestQueue_BulkWait(t *testing.T) {
 		}
 		return d
 	}
+	// readyFor makes job id visible since ago and checks that BulkWait then says about ago.
+	readyFor := func(id string, ago time.Duration) {
+		t.Helper()
+		if _, err := s.Pool().Exec(ctx, `UPDATE delivery_queue SET visible_at = now() - make_interval(secs => $2) WHERE id = $1`,
+			id, ago.Seconds()); err != nil {
+			t.Fatal(err)
+		}
+		if d := wait(); d < ago-time.Minute || d > ago+time.Minute {
+			t.Fatalf("a bulk job ready for %v: BulkWait %v", ago, d)
+		}
+	}
 	if d := wait(); d != 0 {
 		t.Fatalf("empty queue: %v", d)
 	}
@@ -49,12 +60,7 @@ func TestQueue_BulkWait(t *testing.T) {
 	if d := wait(); d >= time.Minute {
 		t.Fatalf("bulk jobs just published: %v", d)
 	}
-	if _, err := s.Pool().Exec(ctx, `UPDATE delivery_queue SET visible_at = now() - interval '30 minutes' WHERE id = $1`, bulk[1].ID); err != nil {
-		t.Fatal(err)
-	}
-	if d := wait(); d < 29*time.Minute || d > 31*time.Minute {
-		t.Fatalf("the oldest bulk job ready for 30 minutes: %v", d)
-	}
+	readyFor(bulk[1].ID, 30*time.Minute)
 
 	// Leased (the three transactional jobs first, then the oldest bulk one), the bulk job no longer counts;
 	// back for a retry in an hour, still not.
@@ -78,10 +84,5 @@ func TestQueue_BulkWait(t *testing.T) {
 	if d := wait(); d >= time.Minute {
 		t.Fatalf("the oldest bulk job waiting for its retry: %v", d)
 	}
-	if _, err := s.Pool().Exec(ctx, `UPDATE delivery_queue SET visible_at = now() - interval '5 minutes' WHERE id = $1`, bulk[2].ID); err != nil {
-		t.Fatal(err)
-	}
-	if d := wait(); d < 4*time.Minute || d > 6*time.Minute {
-		t.Fatalf("a bulk job ready for 5 minutes: %v", d)
-	}
+	readyFor(bulk[2].ID, 5*time.Minute)
 }

@@ -32,15 +32,15 @@ manifest() {
 	find "${SOURCES[@]}" "${GENERATED[@]}" -type f -print0 | sort -z | xargs -0 sha256sum
 }
 
-generate() {
+run_generators() {
 	$BUF generate
 	(cd adapters/postgres && $SQLC generate)
-	manifest >"$SUM"
 }
 
 case "${1:-}" in
 generate)
-	generate
+	run_generators
+	manifest >"$SUM"
 	;;
 check)
 	if [ -f "$SUM" ] && [ "$(manifest)" = "$(cat "$SUM")" ]; then
@@ -48,8 +48,7 @@ check)
 		exit 0
 	fi
 	echo "generated code: $SUM differs from the checkout; running the generators"
-	$BUF generate
-	(cd adapters/postgres && $SQLC generate)
+	run_generators
 	git diff --exit-code -- "${GENERATED[@]}" ||
 		{ echo "generated code is stale: run make generate and commit" >&2; exit 1; }
 	if [ -n "$(git status --porcelain -- "${GENERATED[@]}")" ]; then
@@ -57,13 +56,11 @@ check)
 		git status --porcelain -- "${GENERATED[@]}" >&2
 		exit 1
 	fi
-	if ! diff -u <(cat "$SUM" 2>/dev/null) <(manifest) >/tmp/generate-sum.$$; then
-		head -n 40 /tmp/generate-sum.$$ >&2
-		rm -f /tmp/generate-sum.$$
+	if ! changes=$(diff -u <(cat "$SUM" 2>/dev/null) <(manifest)); then
+		printf '%s\n' "$changes" | head -n 40 >&2
 		echo "the generated code is current but $SUM is not: run make generate and commit it" >&2
 		exit 1
 	fi
-	rm -f /tmp/generate-sum.$$
 	;;
 *)
 	echo "usage: $0 generate|check" >&2
