@@ -165,6 +165,10 @@ func (r *statusRecorder) Flush() {
 func (s *Server) observe(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
+		if n := s.cfg.InFlight; n != nil {
+			n.Add(1)
+			defer n.Add(-1)
+		}
 		id := r.Header.Get(requestIDHeader)
 		if !saneRequestID.MatchString(id) {
 			id = uuid.NewString()

@@ -213,3 +213,26 @@ func TestLargeBodyRoutesAllowSlowUploads(t *testing.T) {
 		t.Errorf("the same pace on login: status %q after %d of %d bytes, want a cut", status, sent, len(body))
 	}
 }
+
+// TestInFlightCountsRequestsBeingServed: Config.InFlight is one while a request is being served (read here
+// from inside the readiness check) and back to zero once it is answered, errors included.
+func TestInFlightCountsRequestsBeingServed(t *testing.T) {
+	t.Parallel()
+	var inFlight atomic.Int64
+	seen := make(chan int64, 1)
+	b := MustStartEdge(t, newFakeCore(), func(c *edge.Config) {
+		c.InFlight = &inFlight
+		c.Ready = func(context.Context) error {
+			seen <- inFlight.Load()
+			return nil
+		}
+	})
+	mustStatus(t, b.do(t, "GET", "/readyz", "", nil), 200)
+	if n := <-seen; n != 1 {
+		t.Fatalf("%d requests in flight while one was served, want 1", n)
+	}
+	mustError(t, b.do(t, "GET", "/v1/no-such-route", "", nil), 404, "", "")
+	if n := inFlight.Load(); n != 0 {
+		t.Fatalf("%d requests in flight after the answers, want 0", n)
+	}
+}

@@ -37,6 +37,19 @@ type Config struct {
 	Workers int
 	// ReceiveBatch is the most deliveries asked from the queue in one Receive.
 	ReceiveBatch int
+	// Signers is the number of threads the DKIM signatures run on (signstage.go): at most that many jobs
+	// sign at once. Default: GOMAXPROCS when Run starts. Give the process that many more processors than
+	// it would have otherwise (deploy/app does, unless GOMAXPROCS is set) so that the signing threads do
+	// not take the ones the rest of the process needs.
+	Signers int
+	// SigningNice is the nice value of the signing threads used while Foreground reports true (Linux;
+	// elsewhere they keep the process's priority): the kernel then runs the process's other threads, those
+	// answering an API request, before them. Default: DefaultSigningNice; a negative value keeps the
+	// process's priority throughout.
+	SigningNice int
+	// Foreground reports whether the process is serving requests that signing should give way to (the
+	// edge's HTTP requests in an all-in-one process). Nil: never.
+	Foreground func() bool
 	// Window caps the jobs holding a built and signed message for one destination host at once, sending
 	// or waiting for one of its connections (the signed-ahead window; Workers caps them across all
 	// destinations). Default: DefaultWindowPerConnection per connection allowed to the destination.
@@ -102,10 +115,13 @@ type Config struct {
 // transaction at a time, two round trips with PIPELINING, so a destination 10 ms away takes about 35 messages
 // a second per connection (docs/benchmarks.md): 10 connections held one destination near 370 per second.
 const (
-	DefaultPort            = 25
-	DefaultConcurrency     = 20
-	DefaultWorkers         = 128
-	DefaultReceiveBatch    = 32
+	DefaultPort         = 25
+	DefaultConcurrency  = 20
+	DefaultWorkers      = 128
+	DefaultReceiveBatch = 32
+	// DefaultSigningNice gives a signing thread about a tenth of the CPU a thread at the normal priority
+	// gets when both want the same core (the kernel's weights: 110 against 1024), and all of it otherwise.
+	DefaultSigningNice     = 10
 	DefaultConnectTimeout  = 30 * time.Second
 	DefaultCommandTimeout  = 5 * time.Minute
 	DefaultIdleConnTimeout = 30 * time.Second
@@ -166,6 +182,9 @@ func (c Config) withDefaults() Config {
 	if c.Window == 0 {
 		c.Window = DefaultWindowPerConnection * c.Concurrency
 	}
+	if c.SigningNice == 0 {
+		c.SigningNice = DefaultSigningNice
+	}
 	if c.ConnectTimeout == 0 {
 		c.ConnectTimeout = d.ConnectTimeout
 	}
@@ -216,10 +235,13 @@ func (c Config) Validate() error {
 	for _, f := range []struct {
 		name string
 		v    int
-	}{{"concurrency", c.Concurrency}, {"workers", c.Workers}, {"receive batch", c.ReceiveBatch}, {"window", c.Window}, {"max deliveries", c.MaxDeliveries}} {
+	}{{"concurrency", c.Concurrency}, {"workers", c.Workers}, {"receive batch", c.ReceiveBatch}, {"window", c.Window}, {"max deliveries", c.MaxDeliveries}, {"signers", c.Signers}} {
 		if f.v < 0 {
 			errs = append(errs, fmt.Errorf("mta: %s must not be negative", f.name))
 		}
+	}
+	if c.SigningNice > 19 {
+		errs = append(errs, errors.New("mta: signing nice value must be at most 19"))
 	}
 	for _, f := range []struct {
 		name string

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/mail"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -69,8 +70,10 @@ type MTA struct {
 	// sites shapes the traffic per destination site (site.go, shaping.go).
 	sites *sites
 	// batch loads and reports jobs in batches when Deps.DeliveryBatch is set.
-	batch   *batching
-	stages  *stages
+	batch  *batching
+	stages *stages
+	// sign runs the DKIM signatures while Run runs (signstage.go); nil signs on the job's goroutine.
+	sign    *signStage
 	started atomic.Bool
 	now     func() time.Time
 }
@@ -138,6 +141,11 @@ func (m *MTA) Run(ctx context.Context) error {
 	if !m.started.CompareAndSwap(false, true) {
 		return errors.New("mta: Run called twice")
 	}
+	signers := m.cfg.Signers
+	if signers == 0 {
+		signers = runtime.GOMAXPROCS(0)
+	}
+	m.sign = newSignStage(signers, max(m.cfg.SigningNice, 0), m.cfg.Foreground)
 	jobCtx := context.WithoutCancel(ctx)
 	reapCtx, stopReap := context.WithCancel(jobCtx)
 	var reaper sync.WaitGroup
@@ -153,16 +161,7 @@ func (m *MTA) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			continue
 		}
-		n := 1
-	fill:
-		for n < m.cfg.ReceiveBatch {
-			select {
-			case slots <- struct{}{}:
-				n++
-			default:
-				break fill
-			}
-		}
+		n := m.takeSlots(ctx, slots)
 		ds, err := m.deps.Queue.Receive(ctx, n)
 		if err != nil || len(ds) == 0 {
 			for range n {
@@ -194,6 +193,7 @@ func (m *MTA) Run(ctx context.Context) error {
 	}
 	inflight.Wait()
 	m.stages.settling.Wait()
+	m.sign.close()
 	stopReap()
 	reaper.Wait()
 	m.pool.close()
@@ -202,6 +202,43 @@ func (m *MTA) Run(ctx context.Context) error {
 	}
 	return nil
 }
+
+// takeSlots takes worker slots for the next Receive, the first one already taken: every other free one,
+// up to ReceiveBatch. While the MTA holds a full batch of jobs or more, it waits (at most chunkWait) until
+// half a batch of slots is free: leasing one job each time one finishes would cost a queue round trip
+// and a lease statement per job, which the queue then answers with a walk past every leased row, and it
+// would leave the loads and reports behind it in groups of one or two.
+func (m *MTA) takeSlots(ctx context.Context, slots chan struct{}) int {
+	n, batch := 1, m.cfg.ReceiveBatch
+	if len(slots)-n >= batch {
+		t := time.NewTimer(chunkWait)
+		defer t.Stop()
+	wait:
+		for n < batch/2 {
+			select {
+			case slots <- struct{}{}:
+				n++
+			case <-t.C:
+				break wait
+			case <-ctx.Done():
+				break wait
+			}
+		}
+	}
+	for n < batch {
+		select {
+		case slots <- struct{}{}:
+			n++
+		default:
+			return n
+		}
+	}
+	return n
+}
+
+// chunkWait bounds takeSlots' wait for half a batch: a job queued for another destination than the
+// jobs in hand waits at most that much longer to be leased.
+const chunkWait = 50 * time.Millisecond
 
 // handle processes one delivery: load, build and sign, deliver, journal, report, then Ack. A job whose
 // message is gone is acked and dropped; so is one the core put on hold, which the core now keeps. A job
@@ -377,7 +414,9 @@ func (m *MTA) message(ctx context.Context, out ports.OutboundMessage) ([]byte, e
 		if err != nil {
 			return nil, err
 		}
-		return signDKIM(raw, keys, out, key)
+		var signed []byte
+		m.sign.do(func() { signed, err = signDKIM(raw, keys, out, key) })
+		return signed, err
 	}
 	if !spansDomains(out) {
 		return build()

@@ -1,6 +1,9 @@
 package postgres
 
-import "sync"
+import (
+	"runtime"
+	"sync"
+)
 
 // combiner groups concurrent calls of one kind so that they share a round trip and a commit: while one
 // group is being written, the calls arriving queue up and go together into the next group. Each commit
@@ -43,6 +46,9 @@ func (c *combiner[T]) add(p T) {
 	if serving {
 		return
 	}
+	// Calls that start together (the reports of one batch, each on its own goroutine) would otherwise
+	// find this one's group already taken with only itself in it: one yield lets them queue first.
+	runtime.Gosched()
 
 	c.write(c.next(k))
 	if more := c.next(k); more != nil {

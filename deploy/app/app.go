@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-kit/log"
@@ -47,6 +48,9 @@ type App struct {
 
 	manager *services.Manager
 	shared  shared
+	// inFlight counts the edge's requests being served; the MTA's signatures give way while it is above
+	// zero (mta.Config.Foreground).
+	inFlight atomic.Int64
 
 	mu       sync.Mutex
 	store    *postgres.Store

@@ -70,6 +70,7 @@ type Config struct {
 	MTARelayPassword  string
 	MTAHelo           string
 	MTAConcurrency    int
+	MTASigningNice    int
 	MTAMaxAge         time.Duration
 	MTARetryBase      time.Duration
 	MTAAllowNets      []netip.Prefix
@@ -230,6 +231,7 @@ func LoadEnv(getenv Getenv) (Config, error) {
 		MTARelayPassword:  str("POSTMILL_MTA_RELAY_PASSWORD", ""),
 		MTAHelo:           str("POSTMILL_MTA_HELO", hostname()),
 		MTAConcurrency:    int(integer("POSTMILL_MTA_CONCURRENCY", mta.DefaultConcurrency)),
+		MTASigningNice:    int(integer("POSTMILL_MTA_SIGNING_NICE", mta.DefaultSigningNice)),
 		MTAMaxAge:         duration("POSTMILL_MTA_MAX_AGE", 72*time.Hour),
 		MTARetryBase:      duration("POSTMILL_MTA_RETRY_BASE", time.Minute),
 		MTAAllowNets:      prefixes("POSTMILL_MTA_ALLOW_NETS"),
@@ -395,6 +397,9 @@ func (c *Config) Validate(targets Targets) error {
 	}
 	if c.MTAConcurrency < 1 {
 		errs = append(errs, errors.New("POSTMILL_MTA_CONCURRENCY must be at least 1"))
+	}
+	if c.MTASigningNice < 0 || c.MTASigningNice > 19 {
+		errs = append(errs, errors.New("POSTMILL_MTA_SIGNING_NICE must be between 0 and 19"))
 	}
 	if c.MTAShapingFile != "" {
 		if _, err := mta.LoadShaping(c.MTAShapingFile); err != nil {

@@ -37,6 +37,7 @@ func (a *App) initEdge() (services.Service, error) {
 			// POSTMILL_ADMIN_REQUIRE_2FA=false lets admins without 2FA use the admin routes.
 			AdminWithout2FA: !a.cfg.AdminRequire2FA,
 			RequestLogOff:   !a.cfg.RequestLog,
+			InFlight:        &a.inFlight,
 		}, core)
 		if err != nil {
 			return err

@@ -3,7 +3,9 @@ package app
 import (
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"time"
 
@@ -41,6 +43,13 @@ func (a *App) initMTA() (services.Service, error) {
 			Port: port, Relay: relay, RelayUsername: a.cfg.MTARelayUsername,
 			RelayPassword: a.cfg.MTARelayPassword, HELO: a.cfg.MTAHelo, Concurrency: a.cfg.MTAConcurrency,
 			AllowNets: allow, JournalDir: filepath.Join(a.cfg.DataDir, "mta"),
+		}
+		cfg.Signers, cfg.SigningNice = signingThreads(), a.cfg.MTASigningNice
+		if a.targets.Has(TargetEdge) { // signing gives way while the edge in this process serves a request
+			cfg.Foreground = func() bool { return a.inFlight.Load() > 0 }
+		}
+		if cfg.SigningNice == 0 {
+			cfg.SigningNice = -1 // POSTMILL_MTA_SIGNING_NICE=0: the process's own priority
 		}
 		if a.cfg.MTAShapingFile != "" {
 			if cfg.Shaping, err = mta.LoadShaping(a.cfg.MTAShapingFile); err != nil {
@@ -84,4 +93,27 @@ func (a *App) initMTA() (services.Service, error) {
 	}
 	stopping := func(error) error { return a.stopSimulator(sim) } // after Run drained the jobs
 	return services.NewBasicService(starting, running, stopping).WithName(TargetMTA), nil
+}
+
+var (
+	signersOnce sync.Once
+	signers     int
+)
+
+// signingThreads gives the MTA's signing threads (mta.Config.Signers) processors of their own: as many
+// threads as the process has processors, and that many processors more, so that while they sign the rest
+// of the process (the API, the MTA's own sessions and reports) keeps the processors it had. With GOMAXPROCS
+// set, the count is left alone and half of it signs. The threads run at a lower priority (POSTMILL_MTA_SIGNING_NICE): the kernel still
+// shares the same cores, giving them what the rest leaves. Done once per process.
+func signingThreads() int {
+	signersOnce.Do(func() {
+		procs := runtime.GOMAXPROCS(0)
+		if _, set := os.LookupEnv("GOMAXPROCS"); set {
+			signers = max(1, procs/2) // the operator's count stands: half of it signs at most
+			return
+		}
+		signers = procs
+		runtime.GOMAXPROCS(2 * procs)
+	})
+	return signers
 }

@@ -1,0 +1,91 @@
+package mta
+
+import "runtime"
+
+// signStage runs the DKIM signatures of every job on a few threads of their own (Config.Signers), and,
+// while the process serves requests (Config.Foreground), on threads of a lower scheduling priority
+// (Config.SigningNice).
+//
+// A signature is the largest single cost of a delivery (an RSA-2048 private-key operation is about a
+// millisecond of CPU), and when delivery keeps the cores busy every other goroutine of the process waits
+// behind the signing ones: an API request's goroutine, readied by the network, queued behind dozens of
+// jobs that each signed before they blocked again. On the stage, at most Signers jobs sign at once and the
+// others wait, blocked rather than runnable; each signing thread has a processor of its own (the process
+// runs with Signers more than GOMAXPROCS would otherwise be, deploy/app), so the rest of the process keeps
+// its processors. While a request is being served, signatures go to the stage's niced threads, and the
+// kernel, which shares the cores between threads by their nice value, runs the threads answering the
+// request first; otherwise they go to threads at the process's priority, so that delivery with nobody
+// waiting on the API (a broadcast's background work included) keeps its full share. Two sets of threads
+// rather than one whose priority changes: a thread's nice value cannot be lowered again without privilege.
+type signStage struct {
+	normal, low chan signJob
+	foreground  func() bool
+}
+
+type signJob struct {
+	run  func()
+	done chan any // the recovered panic value, or nil
+}
+
+// newSignStage starts n signing threads at the process's priority and, when nice is above 0 and
+// foreground is set, n more at that nice value (lowerPriority).
+func newSignStage(n, nice int, foreground func() bool) *signStage {
+	s := &signStage{normal: make(chan signJob)}
+	for range n {
+		go serveSigning(s.normal, 0)
+	}
+	if nice > 0 && foreground != nil {
+		s.low, s.foreground = make(chan signJob), foreground
+		for range n {
+			go serveSigning(s.low, nice)
+		}
+	}
+	return s
+}
+
+// serveSigning runs jobs until the channel is closed. The goroutine keeps its thread to itself and never
+// unlocks it: when the goroutine ends, the runtime ends the thread with it, so a lowered priority never
+// reaches another goroutine. (Threads the runtime starts on behalf of a locked one are started by a
+// thread of its own, so they do not inherit the priority either.)
+func serveSigning(jobs <-chan signJob, nice int) {
+	runtime.LockOSThread()
+	lowerPriority(nice)
+	for j := range jobs {
+		j.done <- runJob(j.run)
+	}
+}
+
+func runJob(run func()) (panicked any) {
+	defer func() { panicked = recover() }()
+	run()
+	return nil
+}
+
+// do runs f on one of the stage's threads and returns when f has returned; a panic in f is raised again
+// in the caller, whose own recovery (handle's) then deals with it. With no stage, f runs on the caller.
+func (s *signStage) do(f func()) {
+	if s == nil {
+		f()
+		return
+	}
+	jobs := s.normal
+	if s.low != nil && s.foreground() {
+		jobs = s.low
+	}
+	done := make(chan any, 1)
+	jobs <- signJob{run: f, done: done}
+	if p := <-done; p != nil {
+		panic(p)
+	}
+}
+
+// close ends the signing threads once the jobs given to them are done; do must not be called after.
+func (s *signStage) close() {
+	if s == nil {
+		return
+	}
+	close(s.normal)
+	if s.low != nil {
+		close(s.low)
+	}
+}
