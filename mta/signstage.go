@@ -12,10 +12,13 @@ import "runtime"
 // jobs that each signed before they blocked again. On the stage, at most Signers jobs sign at once and the
 // others wait, blocked rather than runnable; each signing thread has a processor of its own (the process
 // runs with Signers more than GOMAXPROCS would otherwise be, deploy/app), so the rest of the process keeps
-// its processors. While a request is being served, signatures go to the stage's niced threads, and the
+// its processors. While the process is busy answering requests (Foreground: in an all-in-one process,
+// more HTTP requests in flight than there are cores), signatures go to the stage's niced threads, and the
 // kernel, which shares the cores between threads by their nice value, runs the threads answering the
-// request first; otherwise they go to threads at the process's priority, so that delivery with nobody
-// waiting on the API (a broadcast's background work included) keeps its full share. Two sets of threads
+// requests first; otherwise they go to threads at the process's priority, so that delivery beside a
+// trickle of requests (a broadcast with transactional mail going on) keeps its full share: niced signing
+// there gave the background loops the CPU first, which then worked in smaller batches, and cost a
+// broadcast 12-16% of its rate (docs/benchmarks.md). Two sets of threads
 // rather than one whose priority changes: a thread's nice value cannot be lowered again without privilege.
 type signStage struct {
 	normal, low chan signJob

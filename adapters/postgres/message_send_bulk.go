@@ -25,24 +25,19 @@ func (s *Messages) MessagesByIdempotencyKeys(ctx context.Context, orgID string, 
 	return out, nil
 }
 
-// maxBulkGroup bounds the sends of one InsertMessages transaction (see there).
-const maxBulkGroup = 32
-
 // InsertMessages implements sending.BulkStore: the sends are written by the group commit's own
 // transaction (insertSendGroup, the one InsertMessage's concurrent sends share), in groups of up to
-// maxBulkGroup sends one after the other, on the caller's goroutine: each group is one pipelined batch
+// maxSendGroup sends one after the other, on the caller's goroutine: each group is one pipelined batch
 // with multi-row inserts of the messages, recipients, events and delivery jobs and one metering statement,
 // in nms's order. Every rule of InsertMessage holds per send: a taken idempotency key answers Existing, a
 // send over a limit is refused alone (OverLimit) and writes nothing, and a group that fails as a whole is
 // retried one send at a time so each gets its own outcome. Sends of different organizations or meters
 // (never the case for one broadcast's page) go in separate groups.
 //
-// The group bound is smaller than InsertMessage's: a group holds its organization's usage meters locked
-// until it commits, and the organization's transactional sends wait for them meanwhile. A page of 500
-// written as one transaction held them long enough to put a transactional send's p99 near two seconds on a
-// loaded machine; groups of 128 put it at 141 ms in a 30,000-contact broadcast, groups of 32 at 118-124 ms
-// (docs/benchmarks.md). The expander is paced by the delivery backlog, so the extra commits cost it no
-// delivery rate.
+// The group bound is InsertMessage's: a group holds its organization's usage meters locked until it
+// commits, and the organization's transactional sends wait for them meanwhile. A page of 500 written as
+// one transaction held them long enough to put a transactional send's p99 near two seconds on a loaded
+// machine; in groups of 128 each wait is a quarter of that.
 func (s *Messages) InsertMessages(ctx context.Context, nms []ports.NewMessage) ([]ports.Inserted, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -64,7 +59,7 @@ func (s *Messages) InsertMessages(ctx context.Context, nms []ports.NewMessage) (
 	for _, k := range order {
 		g := groups[k]
 		for len(g) > 0 {
-			n := min(len(g), maxBulkGroup)
+			n := min(len(g), maxSendGroup)
 			s.writeSends(g[:n], false)
 			g = g[n:]
 		}

@@ -45,8 +45,11 @@ func (a *App) initMTA() (services.Service, error) {
 			AllowNets: allow, JournalDir: filepath.Join(a.cfg.DataDir, "mta"),
 		}
 		cfg.Signers, cfg.SigningNice = signingThreads(), a.cfg.MTASigningNice
-		if a.targets.Has(TargetEdge) { // signing gives way while the edge in this process serves a request
-			cfg.Foreground = func() bool { return a.inFlight.Load() > 0 }
+		if a.targets.Has(TargetEdge) {
+			// Signing gives way while the edge in this process has more requests in flight than there are
+			// signing threads (as many as cores): while its answers queue for the CPU, not for each request.
+			busy := int64(cfg.Signers)
+			cfg.Foreground = func() bool { return a.inFlight.Load() > busy }
 		}
 		if cfg.SigningNice == 0 {
 			cfg.SigningNice = -1 // POSTMILL_MTA_SIGNING_NICE=0: the process's own priority
