@@ -105,9 +105,9 @@ var (
 
 // signingThreads gives the MTA's signing threads (mta.Config.Signers) processors of their own: as many
 // threads as the process has processors, and that many processors more, so that while they sign the rest
-// of the process (the API, the MTA's own sessions and reports) keeps the processors it had. With GOMAXPROCS
-// set, the count is left alone and half of it signs. The threads run at a lower priority (POSTMILL_MTA_SIGNING_NICE): the kernel still
-// shares the same cores, giving them what the rest leaves. Done once per process.
+// of the process (the API, the MTA's own sessions and reports) keeps the processors it had; the kernel
+// still shares the same cores between all of them. With GOMAXPROCS set, the count is left alone and half
+// of it signs. Done once per process.
 func signingThreads() int {
 	signersOnce.Do(func() {
 		procs := runtime.GOMAXPROCS(0)
