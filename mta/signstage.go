@@ -18,8 +18,8 @@ import "runtime"
 // requests first; otherwise they go to threads at the process's priority, so that delivery beside a
 // trickle of requests (a broadcast with transactional mail going on) keeps its full share: niced signing
 // there gave the background loops the CPU first, which then worked in smaller batches, and cost a
-// broadcast 12-16% of its rate (docs/benchmarks.md). Two sets of threads
-// rather than one whose priority changes: a thread's nice value cannot be lowered again without privilege.
+// broadcast 12-16% of its rate (docs/benchmarks.md). Two sets of threads rather than one whose priority
+// changes: a thread's nice value cannot be lowered again without privilege.
 type signStage struct {
 	normal, low chan signJob
 	foreground  func() bool

@@ -47,7 +47,8 @@ func (a *App) initMTA() (services.Service, error) {
 		cfg.Signers, cfg.SigningNice = signingThreads(), a.cfg.MTASigningNice
 		if a.targets.Has(TargetEdge) {
 			// Signing gives way while the edge in this process has more requests in flight than there are
-			// signing threads (as many as cores): while its answers queue for the CPU, not for each request.
+			// signing threads (the cores, unless GOMAXPROCS is set): while its answers queue for the CPU,
+			// not for each request.
 			busy := int64(cfg.Signers)
 			cfg.Foreground = func() bool { return a.inFlight.Load() > busy }
 		}
