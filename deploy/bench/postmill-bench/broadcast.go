@@ -43,7 +43,7 @@ func runBroadcast(args []string) error {
 	if err := resetDatabase(ctx, *db); err != nil {
 		return err
 	}
-	ceilingBefore, _, err := rsaMeasure(*rsaFor)
+	ceilingBefore, sigCPU, err := rsaMeasure(*rsaFor)
 	if err != nil {
 		return err
 	}
@@ -141,6 +141,7 @@ func runBroadcast(args []string) error {
 	base := mx.count.Load()
 	aloneUntil := time.Now()
 
+	cpu := startCPUMeter(ctx, *db, []int{pid})
 	start := time.Now()
 	mx.startClock(start)
 	st, body, err = p.call("POST", "/v1/broadcasts/"+id+"/send", p.key, nil)
@@ -179,11 +180,15 @@ func runBroadcast(args []string) error {
 	_, last := mx.curve()
 	arrived := mx.count.Load() - base - int64(during.accepted())
 	elapsed := last.Sub(start)
-	ceilingAfter, _, err := rsaMeasure(*rsaFor)
+	// Every message delivered since the send, the transactional ones included, shares the CPU measured.
+	delivered := mx.count.Load() - base
+	cpuLine, totalCPU := cpu.report(ctx, delivered), cpu.perMessage(ctx, delivered)
+	ceilingAfter, sigCPUAfter, err := rsaMeasure(*rsaFor)
 	if err != nil {
 		return err
 	}
 	ceiling := (ceilingBefore + ceilingAfter) / 2
+	sigCPU = (sigCPU + sigCPUAfter) / 2
 	p.reportLogs()
 	dupes, noID, size := mx.stats()
 
@@ -193,6 +198,12 @@ func runBroadcast(args []string) error {
 		arrived, *contacts, elapsed.Round(time.Millisecond), float64(arrived)/elapsed.Seconds(), size, dupes, noID)
 	fmt.Printf("  RSA-2048 ceiling of this run: %.0f signatures/s (delivery at %.0f%% of it); peak RSS %d MiB\n",
 		ceiling, 100*float64(arrived)/elapsed.Seconds()/ceiling, peakRSS.Load()/1024)
+	fmt.Println(cpuLine)
+	if totalCPU > 0 {
+		fmt.Printf("  CPU yardstick: a signature costs %.3f ms of CPU and this run spent %.3f ms per message in all (Postmill, "+
+			"PostgreSQL, benchmark): with both cores to itself the platform would deliver at %.0f%% of the RSA ceiling\n",
+			ms(sigCPU), ms(totalCPU), yardstick(sigCPU, totalCPU))
+	}
 	if *txRate > 0 {
 		for _, ph := range []struct {
 			name     string
