@@ -42,7 +42,7 @@ func TestProbePlans(t *testing.T) {
 	if generated, copied := postgres.ProbePlansTexts(); generated != copied {
 		t.Fatalf("the queue's copy of ProbePlans differs from queries/messages.sql:\n%s\n%s", copied, generated)
 	}
-	scans := regexp.MustCompile(`Seq Scan on (messages|recipients|delivery_queue|delivery_outbox|events|applied_jobs)\b|Hash Join|Merge Join|Hash Semi Join`)
+	scans := regexp.MustCompile(`Seq Scan on (messages|recipients|delivery_queue|delivery_outbox|events|applied_jobs)\b|Hash Join|Merge Join|Hash Semi Join|Bitmap Heap Scan`)
 	var names []string
 	for name := range postgres.ProbedStatements {
 		names = append(names, name)

@@ -189,7 +189,8 @@ RETURNING q.id::text, q.organization_id::text, q.message_id::text, q.domain, q.r
 // primary-key probe however stale the table's statistics are (a queue fills from empty in seconds).
 // probePlansSQL is the text of ProbePlans (queries/messages.sql), for batches built by hand.
 const probePlansSQL = `SELECT set_config('plan_cache_mode', 'force_generic_plan', true), set_config('enable_seqscan', 'off', true),
-    set_config('enable_hashjoin', 'off', true), set_config('enable_mergejoin', 'off', true)`
+    set_config('enable_hashjoin', 'off', true), set_config('enable_mergejoin', 'off', true),
+    set_config('enable_bitmapscan', 'off', true)`
 
 func (q *Queue) lease(ctx context.Context, conn batchSender, max int) ([]ports.Delivery, error) {
 	var b pgx.Batch

@@ -13,9 +13,14 @@ SELECT set_config('plan_cache_mode', 'force_generic_plan', true);
 -- installation, or any table before autovacuum analyses it again) prefers a sequential scan and a hash
 -- join, and a generic plan keeps that shape while the table grows until the next ANALYZE, so every
 -- statement would read all of messages, recipients or delivery_queue. With sequential scans, hash and
--- merge joins priced out, the planner takes the indexes whatever the statistics say.
+-- merge joins priced out, the planner takes the indexes whatever the statistics say. Bitmap scans are priced
+-- out too: a take that walks a queue table in index order (LIMIT ... FOR UPDATE SKIP LOCKED) planned as a
+-- bitmap scan reads every due row and every dead one left by earlier takes, heap pages included, then sorts
+-- them, where an index scan stops at the limit and marks the dead entries it passes so that later takes
+-- skip them.
 SELECT set_config('plan_cache_mode', 'force_generic_plan', true), set_config('enable_seqscan', 'off', true),
-    set_config('enable_hashjoin', 'off', true), set_config('enable_mergejoin', 'off', true);
+    set_config('enable_hashjoin', 'off', true), set_config('enable_mergejoin', 'off', true),
+    set_config('enable_bitmapscan', 'off', true);
 
 -- name: InsertMessages :exec
 -- Writes the messages of several concurrent sends of one organization; set-returning functions in one

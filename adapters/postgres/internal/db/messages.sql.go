@@ -685,7 +685,8 @@ func (q *Queries) PreferGenericPlans(ctx context.Context) error {
 
 const probePlans = `-- name: ProbePlans :exec
 SELECT set_config('plan_cache_mode', 'force_generic_plan', true), set_config('enable_seqscan', 'off', true),
-    set_config('enable_hashjoin', 'off', true), set_config('enable_mergejoin', 'off', true)
+    set_config('enable_hashjoin', 'off', true), set_config('enable_mergejoin', 'off', true),
+    set_config('enable_bitmapscan', 'off', true)
 `
 
 // Heads a pipelined batch of array-driven statements (the send path's inserts, the MTA's reads, outcome
@@ -695,7 +696,11 @@ SELECT set_config('plan_cache_mode', 'force_generic_plan', true), set_config('en
 // installation, or any table before autovacuum analyses it again) prefers a sequential scan and a hash
 // join, and a generic plan keeps that shape while the table grows until the next ANALYZE, so every
 // statement would read all of messages, recipients or delivery_queue. With sequential scans, hash and
-// merge joins priced out, the planner takes the indexes whatever the statistics say.
+// merge joins priced out, the planner takes the indexes whatever the statistics say. Bitmap scans are priced
+// out too: a take that walks a queue table in index order (LIMIT ... FOR UPDATE SKIP LOCKED) planned as a
+// bitmap scan reads every due row and every dead one left by earlier takes, heap pages included, then sorts
+// them, where an index scan stops at the limit and marks the dead entries it passes so that later takes
+// skip them.
 func (q *Queries) ProbePlans(ctx context.Context) error {
 	_, err := q.db.Exec(ctx, probePlans)
 	return err
