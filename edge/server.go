@@ -80,8 +80,8 @@ type Config struct {
 	// RequestLogOff turns the request log capture off (POSTMILL_REQUEST_LOG=false): /v1 requests are not
 	// recorded, GET /v1/logs still answers with what is stored.
 	RequestLogOff bool
-	// InFlight, when set, counts the HTTP requests being served: other work of the process (the MTA's
-	// signatures) gives way while it is above zero.
+	// InFlight, when set, counts the HTTP requests being served, for other work of the process to give way
+	// to (the MTA's signatures, while it is above their number of threads).
 	InFlight *atomic.Int64
 	// Timeouts bound how long HTTPServer waits for requests and takes to answer; zero fields take the
 	// defaults (timeouts.go).

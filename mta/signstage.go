@@ -30,14 +30,14 @@ type signJob struct {
 	done chan any // the recovered panic value, or nil
 }
 
-// newSignStage starts n signing threads at the process's priority and, when nice is above 0 and
-// foreground is set, n more at that nice value (lowerPriority).
+// newSignStage starts n signing threads at the process's priority and, when nice is above 0, foreground
+// is set and threads have priorities of their own (Linux), n more at that nice value (lowerPriority).
 func newSignStage(n, nice int, foreground func() bool) *signStage {
 	s := &signStage{normal: make(chan signJob)}
 	for range n {
 		go serveSigning(s.normal, 0)
 	}
-	if nice > 0 && foreground != nil {
+	if nice > 0 && foreground != nil && threadPriorities {
 		s.low, s.foreground = make(chan signJob), foreground
 		for range n {
 			go serveSigning(s.low, nice)

@@ -49,7 +49,7 @@ type App struct {
 	manager *services.Manager
 	shared  shared
 	// inFlight counts the edge's requests being served; the MTA's signatures give way while it is above
-	// zero (mta.Config.Foreground).
+	// the number of signing threads (mta.Config.Foreground, tier_mta.go).
 	inFlight atomic.Int64
 
 	mu       sync.Mutex
