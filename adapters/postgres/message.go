@@ -20,6 +20,8 @@ type Messages struct {
 	shared
 	// sends groups concurrent InsertMessage calls of one organization and day into shared transactions.
 	sends combiner[*pendingSend]
+	// suppressed groups concurrent SuppressedAmong calls, of any organizations, into shared queries.
+	suppressed combiner[*pendingSuppressed]
 }
 
 func newMessages(sh shared) *Messages {
@@ -29,6 +31,7 @@ func newMessages(sh shared) *Messages {
 		write: func(group []*pendingSend) { s.writeSends(group, false) },
 		key:   func(p *pendingSend) string { return p.key },
 	}
+	s.suppressed = combiner[*pendingSuppressed]{max: maxSuppressedGroup, write: s.readSuppressed}
 	return s
 }
 

@@ -10,31 +10,107 @@ import (
 	"github.com/postmill/postmill/ports"
 )
 
-// SuppressedAmong implements ports.MessageStore in one query: an address is suppressed when a row names
-// it or its domain (the part after the last "@"), held by the organization in any scope or platform-wide
-// (no organization). Other organizations' rows never count. Only suppressed addresses are in the map,
-// keyed as given. It runs on every send, so it is sent with PreferGenericPlans in one round trip: its plan
-// (index probes on suppressions_address_idx) is then made once per connection rather than on every call.
+// SuppressedAmong implements ports.MessageStore: an address is suppressed when a row names it or its domain
+// (the part after the last "@"), held by the organization in any scope or platform-wide (no organization).
+// Other organizations' rows never count. Only suppressed addresses are in the map, keyed as given.
+//
+// It runs on every send, so concurrent calls (of any organizations) are answered together: while one
+// query is in flight the calls arriving queue up and go into the next one, each address checked against
+// its own call's organization. The query is sent with PreferGenericPlans in one round trip, so its plan
+// (index probes on suppressions_address_idx) is made once per connection.
 func (s *Messages) SuppressedAmong(ctx context.Context, orgID string, addresses []string) (map[string]bool, error) {
-	out := make(map[string]bool)
 	if len(addresses) == 0 {
-		return out, nil
+		return map[string]bool{}, nil
 	}
-	var rows []string
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	p := &pendingSuppressed{ctx: ctx, orgID: orgID, addresses: addresses, done: make(chan suppressedResult, 1)}
+	s.suppressed.add(p)
+	select {
+	case r := <-p.done:
+		return r.found, r.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// Bounds of one group of suppression reads.
+const (
+	// maxSuppressedGroup bounds the calls answered by one query.
+	maxSuppressedGroup = 256
+	// suppressedGroupTimeout bounds a group's query, which runs detached from its callers' contexts.
+	suppressedGroupTimeout = 30 * time.Second
+)
+
+// pendingSuppressed is one SuppressedAmong call waiting for its group's answer.
+type pendingSuppressed struct {
+	ctx       context.Context
+	orgID     string
+	addresses []string
+	done      chan suppressedResult
+}
+
+type suppressedResult struct {
+	found map[string]bool
+	err   error
+}
+
+// readSuppressed answers one group of SuppressedAmong calls with one query.
+func (s *Messages) readSuppressed(group []*pendingSuppressed) {
+	live := make([]*pendingSuppressed, 0, len(group))
+	var params db.SuppressedAmongParams
+	for _, p := range group {
+		if err := p.ctx.Err(); err != nil {
+			p.done <- suppressedResult{err: err}
+			continue
+		}
+		n := int32(len(live))
+		live = append(live, p)
+		for _, a := range p.addresses {
+			params.Ns = append(params.Ns, n)
+			params.OrganizationIds = append(params.OrganizationIds, p.orgID)
+			params.Addresses = append(params.Addresses, a)
+		}
+	}
+	if len(live) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(live[0].ctx), suppressedGroupTimeout)
+	defer cancel()
+	var rows []db.SuppressedAmongRow
 	err := runPipeline(ctx, s.pool,
 		func(q *db.Queries) error { return q.PreferGenericPlans(ctx) },
 		func(q *db.Queries) (err error) {
-			rows, err = q.SuppressedAmong(ctx, db.SuppressedAmongParams{OrganizationID: orgID, Addresses: addresses})
+			rows, err = q.SuppressedAmong(ctx, params)
 			return err
 		},
 	)
 	if err != nil {
-		return nil, interpretError(err)
+		err = interpretError(err)
+		if len(live) > 1 {
+			// One call's bad input (an organization id that is not a UUID) must not fail the others:
+			// each is asked again on its own.
+			for _, p := range live {
+				s.readSuppressed([]*pendingSuppressed{p})
+			}
+			return
+		}
+		live[0].done <- suppressedResult{err: err}
+		return
 	}
-	for _, a := range rows {
-		out[a] = true
+	found := make([]map[string]bool, len(live))
+	for i := range found {
+		found[i] = map[string]bool{}
 	}
-	return out, nil
+	for _, r := range rows {
+		if int(r.N) < len(found) {
+			found[r.N][r.Address] = true
+		}
+	}
+	for i, p := range live {
+		p.done <- suppressedResult{found: found[i]}
+	}
 }
 
 // AddSuppression implements ports.MessageStore. The address is lower-cased; an existing suppression of

@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/postmill/postmill/adapters/postgres"
 	"github.com/postmill/postmill/adapters/postgres/pgtest"
 	"github.com/postmill/postmill/ports"
 )
@@ -74,6 +75,43 @@ func TestSuppressedAmong(t *testing.T) {
 
 	if got, err := s.SuppressedAmong(ctx, a.org.ID, nil); err != nil || len(got) != 0 {
 		t.Fatalf("no addresses = %v, %v", got, err)
+	}
+
+	// Concurrent calls share one query; each address is still checked against its own call's organization,
+	// and a call that fails (an organization id that is not a UUID) fails alone.
+	answers := s.ReadSuppressedGroup(ctx,
+		postgres.SuppressedCall{OrgID: a.org.ID, Addresses: addresses},
+		postgres.SuppressedCall{OrgID: b.org.ID, Addresses: addresses},
+		postgres.SuppressedCall{OrgID: a.org.ID, Addresses: []string{"fine@example.org"}},
+	)
+	if len(answers[0].Found) != len(want) || answers[0].Err != nil {
+		t.Fatalf("A in a group = %v, %v; want %v", answers[0].Found, answers[0].Err, want)
+	}
+	for addr := range want {
+		if !answers[0].Found[addr] {
+			t.Fatalf("A in a group: %s not suppressed (got %v)", addr, answers[0].Found)
+		}
+	}
+	if len(answers[1].Found) != len(wantB) || answers[1].Err != nil {
+		t.Fatalf("B in a group = %v, %v; want %v", answers[1].Found, answers[1].Err, wantB)
+	}
+	for _, addr := range wantB {
+		if !answers[1].Found[addr] {
+			t.Fatalf("B in a group: %s not suppressed (got %v)", addr, answers[1].Found)
+		}
+	}
+	if len(answers[2].Found) != 0 || answers[2].Err != nil {
+		t.Fatalf("A's clean address in a group = %v, %v", answers[2].Found, answers[2].Err)
+	}
+	bad := s.ReadSuppressedGroup(ctx,
+		postgres.SuppressedCall{OrgID: "not-a-uuid", Addresses: addresses},
+		postgres.SuppressedCall{OrgID: b.org.ID, Addresses: []string{"only-b@example.org", "fine@example.org"}},
+	)
+	if bad[0].Err == nil {
+		t.Fatalf("a call with a malformed organization id answered %v, want an error", bad[0].Found)
+	}
+	if len(bad[1].Found) != 1 || !bad[1].Found["only-b@example.org"] || bad[1].Err != nil {
+		t.Fatalf("B beside a failing call = %v, %v", bad[1].Found, bad[1].Err)
 	}
 }
 

@@ -1,12 +1,15 @@
 -- name: SuppressedAmong :many
--- An address is suppressed by a row for itself or for its domain (the part after the last "@"), held by
--- the organization (any scope) or platform-wide (organization_id NULL). The COALESCE matches the unique
--- index suppressions_org_address_scope_key, which serves the lookup.
-SELECT DISTINCT a.address::text AS address
-FROM unnest(@addresses::text[]) AS a(address)
+-- The suppressed addresses of many sends at once, each checked for its own organization: an address is
+-- suppressed by a row for itself or for its domain (the part after the last "@"), held by its send's
+-- organization (any scope) or platform-wide (organization_id NULL). Each answer names the send (n) it
+-- belongs to. The COALESCE matches the unique index suppressions_org_address_scope_key, which serves the
+-- lookup.
+SELECT DISTINCT a.n::int AS n, a.address::text AS address
+FROM (SELECT unnest(@ns::int[]) AS n, unnest(@organization_ids::uuid[]) AS organization_id,
+        unnest(@addresses::text[]) AS address) AS a
 JOIN suppressions s
   ON COALESCE(s.organization_id, '00000000-0000-0000-0000-000000000000'::uuid)
-         IN (@organization_id::uuid, '00000000-0000-0000-0000-000000000000'::uuid)
+         IN (a.organization_id, '00000000-0000-0000-0000-000000000000'::uuid)
  AND s.address IN (lower(a.address), lower(substring(a.address FROM '[^@]*$')));
 
 -- name: InsertSuppressions :exec

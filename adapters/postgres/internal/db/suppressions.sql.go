@@ -156,35 +156,44 @@ func (q *Queries) ListSuppressions(ctx context.Context, arg ListSuppressionsPara
 }
 
 const suppressedAmong = `-- name: SuppressedAmong :many
-SELECT DISTINCT a.address::text AS address
-FROM unnest($1::text[]) AS a(address)
+SELECT DISTINCT a.n::int AS n, a.address::text AS address
+FROM (SELECT unnest($1::int[]) AS n, unnest($2::uuid[]) AS organization_id,
+        unnest($3::text[]) AS address) AS a
 JOIN suppressions s
   ON COALESCE(s.organization_id, '00000000-0000-0000-0000-000000000000'::uuid)
-         IN ($2::uuid, '00000000-0000-0000-0000-000000000000'::uuid)
+         IN (a.organization_id, '00000000-0000-0000-0000-000000000000'::uuid)
  AND s.address IN (lower(a.address), lower(substring(a.address FROM '[^@]*$')))
 `
 
 type SuppressedAmongParams struct {
-	Addresses      []string
-	OrganizationID string
+	Ns              []int32
+	OrganizationIds []string
+	Addresses       []string
 }
 
-// An address is suppressed by a row for itself or for its domain (the part after the last "@"), held by
-// the organization (any scope) or platform-wide (organization_id NULL). The COALESCE matches the unique
-// index suppressions_org_address_scope_key, which serves the lookup.
-func (q *Queries) SuppressedAmong(ctx context.Context, arg SuppressedAmongParams) ([]string, error) {
-	rows, err := q.db.Query(ctx, suppressedAmong, arg.Addresses, arg.OrganizationID)
+type SuppressedAmongRow struct {
+	N       int32
+	Address string
+}
+
+// The suppressed addresses of many sends at once, each checked for its own organization: an address is
+// suppressed by a row for itself or for its domain (the part after the last "@"), held by its send's
+// organization (any scope) or platform-wide (organization_id NULL). Each answer names the send (n) it
+// belongs to. The COALESCE matches the unique index suppressions_org_address_scope_key, which serves the
+// lookup.
+func (q *Queries) SuppressedAmong(ctx context.Context, arg SuppressedAmongParams) ([]SuppressedAmongRow, error) {
+	rows, err := q.db.Query(ctx, suppressedAmong, arg.Ns, arg.OrganizationIds, arg.Addresses)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var items []string
+	var items []SuppressedAmongRow
 	for rows.Next() {
-		var address string
-		if err := rows.Scan(&address); err != nil {
+		var i SuppressedAmongRow
+		if err := rows.Scan(&i.N, &i.Address); err != nil {
 			return nil, err
 		}
-		items = append(items, address)
+		items = append(items, i)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err
