@@ -3,6 +3,7 @@ package analytics
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -88,8 +89,22 @@ func (p *Pipeline) Step(ctx context.Context) (int, error) {
 	return n, err
 }
 
-// insert hands one batch to the store, enriched first when the pipeline enriches.
+// insert hands one batch to the store, enriched first when the pipeline enriches. Events of types the
+// analytics does not count (ports.AnalyticsEventTypes) are left out: the PostgreSQL outbox never takes them,
+// the Kafka events topic carries every event.
 func (p *Pipeline) insert(ctx context.Context, events []ports.AnalyticsEvent) error {
+	if slices.ContainsFunc(events, func(e ports.AnalyticsEvent) bool { return !ports.IsAnalyticsEventType(e.Type) }) {
+		counted := make([]ports.AnalyticsEvent, 0, len(events))
+		for _, e := range events {
+			if ports.IsAnalyticsEventType(e.Type) {
+				counted = append(counted, e)
+			}
+		}
+		events = counted
+	}
+	if len(events) == 0 {
+		return nil
+	}
 	if p.cfg.Enrich != nil {
 		if err := p.cfg.Enrich(ctx, events); err != nil {
 			return err

@@ -157,3 +157,67 @@ func TestPipelineWorkers(t *testing.T) {
 		}
 	}
 }
+
+// listSource hands out one batch of the given events.
+type listSource struct{ events []ports.AnalyticsEvent }
+
+func (s *listSource) ReadEvents(ctx context.Context, _ int, handle func(context.Context, []ports.AnalyticsEvent) error) (int, error) {
+	n := len(s.events)
+	if n == 0 {
+		return 0, nil
+	}
+	events := s.events
+	s.events = nil
+	return n, handle(ctx, events)
+}
+
+func (s *listSource) Lag(context.Context, time.Time) (time.Duration, error) { return 0, nil }
+
+// recordingStore keeps the types of the events it takes.
+type recordingStore struct {
+	ports.AnalyticsStore
+	types []string
+}
+
+func (s *recordingStore) InsertEvents(_ context.Context, rows []ports.AnalyticsEvent) error {
+	for _, r := range rows {
+		s.types = append(s.types, r.Type)
+	}
+	return nil
+}
+
+// TestPipelineStoresCountedTypesOnly: events of types the analytics does not count (as the Kafka events
+// topic carries them) are taken from the source but never reach the store or the enricher.
+func TestPipelineStoresCountedTypesOnly(t *testing.T) {
+	var all []ports.AnalyticsEvent
+	for _, typ := range []string{ports.EventEmailQueued, ports.EventEmailSent, ports.EventEmailScheduled,
+		ports.EventEmailDelivered, ports.EventEmailCancelled, ports.EventEmailReceived, ports.EventDomainVerified,
+		ports.EventEmailBounced, ports.EventEmailComplained, ports.EventEmailOpened, ports.EventEmailClicked,
+		ports.EventEmailFailed, ports.EventEmailDeliveryDelayed} {
+		all = append(all, ports.AnalyticsEvent{ID: typ, OrganizationID: "o", Type: typ, MessageID: "m", OccurredAt: time.Now()})
+	}
+	store := &recordingStore{}
+	var enriched int
+	p := analytics.NewPipeline(analytics.PipelineConfig{Enrich: func(_ context.Context, evs []ports.AnalyticsEvent) error {
+		enriched += len(evs)
+		return nil
+	}}, &listSource{events: all}, store, nil)
+	n, err := p.Step(context.Background())
+	if err != nil || n != len(all) {
+		t.Fatalf("Step = %d, %v; want all %d events taken", n, err, len(all))
+	}
+	if len(store.types) != len(ports.AnalyticsEventTypes) || enriched != len(store.types) {
+		t.Fatalf("stored %v (%d enriched); want exactly %v", store.types, enriched, ports.AnalyticsEventTypes)
+	}
+	for i, typ := range store.types {
+		if !ports.IsAnalyticsEventType(typ) || (i > 0 && typ == store.types[i-1]) {
+			t.Fatalf("stored %v; want each counted type once", store.types)
+		}
+	}
+	// A batch of uncounted events only is taken without a call to the store.
+	store.types = nil
+	p = analytics.NewPipeline(analytics.PipelineConfig{}, &listSource{events: all[:1]}, store, nil)
+	if n, err := p.Step(context.Background()); err != nil || n != 1 || len(store.types) != 0 {
+		t.Fatalf("a batch of one email.queued: %d, %v, stored %v", n, err, store.types)
+	}
+}

@@ -2,6 +2,7 @@ package ports
 
 import (
 	"context"
+	"slices"
 	"time"
 )
 
@@ -51,6 +52,15 @@ type AnalyticsEvent struct {
 	Tags           []string
 	OccurredAt     time.Time
 }
+
+// AnalyticsEventTypes are the event types the analytics counts, one per field of AnalyticsCounts. Only these
+// are copied into the analytics store: email.queued, email.scheduled, email.cancelled, email.received and
+// the domain events count nowhere.
+var AnalyticsEventTypes = []string{EventEmailSent, EventEmailDelivered, EventEmailBounced, EventEmailComplained,
+	EventEmailOpened, EventEmailClicked, EventEmailFailed, EventEmailDeliveryDelayed}
+
+// IsAnalyticsEventType reports whether the analytics counts events of type t.
+func IsAnalyticsEventType(t string) bool { return slices.Contains(AnalyticsEventTypes, t) }
 
 // MessageRef names one message of one organization: a message id means nothing outside its organization.
 type MessageRef struct {

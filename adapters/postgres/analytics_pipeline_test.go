@@ -3,26 +3,29 @@ package postgres_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/postmill/postmill/adapters/postgres/pgtest"
 	"github.com/postmill/postmill/ports"
 )
 
-// TestAnalyticsOutbox checks the pipeline's source (event ids are UUIDv7, in time order, as the core makes them): every event the core writes is handed out, a batch
-// whose handler fails is handed out again, an acknowledged one is not, domain events are acknowledged
-// without being handed out, and Lag is the age of the oldest waiting event.
+// TestAnalyticsOutbox checks the pipeline's source (event ids are UUIDv7, in time order, as the core makes
+// them): every counted event the core writes is handed out, a batch whose handler fails is handed out again,
+// an acknowledged one is not, events the analytics does not count (email.queued, domain events) never enter
+// the outbox, and Lag is the age of the oldest waiting event.
 func TestAnalyticsOutbox(t *testing.T) {
 	ctx := context.Background()
 	st := pgtest.Store(t)
 	a := st.Analytics()
 	org := newID()
 	at := time.Now().UTC().Add(-time.Minute).Truncate(time.Microsecond)
-	for i, typ := range []string{ports.EventEmailSent, ports.EventEmailDelivered, ports.EventDomainVerified} {
+	for i, typ := range []string{ports.EventEmailSent, ports.EventEmailQueued, ports.EventEmailDelivered, ports.EventDomainVerified} {
 		msg := any(newID())
 		if typ == ports.EventDomainVerified {
 			msg = nil
@@ -44,8 +47,8 @@ VALUES ($1, $2, $3, $4, $5)`, uuid.Must(uuid.NewV7()).String(), org, typ, msg, a
 		got = append(got, b...)
 		return a.InsertEvents(ctx, b)
 	})
-	if err != nil || n != 3 {
-		t.Fatalf("ReadEvents took %d, %v; want 3 (two message events and a domain event)", n, err)
+	if err != nil || n != 2 {
+		t.Fatalf("ReadEvents took %d, %v; want 2 (the queued and domain events never enter the outbox)", n, err)
 	}
 	if len(got) != 2 || got[0].Type != ports.EventEmailSent || got[1].Type != ports.EventEmailDelivered || got[0].OrganizationID != org {
 		t.Fatalf("handed %+v; want the sent and delivered events in order", got)
@@ -124,5 +127,38 @@ VALUES ($1, $2, $3, $4, now() - $5 * interval '1 second')`, uuid.Must(uuid.NewV7
 		if c != 1 {
 			t.Errorf("event %s handed out %d times", id, c)
 		}
+	}
+}
+
+// TestAnalyticsOutboxCountedTypes: the events trigger queues exactly the types ports.AnalyticsEventTypes
+// names, so the list in the migration and the one in Go cannot drift apart.
+func TestAnalyticsOutboxCountedTypes(t *testing.T) {
+	ctx := context.Background()
+	st := pgtest.Store(t)
+	org := newID()
+	all := []string{ports.EventEmailQueued, ports.EventEmailScheduled, ports.EventEmailSent, ports.EventEmailDelivered,
+		ports.EventEmailDeliveryDelayed, ports.EventEmailBounced, ports.EventEmailComplained, ports.EventEmailOpened,
+		ports.EventEmailClicked, ports.EventEmailFailed, ports.EventEmailCancelled, ports.EventEmailReceived,
+		ports.EventDomainCreated, ports.EventDomainVerified, ports.EventDomainFailed}
+	ids := make([]string, len(all))
+	for i := range all {
+		ids[i] = uuid.Must(uuid.NewV7()).String()
+	}
+	if _, err := st.Pool().Exec(ctx, `INSERT INTO events (id, organization_id, type, message_id, occurred_at)
+SELECT id, $2, type, gen_random_uuid(), now() FROM unnest($1::uuid[], $3::text[]) AS e (id, type)`, ids, org, all); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := st.Pool().Query(ctx, `SELECT e.type FROM analytics_outbox o JOIN events e ON e.id = o.id
+WHERE e.organization_id = $1 ORDER BY e.type`, org)
+	if err != nil {
+		t.Fatal(err)
+	}
+	queued, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := slices.Sorted(slices.Values(ports.AnalyticsEventTypes))
+	if !slices.Equal(queued, want) {
+		t.Fatalf("the outbox took %v; want %v", queued, want)
 	}
 }
