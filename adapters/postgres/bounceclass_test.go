@@ -22,6 +22,10 @@ func TestBounceClass_RecordAndEvent(t *testing.T) {
 	spam := "smtp; 554 5.7.1 Client host [192.0.2.1] blocked using zen.spamhaus.org"
 	full := "smtp; 452 4.2.2 Mailbox full"
 
+	// With an events stream every event is fanned out (and so handed to payloads), subscribed or not.
+	if err := s.RegisterEventStream(ctx, "kafka"); err != nil {
+		t.Fatal(err)
+	}
 	err := s.ApplyFeedback(ctx, f.org.ID, id, func([]ports.Recipient) ports.FeedbackApplication {
 		return ports.FeedbackApplication{
 			Recipients: map[string]ports.MessageStatus{blocked.ID: ports.StatusBounced},

@@ -27,6 +27,14 @@ func (a *App) initStore() (services.Service, error) {
 				return fmt.Errorf("migrating: %w", err)
 			}
 		}
+		if a.cfg.Queue == "kafka" {
+			// The core publishes every event to the Kafka events topic: the events trigger must queue
+			// every event for the fan-out, not only those an endpoint subscribes to.
+			if err := st.RegisterEventStream(ctx, "kafka"); err != nil {
+				st.Close()
+				return fmt.Errorf("registering the Kafka events stream: %w", err)
+			}
+		}
 		a.mu.Lock()
 		a.store = st
 		a.mu.Unlock()

@@ -343,6 +343,11 @@ type Event struct {
 	BounceClass      pgtype.Text
 }
 
+type EventStream struct {
+	Name         string
+	RegisteredAt time.Time
+}
+
 type InboundDomain struct {
 	ID             string
 	OrganizationID string
