@@ -4,10 +4,12 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -74,6 +76,11 @@ func newCDPBrowser(t *testing.T) *cdpBrowser {
 		"--disable-sync", "--disable-extensions", "--mute-audio", "--user-data-dir="+t.TempDir(),
 		"--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1", "--remote-debugging-pipe", "about:blank")
 	cmd.ExtraFiles = []*os.File{toChrome, fromChrome}
+	// Chromium forks helpers (zygote, renderers) that outlive a killed browser process and go on writing
+	// into the profile directory, which then cannot be removed: the whole process group is killed, and
+	// the cleanup waits until none of it is left.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	if err := cmd.Start(); err != nil {
 		cancel()
 		t.Fatalf("chromium: %v", err)
@@ -85,6 +92,12 @@ func newCDPBrowser(t *testing.T) *cdpBrowser {
 		_ = chromeIn.Close()
 		cancel()
 		_ = cmd.Wait()
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			if err := syscall.Kill(-cmd.Process.Pid, 0); errors.Is(err, syscall.ESRCH) {
+				return
+			}
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		}
 	})
 	go b.read(chromeOut)
 

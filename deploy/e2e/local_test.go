@@ -187,12 +187,7 @@ func TestLocalRoutesNeedLocalMode(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer busy.Close()
-	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dnsAddr := pc.LocalAddr().String()
-	_ = pc.Close()
+	dnsAddr := freeDNSAddr(t)
 	cfg.Local = app.LocalConfig{Enabled: true, DNSAddr: dnsAddr, CatcherAddr: busy.Addr().String(), CatcherMax: 10, DNSUpstream: "none"}
 	ts, _ := app.ParseTargets("all")
 	a, err := app.New(cfg, ts, slog.New(slog.DiscardHandler))
@@ -254,4 +249,25 @@ func browser2DOM(t *testing.T, browser, url string) string {
 		t.Fatalf("chromium: %v\n%s", err, stderr.String())
 	}
 	return string(out)
+}
+
+// freeDNSAddr is a loopback port free for both UDP and TCP, as the local DNS server listens on both: a
+// port the kernel gave for UDP may be taken for TCP (an outgoing connection's port).
+func freeDNSAddr(t *testing.T) string {
+	t.Helper()
+	for range 100 {
+		pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := pc.LocalAddr().String()
+		l, err := net.Listen("tcp", addr)
+		_ = pc.Close()
+		if err == nil {
+			_ = l.Close()
+			return addr
+		}
+	}
+	t.Fatal("no loopback port free for both UDP and TCP")
+	return ""
 }
