@@ -44,6 +44,7 @@ func runE2E(args []string) error {
 	rsaFor := fs.Duration("rsa", 3*time.Second, "how long the RSA ceiling is measured")
 	queue := fs.String("queue", "postgres", "postgres, or kafka: an in-process Kafka cluster (franz-go's kfake) as POSTMILL_QUEUE")
 	extraEnv := fs.String("env", "", "extra NAME=VALUE settings for the platform, comma-separated (figures with any are not the defaults)")
+	webhook := fs.Bool("webhook", false, "subscribe one webhook endpoint (a local receiver answering 204) to email.sent and email.delivered, as an organization using webhooks would")
 	tiers := fs.String("targets", "all", "the all-in-one process's --target, to measure what a tier costs by leaving it out (e.g. edge,core,mta,inbound)")
 	_ = fs.Parse(args)
 	ctx := context.Background()
@@ -79,6 +80,16 @@ func runE2E(args []string) error {
 	z.mx["rcpt.example"] = "mx.rcpt.example"
 	z.a["mx.rcpt.example"] = net.ParseIP(host)
 	env := []string{"POSTMILL_MTA_PORT=" + port, "POSTMILL_MTA_ALLOW_NETS=" + host + "/32"}
+	var hooks *hookReceiver
+	if *webhook {
+		if hooks, err = startHookReceiver(); err != nil {
+			return err
+		}
+		defer hooks.close()
+		z.a["hooks.bench.example"] = net.ParseIP("127.0.0.1")
+		// Loopback is a forbidden webhook target unless allowed, as it is for the MTA above.
+		env = append(env, "POSTMILL_WEBHOOK_ALLOW_NETS=127.0.0.1/32")
+	}
 	if *queue == "kafka" {
 		kenv, stop, err := kafkaQueue()
 		if err != nil {
@@ -113,6 +124,13 @@ func runE2E(args []string) error {
 	defer p.stop()
 	if err := p.setup(z); err != nil {
 		return err
+	}
+	if hooks != nil {
+		st, res, err := p.call("POST", "/v1/webhooks", p.key, map[string]any{
+			"url": fmt.Sprintf("http://hooks.bench.example:%d/e2e", hooks.port()), "eventTypes": []string{"email.sent", "email.delivered"}})
+		if err != nil || st != 201 {
+			return fmt.Errorf("webhook endpoint: %d %v %v", st, res, err)
+		}
 	}
 	procs := []*platform{p}
 	if *shape == "split" {
@@ -240,6 +258,9 @@ func runE2E(args []string) error {
 	if *rtt > 0 {
 		settings += fmt.Sprintf(", MX round trip %s", *rtt)
 	}
+	if hooks != nil {
+		settings += ", one webhook endpoint (email.sent, email.delivered)"
+	}
 	if *extraEnv != "" {
 		settings = "settings " + *extraEnv
 	}
@@ -286,6 +307,10 @@ func runE2E(args []string) error {
 		rows.Close()
 	}
 	fmt.Printf("  recipients by status afterwards: %s (all recorded %.2fs after the first send)\n", strings.Join(statuses, ", "), recordedIn.Seconds())
+	if hooks != nil {
+		fmt.Printf("  webhooks: %d of the %d events' deliveries received %.2fs after the first send\n",
+			hooks.count.Load(), 2*want, time.Since(start).Seconds())
+	}
 	fmt.Printf("summary: e2e %s, %s: delivered %.0f msg/s = %.0f%% of the RSA ceiling (%.0f/s); accepted %.0f/s, p99 %.0f ms; CPU yardstick %.0f%%\n",
 		shapeLabel, settings, float64(arrived)/elapsed.Seconds(), 100*float64(arrived)/elapsed.Seconds()/ceiling, ceiling,
 		float64(want)/acceptedIn.Seconds(), ms(percentile(lat, 0.99)), yardstick(sigCPU, totalCPU))
@@ -338,3 +363,29 @@ func kafkaQueue() (env []string, stop func(), err error) {
 	}
 	return []string{"POSTMILL_QUEUE=kafka", "POSTMILL_KAFKA_BROKERS=" + strings.Join(cluster.ListenAddrs(), ",")}, cluster.Close, nil
 }
+
+// hookReceiver is a webhook receiver on loopback that answers every delivery 204 and counts them.
+type hookReceiver struct {
+	srv   *http.Server
+	ln    net.Listener
+	count atomic.Int64
+}
+
+func startHookReceiver() (*hookReceiver, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	h := &hookReceiver{ln: ln}
+	h.srv = &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, io.LimitReader(r.Body, 1<<20))
+		h.count.Add(1)
+		w.WriteHeader(http.StatusNoContent)
+	})}
+	go func() { _ = h.srv.Serve(ln) }()
+	return h, nil
+}
+
+func (h *hookReceiver) port() int { return h.ln.Addr().(*net.TCPAddr).Port }
+
+func (h *hookReceiver) close() { _ = h.srv.Close() }
