@@ -3,7 +3,6 @@ package analytics
 import (
 	"context"
 	"log/slog"
-	"slices"
 	"sync"
 	"time"
 
@@ -93,15 +92,13 @@ func (p *Pipeline) Step(ctx context.Context) (int, error) {
 // analytics does not count (ports.AnalyticsEventTypes) are left out: the PostgreSQL outbox never takes them,
 // the Kafka events topic carries every event.
 func (p *Pipeline) insert(ctx context.Context, events []ports.AnalyticsEvent) error {
-	if slices.ContainsFunc(events, func(e ports.AnalyticsEvent) bool { return !ports.IsAnalyticsEventType(e.Type) }) {
-		counted := make([]ports.AnalyticsEvent, 0, len(events))
-		for _, e := range events {
-			if ports.IsAnalyticsEventType(e.Type) {
-				counted = append(counted, e)
-			}
+	counted := make([]ports.AnalyticsEvent, 0, len(events))
+	for _, e := range events {
+		if ports.IsAnalyticsEventType(e.Type) {
+			counted = append(counted, e)
 		}
-		events = counted
 	}
+	events = counted
 	if len(events) == 0 {
 		return nil
 	}

@@ -65,6 +65,12 @@ func (s *Messages) readSuppressed(group []*pendingSuppressed) {
 			p.done <- suppressedResult{err: err}
 			continue
 		}
+		if !isUUID(p.orgID) {
+			// The only input the database could refuse, answered as interpretError answers a malformed id,
+			// so it never fails the group it would have joined.
+			p.done <- suppressedResult{err: ports.NotFound("record not found")}
+			continue
+		}
 		n := int32(len(live))
 		live = append(live, p)
 		for _, a := range p.addresses {
@@ -87,16 +93,12 @@ func (s *Messages) readSuppressed(group []*pendingSuppressed) {
 		},
 	)
 	if err != nil {
+		// Every call's input was checked above, so a failure is the database's (unreachable, timed out)
+		// and is every call's answer: asking again call by call would only repeat it.
 		err = interpretError(err)
-		if len(live) > 1 {
-			// One call's bad input (an organization id that is not a UUID) must not fail the others:
-			// each is asked again on its own.
-			for _, p := range live {
-				s.readSuppressed([]*pendingSuppressed{p})
-			}
-			return
+		for _, p := range live {
+			p.done <- suppressedResult{err: err}
 		}
-		live[0].done <- suppressedResult{err: err}
 		return
 	}
 	found := make([]map[string]bool, len(live))

@@ -199,11 +199,7 @@ func runBroadcast(args []string) error {
 	fmt.Printf("  RSA-2048 ceiling of this run: %.0f signatures/s (delivery at %.0f%% of it); peak RSS %d MiB\n",
 		ceiling, 100*float64(arrived)/elapsed.Seconds()/ceiling, peakRSS.Load()/1024)
 	fmt.Println(cpuLine)
-	if totalCPU > 0 {
-		fmt.Printf("  CPU yardstick: a signature costs %.3f ms of CPU and this run spent %.3f ms per message in all (Postmill, "+
-			"PostgreSQL, benchmark): with both cores to itself the platform would deliver at %.0f%% of the RSA ceiling\n",
-			ms(sigCPU), ms(totalCPU), yardstick(sigCPU, totalCPU))
-	}
+	printYardstick(sigCPU, totalCPU)
 	if *txRate > 0 {
 		for _, ph := range []struct {
 			name     string
