@@ -26,7 +26,12 @@ func (s *Messages) SuppressedAmong(ctx context.Context, orgID string, addresses 
 		return nil, err
 	}
 	p := &pendingSuppressed{ctx: ctx, orgID: orgID, addresses: addresses, done: make(chan suppressedResult, 1)}
-	s.suppressed.add(p)
+	if len(addresses) > maxSuppressedShared {
+		// A bulk send's many addresses are a query of their own, so a group's arrays stay bounded.
+		s.readSuppressed([]*pendingSuppressed{p})
+	} else {
+		s.suppressed.add(p)
+	}
 	select {
 	case r := <-p.done:
 		return r.found, r.err
@@ -39,6 +44,9 @@ func (s *Messages) SuppressedAmong(ctx context.Context, orgID string, addresses 
 const (
 	// maxSuppressedGroup bounds the calls answered by one query.
 	maxSuppressedGroup = 256
+	// maxSuppressedShared is the most addresses a call may have to share a query with others: with it a
+	// group's query names at most maxSuppressedGroup × maxSuppressedShared addresses.
+	maxSuppressedShared = 1000
 	// suppressedGroupTimeout bounds a group's query, which runs detached from its callers' contexts.
 	suppressedGroupTimeout = 30 * time.Second
 )

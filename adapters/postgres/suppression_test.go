@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/postmill/postmill/adapters/postgres"
@@ -102,6 +103,15 @@ func TestSuppressedAmong(t *testing.T) {
 	}
 	if len(answers[2].Found) != 0 || answers[2].Err != nil {
 		t.Fatalf("A's clean address in a group = %v, %v", answers[2].Found, answers[2].Err)
+	}
+	// A call with more addresses than a shared query takes (a bulk send's) is answered by a query of its own.
+	many := make([]string, 0, 1501)
+	for i := range 1500 {
+		many = append(many, fmt.Sprintf("fine%d@example.org", i))
+	}
+	many = append(many, "x@spamtrap.example")
+	if got, err := s.SuppressedAmong(ctx, a.org.ID, many); err != nil || len(got) != 1 || !got["x@spamtrap.example"] {
+		t.Fatalf("1,501 addresses: %v, %v; want only the global domain's address", got, err)
 	}
 	bad := s.ReadSuppressedGroup(ctx,
 		postgres.SuppressedCall{OrgID: "not-a-uuid", Addresses: addresses},
