@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -22,6 +23,9 @@ type Messages struct {
 	sends combiner[*pendingSend]
 	// suppressed groups concurrent SuppressedAmong calls, of any organizations, into shared queries.
 	suppressed combiner[*pendingSuppressed]
+	// queue, when set, is the PostgreSQL delivery queue the send path writes its jobs into instead of
+	// delivery_outbox (Store.EnqueueSendsOn).
+	queue atomic.Pointer[Queue]
 }
 
 func newMessages(sh shared) *Messages {

@@ -322,12 +322,21 @@ func (s *Messages) insertSendGroup(ctx context.Context, group []*pendingSend) (m
 		}
 		steps = append(steps, func(q *db.Queries) error { return q.InsertSendEvents(ctx, p) })
 	}
-	if len(jobs) > 0 {
+	queue := s.queue.Load()
+	switch {
+	case len(jobs) == 0:
+	case queue != nil: // the queue is this database's: the jobs go straight into it (queue_direct.go)
+		p := db.InsertSendQueueJobsParams(jobArrays(jobs))
+		steps = append(steps, func(q *db.Queries) error { return q.InsertSendQueueJobs(ctx, p) })
+	default:
 		p := db.InsertSendJobsParams(jobArrays(jobs))
 		steps = append(steps, func(q *db.Queries) error { return q.InsertSendJobs(ctx, p) })
 	}
 	if err := runPipeline(ctx, s.pool, steps...); err != nil {
 		return nil, err
+	}
+	if queue != nil && len(jobs) > 0 {
+		queue.wake()
 	}
 	byID := make(map[string]sendOutcome, n)
 	for _, r := range rows {

@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -48,6 +49,8 @@ type Queue struct {
 	cfg     QueueConfig
 	// acks groups concurrent Acks into one statement (and one commit).
 	acks combiner[*pendingAck]
+	// waking is the state of the notifications sent for jobs written by the send path (queue_direct.go).
+	waking atomic.Int32
 }
 
 // NewQueue returns a queue on pool, which must be migrated (Migrate) and stays owned by the caller.

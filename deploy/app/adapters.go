@@ -50,7 +50,9 @@ func (a *App) queue(ctx context.Context) (ports.Queue, error) {
 		if st == nil {
 			return nil, fmt.Errorf("the PostgreSQL queue needs the store")
 		}
-		a.shared.queue = postgres.NewQueue(st.Pool(), postgres.QueueConfig{})
+		q := postgres.NewQueue(st.Pool(), postgres.QueueConfig{})
+		st.EnqueueSendsOn(q) // sends write their jobs into the queue's table in their own transaction
+		a.shared.queue = q
 	}
 	return a.shared.queue, nil
 }

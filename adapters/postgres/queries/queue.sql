@@ -70,3 +70,22 @@ USING (SELECT
         unnest(@lease_tokens::uuid[]) AS lease_token) AS u
 WHERE q.id = u.id AND q.lease_token = u.lease_token
 RETURNING q.lease_token::text AS lease_token;
+
+-- name: InsertSendQueueJobs :exec
+-- PublishJobs for the send path when the delivery queue is this database's (Store.EnqueueSendsOn): job i is
+-- written only if its message exists at this point of the transaction, and consumers see it once the
+-- send commits. Its id is new, so there is nothing to conflict with.
+INSERT INTO delivery_queue (id, organization_id, message_id, domain, recipient_ids, attempt, first_queued_at, not_before, bulk)
+SELECT j.id, j.organization_id, j.message_id, j.domain, string_to_array(j.recipient_ids, ',')::uuid[], j.attempt,
+    j.first_queued_at, j.not_before, j.bulk
+FROM (SELECT
+        unnest(@ids::uuid[]) AS id,
+        unnest(@organization_ids::uuid[]) AS organization_id,
+        unnest(@message_ids::uuid[]) AS message_id,
+        unnest(@domains::text[]) AS domain,
+        unnest(@recipient_ids::text[]) AS recipient_ids,
+        unnest(@attempts::int[]) AS attempt,
+        unnest(@first_queued_at::timestamptz[]) AS first_queued_at,
+        unnest(@not_before::timestamptz[]) AS not_before,
+        unnest(@bulk::bool[]) AS bulk) AS j
+WHERE EXISTS (SELECT 1 FROM messages m WHERE m.id = j.message_id);

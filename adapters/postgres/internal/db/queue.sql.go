@@ -63,6 +63,53 @@ func (q *Queries) AckJobs(ctx context.Context, arg AckJobsParams) ([]string, err
 	return items, nil
 }
 
+const insertSendQueueJobs = `-- name: InsertSendQueueJobs :exec
+INSERT INTO delivery_queue (id, organization_id, message_id, domain, recipient_ids, attempt, first_queued_at, not_before, bulk)
+SELECT j.id, j.organization_id, j.message_id, j.domain, string_to_array(j.recipient_ids, ',')::uuid[], j.attempt,
+    j.first_queued_at, j.not_before, j.bulk
+FROM (SELECT
+        unnest($1::uuid[]) AS id,
+        unnest($2::uuid[]) AS organization_id,
+        unnest($3::uuid[]) AS message_id,
+        unnest($4::text[]) AS domain,
+        unnest($5::text[]) AS recipient_ids,
+        unnest($6::int[]) AS attempt,
+        unnest($7::timestamptz[]) AS first_queued_at,
+        unnest($8::timestamptz[]) AS not_before,
+        unnest($9::bool[]) AS bulk) AS j
+WHERE EXISTS (SELECT 1 FROM messages m WHERE m.id = j.message_id)
+`
+
+type InsertSendQueueJobsParams struct {
+	Ids             []string
+	OrganizationIds []string
+	MessageIds      []string
+	Domains         []string
+	RecipientIds    []string
+	Attempts        []int32
+	FirstQueuedAt   []time.Time
+	NotBefore       []time.Time
+	Bulk            []bool
+}
+
+// PublishJobs for the send path when the delivery queue is this database's (Store.EnqueueSendsOn): job i is
+// written only if its message exists at this point of the transaction, and consumers see it once the
+// send commits. Its id is new, so there is nothing to conflict with.
+func (q *Queries) InsertSendQueueJobs(ctx context.Context, arg InsertSendQueueJobsParams) error {
+	_, err := q.db.Exec(ctx, insertSendQueueJobs,
+		arg.Ids,
+		arg.OrganizationIds,
+		arg.MessageIds,
+		arg.Domains,
+		arg.RecipientIds,
+		arg.Attempts,
+		arg.FirstQueuedAt,
+		arg.NotBefore,
+		arg.Bulk,
+	)
+	return err
+}
+
 const leaseJobs = `-- name: LeaseJobs :many
 WITH picked AS (
     SELECT q.id FROM delivery_queue q

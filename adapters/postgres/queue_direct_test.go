@@ -1,0 +1,151 @@
+package postgres_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/postmill/postmill/adapters/postgres"
+	"github.com/postmill/postmill/adapters/postgres/pgtest"
+	"github.com/postmill/postmill/ports"
+)
+
+// With EnqueueSendsOn, a send's jobs are written into delivery_queue in the send's transaction: only for
+// the sends that were written (not for a taken key or one over its cap), in their lane, with nothing left
+// in delivery_outbox, and a notification after the commit wakes a consumer that is waiting for one.
+func TestEnqueueSendsOn_WritesJobsIntoTheQueue(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	st := pgtest.Store(t)
+	f := newSendFixture(t, st)
+	plan := ports.Plan{WarmupCap: 6}
+
+	// Written before: its job goes to the outbox, as it does without the queue.
+	earlier := underPlan(f.newSend(t, "old@rcpt.example"), plan)
+	earlier.Message.IdempotencyKey = "broadcast:b:c1"
+	earlierID := f.mustInsert(t, earlier)
+	if n := countRows(t, st, `SELECT count(*) FROM delivery_outbox WHERE message_id = $1`, earlierID); n != 1 {
+		t.Fatalf("outbox jobs of the earlier send = %d, want 1", n)
+	}
+
+	// A poll interval no test waits out: only a notification can wake the consumer below.
+	q := postgres.NewQueue(st.Pool(), postgres.QueueConfig{PollInterval: time.Hour})
+	st.EnqueueSendsOn(q)
+
+	listener, err := st.Pool().Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer listener.Release()
+	if _, err := listener.Exec(ctx, `LISTEN postmill_delivery_queue`); err != nil {
+		t.Fatal(err)
+	}
+
+	// One transactional send to two domains.
+	single := f.newSend(t, "a@one.example", "b@two.example") // two units of the day
+	singleID := f.mustInsert(t, single)
+	wctx, wcancel := context.WithTimeout(ctx, 30*time.Second) // a bound on failure, not a measurement
+	defer wcancel()
+	if _, err := listener.Conn().WaitForNotification(wctx); err != nil {
+		t.Fatalf("no notification after the send committed: %v", err)
+	}
+
+	// A page of bulk sends: c0, c2 and c3 fit under the cap (after the earlier send's unit and the single send's two), c1's key is
+	// taken and c4, c5 are over the cap.
+	page := make([]ports.NewMessage, 6)
+	for i := range page {
+		nm := underPlan(f.newSend(t, fmt.Sprintf("c%d@rcpt.example", i)), plan)
+		nm.Message.IdempotencyKey = fmt.Sprintf("broadcast:b:c%d", i)
+		for j := range nm.Outbox {
+			nm.Outbox[j].Bulk = true
+		}
+		page[i] = nm
+	}
+	ins, err := st.InsertMessages(ctx, page)
+	if err != nil {
+		t.Fatalf("InsertMessages: %v", err)
+	}
+	if !ins[1].Existing || ins[1].ID != earlierID || ins[4].OverLimit == nil || ins[5].OverLimit == nil {
+		t.Fatalf("answers = %+v", ins)
+	}
+
+	type row struct {
+		message, domain string
+		bulk            bool
+		recipients      int
+	}
+	rows, err := st.Pool().Query(ctx, `SELECT message_id::text, domain, bulk, cardinality(recipient_ids) FROM delivery_queue ORDER BY bulk, domain`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []row
+	for rows.Next() {
+		var r row
+		if err := rows.Scan(&r.message, &r.domain, &r.bulk, &r.recipients); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, r)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	want := []row{{singleID, "one.example", false, 1}, {singleID, "two.example", false, 1}}
+	for _, i := range []int{0, 2, 3} {
+		want = append(want, row{page[i].Message.ID, "rcpt.example", true, 1})
+	}
+	slices.SortFunc(got, func(a, b row) int { return cmpRow(a.bulk, a.domain+a.message, b.bulk, b.domain+b.message) })
+	slices.SortFunc(want, func(a, b row) int { return cmpRow(a.bulk, a.domain+a.message, b.bulk, b.domain+b.message) })
+	if !slices.Equal(got, want) {
+		t.Fatalf("queue = %+v\nwant    %+v", got, want)
+	}
+	if n := countRows(t, st, `SELECT count(*) FROM delivery_outbox`); n != 1 {
+		t.Fatalf("outbox jobs = %d, want only the earlier send's", n)
+	}
+
+	// A consumer waiting on an empty lane is woken by the next send's notification.
+	drained := 0
+	for drained < len(want) {
+		ds, err := q.Receive(ctx, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range ds {
+			if err := d.Ack(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		drained += len(ds)
+	}
+	received := make(chan []ports.Delivery, 1)
+	go func() {
+		ds, err := q.Receive(wctx, 10)
+		if err != nil {
+			t.Error(err)
+		}
+		received <- ds
+	}()
+	// The receiver may look before or after this send commits; either way it must return the job, and
+	// after the look that found nothing only the notification can make it look again.
+	later := f.mustInsert(t, f.newSend(t, "z@one.example"))
+	ds := <-received
+	if len(ds) != 1 || ds[0].Job().MessageID != later || ds[0].Job().Bulk {
+		t.Fatalf("received %d jobs, want the later send's", len(ds))
+	}
+}
+
+func cmpRow(abulk bool, a string, bbulk bool, b string) int {
+	switch {
+	case abulk != bbulk && !abulk:
+		return -1
+	case abulk != bbulk:
+		return 1
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
