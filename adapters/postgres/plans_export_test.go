@@ -12,13 +12,20 @@ import (
 )
 
 // ProbedStatements names the array-driven statements that run after ProbePlans: the send path's inserts,
-// the MTA's reads, the outcome writes, the queue's lease and acks and the relay's take.
+// the MTA's reads, the outcome writes, the queue's lease and acks, the relay's take and the bulk entry's
+// look-up of idempotency keys.
 var ProbedStatements = map[string]func(q *db.Queries){
 	"InsertMessageRecipients": func(q *db.Queries) {
 		_ = q.InsertMessageRecipients(context.Background(), db.InsertMessageRecipientsParams{})
 	},
-	"InsertSendEvents":   func(q *db.Queries) { _ = q.InsertSendEvents(context.Background(), db.InsertSendEventsParams{}) },
-	"InsertSendJobs":     func(q *db.Queries) { _ = q.InsertSendJobs(context.Background(), db.InsertSendJobsParams{}) },
+	"InsertSendEvents": func(q *db.Queries) { _ = q.InsertSendEvents(context.Background(), db.InsertSendEventsParams{}) },
+	"InsertSendJobs":   func(q *db.Queries) { _ = q.InsertSendJobs(context.Background(), db.InsertSendJobsParams{}) },
+	"InsertSendQueueJobs": func(q *db.Queries) {
+		_ = q.InsertSendQueueJobs(context.Background(), db.InsertSendQueueJobsParams{})
+	},
+	"MessagesByIdempotencyKeys": func(q *db.Queries) {
+		_, _ = q.MessagesByIdempotencyKeys(context.Background(), db.MessagesByIdempotencyKeysParams{})
+	},
 	"MeterSends":         func(q *db.Queries) { _, _ = q.MeterSends(context.Background(), db.MeterSendsParams{}) },
 	"SendOutcomes":       func(q *db.Queries) { _, _ = q.SendOutcomes(context.Background(), db.SendOutcomesParams{}) },
 	"OutboundMessages":   func(q *db.Queries) { _, _ = q.OutboundMessages(context.Background(), db.OutboundMessagesParams{}) },

@@ -172,10 +172,13 @@ FROM (SELECT
 WHERE EXISTS (SELECT 1 FROM messages m WHERE m.id = a.message_id);
 
 -- name: MessagesByIdempotencyKeys :many
--- MessageByIdempotencyKey for many keys at once (the bulk entry's one idempotency look-up per page).
+-- MessageByIdempotencyKey for many keys at once (the bulk entry's one idempotency look-up per page). One
+-- equality probe per key: "idempotency_key = ANY(keys)" is priced as one index descent per element, and
+-- from stale statistics the planner preferred walking every message of the organization through
+-- messages_organization_id_created_at_idx. Runs after ProbePlans (a nested loop of probes).
 SELECT m.idempotency_key::text AS idempotency_key, m.id::text AS id, m.status
-FROM messages m
-WHERE m.organization_id = @organization_id AND m.idempotency_key = ANY(@idempotency_keys::text[]);
+FROM unnest(@idempotency_keys::text[]) AS k (key)
+JOIN messages m ON m.organization_id = @organization_id AND m.idempotency_key = k.key;
 
 -- name: MessageByIdempotencyKey :one
 SELECT id, status FROM messages WHERE organization_id = @organization_id AND idempotency_key = @idempotency_key::text;
