@@ -63,7 +63,8 @@ func TestContacts_NoteEventsProbeByAddress(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { tx.Rollback(ctx) })
+		// The caller rolls back, before conn is released: a rollback after the release would use a
+		// connection the pool is already closing.
 		if _, err := tx.Exec(ctx, `INSERT INTO events (id, organization_id, type, message_id, recipient_id, occurred_at)
 			VALUES ($1, $2, 'email.sent', $3, $4, $5)`, newID(), org, msg, recipient(msg), baseTime); err != nil {
 			t.Fatal(err)
@@ -88,6 +89,7 @@ func TestContacts_NoteEventsProbeByAddress(t *testing.T) {
 	}
 
 	tx, read = noteSent(f.org.ID, msg)
+	defer tx.Rollback(ctx) // runs before conn.Release
 	var noted int
 	if err := tx.QueryRow(ctx, `SELECT count(*) FROM contacts WHERE organization_id = $1 AND last_sent_at IS NOT NULL`,
 		f.org.ID).Scan(&noted); err != nil {
