@@ -12,8 +12,7 @@ import (
 )
 
 // ProbedStatements names the array-driven statements that run after ProbePlans: the send path's inserts,
-// the MTA's reads, the outcome writes, the queue's lease and acks, the relay's take and the bulk entry's
-// look-up of idempotency keys.
+// the MTA's reads, the outcome writes, the queue's lease and acks and the relay's take.
 var ProbedStatements = map[string]func(q *db.Queries){
 	"InsertMessageRecipients": func(q *db.Queries) {
 		_ = q.InsertMessageRecipients(context.Background(), db.InsertMessageRecipientsParams{})
@@ -22,9 +21,6 @@ var ProbedStatements = map[string]func(q *db.Queries){
 	"InsertSendJobs":   func(q *db.Queries) { _ = q.InsertSendJobs(context.Background(), db.InsertSendJobsParams{}) },
 	"InsertSendQueueJobs": func(q *db.Queries) {
 		_ = q.InsertSendQueueJobs(context.Background(), db.InsertSendQueueJobsParams{})
-	},
-	"MessagesByIdempotencyKeys": func(q *db.Queries) {
-		_, _ = q.MessagesByIdempotencyKeys(context.Background(), db.MessagesByIdempotencyKeysParams{})
 	},
 	"MeterSends":         func(q *db.Queries) { _, _ = q.MeterSends(context.Background(), db.MeterSendsParams{}) },
 	"SendOutcomes":       func(q *db.Queries) { _, _ = q.SendOutcomes(context.Background(), db.SendOutcomesParams{}) },
@@ -117,4 +113,34 @@ func ProbePlansTexts() (generated, copied string) {
 	_ = db.New(rec).ProbePlans(context.Background())
 	_, body, _ := strings.Cut(rec.batch.QueuedQueries[0].SQL, "\n")
 	return strings.TrimSpace(body), probePlansSQL
+}
+
+// IdempotencyLookupPlan is the plan MessagesByIdempotencyKeys gets now, as the store runs it (planned on
+// the call, PlanEachCall), for orgID and keys.
+func (s *Store) IdempotencyLookupPlan(ctx context.Context, orgID string, keys []string) (string, error) {
+	rec := &batchRecorder{}
+	_, _ = db.New(rec).MessagesByIdempotencyKeys(ctx, db.MessagesByIdempotencyKeysParams{OrganizationID: orgID, IdempotencyKeys: keys})
+	q := rec.batch.QueuedQueries[0]
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return "", err
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	if err := db.New(tx).PlanEachCall(ctx); err != nil {
+		return "", err
+	}
+	rows, err := tx.Query(ctx, "EXPLAIN "+q.SQL, q.Arguments...)
+	if err != nil {
+		return "", err
+	}
+	defer rows.Close()
+	var plan []string
+	for rows.Next() {
+		var line string
+		if err := rows.Scan(&line); err != nil {
+			return "", err
+		}
+		plan = append(plan, line)
+	}
+	return strings.Join(plan, "\n"), rows.Err()
 }

@@ -172,13 +172,19 @@ FROM (SELECT
 WHERE EXISTS (SELECT 1 FROM messages m WHERE m.id = a.message_id);
 
 -- name: MessagesByIdempotencyKeys :many
--- MessageByIdempotencyKey for many keys at once (the bulk entry's one idempotency look-up per page). One
--- equality probe per key: "idempotency_key = ANY(keys)" is priced as one index descent per element, and
--- from stale statistics the planner preferred walking every message of the organization through
--- messages_organization_id_created_at_idx. Runs after ProbePlans (a nested loop of probes).
+-- MessageByIdempotencyKey for many keys at once (the bulk entry's one idempotency look-up per page): one
+-- probe per key. Runs after PlanEachCall. A generic plan made while messages was empty (a new
+-- installation's first broadcast) probes messages_organization_id_created_at_idx and filters every
+-- message of the organization for each key, and the connection keeps that plan as the table grows; planned
+-- on each call, the statement takes messages_org_idempotency_key once the table has more than a page.
 SELECT m.idempotency_key::text AS idempotency_key, m.id::text AS id, m.status
 FROM unnest(@idempotency_keys::text[]) AS k (key)
-JOIN messages m ON m.organization_id = @organization_id AND m.idempotency_key = k.key;
+CROSS JOIN LATERAL (SELECT m.idempotency_key, m.id, m.status FROM messages m
+    WHERE m.organization_id = @organization_id AND m.idempotency_key = k.key OFFSET 0) m;
+
+-- name: PlanEachCall :exec
+-- Has the next statements of the transaction planned on each call, from the table's size at that moment.
+SELECT set_config('plan_cache_mode', 'force_custom_plan', true);
 
 -- name: MessageByIdempotencyKey :one
 SELECT id, status FROM messages WHERE organization_id = @organization_id AND idempotency_key = @idempotency_key::text;

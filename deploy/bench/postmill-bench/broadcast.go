@@ -35,6 +35,7 @@ func runBroadcast(args []string) error {
 	domains := fs.Int("domains", 20, "recipient domains the contacts are spread over")
 	txRate := fs.Int("tx-rate", 20, "transactional sends per second before and during the broadcast (0: none)")
 	txAlone := fs.Duration("tx-alone", 15*time.Second, "how long transactional sends are measured alone before the broadcast")
+	sample := fs.Bool("sample", false, "sample PostgreSQL's busy backends (wait event and statement) and lock waits every 100 ms from the send on, and print a summary")
 	rsaFor := fs.Duration("rsa", 3*time.Second, "how long the RSA ceiling is measured")
 	timeout := fs.Duration("timeout", 30*time.Minute, "give up after")
 	queue := fs.String("queue", "postgres", "postgres, or kafka: an in-process Kafka cluster (franz-go's kfake) as POSTMILL_QUEUE")
@@ -143,6 +144,11 @@ func runBroadcast(args []string) error {
 
 	cpu := startCPUMeter(ctx, *db, []int{pid})
 	start := time.Now()
+	var sampler *monitor
+	if *sample {
+		sampler = startSampler(ctx, *db)
+		sampler.startClock(start)
+	}
 	mx.startClock(start)
 	st, body, err = p.call("POST", "/v1/broadcasts/"+id+"/send", p.key, nil)
 	if err != nil || st != 200 {
@@ -171,6 +177,9 @@ func runBroadcast(args []string) error {
 	}
 	during.stop()
 	duringUntil := time.Now()
+	if sampler != nil {
+		sampler.stop()
+	}
 	// Transactional sends accepted at the very end may still be on their way: wait for them, so that the
 	// broadcast's count is not short by them.
 	for end := time.Now().Add(30 * time.Second); mx.count.Load() < base+int64(*contacts)+int64(during.accepted()) && time.Now().Before(end); {
@@ -233,6 +242,9 @@ func runBroadcast(args []string) error {
 				fmt.Printf("  transactional delivery times %s: %v\n", ph.name, err)
 			}
 		}
+	}
+	if sampler != nil {
+		sampler.printWaits()
 	}
 	fmt.Printf("summary: broadcast %d contacts %.0f msg/s (%.0f%% of RSA %.0f/s), peak RSS %d MiB\n",
 		*contacts, float64(arrived)/elapsed.Seconds(), 100*float64(arrived)/elapsed.Seconds()/ceiling, ceiling, peakRSS.Load()/1024)

@@ -48,6 +48,15 @@ func startMonitor(ctx context.Context, url string, s *sink, accepted *atomic.Int
 	return m
 }
 
+// startSampler is a monitor that only samples PostgreSQL's busy backends (sampleWaits), for benchmarks
+// with no backlog of their own to print.
+func startSampler(ctx context.Context, url string) *monitor {
+	m := &monitor{waits: map[string]int{}, locks: map[string]int{}}
+	m.ctx, m.cancel = context.WithCancel(ctx)
+	m.wg.Go(func() { m.sampleWaits(url) })
+	return m
+}
+
 func (m *monitor) startClock(t time.Time) { m.start.Store(t.UnixNano()) }
 
 func (m *monitor) stop() {
@@ -154,6 +163,17 @@ func (m *monitor) print() {
 			fmt.Printf("    %3.0f %6d %6d | %6d %6d %6d\n", r.at.Seconds(), r.accepted, r.arrived, r.outbox, r.queued, r.leased)
 		}
 	}
+	m.printWaitsLocked()
+}
+
+// printWaits prints what sampleWaits saw.
+func (m *monitor) printWaits() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.printWaitsLocked()
+}
+
+func (m *monitor) printWaitsLocked() {
 	if m.samples == 0 {
 		return
 	}

@@ -535,7 +535,8 @@ func (q *Queries) MessageStatus(ctx context.Context, arg MessageStatusParams) (s
 const messagesByIdempotencyKeys = `-- name: MessagesByIdempotencyKeys :many
 SELECT m.idempotency_key::text AS idempotency_key, m.id::text AS id, m.status
 FROM unnest($1::text[]) AS k (key)
-JOIN messages m ON m.organization_id = $2 AND m.idempotency_key = k.key
+CROSS JOIN LATERAL (SELECT m.idempotency_key, m.id, m.status FROM messages m
+    WHERE m.organization_id = $2 AND m.idempotency_key = k.key OFFSET 0) m
 `
 
 type MessagesByIdempotencyKeysParams struct {
@@ -549,10 +550,11 @@ type MessagesByIdempotencyKeysRow struct {
 	Status         string
 }
 
-// MessageByIdempotencyKey for many keys at once (the bulk entry's one idempotency look-up per page). One
-// equality probe per key: "idempotency_key = ANY(keys)" is priced as one index descent per element, and
-// from stale statistics the planner preferred walking every message of the organization through
-// messages_organization_id_created_at_idx. Runs after ProbePlans (a nested loop of probes).
+// MessageByIdempotencyKey for many keys at once (the bulk entry's one idempotency look-up per page): one
+// probe per key. Runs after PlanEachCall. A generic plan made while messages was empty (a new
+// installation's first broadcast) probes messages_organization_id_created_at_idx and filters every
+// message of the organization for each key, and the connection keeps that plan as the table grows; planned
+// on each call, the statement takes messages_org_idempotency_key once the table has more than a page.
 func (q *Queries) MessagesByIdempotencyKeys(ctx context.Context, arg MessagesByIdempotencyKeysParams) ([]MessagesByIdempotencyKeysRow, error) {
 	rows, err := q.db.Query(ctx, messagesByIdempotencyKeys, arg.IdempotencyKeys, arg.OrganizationID)
 	if err != nil {
@@ -671,6 +673,16 @@ func (q *Queries) MeterSends(ctx context.Context, arg MeterSendsParams) ([]Meter
 		return nil, err
 	}
 	return items, nil
+}
+
+const planEachCall = `-- name: PlanEachCall :exec
+SELECT set_config('plan_cache_mode', 'force_custom_plan', true)
+`
+
+// Has the next statements of the transaction planned on each call, from the table's size at that moment.
+func (q *Queries) PlanEachCall(ctx context.Context) error {
+	_, err := q.db.Exec(ctx, planEachCall)
+	return err
 }
 
 const preferGenericPlans = `-- name: PreferGenericPlans :exec
