@@ -68,31 +68,56 @@ func TestProbePlans(t *testing.T) {
 	}
 }
 
-// The bulk entry's look-up of idempotency keys is planned on each call: on a table that grew from empty
-// without being analysed (a new installation's first broadcast), it probes messages_org_idempotency_key
-// once per key rather than walking the organization's messages in another index.
+// The bulk entry's look-up of idempotency keys is planned on each call. Its connection never keeps a generic
+// plan made while messages was empty (a new installation's first broadcast), which probed
+// messages_organization_id_created_at_idx and filtered the organization's messages for every key; on the
+// table as it is, it probes messages_org_idempotency_key once per key. The store has one connection, so
+// every call runs on the connection whose prepared statements are then read.
 func TestMessagesByIdempotencyKeys_PlannedFromTheTableAsItIs(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s := pgtest.Store(t)
+	dsn := pgtest.URL(t)
+	if strings.Contains(dsn, "://") {
+		dsn += "&pool_max_conns=1" // URL carries search_path already
+	} else {
+		dsn += " pool_max_conns=1"
+	}
+	s, err := postgres.Open(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := postgres.Migrate(ctx, s.Pool()); err != nil {
+		t.Fatal(err)
+	}
 	f := newSendFixture(t, s)
 	keys := []string{"broadcast:b:c1", "broadcast:b:c2"}
-	if got, err := s.MessagesByIdempotencyKeys(ctx, f.org.ID, keys); err != nil || len(got) != 0 {
-		t.Fatalf("on an empty table: %v, %v", got, err)
+	for range 8 { // past the five custom plans after which PostgreSQL may settle on a generic one
+		if got, err := s.MessagesByIdempotencyKeys(ctx, f.org.ID, keys); err != nil || len(got) != 0 {
+			t.Fatalf("on an empty table: %v, %v", got, err)
+		}
 	}
 	mustExec(t, s, `INSERT INTO messages (id, organization_id, domain_id, status, from_address, subject, html_body, text_body,
 		headers, tags, sandbox, idempotency_key, created_at)
 		SELECT gen_random_uuid(), $1, $2, 'queued', 'a@b.example', 's', '', 'x', '{}', '{}', false, 'broadcast:b:c' || g, now()
 		FROM generate_series(1, 3000) AS g`, f.org.ID, f.dom.ID)
+	got, err := s.MessagesByIdempotencyKeys(ctx, f.org.ID, append(keys, "broadcast:b:none"))
+	if err != nil || len(got) != 2 || got["broadcast:b:c1"].ID == "" || got["broadcast:b:c2"].Status != ports.StatusQueued {
+		t.Fatalf("look-up = %v, %v", got, err)
+	}
+	var generic, custom int64
+	if err := s.Pool().QueryRow(ctx, `SELECT generic_plans, custom_plans FROM pg_prepared_statements
+		WHERE statement LIKE '%name: MessagesByIdempotencyKeys%'`).Scan(&generic, &custom); err != nil {
+		t.Fatalf("the look-up's prepared statement: %v", err)
+	}
+	if generic != 0 || custom < 9 {
+		t.Fatalf("the look-up ran %d times with a generic plan and %d with one of its own, want every call planned", generic, custom)
+	}
 	plan, err := s.IdempotencyLookupPlan(ctx, f.org.ID, keys)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(plan, "messages_org_idempotency_key") || strings.Contains(plan, "messages_organization_id_created_at_idx") {
 		t.Fatalf("the look-up is planned as:\n%s", plan)
-	}
-	got, err := s.MessagesByIdempotencyKeys(ctx, f.org.ID, append(keys, "broadcast:b:none"))
-	if err != nil || len(got) != 2 || got["broadcast:b:c1"].ID == "" || got["broadcast:b:c2"].Status != ports.StatusQueued {
-		t.Fatalf("look-up = %v, %v", got, err)
 	}
 }

@@ -1,6 +1,7 @@
 package postgres_test
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -96,8 +97,11 @@ func TestEnqueueSendsOn_WritesJobsIntoTheQueue(t *testing.T) {
 	for _, i := range []int{0, 2, 3} {
 		want = append(want, row{page[i].Message.ID, "rcpt.example", true, 1})
 	}
-	slices.SortFunc(got, func(a, b row) int { return cmpRow(a.bulk, a.domain+a.message, b.bulk, b.domain+b.message) })
-	slices.SortFunc(want, func(a, b row) int { return cmpRow(a.bulk, a.domain+a.message, b.bulk, b.domain+b.message) })
+	byLane := func(a, b row) int {
+		return cmp.Or(cmpBool(a.bulk, b.bulk), cmp.Compare(a.domain, b.domain), cmp.Compare(a.message, b.message))
+	}
+	slices.SortFunc(got, byLane)
+	slices.SortFunc(want, byLane)
 	if !slices.Equal(got, want) {
 		t.Fatalf("queue = %+v\nwant    %+v", got, want)
 	}
@@ -136,16 +140,12 @@ func TestEnqueueSendsOn_WritesJobsIntoTheQueue(t *testing.T) {
 	}
 }
 
-func cmpRow(abulk bool, a string, bbulk bool, b string) int {
+func cmpBool(a, b bool) int {
 	switch {
-	case abulk != bbulk && !abulk:
+	case a == b:
+		return 0
+	case b:
 		return -1
-	case abulk != bbulk:
-		return 1
-	case a < b:
-		return -1
-	case a > b:
-		return 1
 	}
-	return 0
+	return 1
 }
