@@ -2,13 +2,16 @@ package postgres
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/postmill/postmill/adapters/postgres/internal/db"
+	"github.com/postmill/postmill/ports"
 )
 
 // ProbedStatements names the array-driven statements that run after ProbePlans: the send path's inserts,
@@ -143,4 +146,53 @@ func (s *Store) IdempotencyLookupPlan(ctx context.Context, orgID string, keys []
 		plan = append(plan, line)
 	}
 	return strings.Join(plan, "\n"), rows.Err()
+}
+
+// MeterSendsWork runs MeterSends as the send path does (after ProbePlans, in a transaction, here rolled back)
+// for ids, each of one unit under one daily meter of the given maximum, and returns the rows its plan nodes
+// produced in all (each node's rows times its loops): a measure of the statement's work that does not
+// depend on the machine's speed.
+func (s *Store) MeterSendsWork(ctx context.Context, orgID string, day time.Time, ids []string, max int64) (int64, error) {
+	p := db.MeterSendsParams{OrganizationID: orgID, Metrics: []string{ports.MetricEmailsSentDaily}, Periods: []time.Time{day}, Ids: ids}
+	for range ids {
+		p.Units = append(p.Units, 1)
+		p.Maxes = append(p.Maxes, max)
+	}
+	rec := &batchRecorder{}
+	_, _ = db.New(rec).MeterSends(ctx, p)
+	q := rec.batch.QueuedQueries[0]
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	if err := db.New(tx).ProbePlans(ctx); err != nil {
+		return 0, err
+	}
+	if err := db.New(tx).LockUsageMeters(ctx, db.LockUsageMetersParams{OrganizationID: orgID, Metrics: p.Metrics, Periods: p.Periods}); err != nil {
+		return 0, err
+	}
+	var plan []byte
+	if err := tx.QueryRow(ctx, "EXPLAIN (ANALYZE, TIMING OFF, FORMAT JSON) "+q.SQL, q.Arguments...).Scan(&plan); err != nil {
+		return 0, err
+	}
+	var doc []struct{ Plan planNode }
+	if err := json.Unmarshal(plan, &doc); err != nil || len(doc) != 1 {
+		return 0, fmt.Errorf("EXPLAIN output: %v", err)
+	}
+	return doc[0].Plan.work(), nil
+}
+
+type planNode struct {
+	Rows  float64    `json:"Actual Rows"`
+	Loops float64    `json:"Actual Loops"`
+	Plans []planNode `json:"Plans"`
+}
+
+func (n planNode) work() int64 {
+	w := int64(n.Rows * n.Loops)
+	for _, c := range n.Plans {
+		w += c.work()
+	}
+	return w
 }

@@ -40,6 +40,7 @@ func runE2E(args []string) error {
 	rtt := fs.Duration("rtt", 0, "the sink waits this long before each write of replies, as a network round trip would")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the (all-in-one or MTA) process to this file")
 	profileSecs := fs.Int("cpuprofile-seconds", 10, "seconds of CPU profile, from the first send")
+	profileAfter := fs.Duration("cpuprofile-after", 0, "start the CPU profile this long after the first send (e.g. 15s: the tail, where only the MTA works)")
 	sample := fs.Bool("sample", false, "sample PostgreSQL's wait events and lock waits every 100 ms and print a summary")
 	rsaFor := fs.Duration("rsa", 3*time.Second, "how long the RSA ceiling is measured")
 	queue := fs.String("queue", "postgres", "postgres, or kafka: an in-process Kafka cluster (franz-go's kfake) as POSTMILL_QUEUE")
@@ -174,7 +175,7 @@ func runE2E(args []string) error {
 	mx.startClock(start)
 	mon.startClock(start)
 	if pprofAddr != "" {
-		stopProfile = captureProfile(pprofAddr, *cpuProfile, *profileSecs)
+		stopProfile = captureProfile(pprofAddr, *cpuProfile, *profileAfter, *profileSecs)
 	}
 	var wg sync.WaitGroup
 	for range *clients {
@@ -332,11 +333,12 @@ func printYardstick(sigCPU, totalCPU time.Duration) {
 		ms(sigCPU), ms(totalCPU), yardstick(sigCPU, totalCPU))
 }
 
-// captureProfile takes a CPU profile of secs seconds from the process serving pprof at addr, starting now,
-// and returns a function that waits for it and writes it to path.
-func captureProfile(addr, path string, secs int) func() error {
+// captureProfile takes a CPU profile of secs seconds from the process serving pprof at addr, starting after
+// the given delay, and returns a function that waits for it and writes it to path.
+func captureProfile(addr, path string, after time.Duration, secs int) func() error {
 	done := make(chan error, 1)
 	go func() {
+		time.Sleep(after)
 		res, err := http.Get(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", addr, secs))
 		if err != nil {
 			done <- err
