@@ -78,7 +78,7 @@ ON CONFLICT ON CONSTRAINT usage_meters_pkey DO UPDATE SET value = usage_meters.v
 -- which stays a primary-key probe under PreferGenericPlans (an EXISTS may become a hashed scan of messages).
 -- The walk reads each send from arrays (arr, one row, materialized) by position and answers from itself, so
 -- the statement joins no two CTEs: under ProbePlans such a join is a nested loop, and joined to the send
--- CTE each step scanned every send (a broadcast page of 500 sends took 47 ms, 1,000 took 180 ms).
+-- CTE each step scanned every send (a group of 128 took 3.6 ms, 12-16 ms when most were over the cap).
 WITH RECURSIVE meter AS (
     SELECT m.pos, u.value
     FROM (SELECT unnest(@metrics::text[]) AS metric, unnest(@periods::date[]) AS period_start,
