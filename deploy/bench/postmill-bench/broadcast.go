@@ -35,6 +35,7 @@ func runBroadcast(args []string) error {
 	domains := fs.Int("domains", 20, "recipient domains the contacts are spread over")
 	txRate := fs.Int("tx-rate", 20, "transactional sends per second before and during the broadcast (0: none)")
 	txAlone := fs.Duration("tx-alone", 15*time.Second, "how long transactional sends are measured alone before the broadcast")
+	statements := fs.Bool("statements", false, "reset pg_stat_statements (when the cluster has it) at the send and print the run's busiest statements at the end; it observes without polling")
 	sample := fs.Bool("sample", false, "sample PostgreSQL's busy backends (wait event and statement) and lock waits every 100 ms from the send on, and print a summary")
 	rsaFor := fs.Duration("rsa", 3*time.Second, "how long the RSA ceiling is measured")
 	timeout := fs.Duration("timeout", 30*time.Minute, "give up after")
@@ -142,6 +143,10 @@ func runBroadcast(args []string) error {
 	base := mx.count.Load()
 	aloneUntil := time.Now()
 
+	var counters *statementCounters
+	if *statements {
+		counters = resetStatements(ctx, *db)
+	}
 	cpu := startCPUMeter(ctx, *db, []int{pid})
 	start := time.Now()
 	var sampler *monitor
@@ -246,6 +251,7 @@ func runBroadcast(args []string) error {
 	if sampler != nil {
 		sampler.printWaits()
 	}
+	counters.print(ctx, 12)
 	fmt.Printf("summary: broadcast %d contacts %.0f msg/s (%.0f%% of RSA %.0f/s), peak RSS %d MiB\n",
 		*contacts, float64(arrived)/elapsed.Seconds(), 100*float64(arrived)/elapsed.Seconds()/ceiling, ceiling, peakRSS.Load()/1024)
 	if arrived < int64(*contacts) {
