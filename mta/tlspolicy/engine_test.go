@@ -333,3 +333,48 @@ func TestReportFileAndRUA(t *testing.T) {
 		t.Errorf("second day %+v", r2)
 	}
 }
+
+// A flush returns once every count recorded before it is on disk, even when another flush took those
+// counts first and is still writing them (here it waits for the domain's rua record). Otherwise a Flush at
+// shutdown could return while the periodic one was still writing, and the process end before the report.
+func TestFlushWaitsForAFlushUnderWay(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t, []string{"rcpt.test"})
+	b.dns.SetTXT("_mta-sts.rcpt.test", "v=STSv1; id=1")
+	b.dns.SetTXT("_smtp._tls.rcpt.test", "v=TLSRPTv1; rua=mailto:tlsrpt@rcpt.test")
+	b.policies.Set("rcpt.test", tlspolicytest.Policy("testing", 86400, "mx.rcpt.test"))
+	h := b.hosts("rcpt.test", "mx.rcpt.test")[0]
+	asked, release := b.dns.Hold(t, "_smtp._tls.rcpt.test")
+	h.Result(nil)
+	day := b.clock.Now().UTC().Format("2006-01-02")
+	file := filepath.Join(b.dir, day, tlspolicy.ReportFileName("mta.postmill.test", "rcpt.test", day)+".json")
+
+	first := make(chan error, 1)
+	go func() { first <- b.engine.Flush(ctx) }()
+	<-asked // the first flush has taken the counts and waits for the rua lookup
+	type result struct {
+		err     error
+		written bool
+	}
+	second := make(chan result, 1)
+	go func() {
+		err := b.engine.Flush(ctx)
+		_, statErr := os.Stat(file)
+		second <- result{err, statErr == nil}
+	}()
+	var got result
+	select {
+	case got = <-second: // returned while the first was held: too early
+		release()
+	case <-time.After(100 * time.Millisecond):
+		release()
+		got = <-second
+	}
+	if err := <-first; err != nil {
+		t.Fatalf("first flush: %v", err)
+	}
+	if got.err != nil || !got.written {
+		t.Fatalf("second flush returned (%v) before the report it had been asked for was written", got.err)
+	}
+}

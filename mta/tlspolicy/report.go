@@ -30,10 +30,13 @@ const (
 // reports keeps the TLS-RPT counts per UTC day and policy domain (RFC 8460 §4: one report per policy
 // domain and day, sent once the day is over) and writes them as files under Config.ReportDir.
 type reports struct {
-	e       *Engine
-	mu      sync.Mutex
-	days    map[string]map[string]*domainReport // day → policy domain → counts
-	dropped bool                                // maxReportDomains was reached today (logged once)
+	e *Engine
+	// flushing serializes flushes: a flush returns only once every count recorded before it began is on
+	// disk, also when another flush had already taken those counts and was still writing them.
+	flushing sync.Mutex
+	mu       sync.Mutex
+	days     map[string]map[string]*domainReport // day → policy domain → counts
+	dropped  bool                                // maxReportDomains was reached today (logged once)
 }
 
 // domainReport is one day's counts for one policy domain, one policyCount per policy type.
@@ -172,6 +175,8 @@ func (r *reports) flush(ctx context.Context) error {
 	if r.e.cfg.ReportDir == "" {
 		return nil
 	}
+	r.flushing.Lock()
+	defer r.flushing.Unlock()
 	today := r.e.cfg.Now().UTC().Format(dayLayout)
 	type job struct {
 		day, domain string

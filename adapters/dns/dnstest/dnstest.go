@@ -39,6 +39,14 @@ type Server struct {
 	names map[string]*node // key: lower-case FQDN
 	// secure are the zones (lower-case FQDNs) whose answers carry the AD bit, see SetSecure.
 	secure map[string]bool
+	// held are the names whose answers wait, see Hold.
+	held map[string]*hold
+}
+
+// hold is one held name: asked is closed at its first query, answers wait for release.
+type hold struct {
+	asked, release chan struct{}
+	once           sync.Once
 }
 
 type node struct {
@@ -54,7 +62,7 @@ type node struct {
 func New(tb testing.TB) *Server {
 	tb.Helper()
 	pc, ln := listen(tb)
-	s := &Server{addr: pc.LocalAddr().String(), names: map[string]*node{}, secure: map[string]bool{}}
+	s := &Server{addr: pc.LocalAddr().String(), names: map[string]*node{}, secure: map[string]bool{}, held: map[string]*hold{}}
 	handler := mdns.HandlerFunc(s.serve)
 	servers := []*mdns.Server{
 		{PacketConn: pc, Handler: handler},
@@ -199,7 +207,30 @@ func (s *Server) update(name string, f func(*node)) {
 
 func key(name string) string { return strings.ToLower(mdns.Fqdn(name)) }
 
+// Hold makes queries for name wait for their answer until release is called (or the test ends): asked is
+// closed when the first of them arrives. A test uses it to have the code under test wait in a lookup at a
+// point it chooses.
+func (s *Server) Hold(tb testing.TB, name string) (asked <-chan struct{}, release func()) {
+	h := &hold{asked: make(chan struct{}), release: make(chan struct{})}
+	s.mu.Lock()
+	s.held[key(name)] = h
+	s.mu.Unlock()
+	var once sync.Once
+	release = func() { once.Do(func() { close(h.release) }) }
+	tb.Cleanup(release)
+	return h.asked, release
+}
+
 func (s *Server) serve(w mdns.ResponseWriter, req *mdns.Msg) {
+	if len(req.Question) == 1 {
+		s.mu.Lock()
+		h := s.held[key(req.Question[0].Name)]
+		s.mu.Unlock()
+		if h != nil {
+			h.once.Do(func() { close(h.asked) })
+			<-h.release
+		}
+	}
 	m := new(mdns.Msg)
 	m.SetReply(req)
 	m.Authoritative = true
