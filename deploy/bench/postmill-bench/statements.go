@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -12,9 +11,7 @@ import (
 // counted from resetStatements on. It observes without polling, which a sampler does not: no broadcast has
 // yet run slow under the 100 ms sampler of -sample (docs/benchmarks.md).
 type statementCounters struct {
-	url     string
-	dbName  string
-	enabled bool
+	url string
 }
 
 // resetStatements clears the cluster's counters (which needs the right to reset them) and returns nil
@@ -26,11 +23,6 @@ func resetStatements(ctx context.Context, url string) *statementCounters {
 		return nil
 	}
 	defer conn.Close(context.Background())
-	c := &statementCounters{url: url}
-	if err := conn.QueryRow(ctx, `SELECT current_database()`).Scan(&c.dbName); err != nil {
-		fmt.Printf("  statement counters: %v\n", err)
-		return nil
-	}
 	// The benchmark's database is its own (its public schema is reset at every run), so the extension is
 	// created there when missing; it counts only if the server preloads it.
 	if _, err := conn.Exec(ctx, `CREATE EXTENSION IF NOT EXISTS pg_stat_statements`); err != nil {
@@ -41,7 +33,7 @@ func resetStatements(ctx context.Context, url string) *statementCounters {
 		fmt.Printf("  statement counters (pg_stat_statements must be in shared_preload_libraries): %v\n", err)
 		return nil
 	}
-	return c
+	return &statementCounters{url: url}
 }
 
 // print writes the run's n most time-consuming statements of the benchmark's database: time, calls, rows,
@@ -56,9 +48,10 @@ func (c *statementCounters) print(ctx context.Context, n int) {
 		return
 	}
 	defer conn.Close(context.Background())
-	rows, err := conn.Query(ctx, `SELECT total_exec_time, calls, rows, shared_blks_hit, shared_blks_read, query
-		FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid
-		WHERE d.datname = $1 ORDER BY total_exec_time DESC LIMIT $2`, c.dbName, n)
+	rows, err := conn.Query(ctx, `SELECT total_exec_time, calls, rows, shared_blks_hit, shared_blks_read,
+			left(regexp_replace(query, '\s+', ' ', 'g'), 70)
+		FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
+		ORDER BY total_exec_time DESC LIMIT $1`, n)
 	if err != nil {
 		fmt.Printf("  statement counters: %v\n", err)
 		return
@@ -73,10 +66,6 @@ func (c *statementCounters) print(ctx context.Context, n int) {
 			fmt.Printf("  statement counters: %v\n", err)
 			return
 		}
-		q := strings.Join(strings.Fields(query), " ")
-		if len(q) > 70 {
-			q = q[:70]
-		}
-		fmt.Printf("  %8.1f %8d %9d %10d %7d  %s\n", ms/1000, calls, nrows, hit, read, q)
+		fmt.Printf("  %8.1f %8d %9d %10d %7d  %s\n", ms/1000, calls, nrows, hit, read, query)
 	}
 }
