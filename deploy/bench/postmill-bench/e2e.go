@@ -46,6 +46,7 @@ func runE2E(args []string) error {
 	queue := fs.String("queue", "postgres", "postgres, or kafka: an in-process Kafka cluster (franz-go's kfake) as POSTMILL_QUEUE")
 	extraEnv := fs.String("env", "", "extra NAME=VALUE settings for the platform, comma-separated (figures with any are not the defaults)")
 	webhook := fs.Bool("webhook", false, "subscribe one webhook endpoint (a local receiver answering 204) to email.sent and email.delivered, as an organization using webhooks would")
+	statements := fs.Bool("statements", false, "reset pg_stat_statements (when the cluster has it) at the first send and print the run's busiest statements at the end; it observes without polling")
 	tiers := fs.String("targets", "all", "the all-in-one process's --target, to measure what a tier costs by leaving it out (e.g. edge,core,mta,inbound)")
 	_ = fs.Parse(args)
 	ctx := context.Background()
@@ -167,6 +168,10 @@ func runE2E(args []string) error {
 	var pids []int
 	for _, pr := range procs {
 		pids = append(pids, pr.cmd.Process.Pid)
+	}
+	var counters *statementCounters
+	if *statements {
+		counters = resetStatements(ctx, *db)
 	}
 	cpu := startCPUMeter(ctx, *db, pids)
 	mon := startMonitor(ctx, *db, mx, &accepted, *sample)
@@ -308,6 +313,7 @@ func runE2E(args []string) error {
 		fmt.Printf("  webhooks: %d of the %d events' deliveries received %.2fs after the first send\n",
 			hooks.count.Load(), 2*want, time.Since(start).Seconds())
 	}
+	counters.print(ctx, 16)
 	fmt.Printf("summary: e2e %s, %s: delivered %.0f msg/s = %.0f%% of the RSA ceiling (%.0f/s); accepted %.0f/s, p99 %.0f ms; CPU yardstick %.0f%%\n",
 		shapeLabel, settings, float64(arrived)/elapsed.Seconds(), 100*float64(arrived)/elapsed.Seconds()/ceiling, ceiling,
 		float64(want)/acceptedIn.Seconds(), ms(percentile(lat, 0.99)), yardstick(sigCPU, totalCPU))
