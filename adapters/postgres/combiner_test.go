@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -143,5 +144,109 @@ func TestCombiner_Keyed(t *testing.T) {
 	defer c.mu.Unlock()
 	if len(c.queues) != 0 {
 		t.Fatalf("%d keys still served after every call was answered", len(c.queues))
+	}
+}
+
+// TestCombiner_Linger: after a group of several calls the writer waits linger before it takes the next
+// group, so calls arriving during the wait share one group; a call that finds the combiner idle is written
+// without a wait, and a group of one is not followed by one.
+func TestCombiner_Linger(t *testing.T) {
+	t.Parallel()
+	type call struct {
+		n    int
+		done chan struct{}
+	}
+	var (
+		mu     sync.Mutex
+		groups [][]int
+		waits  []int // how many groups had been written when each wait began
+	)
+	hold, holding := make(chan struct{}), make(chan struct{})
+	c := &combiner[*call]{max: 16, linger: time.Hour}
+	c.write = func(group []*call) {
+		mu.Lock()
+		var ns []int
+		for _, p := range group {
+			ns = append(ns, p.n)
+		}
+		slices.Sort(ns) // calls started together queue in any order
+		groups = append(groups, ns)
+		mu.Unlock()
+		if group[0].n == 10 {
+			close(holding)
+			<-hold // calls 11 and 12 queue while call 10 is written
+		}
+		for _, p := range group {
+			close(p.done)
+		}
+	}
+	start := func(n int) chan struct{} {
+		p := &call{n: n, done: make(chan struct{})}
+		go c.add(p)
+		return p.done
+	}
+	queued := func(n int) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+			c.mu.Lock()
+			l := len(c.queues[""])
+			c.mu.Unlock()
+			if l == n {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%d calls queued, want %d", l, n)
+			}
+		}
+	}
+	idle := func() {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+			c.mu.Lock()
+			_, serving := c.queues[""]
+			c.mu.Unlock()
+			if !serving {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the writer did not stop")
+			}
+		}
+	}
+	var burst []chan struct{}
+	c.sleep = func(time.Duration) {
+		mu.Lock()
+		waits = append(waits, len(groups))
+		first := len(waits) == 1
+		mu.Unlock()
+		if first {
+			// Calls 13, 14 and 15 arrive during the wait after the group of two, and go together.
+			burst = append(burst, start(13), start(14), start(15))
+			queued(3)
+		}
+	}
+
+	<-start(0) // the combiner is idle: written at once, although linger is an hour
+	idle()
+	d10 := start(10)
+	<-holding // 10 is being written
+	d11, d12 := start(11), start(12)
+	queued(2)
+	close(hold)
+	for _, d := range []chan struct{}{d10, d11, d12} {
+		<-d
+	}
+	idle()
+	for _, d := range burst {
+		<-d
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if want := [][]int{{0}, {10}, {11, 12}, {13, 14, 15}}; fmt.Sprint(groups) != fmt.Sprint(want) {
+		t.Fatalf("groups %v, want %v", groups, want)
+	}
+	// A wait after {11, 12} (three groups written) and after {13, 14, 15}; none after {0} or {10}.
+	if fmt.Sprint(waits) != fmt.Sprint([]int{3, 4}) {
+		t.Fatalf("waits began after %v groups written, want [3 4]", waits)
 	}
 }

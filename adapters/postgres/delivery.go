@@ -26,7 +26,7 @@ type Delivery struct {
 
 func newDelivery(sh shared) *Delivery {
 	s := &Delivery{shared: sh}
-	s.applies = combiner[*pendingApply]{max: maxApplyGroup, write: s.writeApplies}
+	s.applies = combiner[*pendingApply]{max: maxApplyGroup, write: s.writeApplies, linger: applyLinger}
 	s.reads = combiner[*pendingRead]{max: maxReadGroup, write: s.readOutbound}
 	return s
 }

@@ -172,6 +172,12 @@ const (
 	maxApplyGroup = 64
 	// applyGroupTimeout bounds a group's transaction, which runs detached from its callers' contexts.
 	applyGroupTimeout = 30 * time.Second
+	// applyLinger is how long the writer waits after a group of several applications before it takes the
+	// next (combiner.linger): under a steady stream of outcomes the groups grow from about 8 to about 10-20,
+	// which took a sixth of PostgreSQL's CPU per message off the end-to-end benchmark
+	// (docs/benchmarks.md). Only the recording of an outcome waits, never the SMTP session, and a lone
+	// outcome is written at once.
+	applyLinger = 3 * time.Millisecond
 )
 
 // pendingApply is one ApplyDelivery call waiting for its group to be written.
