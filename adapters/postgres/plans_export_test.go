@@ -196,3 +196,66 @@ func (n planNode) work() int64 {
 	}
 	return w
 }
+
+// PlansKeptFromNow returns, for each named statement of ProbedStatements, the generic plan a connection
+// makes for it now (after ProbePlans, as the store runs it) and then keeps: the plan is made on one
+// connection, grow runs, and the plan is explained again on that connection, where PostgreSQL reuses the
+// plan it cached unless something invalidated it meanwhile.
+func (s *Store) PlansKeptFromNow(ctx context.Context, names []string, grow func() error) (map[string]string, error) {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Release()
+	nullArgs := make([]string, len(names))
+	explain := func(i int) (string, error) {
+		tx, err := conn.Begin(ctx)
+		if err != nil {
+			return "", err
+		}
+		defer func() { _ = tx.Rollback(ctx) }()
+		if _, err := tx.Exec(ctx, probePlansSQL); err != nil {
+			return "", err
+		}
+		rows, err := tx.Query(ctx, fmt.Sprintf("EXPLAIN EXECUTE kept%d(%s)", i, nullArgs[i]), pgx.QueryExecModeSimpleProtocol)
+		if err != nil {
+			return "", err
+		}
+		lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		return strings.Join(lines, "\n"), err
+	}
+	for i, name := range names {
+		rec := &batchRecorder{}
+		ProbedStatements[name](db.New(rec))
+		sql := rec.batch.QueuedQueries[0].SQL
+		if name == "Lease" {
+			sql = leaseSQL
+		}
+		n := 0
+		for _, m := range paramPattern.FindAllStringSubmatch(sql, -1) {
+			var k int
+			_, _ = fmt.Sscan(m[1], &k)
+			n = max(n, k)
+		}
+		nullArgs[i] = strings.TrimSuffix(strings.Repeat("NULL,", n), ",")
+		if _, err := conn.Exec(ctx, fmt.Sprintf("PREPARE kept%d AS %s", i, sql)); err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		if _, err := explain(i); err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+	}
+	defer func() { _, _ = conn.Exec(context.Background(), "DEALLOCATE ALL") }()
+	if err := grow(); err != nil {
+		return nil, err
+	}
+	plans := make(map[string]string, len(names))
+	for i, name := range names {
+		plan, err := explain(i)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		plans[name] = plan
+	}
+	return plans, nil
+}

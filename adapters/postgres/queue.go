@@ -171,25 +171,22 @@ func (q *Queue) waitRound(ctx context.Context, max int) ([]ports.Delivery, error
 // transactional lane is leased before any of the bulk lane's, so a broadcast's backlog is never in front of
 // a transactional job; leased and dead rows of the transactional lane are walked past on the way.
 const leaseSQL = `
-WITH picked AS (
-    SELECT q.id FROM delivery_queue q
-    WHERE q.visible_at <= now()
-    ORDER BY q.bulk, q.visible_at, q.id
-    LIMIT $1
-    FOR UPDATE SKIP LOCKED
-)
 UPDATE delivery_queue AS q
 SET lease_token = gen_random_uuid(),
     lease_until = now() + make_interval(secs => $2::float8),
     visible_at  = now() + make_interval(secs => $2::float8),
     deliveries  = q.deliveries + 1
-FROM picked
-WHERE q.id = picked.id
+WHERE q.id = ANY (ARRAY(
+    SELECT p.id FROM delivery_queue p
+    WHERE p.visible_at <= now()
+    ORDER BY p.bulk, p.visible_at, p.id
+    LIMIT $1
+    FOR UPDATE SKIP LOCKED))
 RETURNING q.id::text, q.organization_id::text, q.message_id::text, q.domain, q.recipient_ids::text[], q.attempt,
     q.first_queued_at, q.not_before, q.lease_token::text, q.deliveries, q.bulk`
 
-// lease runs leaseSQL after ProbePlans in one round trip, so that its join back to the picked rows stays a
-// primary-key probe however stale the table's statistics are (a queue fills from empty in seconds).
+// lease runs leaseSQL after ProbePlans in one round trip, so that the picked rows are found by index
+// however stale the table's statistics are (a queue fills from empty in seconds).
 // probePlansSQL is the text of ProbePlans (queries/messages.sql), for batches built by hand.
 const probePlansSQL = `SELECT set_config('plan_cache_mode', 'force_generic_plan', true), set_config('enable_seqscan', 'off', true),
     set_config('enable_hashjoin', 'off', true), set_config('enable_mergejoin', 'off', true),

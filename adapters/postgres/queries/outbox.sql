@@ -38,15 +38,17 @@ FROM (SELECT
 
 -- name: TakeDueOutboxJobs :many
 -- Deletes (and returns) up to row_limit due jobs; SKIP LOCKED lets several relays run side by side without
--- taking the same row. The caller commits only once the jobs are published.
+-- taking the same row. The caller commits only once the jobs are published. The due ids are taken into an
+-- array first (an InitPlan, run once) and the rows deleted by primary-key probes: a join back to the
+-- picked rows planned while the outbox was empty walked the whole outbox for every take.
 DELETE FROM delivery_outbox
-WHERE id IN (
+WHERE id = ANY (ARRAY(
     SELECT o.id FROM delivery_outbox o
     WHERE o.not_before <= @now
     ORDER BY o.not_before, o.id
     LIMIT @row_limit
     FOR UPDATE SKIP LOCKED
-)
+))
 RETURNING *;
 
 -- name: InsertSendEvents :exec

@@ -24,20 +24,20 @@ SELECT pg_notify('postmill_delivery_queue', '');
 -- Leases up to row_limit visible jobs: each gets a fresh token and stays invisible until the lease ends.
 -- SKIP LOCKED keeps concurrent consumers off each other's rows; times are the database's, so every
 -- process agrees on when a lease has expired. Transactional jobs (bulk false) come before the bulk lane's.
-WITH picked AS (
-    SELECT q.id FROM delivery_queue q
-    WHERE q.visible_at <= now()
-    ORDER BY q.bulk, q.visible_at, q.id
-    LIMIT @row_limit
-    FOR UPDATE SKIP LOCKED
-)
+-- The picked ids are taken into an array first (an InitPlan, run once) and the rows updated by primary-key
+-- probes: a join back to the picked rows, planned while the queue was empty and kept by the connection,
+-- walked the whole queue for every lease.
 UPDATE delivery_queue AS q
 SET lease_token = gen_random_uuid(),
     lease_until = now() + make_interval(secs => @lease_seconds::float8),
     visible_at  = now() + make_interval(secs => @lease_seconds::float8),
     deliveries  = q.deliveries + 1
-FROM picked
-WHERE q.id = picked.id
+WHERE q.id = ANY (ARRAY(
+    SELECT p.id FROM delivery_queue p
+    WHERE p.visible_at <= now()
+    ORDER BY p.bulk, p.visible_at, p.id
+    LIMIT @row_limit
+    FOR UPDATE SKIP LOCKED))
 RETURNING q.id, q.organization_id, q.message_id, q.domain, q.recipient_ids, q.attempt, q.first_queued_at, q.not_before,
     q.bulk, q.lease_token::text AS lease_token;
 
@@ -64,11 +64,11 @@ UNLISTEN postmill_delivery_queue;
 -- name: AckJobs :many
 -- The grouped form of AckJob: deletes each job still leased under its token and returns the tokens of the
 -- rows deleted (a token names one lease of one job).
+-- A row matches when its id is one of ids and its token one of lease_tokens: a token is issued to one
+-- lease of one job, so that is the same as matching the pairs. No join: a join to the pairs, planned while
+-- the queue was empty and kept by the connection, walked the whole queue for every ack.
 DELETE FROM delivery_queue AS q
-USING (SELECT
-        unnest(@ids::uuid[]) AS id,
-        unnest(@lease_tokens::uuid[]) AS lease_token) AS u
-WHERE q.id = u.id AND q.lease_token = u.lease_token
+WHERE q.id = ANY (@ids::uuid[]) AND q.lease_token = ANY (@lease_tokens::uuid[])
 RETURNING q.lease_token::text AS lease_token;
 
 -- name: InsertSendQueueJobs :exec

@@ -207,13 +207,13 @@ func (q *Queries) InsertSendJobs(ctx context.Context, arg InsertSendJobsParams) 
 
 const takeDueOutboxJobs = `-- name: TakeDueOutboxJobs :many
 DELETE FROM delivery_outbox
-WHERE id IN (
+WHERE id = ANY (ARRAY(
     SELECT o.id FROM delivery_outbox o
     WHERE o.not_before <= $1
     ORDER BY o.not_before, o.id
     LIMIT $2
     FOR UPDATE SKIP LOCKED
-)
+))
 RETURNING id, organization_id, message_id, domain, recipient_ids, attempt, first_queued_at, not_before, bulk
 `
 
@@ -223,7 +223,9 @@ type TakeDueOutboxJobsParams struct {
 }
 
 // Deletes (and returns) up to row_limit due jobs; SKIP LOCKED lets several relays run side by side without
-// taking the same row. The caller commits only once the jobs are published.
+// taking the same row. The caller commits only once the jobs are published. The due ids are taken into an
+// array first (an InitPlan, run once) and the rows deleted by primary-key probes: a join back to the
+// picked rows planned while the outbox was empty walked the whole outbox for every take.
 func (q *Queries) TakeDueOutboxJobs(ctx context.Context, arg TakeDueOutboxJobsParams) ([]DeliveryOutbox, error) {
 	rows, err := q.db.Query(ctx, takeDueOutboxJobs, arg.Now, arg.RowLimit)
 	if err != nil {

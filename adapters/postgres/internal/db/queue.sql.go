@@ -29,10 +29,7 @@ func (q *Queries) AckJob(ctx context.Context, arg AckJobParams) (int64, error) {
 
 const ackJobs = `-- name: AckJobs :many
 DELETE FROM delivery_queue AS q
-USING (SELECT
-        unnest($1::uuid[]) AS id,
-        unnest($2::uuid[]) AS lease_token) AS u
-WHERE q.id = u.id AND q.lease_token = u.lease_token
+WHERE q.id = ANY ($1::uuid[]) AND q.lease_token = ANY ($2::uuid[])
 RETURNING q.lease_token::text AS lease_token
 `
 
@@ -43,6 +40,9 @@ type AckJobsParams struct {
 
 // The grouped form of AckJob: deletes each job still leased under its token and returns the tokens of the
 // rows deleted (a token names one lease of one job).
+// A row matches when its id is one of ids and its token one of lease_tokens: a token is issued to one
+// lease of one job, so that is the same as matching the pairs. No join: a join to the pairs, planned while
+// the queue was empty and kept by the connection, walked the whole queue for every ack.
 func (q *Queries) AckJobs(ctx context.Context, arg AckJobsParams) ([]string, error) {
 	rows, err := q.db.Query(ctx, ackJobs, arg.Ids, arg.LeaseTokens)
 	if err != nil {
@@ -111,20 +111,17 @@ func (q *Queries) InsertSendQueueJobs(ctx context.Context, arg InsertSendQueueJo
 }
 
 const leaseJobs = `-- name: LeaseJobs :many
-WITH picked AS (
-    SELECT q.id FROM delivery_queue q
-    WHERE q.visible_at <= now()
-    ORDER BY q.bulk, q.visible_at, q.id
-    LIMIT $2
-    FOR UPDATE SKIP LOCKED
-)
 UPDATE delivery_queue AS q
 SET lease_token = gen_random_uuid(),
     lease_until = now() + make_interval(secs => $1::float8),
     visible_at  = now() + make_interval(secs => $1::float8),
     deliveries  = q.deliveries + 1
-FROM picked
-WHERE q.id = picked.id
+WHERE q.id = ANY (ARRAY(
+    SELECT p.id FROM delivery_queue p
+    WHERE p.visible_at <= now()
+    ORDER BY p.bulk, p.visible_at, p.id
+    LIMIT $2
+    FOR UPDATE SKIP LOCKED))
 RETURNING q.id, q.organization_id, q.message_id, q.domain, q.recipient_ids, q.attempt, q.first_queued_at, q.not_before,
     q.bulk, q.lease_token::text AS lease_token
 `
@@ -150,6 +147,9 @@ type LeaseJobsRow struct {
 // Leases up to row_limit visible jobs: each gets a fresh token and stays invisible until the lease ends.
 // SKIP LOCKED keeps concurrent consumers off each other's rows; times are the database's, so every
 // process agrees on when a lease has expired. Transactional jobs (bulk false) come before the bulk lane's.
+// The picked ids are taken into an array first (an InitPlan, run once) and the rows updated by primary-key
+// probes: a join back to the picked rows, planned while the queue was empty and kept by the connection,
+// walked the whole queue for every lease.
 func (q *Queries) LeaseJobs(ctx context.Context, arg LeaseJobsParams) ([]LeaseJobsRow, error) {
 	rows, err := q.db.Query(ctx, leaseJobs, arg.LeaseSeconds, arg.RowLimit)
 	if err != nil {
