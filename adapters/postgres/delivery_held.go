@@ -9,9 +9,9 @@ import (
 
 var _ ports.HeldDeliveries = (*Delivery)(nil)
 
-// The held-delivery statements belong in queries/delivery.sql beside the other delivery queries; like
-// leaseSQL (queue.go) they are written here while the sqlc queries are being reorganised, so that
-// generated files other work regenerates stay untouched.
+// The held-delivery statements belong in queries/delivery.sql beside the other delivery queries; they are
+// written here while the sqlc queries are being reorganised, so that generated files other work
+// regenerates stay untouched.
 const (
 	holdSQL = `
 INSERT INTO delivery_held (id, organization_id, message_id, domain, recipient_ids, attempt, first_queued_at,

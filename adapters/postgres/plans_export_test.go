@@ -48,16 +48,28 @@ var ProbedStatements = map[string]func(q *db.Queries){
 
 var paramPattern = regexp.MustCompile(`\$(\d+)`)
 
+// probedSQL is the text of the named statement of ProbedStatements.
+func probedSQL(name string) string {
+	rec := &batchRecorder{}
+	ProbedStatements[name](db.New(rec))
+	return rec.batch.QueuedQueries[0].SQL
+}
+
+// nullArgs is the argument list that gives each parameter of sql a NULL, for EXPLAIN EXECUTE.
+func nullArgs(sql string) string {
+	n := 0
+	for _, m := range paramPattern.FindAllStringSubmatch(sql, -1) {
+		var k int
+		_, _ = fmt.Sscan(m[1], &k)
+		n = max(n, k)
+	}
+	return strings.TrimSuffix(strings.Repeat("NULL,", n), ",")
+}
+
 // GenericPlan returns the generic plan PostgreSQL makes for the named statement, with ProbePlans' settings
 // first when probe is set (inside a transaction that is rolled back).
 func (s *Store) GenericPlan(ctx context.Context, name string, probe bool) (string, error) {
-	rec := &batchRecorder{}
-	ProbedStatements[name](db.New(rec))
-	sql := rec.batch.QueuedQueries[0].SQL
-	if name == "Lease" {
-		sql = leaseSQL
-	}
-	plans, err := s.genericPlans(ctx, probe, sql)
+	plans, err := s.genericPlans(ctx, probe, probedSQL(name))
 	if err != nil {
 		return "", err
 	}
@@ -82,17 +94,10 @@ func (s *Store) genericPlans(ctx context.Context, probe bool, statements ...stri
 	}
 	plans := make([]string, len(statements))
 	for i, sql := range statements {
-		n := 0
-		for _, m := range paramPattern.FindAllStringSubmatch(sql, -1) {
-			var k int
-			_, _ = fmt.Sscan(m[1], &k)
-			n = max(n, k)
-		}
 		if _, err := tx.Exec(ctx, "PREPARE probed AS "+sql); err != nil {
 			return nil, err
 		}
-		args := strings.TrimSuffix(strings.Repeat("NULL,", n), ",")
-		rows, err := tx.Query(ctx, "EXPLAIN EXECUTE probed("+args+")", pgx.QueryExecModeSimpleProtocol)
+		rows, err := tx.Query(ctx, "EXPLAIN EXECUTE probed("+nullArgs(sql)+")", pgx.QueryExecModeSimpleProtocol)
 		if err != nil {
 			return nil, err
 		}
@@ -207,7 +212,7 @@ func (s *Store) PlansKeptFromNow(ctx context.Context, names []string, grow func(
 		return nil, err
 	}
 	defer conn.Release()
-	nullArgs := make([]string, len(names))
+	args := make([]string, len(names))
 	explain := func(i int) (string, error) {
 		tx, err := conn.Begin(ctx)
 		if err != nil {
@@ -217,7 +222,7 @@ func (s *Store) PlansKeptFromNow(ctx context.Context, names []string, grow func(
 		if _, err := tx.Exec(ctx, probePlansSQL); err != nil {
 			return "", err
 		}
-		rows, err := tx.Query(ctx, fmt.Sprintf("EXPLAIN EXECUTE kept%d(%s)", i, nullArgs[i]), pgx.QueryExecModeSimpleProtocol)
+		rows, err := tx.Query(ctx, fmt.Sprintf("EXPLAIN EXECUTE kept%d(%s)", i, args[i]), pgx.QueryExecModeSimpleProtocol)
 		if err != nil {
 			return "", err
 		}
@@ -225,19 +230,8 @@ func (s *Store) PlansKeptFromNow(ctx context.Context, names []string, grow func(
 		return strings.Join(lines, "\n"), err
 	}
 	for i, name := range names {
-		rec := &batchRecorder{}
-		ProbedStatements[name](db.New(rec))
-		sql := rec.batch.QueuedQueries[0].SQL
-		if name == "Lease" {
-			sql = leaseSQL
-		}
-		n := 0
-		for _, m := range paramPattern.FindAllStringSubmatch(sql, -1) {
-			var k int
-			_, _ = fmt.Sscan(m[1], &k)
-			n = max(n, k)
-		}
-		nullArgs[i] = strings.TrimSuffix(strings.Repeat("NULL,", n), ",")
+		sql := probedSQL(name)
+		args[i] = nullArgs(sql)
 		if _, err := conn.Exec(ctx, fmt.Sprintf("PREPARE kept%d AS %s", i, sql)); err != nil {
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}

@@ -164,68 +164,33 @@ func (q *Queue) waitRound(ctx context.Context, max int) ([]ports.Delivery, error
 	return nil, nil
 }
 
-// leaseSQL is LeaseJobs (queries/queue.sql) returning the delivery count as well, which consumers cap their
-// retries with. It is written here rather than in queries/ while the sqlc queries are being reorganised;
-// it belongs beside LeaseJobs there. Dead-lettered rows have visible_at 'infinity' and are never picked.
-// The order (bulk, visible_at, id) is delivery_queue_lane_idx's (migration 00028): every visible job of the
-// transactional lane is leased before any of the bulk lane's, so a broadcast's backlog is never in front of
-// a transactional job; leased and dead rows of the transactional lane are walked past on the way.
-const leaseSQL = `
-UPDATE delivery_queue AS q
-SET lease_token = gen_random_uuid(),
-    lease_until = now() + make_interval(secs => $2::float8),
-    visible_at  = now() + make_interval(secs => $2::float8),
-    deliveries  = q.deliveries + 1
-WHERE q.id = ANY (ARRAY(
-    SELECT p.id FROM delivery_queue p
-    WHERE p.visible_at <= now()
-    ORDER BY p.bulk, p.visible_at, p.id
-    LIMIT $1
-    FOR UPDATE SKIP LOCKED))
-RETURNING q.id::text, q.organization_id::text, q.message_id::text, q.domain, q.recipient_ids::text[], q.attempt,
-    q.first_queued_at, q.not_before, q.lease_token::text, q.deliveries, q.bulk`
-
-// lease runs leaseSQL after ProbePlans in one round trip, so that the picked rows are found by index
-// however stale the table's statistics are (a queue fills from empty in seconds).
 // probePlansSQL is the text of ProbePlans (queries/messages.sql), for batches built by hand.
 const probePlansSQL = `SELECT set_config('plan_cache_mode', 'force_generic_plan', true), set_config('enable_seqscan', 'off', true),
     set_config('enable_hashjoin', 'off', true), set_config('enable_mergejoin', 'off', true),
     set_config('enable_bitmapscan', 'off', true)`
 
+// lease runs LeaseJobs after ProbePlans in one round trip, so that the picked rows are found by index
+// however stale the table's statistics are (a queue fills from empty in seconds).
 func (q *Queue) lease(ctx context.Context, conn batchSender, max int) ([]ports.Delivery, error) {
-	var b pgx.Batch
-	b.Queue(probePlansSQL)
-	b.Queue(leaseSQL, clampInt32(max), q.cfg.Lease.Seconds())
-	br := conn.SendBatch(ctx, &b)
-	defer br.Close()
-	if _, err := br.Exec(); err != nil {
-		return nil, q.receiveError(ctx, err)
-	}
-	rows, err := br.Query()
+	var rows []db.LeaseJobsRow
+	err := runPipeline(ctx, conn,
+		func(qs *db.Queries) error { return qs.ProbePlans(ctx) },
+		func(qs *db.Queries) (err error) {
+			rows, err = qs.LeaseJobs(ctx, db.LeaseJobsParams{RowLimit: clampInt32(max), LeaseSeconds: q.cfg.Lease.Seconds()})
+			return err
+		})
 	if err != nil {
+		// Leases taken before the error expire and their jobs come back: nothing is lost.
 		return nil, q.receiveError(ctx, err)
 	}
-	defer rows.Close()
-	var out []ports.Delivery
-	for rows.Next() {
-		var (
-			r          db.LeaseJobsRow
-			deliveries int32
-		)
-		if err := rows.Scan(&r.ID, &r.OrganizationID, &r.MessageID, &r.Domain, &r.RecipientIds, &r.Attempt,
-			&r.FirstQueuedAt, &r.NotBefore, &r.LeaseToken, &deliveries, &r.Bulk); err != nil {
-			return nil, q.receiveError(ctx, err)
-		}
+	out := make([]ports.Delivery, 0, len(rows))
+	for _, r := range rows {
 		out = append(out, &queueDelivery{
 			queue:      q,
 			job:        bulkJob(jobFromFields(r.ID, r.OrganizationID, r.MessageID, r.Domain, r.RecipientIds, r.Attempt, r.FirstQueuedAt, r.NotBefore), r.Bulk),
 			token:      r.LeaseToken,
-			deliveries: int(deliveries),
+			deliveries: int(r.Deliveries),
 		})
-	}
-	if err := rows.Err(); err != nil {
-		// The leases of rows already scanned expire and the jobs come back: nothing is lost.
-		return nil, q.receiveError(ctx, err)
 	}
 	return out, nil
 }
@@ -370,7 +335,8 @@ func (d *queueDelivery) Nack(ctx context.Context) error {
 	return nil
 }
 
-// nackAfterSQL and deadLetterSQL belong beside NackJob in queries/queue.sql (see leaseSQL).
+// nackAfterSQL and deadLetterSQL belong beside NackJob in queries/queue.sql; they are written here while the
+// sqlc queries are being reorganised.
 const (
 	nackAfterSQL = `
 UPDATE delivery_queue SET visible_at = now() + make_interval(secs => $3::float8), lease_until = NULL, lease_token = NULL

@@ -123,7 +123,7 @@ WHERE q.id = ANY (ARRAY(
     LIMIT $2
     FOR UPDATE SKIP LOCKED))
 RETURNING q.id, q.organization_id, q.message_id, q.domain, q.recipient_ids, q.attempt, q.first_queued_at, q.not_before,
-    q.bulk, q.lease_token::text AS lease_token
+    q.bulk, q.lease_token::text AS lease_token, q.deliveries
 `
 
 type LeaseJobsParams struct {
@@ -142,11 +142,16 @@ type LeaseJobsRow struct {
 	NotBefore      time.Time
 	Bulk           bool
 	LeaseToken     string
+	Deliveries     int32
 }
 
 // Leases up to row_limit visible jobs: each gets a fresh token and stays invisible until the lease ends.
 // SKIP LOCKED keeps concurrent consumers off each other's rows; times are the database's, so every
-// process agrees on when a lease has expired. Transactional jobs (bulk false) come before the bulk lane's.
+// process agrees on when a lease has expired. The order (bulk, visible_at, id) is delivery_queue_lane_idx's
+// (migration 00028): every visible job of the transactional lane (bulk false) is leased before any of the
+// bulk lane's, so a broadcast's backlog is never in front of a transactional job. Dead-lettered rows have
+// visible_at 'infinity' and are never picked. deliveries counts the leases, which consumers cap their
+// retries with. Run after ProbePlans (Queue.lease).
 // The picked ids are taken into an array first (an InitPlan, run once) and the rows updated by primary-key
 // probes: a join back to the picked rows, planned while the queue was empty and kept by the connection,
 // walked the whole queue for every lease.
@@ -170,6 +175,7 @@ func (q *Queries) LeaseJobs(ctx context.Context, arg LeaseJobsParams) ([]LeaseJo
 			&i.NotBefore,
 			&i.Bulk,
 			&i.LeaseToken,
+			&i.Deliveries,
 		); err != nil {
 			return nil, err
 		}
