@@ -21,14 +21,18 @@ import (
 // outage, a report the store refuses — would resend one message for as long as the failure lasts.
 //
 // On disk it is an append-only file of JSON lines in Config.JournalDir: a record line per handed-over job,
-// fsynced before the report is attempted (concurrent jobs share one fsync), and a done line once the
-// report is recorded. Opening reads it back, drops what is done or older than journalMaxAge, and rewrites
+// written before the report is attempted (concurrent jobs share one write), and a done line once the
+// report is recorded. A written line outlives the process — kill -9 included — in the kernel's page
+// cache; it is fsynced when the report fails, before the job goes back to the queue (sync), so a recurring
+// failure is covered across a machine crash too. A report that succeeds is durable in the core's store
+// (its commit is fsynced), so its line needs no fsync of its own. Opening reads it back, drops what is done or older than journalMaxAge, and rewrites
 // it; it is rewritten the same way whenever it grows past journalCompactBytes. Each process locks its own
 // file (journal-N.log), so MTA processes sharing a data directory never share a journal, and a process
 // restarted after a crash picks up a free one — its predecessor's, or another.
 //
-// The window it cannot close is a crash between the server's 250 and the fsync: that message may be sent
-// again, as any at-least-once system would.
+// The window it cannot close is a crash between the server's 250 and the write, or a machine crash
+// between the server's 250 and the report's commit: that message may be sent again, as any at-least-once
+// system would.
 
 // Bounds of the journal.
 const (
@@ -102,9 +106,12 @@ type journal struct {
 	order   []string // job ids in the order recorded (ids already done are skipped lazily)
 	f       *os.File
 	size    int64
-	// Group commit: lines waiting to be written, and the callers waiting for their fsync.
+	// Group commit: lines waiting to be written, the callers waiting for their write, and those waiting
+	// for an fsync covering everything written before they asked.
 	buf      []byte
 	waiters  []chan error
+	syncers  []chan error
+	fsyncs   int // fsyncs made for sync (postmill_mta_journal_fsyncs_total)
 	flushing bool
 	closed   bool
 }
@@ -186,8 +193,8 @@ func (j *journal) get(jobID string) (journalEntry, bool) {
 	return e, ok
 }
 
-// record remembers a handed-over job's report and returns once it is on disk. It returns the evicted job
-// id when the journal was full.
+// record remembers a handed-over job's report and returns once it is written to the file (not fsynced:
+// see sync). It returns the evicted job id when the journal was full.
 func (j *journal) record(r ports.DeliveryReport) (evicted string, err error) {
 	e := entryOf(r)
 	line, err := json.Marshal(e)
@@ -226,6 +233,13 @@ func (j *journal) done(jobID string) {
 	}
 }
 
+// syncCount reports how many fsyncs sync has made.
+func (j *journal) syncCount() int {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.fsyncs
+}
+
 // count reports how many jobs are remembered.
 func (j *journal) count() int {
 	j.mu.Lock()
@@ -234,7 +248,7 @@ func (j *journal) count() int {
 }
 
 // appendLocked queues line for the file and starts a flush when none runs; with wait it returns the
-// channel that receives the result of the fsync covering the line. In memory it does nothing.
+// channel that receives the result of the write covering the line. In memory it does nothing.
 func (j *journal) appendLocked(line []byte, wait bool) chan error {
 	if j.lock == nil || j.closed {
 		return nil
@@ -245,29 +259,61 @@ func (j *journal) appendLocked(line []byte, wait bool) chan error {
 		ch = make(chan error, 1)
 		j.waiters = append(j.waiters, ch)
 	}
+	j.startFlushLocked()
+	return ch
+}
+
+func (j *journal) startFlushLocked() {
 	if !j.flushing {
 		j.flushing = true
 		go j.flush()
 	}
-	return ch
 }
 
-// flush writes and fsyncs queued lines until none are left; lines queued while one group is being
-// written go in the next group, so concurrent jobs share fsyncs.
+// sync returns once everything recorded before it is fsynced. It is called when a handed-over job's
+// report failed, before the job goes back to the queue: from then on its line survives a machine crash.
+// Concurrent calls share one fsync. In memory it does nothing.
+func (j *journal) sync() error {
+	j.mu.Lock()
+	if j.lock == nil || j.closed {
+		j.mu.Unlock()
+		return nil
+	}
+	ch := make(chan error, 1)
+	j.syncers = append(j.syncers, ch)
+	j.startFlushLocked()
+	j.mu.Unlock()
+	return <-ch
+}
+
+// flush writes queued lines until none are left, fsyncing a group when a caller of sync waits for it;
+// lines queued while one group is being written go in the next group, so concurrent jobs share writes
+// and fsyncs.
 func (j *journal) flush() {
 	j.mu.Lock()
-	for len(j.buf) > 0 || len(j.waiters) > 0 {
-		buf, waiters := j.buf, j.waiters
-		j.buf, j.waiters = nil, nil
+	for len(j.buf) > 0 || len(j.waiters) > 0 || len(j.syncers) > 0 {
+		buf, waiters, syncers := j.buf, j.waiters, j.syncers
+		j.buf, j.waiters, j.syncers = nil, nil, nil
 		f := j.f
 		j.mu.Unlock()
 
-		_, err := f.Write(buf)
-		if err == nil {
-			err = f.Sync()
+		var err error
+		if len(buf) > 0 {
+			_, err = f.Write(buf)
 		}
 		for _, w := range waiters {
 			w <- err
+		}
+		if len(syncers) > 0 {
+			if err == nil {
+				err = f.Sync()
+			}
+			j.mu.Lock()
+			j.fsyncs++
+			j.mu.Unlock()
+			for _, w := range syncers {
+				w <- err
+			}
 		}
 
 		j.mu.Lock()

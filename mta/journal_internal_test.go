@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -128,5 +129,38 @@ func TestJournalCompactsAndEvicts(t *testing.T) {
 	}
 	if evicted != "m-0" || mem.count() != journalMaxEntries {
 		t.Fatalf("evicted %q, %d entries", evicted, mem.count())
+	}
+}
+
+// TestJournalWritesBeforeReturning: record returns once the line is in the file (so it outlives a killed
+// process) without an fsync; sync fsyncs what was written, and concurrent syncs share fsyncs.
+func TestJournalWritesBeforeReturning(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	j := mustOpenJournal(t, dir, time.Now())
+	if _, err := j.record(handedReport("written", time.Now())); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, "journal-0.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(raw), `"job":"written"`) {
+		t.Fatalf("the recorded line is not in the file after record returned: %q", raw)
+	}
+	if n := j.syncCount(); n != 0 {
+		t.Fatalf("record fsynced %d times, want none", n)
+	}
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			if err := j.sync(); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if n := j.syncCount(); n < 1 || n > 8 {
+		t.Fatalf("8 concurrent syncs made %d fsyncs, want 1 to 8", n)
 	}
 }

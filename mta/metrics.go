@@ -59,6 +59,10 @@ func newMetrics(reg prometheus.Registerer, p *pool, j *journal, sites prometheus
 		Name: "postmill_mta_journal_entries",
 		Help: "Jobs handed over to a receiving server whose outcome is not recorded yet.",
 	}, func() float64 { return float64(j.count()) })
+	fsyncs := prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "postmill_mta_journal_fsyncs_total",
+		Help: "Fsyncs of the journal, made when the report of a job a receiving server accepted failed and the job goes back to the queue (concurrent ones share an fsync).",
+	}, func() float64 { return float64(j.syncCount()) })
 	open := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "postmill_mta_pool_connections",
 		Help: "Open SMTP connections, busy or idle, across all destinations.",
@@ -68,7 +72,7 @@ func newMetrics(reg prometheus.Registerer, p *pool, j *journal, sites prometheus
 		Help: "Idle SMTP connections kept for reuse.",
 	}, func() float64 { _, n := p.stats(); return float64(n) })
 	var errs []error
-	for _, c := range []prometheus.Collector{m.deliveries, m.jobs, m.smtp, m.tlsDowngrades, m.tls, m.forbidden, m.replays, open, idle, pending, sites} {
+	for _, c := range []prometheus.Collector{m.deliveries, m.jobs, m.smtp, m.tlsDowngrades, m.tls, m.forbidden, m.replays, fsyncs, open, idle, pending, sites} {
 		errs = append(errs, reg.Register(c))
 	}
 	return m, errors.Join(errs...)

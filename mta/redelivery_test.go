@@ -89,7 +89,9 @@ func TestReportFailureNeverSendsTwice(t *testing.T) {
 	srv := mustRawServer(t, "127.0.0.1", rawOptions{DataReply: "250 2.0.0 queued as A1"})
 	r := newResolver().MX("rcpt.test", ports.MX{Host: "mx.rcpt.test"}).IP("mx.rcpt.test", "127.0.0.1")
 	reg := prometheus.NewRegistry()
-	h := newHarness(t, fastRetries(baseConfig(srv.Port()), 10), r, func(d *mta.Deps) { d.Registerer = reg })
+	cfg := fastRetries(baseConfig(srv.Port()), 10)
+	cfg.JournalDir = filepath.Join(t.TempDir(), "mta")
+	h := newHarness(t, cfg, r, func(d *mta.Deps) { d.Registerer = reg })
 	var mu sync.Mutex
 	failures := 3
 	h.Service.refuse = func(ports.DeliveryReport) error {
@@ -125,6 +127,10 @@ func TestReportFailureNeverSendsTwice(t *testing.T) {
 	}
 	if got := counter(t, reg, "postmill_mta_journal_replays_total", ""); got != 3 {
 		t.Errorf("journal replays %v, want 3", got)
+	}
+	// Each failed report fsynced the journal before the job went back; the one that succeeded did not.
+	if got := counter(t, reg, "postmill_mta_journal_fsyncs_total", ""); got != 3 {
+		t.Errorf("journal fsyncs %v, want 3 (one per failed report)", got)
 	}
 }
 

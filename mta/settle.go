@@ -30,6 +30,7 @@ func (m *MTA) report(ctx context.Context, d ports.Delivery, log *slog.Logger, r 
 // this delivery reaches Config.MaxDeliveries: a failure that recurs is neither retried at full speed nor
 // forever.
 func (m *MTA) retryLater(ctx context.Context, d ports.Delivery, log *slog.Logger, why string) {
+	m.syncJournal(d.Job().ID, log)
 	n := d.Deliveries()
 	if n >= m.cfg.MaxDeliveries {
 		m.deadLetter(ctx, d, log, why)
@@ -41,6 +42,17 @@ func (m *MTA) retryLater(ctx context.Context, d ports.Delivery, log *slog.Logger
 		log.Warn("handing the job back failed; it comes back when its lease ends", "error", err)
 	}
 	m.metrics.jobs.WithLabelValues("nacked").Inc()
+}
+
+// syncJournal fsyncs the journal when it holds the job: the job is about to go back to the queue with
+// its outcome unrecorded, and from then on the journal alone keeps it from being sent again.
+func (m *MTA) syncJournal(jobID string, log *slog.Logger) {
+	if _, ok := m.journal.get(jobID); !ok {
+		return
+	}
+	if err := m.journal.sync(); err != nil {
+		log.Error("journal fsync failed; after a machine crash a redelivery of this job would send it again", "error", err)
+	}
 }
 
 // redeliveryDelay is the wait before the delivery after the n-th: RedeliveryBackoff doubled per earlier
@@ -81,6 +93,7 @@ func (m *MTA) deadLetter(ctx context.Context, d ports.Delivery, log *slog.Logger
 		m.ack(ctx, d, log, "dead_lettered")
 		return
 	}
+	m.syncJournal(job.ID, log)
 	parked := cleanText(reason+"; reporting the failure failed too: "+err.Error(), maxResponse)
 	if derr := d.DeadLetter(ctx, parked); derr != nil {
 		delay := m.cfg.MaxRedeliveryBackoff
