@@ -26,7 +26,7 @@ var _ ports.Pinger = (*Client)(nil)
 // not nil (see ClientTLS; an https base URL with a nil tlsConfig verifies the core against the system's
 // roots). It keeps many idle connections per host instead of net/http's two: the edge calls the core on
 // almost every request (authentication, rate limits), and re-dialling, let alone a TLS handshake each
-// time, would dominate the hop. Over TLS it speaks HTTP/2.
+// time, would dominate the hop. Over TLS it speaks HTTP/2. It does not ask for compressed responses.
 func NewHTTPClient(tlsConfig *tls.Config) *http.Client {
 	return &http.Client{
 		Timeout: 30 * time.Second,
@@ -40,6 +40,8 @@ func NewHTTPClient(tlsConfig *tls.Config) *http.Client {
 			TLSClientConfig:       tlsConfig,
 			TLSHandshakeTimeout:   5 * time.Second,
 			ExpectContinueTimeout: time.Second,
+			// No transparent gzip either (see NewClient).
+			DisableCompression: true,
 		},
 	}
 }
@@ -60,6 +62,10 @@ func NewClient(baseURL, credential string, httpClient connect.HTTPClient) *Clien
 			connect.WithInterceptors(clientInterceptors(credential)...),
 			connect.WithReadMaxBytes(MaxMessageBytes),
 			connect.WithSendMaxBytes(MaxMessageBytes),
+			// Responses come uncompressed: tiers talk over a local network, where gzip costs more CPU
+			// than the bytes it saves (a batch of outbound messages is compressed by the core and
+			// inflated by the MTA for every job).
+			connect.WithAcceptCompression("gzip", nil, nil),
 		},
 	}
 	c := &Client{}

@@ -3,10 +3,19 @@ package rpc_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"slices"
 	"sync"
 	"testing"
 
+	"connectrpc.com/connect"
+
 	"github.com/postmill/postmill/adapters/rpc"
+	deliveryv1 "github.com/postmill/postmill/adapters/rpc/gen/postmill/delivery/v1"
+	"github.com/postmill/postmill/adapters/rpc/gen/postmill/delivery/v1/deliveryv1connect"
 	"github.com/postmill/postmill/ports"
 )
 
@@ -122,5 +131,54 @@ func TestDeliveryBatchesOverConnect(t *testing.T) {
 			t.Errorf("reports applied %v, want a and b in order", fake.reports)
 		}
 		fake.mu.Unlock()
+	}
+}
+
+// TestDeliveryBatchesTravelUncompressed: the client does not ask for compressed responses, so the core
+// does not gzip a batch of outbound messages that the MTA would inflate again; the body is the plain
+// protobuf message. A client that asks for gzip still gets it.
+func TestDeliveryBatchesTravelUncompressed(t *testing.T) {
+	t.Parallel()
+	fake := &batchDelivery{}
+	handler := rpc.NewHandler(ports.Core{Delivery: fake, DeliveryBatch: batchingDelivery{fake}}, rpc.ServerConfig{
+		Credentials: []string{testToken},
+		Logger:      slog.New(slog.DiscardHandler),
+	})
+	var mu sync.Mutex
+	var encodings []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		handler.ServeHTTP(w, r)
+		mu.Lock()
+		encodings = append(encodings, w.Header().Get("Content-Encoding"))
+		mu.Unlock()
+	}))
+	t.Cleanup(srv.Close)
+
+	jobs := make([]ports.DeliveryJob, 200) // a body of several kilobytes, well worth compressing
+	for i := range jobs {
+		jobs[i] = ports.DeliveryJob{ID: fmt.Sprintf("job-%04d", i), Domain: "example.com"}
+	}
+	results, err := rpc.NewClient(srv.URL, testToken, nil).Core().DeliveryBatch.LoadOutbounds(context.Background(), jobs)
+	if err != nil || len(results) != len(jobs) || results[199].Message.MessageID != "m-job-0199" {
+		t.Fatalf("LoadOutbounds = %d results, %v", len(results), err)
+	}
+	mu.Lock()
+	got := slices.Clone(encodings)
+	mu.Unlock()
+	if len(got) != 1 || got[0] != "" {
+		t.Fatalf("response Content-Encoding %q, want one uncompressed response", got)
+	}
+
+	// The server still compresses for a client that asks.
+	gz := deliveryv1connect.NewDeliveryServiceClient(srv.Client(), srv.URL)
+	req := connect.NewRequest(&deliveryv1.LoadOutboundsRequest{Jobs: []*deliveryv1.DeliveryJob{{Id: "a"}}})
+	req.Header().Set("Authorization", "Bearer "+testToken)
+	if _, err := gz.LoadOutbounds(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(encodings) != 2 || encodings[1] != "gzip" {
+		t.Fatalf("response Content-Encoding %q for a client accepting gzip, want gzip", encodings)
 	}
 }
