@@ -193,7 +193,8 @@ func bodyTree(ctx context.Context, out ports.OutboundMessage, blobs ports.BlobSt
 func textPart(mediaType, s string) *part {
 	p := &part{body: []byte(s)}
 	p.header.Set("Content-Transfer-Encoding", "quoted-printable")
-	p.header.SetContentType(mediaType, map[string]string{"charset": "utf-8"})
+	// What SetContentType writes for these parameters, without formatting it per part.
+	p.header.Set("Content-Type", mediaType+"; charset=utf-8")
 	return p
 }
 

@@ -1,6 +1,7 @@
 package mta
 
 import (
+	"mime"
 	"strings"
 	"testing"
 	"time"
@@ -55,6 +56,18 @@ func TestRedeliveryDelay(t *testing.T) {
 			if got := m.redeliveryDelay(n); got > want || got < want*3/4 {
 				t.Fatalf("redeliveryDelay(%d) = %v, want within [%v, %v]", n, got, want*3/4, want)
 			}
+		}
+	}
+}
+
+// TestTextPartContentType: the Content-Type a text part carries is what mime.FormatMediaType (go-message's
+// SetContentType) writes for it.
+func TestTextPartContentType(t *testing.T) {
+	t.Parallel()
+	for _, mediaType := range []string{"text/plain", "text/html"} {
+		want := mime.FormatMediaType(mediaType, map[string]string{"charset": "utf-8"})
+		if got := textPart(mediaType, "x").header.Get("Content-Type"); got != want {
+			t.Errorf("%s: Content-Type %q, want %q", mediaType, got, want)
 		}
 	}
 }
