@@ -23,12 +23,13 @@ import (
 // On disk it is an append-only file of JSON lines in Config.JournalDir: a record line per handed-over job,
 // written before the report is attempted (concurrent jobs share one write), and a done line once the
 // report is recorded. A written line outlives the process — kill -9 included — in the kernel's page
-// cache; it is fsynced when the report fails, before the job goes back to the queue (sync), so a recurring
-// failure is covered across a machine crash too. A report that succeeds is durable in the core's store
-// (its commit is fsynced), so its line needs no fsync of its own. Opening reads it back, drops what is done or older than journalMaxAge, and rewrites
-// it; it is rewritten the same way whenever it grows past journalCompactBytes. Each process locks its own
-// file (journal-N.log), so MTA processes sharing a data directory never share a journal, and a process
-// restarted after a crash picks up a free one — its predecessor's, or another.
+// cache; it is fsynced when the report fails, before the job goes back to the queue (sync), so a
+// recurring failure is covered across a machine crash too. A report that succeeds is durable in the
+// core's store (its commit is fsynced), so its line needs no fsync of its own. Opening reads it back,
+// drops what is done or older than journalMaxAge, and rewrites it; it is rewritten the same way whenever
+// it grows past journalCompactBytes. Each process locks its own file (journal-N.log), so MTA processes
+// sharing a data directory never share a journal, and a process restarted after a crash picks up a free
+// one — its predecessor's, or another.
 //
 // The window it cannot close is a crash between the server's 250 and the write, or a machine crash
 // between the server's 250 and the report's commit: that message may be sent again, as any at-least-once

@@ -30,12 +30,12 @@ func (m *MTA) report(ctx context.Context, d ports.Delivery, log *slog.Logger, r 
 // this delivery reaches Config.MaxDeliveries: a failure that recurs is neither retried at full speed nor
 // forever.
 func (m *MTA) retryLater(ctx context.Context, d ports.Delivery, log *slog.Logger, why string) {
-	m.syncJournal(d.Job().ID, log)
 	n := d.Deliveries()
 	if n >= m.cfg.MaxDeliveries {
-		m.deadLetter(ctx, d, log, why)
+		m.deadLetter(ctx, d, log, why) // fsyncs the journal itself if the job stays unrecorded
 		return
 	}
+	m.syncJournal(d.Job().ID, log)
 	delay := m.redeliveryDelay(n)
 	log.Warn("job not settled; it comes back later", "reason", why, "retry_in", delay)
 	if err := d.NackAfter(ctx, delay); err != nil {
