@@ -33,6 +33,11 @@ type PipelineConfig struct {
 	// ReadEvents may be called concurrently, each call taking events no other call holds (the PostgreSQL
 	// outbox claims its rows with SKIP LOCKED), and a store that takes concurrent inserts.
 	Workers int
+	// Copy, when set, takes the place of the source's ReadEvents and the store's InsertEvents: it copies up
+	// to max events from the source into the store in one transaction and returns how many it took (the
+	// PostgreSQL outbox into the PostgreSQL rollups, when both are one database). Counting then happens
+	// exactly once, without the store keeping event ids to skip repeats. Lag still asks the source.
+	Copy func(ctx context.Context, max int) (int, error)
 }
 
 func (c PipelineConfig) withDefaults() PipelineConfig {
@@ -58,7 +63,8 @@ func (c PipelineConfig) withDefaults() PipelineConfig {
 }
 
 // Pipeline copies message events from their source into the analytics store: at least once (a batch is
-// acknowledged after the store took it) and idempotently (the store skips event ids it holds).
+// acknowledged after the store took it) and idempotently (the store skips event ids it holds); with
+// PipelineConfig.Copy, exactly once.
 type Pipeline struct {
 	cfg    PipelineConfig
 	source ports.AnalyticsEventSource
@@ -76,7 +82,13 @@ func NewPipeline(cfg PipelineConfig, source ports.AnalyticsEventSource, store po
 
 // Step copies one batch and returns how many events it took from the source.
 func (p *Pipeline) Step(ctx context.Context) (int, error) {
-	n, err := p.source.ReadEvents(ctx, p.cfg.Batch, p.insert)
+	var n int
+	var err error
+	if p.cfg.Copy != nil {
+		n, err = p.cfg.Copy(ctx, p.cfg.Batch)
+	} else {
+		n, err = p.source.ReadEvents(ctx, p.cfg.Batch, p.insert)
+	}
 	if err == nil && p.cfg.Copied != nil {
 		p.cfg.Copied(n)
 	}

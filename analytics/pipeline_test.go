@@ -221,3 +221,40 @@ func TestPipelineStoresCountedTypesOnly(t *testing.T) {
 		t.Fatalf("a batch of one email.queued: %d, %v, stored %v", n, err, store.types)
 	}
 }
+
+// TestPipelineCopy: with Copy set, a step copies through it with the batch size, never reads the source
+// or inserts into the store, reports what Copy took, and still reads the source's lag.
+func TestPipelineCopy(t *testing.T) {
+	src := &scriptedSource{sizes: []int{5}, done: make(chan struct{})}
+	store := &countingStore{}
+	lagged := &lagSource{scriptedSource: src, lag: 3 * time.Second}
+	var asked []int
+	var copied, lag []float64
+	p := analytics.NewPipeline(analytics.PipelineConfig{
+		Batch:  7,
+		Copy:   func(_ context.Context, max int) (int, error) { asked = append(asked, max); return 4, nil },
+		Copied: func(n int) { copied = append(copied, float64(n)) },
+		Lag:    func(d time.Duration) { lag = append(lag, d.Seconds()) },
+	}, lagged, store, nil)
+	n, err := p.Step(context.Background())
+	if err != nil || n != 4 {
+		t.Fatalf("Step = %d, %v; want what Copy took", n, err)
+	}
+	if len(asked) != 1 || asked[0] != 7 {
+		t.Errorf("Copy asked for %v; want one call for the batch of 7", asked)
+	}
+	if len(src.reads) != 0 || store.events != 0 {
+		t.Errorf("the source was read %d times and the store took %d events beside Copy", len(src.reads), store.events)
+	}
+	if len(copied) != 1 || copied[0] != 4 || len(lag) != 1 || lag[0] != 3 {
+		t.Errorf("reported copied %v and lag %v; want [4] and [3]", copied, lag)
+	}
+}
+
+// lagSource is a scriptedSource with a fixed lag.
+type lagSource struct {
+	*scriptedSource
+	lag time.Duration
+}
+
+func (s *lagSource) Lag(context.Context, time.Time) (time.Duration, error) { return s.lag, nil }

@@ -79,6 +79,11 @@ func (a *App) initAnalytics() (services.Service, error) {
 		}
 		if !useKafka {
 			cfg.Workers = AnalyticsOutboxWorkers(a.cfg.Analytics)
+			if a.cfg.Analytics != "clickhouse" {
+				// The outbox and the rollups are one database: each batch is counted in the transaction
+				// that removes it from the outbox, exactly once, with no event rows kept to skip repeats.
+				cfg.Copy = st.Analytics().CopyOutbox
+			}
 		}
 		var source ports.AnalyticsEventSource = st.Analytics()
 		loops := []func(context.Context) error{}
