@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -40,6 +41,7 @@ func runE2E(args []string) error {
 	rtt := fs.Duration("rtt", 0, "the sink waits this long before each write of replies, as a network round trip would")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the (all-in-one or MTA) process to this file")
 	profileSecs := fs.Int("cpuprofile-seconds", 10, "seconds of CPU profile, from the first send")
+	coreProfile := fs.String("cpuprofile-core", "", "with -shape split, also write a CPU profile of the edge,core process to this file")
 	profileAfter := fs.Duration("cpuprofile-after", 0, "start the CPU profile this long after the first send (e.g. 15s: the tail, where only the MTA works)")
 	sample := fs.Bool("sample", false, "sample PostgreSQL's wait events and lock waits every 100 ms and print a summary")
 	rsaFor := fs.Duration("rsa", 3*time.Second, "how long the RSA ceiling is measured")
@@ -119,6 +121,15 @@ func runE2E(args []string) error {
 	if pprofAddr != "" && *shape != "split" {
 		coreEnv = append(slices.Clone(env), "POSTMILL_PPROF_ADDR="+pprofAddr)
 	}
+	var corePprofAddr string
+	if *coreProfile != "" && *shape == "split" {
+		pp, err := freePort()
+		if err != nil {
+			return err
+		}
+		corePprofAddr = fmt.Sprintf("127.0.0.1:%d", pp)
+		coreEnv = append(slices.Clone(env), "POSTMILL_PPROF_ADDR="+corePprofAddr)
+	}
 	p, err := startPlatform(platformOpts{bin: *bin, db: *db, targets: targets, zone: z, env: coreEnv})
 	if err != nil {
 		return err
@@ -181,6 +192,11 @@ func runE2E(args []string) error {
 	mon.startClock(start)
 	if pprofAddr != "" {
 		stopProfile = captureProfile(pprofAddr, *cpuProfile, *profileAfter, *profileSecs)
+	}
+	if corePprofAddr != "" {
+		stopMTAProfile := stopProfile
+		stopCoreProfile := captureProfile(corePprofAddr, *coreProfile, *profileAfter, *profileSecs)
+		stopProfile = func() error { return errors.Join(stopMTAProfile(), stopCoreProfile()) }
 	}
 	var wg sync.WaitGroup
 	for range *clients {
