@@ -65,6 +65,30 @@ ON CONFLICT DO NOTHING`,
 	return nil
 }
 
+// rollupsFromDims adds the rows of a CTE named dims (organization_id, domain, tag, occurred_at, type) to the
+// hourly rollups, one count per counted event type, in key order (so concurrent writers lock rollup rows in
+// the same order).
+const rollupsFromDims = `
+INSERT INTO analytics_rollups AS r (organization_id, domain, tag, bucket, sent, delivered, bounced, complained,
+    opened, clicked, failed, delayed)
+SELECT organization_id, domain, tag, date_trunc('hour', occurred_at, 'UTC') AS bucket,
+    count(*) FILTER (WHERE type = 'email.sent'),
+    count(*) FILTER (WHERE type = 'email.delivered'),
+    count(*) FILTER (WHERE type = 'email.bounced'),
+    count(*) FILTER (WHERE type = 'email.complained'),
+    count(*) FILTER (WHERE type = 'email.opened'),
+    count(*) FILTER (WHERE type = 'email.clicked'),
+    count(*) FILTER (WHERE type = 'email.failed'),
+    count(*) FILTER (WHERE type = 'email.delivery_delayed')
+FROM dims
+GROUP BY 1, 2, 3, 4
+ORDER BY 1, 2, 3, 4
+ON CONFLICT (organization_id, domain, tag, bucket) DO UPDATE SET
+    sent = r.sent + EXCLUDED.sent, delivered = r.delivered + EXCLUDED.delivered,
+    bounced = r.bounced + EXCLUDED.bounced, complained = r.complained + EXCLUDED.complained,
+    opened = r.opened + EXCLUDED.opened, clicked = r.clicked + EXCLUDED.clicked,
+    failed = r.failed + EXCLUDED.failed, delayed = r.delayed + EXCLUDED.delayed`
+
 // InsertEvents implements ports.AnalyticsStore: the events and the hourly rollups they add to, in one
 // statement, so a rollup counts exactly the events stored. An event already stored adds nothing.
 func (s *Analytics) InsertEvents(ctx context.Context, rows []ports.AnalyticsEvent) error {
@@ -107,25 +131,7 @@ WITH tg AS (
     UNION ALL SELECT organization_id, domain, '', occurred_at, type FROM ins WHERE domain <> ''
     UNION ALL SELECT organization_id, '', t, occurred_at, type FROM ins, unnest(tags) AS t
 )
-INSERT INTO analytics_rollups AS r (organization_id, domain, tag, bucket, sent, delivered, bounced, complained,
-    opened, clicked, failed, delayed)
-SELECT organization_id, domain, tag, date_trunc('hour', occurred_at, 'UTC') AS bucket,
-    count(*) FILTER (WHERE type = 'email.sent'),
-    count(*) FILTER (WHERE type = 'email.delivered'),
-    count(*) FILTER (WHERE type = 'email.bounced'),
-    count(*) FILTER (WHERE type = 'email.complained'),
-    count(*) FILTER (WHERE type = 'email.opened'),
-    count(*) FILTER (WHERE type = 'email.clicked'),
-    count(*) FILTER (WHERE type = 'email.failed'),
-    count(*) FILTER (WHERE type = 'email.delivery_delayed')
-FROM dims
-GROUP BY 1, 2, 3, 4
-ORDER BY 1, 2, 3, 4
-ON CONFLICT (organization_id, domain, tag, bucket) DO UPDATE SET
-    sent = r.sent + EXCLUDED.sent, delivered = r.delivered + EXCLUDED.delivered,
-    bounced = r.bounced + EXCLUDED.bounced, complained = r.complained + EXCLUDED.complained,
-    opened = r.opened + EXCLUDED.opened, clicked = r.clicked + EXCLUDED.clicked,
-    failed = r.failed + EXCLUDED.failed, delayed = r.delayed + EXCLUDED.delayed`,
+`+rollupsFromDims,
 		id, org, at, typ, msg, domain, tagOf, tags)
 	if err != nil {
 		return interpretError(err)

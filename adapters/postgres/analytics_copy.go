@@ -42,26 +42,7 @@ WITH gone AS (
     UNION ALL SELECT organization_id, domain, '', occurred_at, type FROM ev WHERE domain <> ''
     UNION ALL SELECT organization_id, '', t.k || ':' || t.v, occurred_at, type
         FROM ev, jsonb_each_text(coalesce(ev.tags, '{}'::jsonb)) AS t (k, v)
-), up AS (
-    INSERT INTO analytics_rollups AS r (organization_id, domain, tag, bucket, sent, delivered, bounced,
-        complained, opened, clicked, failed, delayed)
-    SELECT organization_id, domain, tag, date_trunc('hour', occurred_at, 'UTC') AS bucket,
-        count(*) FILTER (WHERE type = 'email.sent'),
-        count(*) FILTER (WHERE type = 'email.delivered'),
-        count(*) FILTER (WHERE type = 'email.bounced'),
-        count(*) FILTER (WHERE type = 'email.complained'),
-        count(*) FILTER (WHERE type = 'email.opened'),
-        count(*) FILTER (WHERE type = 'email.clicked'),
-        count(*) FILTER (WHERE type = 'email.failed'),
-        count(*) FILTER (WHERE type = 'email.delivery_delayed')
-    FROM dims
-    GROUP BY 1, 2, 3, 4
-    ORDER BY 1, 2, 3, 4
-    ON CONFLICT (organization_id, domain, tag, bucket) DO UPDATE SET
-        sent = r.sent + EXCLUDED.sent, delivered = r.delivered + EXCLUDED.delivered,
-        bounced = r.bounced + EXCLUDED.bounced, complained = r.complained + EXCLUDED.complained,
-        opened = r.opened + EXCLUDED.opened, clicked = r.clicked + EXCLUDED.clicked,
-        failed = r.failed + EXCLUDED.failed, delayed = r.delayed + EXCLUDED.delayed
+), up AS (`+rollupsFromDims+`
 )
 SELECT count(*) FROM gone`
 

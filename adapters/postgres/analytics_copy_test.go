@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/postmill/postmill/adapters/postgres"
 	"github.com/postmill/postmill/adapters/postgres/pgtest"
 	"github.com/postmill/postmill/ports"
 )
@@ -141,20 +140,7 @@ func TestAnalyticsCopyOutbox(t *testing.T) {
 func TestAnalyticsCopyOutbox_PlannedFromTheTablesAsTheyAre(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	dsn := pgtest.URL(t)
-	if strings.Contains(dsn, "://") {
-		dsn += "&pool_max_conns=1" // URL carries search_path already
-	} else {
-		dsn += " pool_max_conns=1"
-	}
-	s, err := postgres.Open(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	if err := postgres.Migrate(ctx, s.Pool()); err != nil {
-		t.Fatal(err)
-	}
+	s := singleConnectionStore(t)
 	f := newSendFixture(t, s)
 	for _, table := range []string{"messages", "events", "analytics_outbox"} {
 		mustExec(t, s, "ALTER TABLE "+table+" SET (autovacuum_enabled = false)")

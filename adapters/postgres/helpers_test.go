@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/postmill/postmill/adapters/postgres"
+	"github.com/postmill/postmill/adapters/postgres/pgtest"
 	"github.com/postmill/postmill/ports"
 )
 
@@ -157,4 +158,26 @@ func requireTime(tb testing.TB, name string, got *time.Time, want time.Time) {
 	if got.Location() != time.UTC {
 		tb.Fatalf("%s location = %v, want UTC", name, got.Location())
 	}
+}
+
+// singleConnectionStore opens a migrated store on a database of its own whose pool holds one connection, so
+// that every call runs on the connection whose prepared statements a test then reads.
+func singleConnectionStore(tb testing.TB) *postgres.Store {
+	tb.Helper()
+	ctx := context.Background()
+	dsn := pgtest.URL(tb)
+	if strings.Contains(dsn, "://") {
+		dsn += "&pool_max_conns=1" // URL carries search_path already
+	} else {
+		dsn += " pool_max_conns=1"
+	}
+	s, err := postgres.Open(ctx, dsn)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(s.Close)
+	if err := postgres.Migrate(ctx, s.Pool()); err != nil {
+		tb.Fatal(err)
+	}
+	return s
 }

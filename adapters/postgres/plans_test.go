@@ -48,20 +48,7 @@ func TestProbePlans(t *testing.T) {
 func TestMessagesByIdempotencyKeys_PlannedFromTheTableAsItIs(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	dsn := pgtest.URL(t)
-	if strings.Contains(dsn, "://") {
-		dsn += "&pool_max_conns=1" // URL carries search_path already
-	} else {
-		dsn += " pool_max_conns=1"
-	}
-	s, err := postgres.Open(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	if err := postgres.Migrate(ctx, s.Pool()); err != nil {
-		t.Fatal(err)
-	}
+	s := singleConnectionStore(t)
 	f := newSendFixture(t, s)
 	keys := []string{"broadcast:b:c1", "broadcast:b:c2"}
 	for range 8 { // past the five custom plans after which PostgreSQL may settle on a generic one
