@@ -42,7 +42,7 @@ WITH gone AS (
     UNION ALL SELECT organization_id, domain, '', occurred_at, type FROM ev WHERE domain <> ''
     UNION ALL SELECT organization_id, '', t.k || ':' || t.v, occurred_at, type
         FROM ev, jsonb_each_text(coalesce(ev.tags, '{}'::jsonb)) AS t (k, v)
-), up AS (`+rollupsFromDims+`
+), up AS (` + rollupsFromDims + `
 )
 SELECT count(*) FROM gone`
 
