@@ -5,6 +5,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/postmill/postmill/adapters/postgres/internal/db"
 	"github.com/postmill/postmill/ports"
 )
 
@@ -46,9 +47,6 @@ WITH gone AS (
 )
 SELECT count(*) FROM gone`
 
-// planEachCallSQL is PlanEachCall's statement, for batches built by hand.
-const planEachCallSQL = `SELECT set_config('plan_cache_mode', 'force_custom_plan', true)`
-
 // CopyOutbox copies up to max events from the outbox the events trigger fills straight into the rollups,
 // in one statement: the outbox ids are deleted in the transaction that counts them, so every event is
 // counted exactly once and no event row is kept for deduplication (analytics_events stays for sources
@@ -59,12 +57,13 @@ func (s *Analytics) CopyOutbox(ctx context.Context, max int) (int, error) {
 	if max < 1 {
 		max = 1
 	}
-	// Planned on each call, in the same implicit transaction, from the tables as they are (copyOutboxSQL).
+	// Planned on each call (PlanEachCall, queued first in the same implicit transaction), from the tables
+	// as they are (copyOutboxSQL).
 	var n int64
-	b := &pgx.Batch{}
-	b.Queue(planEachCallSQL)
-	b.Queue(copyOutboxSQL, max, ports.AnalyticsEventTypes).QueryRow(func(row pgx.Row) error { return row.Scan(&n) })
-	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
+	rec := &batchRecorder{}
+	_ = db.New(rec).PlanEachCall(ctx) // queued, run when the batch is sent
+	rec.batch.Queue(copyOutboxSQL, max, ports.AnalyticsEventTypes).QueryRow(func(row pgx.Row) error { return row.Scan(&n) })
+	if err := s.pool.SendBatch(ctx, &rec.batch).Close(); err != nil {
 		return 0, interpretError(err)
 	}
 	return int(n), nil

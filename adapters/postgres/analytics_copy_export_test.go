@@ -6,6 +6,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/postmill/postmill/adapters/postgres/internal/db"
 	"github.com/postmill/postmill/ports"
 )
 
@@ -17,7 +18,7 @@ func (s *Store) CopyOutboxPlan(ctx context.Context, max int) (string, error) {
 		return "", err
 	}
 	defer func() { _ = tx.Rollback(ctx) }()
-	if _, err := tx.Exec(ctx, planEachCallSQL); err != nil {
+	if err := db.New(tx).PlanEachCall(ctx); err != nil {
 		return "", err
 	}
 	rows, err := tx.Query(ctx, "EXPLAIN "+copyOutboxSQL, max, ports.AnalyticsEventTypes)
