@@ -37,10 +37,10 @@ type Config struct {
 	Workers int
 	// ReceiveBatch is the most deliveries asked from the queue in one Receive.
 	ReceiveBatch int
-	// Signers is the number of threads the DKIM signatures run on (signstage.go): at most that many jobs
-	// sign at once. Default: GOMAXPROCS when Run starts. Give the process that many more processors than
-	// it would have otherwise (deploy/app does, unless GOMAXPROCS is set) so that the signing threads do
-	// not take the ones the rest of the process needs.
+	// Signers is how many jobs sign at once (signstage.go), and how many niced signing threads there are.
+	// Default: GOMAXPROCS when Run starts. Give the process that many more processors than it would have
+	// otherwise (deploy/app does, unless GOMAXPROCS is set) so that the signing jobs do not take the ones
+	// the rest of the process needs.
 	Signers int
 	// SigningNice is the nice value of the signing threads used while Foreground reports true (Linux;
 	// elsewhere they keep the process's priority): the kernel then runs the process's other threads, those

@@ -2,27 +2,30 @@ package mta
 
 import "runtime"
 
-// signStage runs the DKIM signatures of every job on a few threads of their own (Config.Signers), and,
-// while the process serves requests (Config.Foreground), on threads of a lower scheduling priority
+// signStage lets at most Config.Signers jobs sign at once and, while the process serves requests
+// (Config.Foreground), runs their signatures on threads of their own at a lower scheduling priority
 // (Config.SigningNice).
 //
 // A signature is the largest single cost of a delivery (an RSA-2048 private-key operation is about a
 // millisecond of CPU), and when delivery keeps the cores busy every other goroutine of the process waits
 // behind the signing ones: an API request's goroutine, readied by the network, queued behind dozens of
-// jobs that each signed before they blocked again. On the stage, at most Signers jobs sign at once and the
-// others wait, blocked rather than runnable; each signing thread has a processor of its own (the process
-// runs with Signers more than GOMAXPROCS would otherwise be, deploy/app), so the rest of the process keeps
-// its processors. While the process is busy answering requests (Foreground: in an all-in-one process,
-// more HTTP requests in flight than there are cores), signatures go to the stage's niced threads, and the
-// kernel, which shares the cores between threads by their nice value, runs the threads answering the
-// requests first; otherwise they go to threads at the process's priority, so that delivery beside a
-// trickle of requests (a broadcast with transactional mail going on) keeps its full share: niced signing
+// jobs that each signed before they blocked again. With the stage, at most Signers jobs sign at once and
+// the others wait, blocked rather than runnable; the process runs with Signers more processors than
+// GOMAXPROCS would otherwise be (deploy/app), so the rest of the process keeps its own. While the process is
+// busy answering requests (Foreground: in an all-in-one process, more HTTP requests in flight than there
+// are cores), signatures go to the stage's niced threads, and the kernel, which shares the cores between
+// threads by their nice value, runs the threads answering the requests first. Otherwise a job signs on its
+// own goroutine once it holds one of the Signers tokens, at the process's priority, so that delivery beside
+// a trickle of requests (a broadcast with transactional mail going on) keeps its full share: niced signing
 // there gave the background loops the CPU first, which then worked in smaller batches, and cost a
-// broadcast 12-16% of its rate (docs/benchmarks.md). Two sets of threads rather than one whose priority
-// changes: a thread's nice value cannot be lowered again without privilege.
+// broadcast 12-16% of its rate (docs/benchmarks.md). Only the niced signatures are handed to threads: a
+// hand-over to a locked thread and back costs two thread wake-ups and a processor hand-over per signature.
+// The niced threads are a set of their own because a thread's nice value cannot be lowered again without
+// privilege.
 type signStage struct {
-	normal, low chan signJob
-	foreground  func() bool
+	tokens     chan struct{}
+	low        chan signJob
+	foreground func() bool
 }
 
 type signJob struct {
@@ -30,13 +33,10 @@ type signJob struct {
 	done chan any // the recovered panic value, or nil
 }
 
-// newSignStage starts n signing threads at the process's priority and, when nice is above 0, foreground
-// is set and threads have priorities of their own (Linux), n more at that nice value (lowerPriority).
+// newSignStage allows n signatures at once and, when nice is above 0, foreground is set and threads have
+// priorities of their own (Linux), starts n threads at that nice value (lowerPriority).
 func newSignStage(n, nice int, foreground func() bool) *signStage {
-	s := &signStage{normal: make(chan signJob)}
-	for range n {
-		go serveSigning(s.normal, 0)
-	}
+	s := &signStage{tokens: make(chan struct{}, n)}
 	if nice > 0 && foreground != nil && threadPriorities {
 		s.low, s.foreground = make(chan signJob), foreground
 		for range n {
@@ -64,22 +64,26 @@ func runJob(run func()) (panicked any) {
 	return nil
 }
 
-// do runs f on one of the stage's threads and returns when f has returned; a panic in f is raised again
-// in the caller, whose own recovery (handle's) then deals with it. With no stage, f runs on the caller.
+// do runs f, on one of the stage's niced threads while the process is in the foreground and otherwise on
+// the caller once fewer than Signers others are running, and returns when f has returned; a panic in f
+// reaches the caller, whose own recovery (handle's) then deals with it. With no stage, f runs on the
+// caller at once.
 func (s *signStage) do(f func()) {
 	if s == nil {
 		f()
 		return
 	}
-	jobs := s.normal
 	if s.low != nil && s.foreground() {
-		jobs = s.low
+		done := make(chan any, 1)
+		s.low <- signJob{run: f, done: done}
+		if p := <-done; p != nil {
+			panic(p)
+		}
+		return
 	}
-	done := make(chan any, 1)
-	jobs <- signJob{run: f, done: done}
-	if p := <-done; p != nil {
-		panic(p)
-	}
+	s.tokens <- struct{}{}
+	defer func() { <-s.tokens }()
+	f()
 }
 
 // close ends the signing threads once the jobs given to them are done; do must not be called after.
@@ -87,7 +91,6 @@ func (s *signStage) close() {
 	if s == nil {
 		return
 	}
-	close(s.normal)
 	if s.low != nil {
 		close(s.low)
 	}

@@ -27,9 +27,19 @@ func threadNice(t *testing.T) int {
 	return n
 }
 
+// threadID names the calling thread (/proc/thread-self links to "pid/task/tid").
+func threadID(t *testing.T) string {
+	t.Helper()
+	id, err := os.Readlink("/proc/thread-self")
+	if err != nil {
+		t.Skipf("no /proc/thread-self: %v", err)
+	}
+	return id
+}
+
 // TestSignStage_PriorityFollowsForeground: while foreground reports true a signature runs on a thread at
-// the stage's nice value, otherwise on one at the process's priority, and the caller's thread is never
-// changed.
+// the stage's nice value, otherwise on the caller's own (no hand-over to another thread), and the
+// caller's thread is never changed.
 func TestSignStage_PriorityFollowsForeground(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("thread priorities are set on Linux only")
@@ -45,9 +55,13 @@ func TestSignStage_PriorityFollowsForeground(t *testing.T) {
 	defer s.close()
 
 	var got int
-	s.do(func() { got = threadNice(t) })
+	var thread string
+	s.do(func() { got, thread = threadNice(t), threadID(t) })
 	if got != base {
 		t.Fatalf("with nothing in the foreground a signature ran at nice %d, want the process's %d", got, base)
+	}
+	if own := threadID(t); thread != own {
+		t.Fatalf("with nothing in the foreground a signature ran on thread %s, want the caller's %s", thread, own)
 	}
 	fg.Store(true)
 	s.do(func() { got = threadNice(t) })

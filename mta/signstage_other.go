@@ -6,6 +6,6 @@ package mta
 // of threads (it would only duplicate the other).
 const threadPriorities = false
 
-// lowerPriority does nothing where a thread's priority cannot be set on its own: the signing threads then
-// run at the process's priority and the stage still bounds how many jobs sign at once.
+// lowerPriority does nothing where a thread's priority cannot be set on its own (and the stage starts no
+// niced threads there); the stage still bounds how many jobs sign at once.
 func lowerPriority(int) {}

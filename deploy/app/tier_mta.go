@@ -104,8 +104,8 @@ var (
 	signers     int
 )
 
-// signingThreads gives the MTA's signing threads (mta.Config.Signers) processors of their own: as many
-// threads as the process has processors, and that many processors more, so that while they sign the rest
+// signingThreads gives the MTA's signing jobs (mta.Config.Signers) processors of their own: as many
+// jobs as the process has processors, and that many processors more, so that while they sign the rest
 // of the process (the API, the MTA's own sessions and reports) keeps the processors it had; the kernel
 // still shares the same cores between all of them. With GOMAXPROCS set, the count is left alone and half
 // of it signs. Done once per process.
