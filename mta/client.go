@@ -116,6 +116,9 @@ func (m *MTA) open(ctx context.Context, d destination, addr netip.Addr, useTLS b
 		m.tlsAttempt(d, errNoSTARTTLS) // a policy's TLS-RPT counts it (security.go)
 	}
 	s.pipelining, _ = s.client.Extension("PIPELINING")
+	if s.pipelining && !m.cfg.NoChunking {
+		s.chunking, _ = s.client.Extension("CHUNKING")
+	}
 	if !s.tls && d.requireTLS {
 		m.quit(s)
 		return nil, fail("4.7.10 %s offers no usable STARTTLS and TLS is required", remote)

@@ -20,12 +20,14 @@
 // roll up by MX into sites (site.go), each with its own connection limit, GCRA message rate, messages per
 // connection and idle timeout (Config.Shaping), lowered when the site answers 421 and recovered slowly. When the
 // server offers PIPELINING (RFC 2920), MAIL, the RCPTs and DATA go in one group and the content in a second
-// write: two round trips per message, each recipient still decided by its own RCPT reply. A
+// write: two round trips per message, each recipient still decided by its own RCPT reply. When it offers
+// CHUNKING (RFC 3030) as well, as Gmail, Outlook and Postfix do, the content goes in the first write as one
+// "BDAT <size> LAST" chunk instead of DATA: one round trip per message (Config.NoChunking turns it off). A
 // server that refuses recipients beyond its limit (RFC 5321 §4.5.3.1.8 and §4.5.3.1.10: 452) gets the
 // rest in further transactions; every line stays within §4.5.3.1.6's 1000 octets (quoted-printable,
 // base64 and folded header fields).
 //
-// Every recipient's outcome goes back to the core in one DeliveryReport: delivered (250 after DATA, with
+// Every recipient's outcome goes back to the core in one DeliveryReport: delivered (250 after DATA or BDAT, with
 // the server's reply), deferred (4xx, 421, unreachable, DNS trouble), bounced (5xx, null MX) or failed (a
 // domain without any route, a message that cannot be built). Every response is cleaned of control bytes
 // and bounded before it is stored. A job accepted by a server is journaled (fsynced) before it is

@@ -19,7 +19,10 @@ import (
 // (RFC 2920): MAIL, every RCPT and DATA go in one write and their replies are read in order (§3.1: DATA is
 // the last command of a group); then the content and the final dot go in a second write. Two round trips
 // per message instead of three plus one per recipient, and the outcome of each recipient is its own RCPT
-// reply, exactly as without pipelining:
+// reply, exactly as without pipelining. When the server offers CHUNKING too (RFC 3030, session.chunking),
+// the content goes in the first write as the chunk of a "BDAT <size> LAST" that takes DATA's place
+// (§4.2: BDAT may be pipelined; the server reads the chunk whatever it answered before): one round trip a
+// message (chunked, below).
 //
 //   - MAIL refused: every recipient of batch takes MAIL's reply; the replies to the RCPTs and DATA that
 //     followed it (RFC 2920 §3.1: the server rejects them, having no transaction) are read and dropped;
@@ -61,6 +64,9 @@ func (m *MTA) pipelined(s *session, from string, opts *smtp.MailOptions, data []
 		w.WriteString("RCPT TO:<")
 		w.WriteString(r.rcpts[i].Address)
 		w.WriteString(">\r\n")
+	}
+	if s.chunking {
+		return m.chunked(s, w, br, data, r, batch, probe)
 	}
 	w.WriteString("DATA\r\n")
 	if err := w.Flush(); err != nil {
@@ -130,6 +136,118 @@ func (m *MTA) pipelined(s *session, from string, opts *smtp.MailOptions, data []
 	settle(accepted, ports.OutcomeDelivered, truncate(strconv.Itoa(code)+" "+oneLine(msg)))
 	// Nothing may follow the last reply until the next command: bytes left mean the session is out of step.
 	return rest, true, br.Buffered() == 0, false
+}
+
+// chunked ends the group pipelined began (MAIL and the RCPTs are in w) with "BDAT <size> LAST" and the
+// content, sends it, and reads the replies in order. The server reads and answers the chunk whatever it
+// answered before, so each refusal reads the replies left and the session stays in step:
+//
+//   - MAIL refused: every recipient of batch takes MAIL's reply; the RCPTs' and BDAT's refusals are read and
+//     dropped;
+//   - a RCPT refused: as with DATA;
+//   - no RCPT accepted: BDAT's reply is read and dropped (the server must refuse it);
+//   - BDAT refused: every accepted recipient takes its reply; accepted: they are delivered with it.
+//
+// The content is sent as it is (no dot-stuffing, no final dot), with a bare LF made CRLF as writeContent
+// does, so the receiver stores the same bytes either way.
+func (m *MTA) chunked(s *session, w *bufio.Writer, br *bufio.Reader, data []byte, r *result, batch []int, probe bool) (rest []int, delivered, keep, stale bool) {
+	settle := func(idx []int, kind ports.DeliveryOutcomeKind, response string) {
+		for _, i := range idx {
+			r.settle(i, kind, response)
+		}
+	}
+	content := crlfLines(data)
+	w.WriteString("BDAT ")
+	w.WriteString(strconv.Itoa(len(content)))
+	w.WriteString(" LAST\r\n")
+	w.Write(content)
+	if err := w.Flush(); err != nil {
+		if probe {
+			return nil, false, false, true
+		}
+		settle(batch, ports.OutcomeDeferred, describe(err))
+		return nil, false, false, false
+	}
+
+	// dropReplies reads n replies whose content no longer matters; it reports whether the session is
+	// still in step.
+	dropReplies := func(n int) bool {
+		for range n {
+			if err := m.readReply(s, br, 25, 2*m.cfg.CommandTimeout); err != nil && !keepable(err) {
+				return false
+			}
+		}
+		return br.Buffered() == 0
+	}
+	if err := m.readReply(s, br, 250, m.cfg.CommandTimeout); err != nil {
+		kind, keep := classify(err)
+		if probe && !keep {
+			return nil, false, false, true
+		}
+		settle(batch, kind, describe(err))
+		if !keep {
+			return nil, false, false, false
+		}
+		return nil, false, dropReplies(len(batch) + 1), false
+	}
+	r.handed = true
+
+	accepted := make([]int, 0, len(batch))
+	for _, i := range batch {
+		err := m.readReply(s, br, 25, m.cfg.CommandTimeout)
+		if err == nil {
+			accepted = append(accepted, i)
+			continue
+		}
+		kind, keep := classify(err)
+		if !keep {
+			r.settleRest(ports.OutcomeDeferred, describe(err))
+			return nil, false, false, false
+		}
+		if tooManyRecipients(err) {
+			kind = ports.OutcomeDeferred
+			rest = append(rest, i)
+		}
+		r.settle(i, kind, describe(err))
+	}
+	if len(accepted) == 0 {
+		return nil, false, dropReplies(1), false
+	}
+	code, msg, err := m.readResponse(s, br, 250, 2*m.cfg.CommandTimeout)
+	if err != nil {
+		kind, keep := classify(err)
+		settle(accepted, kind, describe(err))
+		return nil, false, keep && br.Buffered() == 0, false
+	}
+	settle(accepted, ports.OutcomeDelivered, truncate(strconv.Itoa(code)+" "+oneLine(msg)))
+	return rest, true, br.Buffered() == 0, false
+}
+
+// crlfLines returns data with every bare LF made CRLF and a CRLF at the end, as writeContent sends it
+// without the dot-stuffing: data itself when nothing needs changing (a composed message's lines all end
+// with CRLF).
+func crlfLines(data []byte) []byte {
+	bare := 0
+	for i, c := range data {
+		if c == '\n' && (i == 0 || data[i-1] != '\r') {
+			bare++
+		}
+	}
+	end := len(data) > 0 && data[len(data)-1] != '\n'
+	if bare == 0 && !end && len(data) > 0 {
+		return data
+	}
+	out := make([]byte, 0, len(data)+bare+2)
+	for i, c := range data {
+		if c == '\n' && (i == 0 || data[i-1] != '\r') {
+			out = append(out, '\r')
+		}
+		out = append(out, c)
+	}
+	if end {
+		out = append(out, '\r', '\n')
+	}
+	return out
 }
 
 // endRefusedData reads the reply to a DATA that followed a refused MAIL or only refused RCPTs. The server

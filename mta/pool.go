@@ -31,8 +31,11 @@ type session struct {
 	// pipelining: the server offers PIPELINING (RFC 2920), and transactions are written in groups
 	// (pipelining.go) over bw and answered through br.
 	pipelining bool
-	bw         *bufio.Writer
-	br         *bufio.Reader
+	// chunking: the server offers CHUNKING (RFC 3030) as well, and Config.NoChunking is not set: the
+	// content goes with the commands as one BDAT chunk (pipelining.go).
+	chunking bool
+	bw       *bufio.Writer
+	br       *bufio.Reader
 }
 
 // pool keeps SMTP connections per destination host:port: at most limit open at once (busy, idle or

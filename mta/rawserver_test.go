@@ -32,6 +32,10 @@ type rawOptions struct {
 	DataCommandReply string
 	// ReplyDelay is waited before every write of replies, as a network's round trip would add.
 	ReplyDelay time.Duration
+	// Chunking advertises CHUNKING (RFC 3030): "BDAT <size> [LAST]" reads size octets and answers
+	// BdatReply (default "250 ok"), after the replies held for its group.
+	Chunking  bool
+	BdatReply string
 }
 
 // rawServer is a tiny SMTP server on a loopback socket written byte by byte, for replies a real server
@@ -47,11 +51,13 @@ type rawServer struct {
 	startTLS int
 	groups   int
 	contents int
+	bdats    int
+	chunks   [][]byte
 }
 
 // rawCounts is what a rawServer saw: connections, MAIL and DATA commands, STARTTLS, groups of held replies
-// written at once (Pipelining), and message contents received.
-type rawCounts struct{ Conns, Mails, Datas, StartTLS, Groups, Contents int }
+// written at once (Pipelining), message contents received after DATA, and BDAT commands.
+type rawCounts struct{ Conns, Mails, Datas, StartTLS, Groups, Contents, Bdats int }
 
 func mustRawServer(tb testing.TB, ip string, opts rawOptions) *rawServer {
 	tb.Helper()
@@ -86,7 +92,14 @@ func (s *rawServer) Port() int {
 func (s *rawServer) Counts() rawCounts {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return rawCounts{s.conns, s.mails, s.datas, s.startTLS, s.groups, s.contents}
+	return rawCounts{s.conns, s.mails, s.datas, s.startTLS, s.groups, s.contents, s.bdats}
+}
+
+// Chunks returns the BDAT chunks received, in order.
+func (s *rawServer) Chunks() [][]byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([][]byte(nil), s.chunks...)
 }
 
 func (s *rawServer) serve(c net.Conn) {
@@ -132,6 +145,9 @@ func (s *rawServer) serve(c net.Conn) {
 			}
 			if s.opts.Pipelining {
 				lines = append(lines, "250-PIPELINING")
+			}
+			if s.opts.Chunking {
+				lines = append(lines, "250-CHUNKING")
 			}
 			say(append(lines, "250 8BITMIME")...)
 		case "STARTTLS":
@@ -179,6 +195,29 @@ func (s *rawServer) serve(c net.Conn) {
 				}
 			}
 			say(or(s.opts.DataReply, "250 ok"))
+		case "BDAT":
+			s.count(&s.bdats)
+			fields := strings.Fields(line)
+			size, err := strconv.Atoi(fields[min(1, len(fields)-1)])
+			if !s.opts.Chunking || err != nil || size < 0 {
+				say("501 bad BDAT")
+				return
+			}
+			chunk := make([]byte, size)
+			if _, err := io.ReadFull(r, chunk); err != nil {
+				return
+			}
+			s.mu.Lock()
+			s.chunks = append(s.chunks, chunk)
+			s.mu.Unlock()
+			reply := or(s.opts.BdatReply, "250 ok")
+			if len(held) > 0 {
+				s.count(&s.groups)
+				say(append(held, reply)...)
+				held = nil
+			} else {
+				say(reply)
+			}
 		case "QUIT":
 			say("221 bye")
 			return

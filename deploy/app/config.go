@@ -71,6 +71,7 @@ type Config struct {
 	MTAHelo           string
 	MTAConcurrency    int
 	MTASigningNice    int
+	MTAChunking       bool
 	MTAMaxAge         time.Duration
 	MTARetryBase      time.Duration
 	MTAAllowNets      []netip.Prefix
@@ -232,6 +233,7 @@ func LoadEnv(getenv Getenv) (Config, error) {
 		MTAHelo:           str("POSTMILL_MTA_HELO", hostname()),
 		MTAConcurrency:    int(integer("POSTMILL_MTA_CONCURRENCY", mta.DefaultConcurrency)),
 		MTASigningNice:    int(integer("POSTMILL_MTA_SIGNING_NICE", mta.DefaultSigningNice)),
+		MTAChunking:       boolean("POSTMILL_MTA_CHUNKING", true),
 		MTAMaxAge:         duration("POSTMILL_MTA_MAX_AGE", 72*time.Hour),
 		MTARetryBase:      duration("POSTMILL_MTA_RETRY_BASE", time.Minute),
 		MTAAllowNets:      prefixes("POSTMILL_MTA_ALLOW_NETS"),

@@ -45,6 +45,7 @@ func (a *App) initMTA() (services.Service, error) {
 			AllowNets: allow, JournalDir: filepath.Join(a.cfg.DataDir, "mta"),
 		}
 		cfg.Signers, cfg.SigningNice = signingThreads(), a.cfg.MTASigningNice
+		cfg.NoChunking = !a.cfg.MTAChunking
 		if a.targets.Has(TargetEdge) {
 			// Signing gives way while the edge in this process has more requests in flight than there are
 			// signing threads (the cores, unless GOMAXPROCS is set): while its answers queue for the CPU,

@@ -113,7 +113,7 @@ func TestPostfixDSNBouncesAndSuppresses(t *testing.T) {
 	// Postmill's MX listener, which exists only once Postmill has started.
 	relay := freeAddr(t)
 	w, rcv := mustFeedbackWorld(t, relay)
-	pf := MustPostfix(t, postfixConfig{Addr: relay, Transports: map[string]string{
+	pf := MustPostfix(t, postfixConfig{Addr: relay, LogSessions: true, Transports: map[string]string{
 		"rcpt.example":           smtpNexthop(w.mx.addr),
 		"bounce." + senderDomain: smtpNexthop(w.app.InboundAddr()),
 	}})
@@ -161,6 +161,14 @@ func TestPostfixDSNBouncesAndSuppresses(t *testing.T) {
 		pf.waitLog(t, 5*time.Second, qid[1]+": sender non-delivery notification")
 	}
 	pf.waitLog(t, 5*time.Second, "to=<b-", "@bounce."+senderDomain+">", "relay=127.0.0.1[127.0.0.1]", "status=sent (250")
+	// Postfix offers PIPELINING and CHUNKING: Postmill sent each message as one BDAT chunk (RFC 3030) in
+	// the group of its MAIL and RCPTs, and Postfix took it.
+	pf.waitLog(t, 5*time.Second, "postfix/smtpd", "< ", ": BDAT ", " LAST")
+	for _, line := range strings.Split(pf.log(), "\n") {
+		if strings.Contains(line, "postfix/smtpd") && strings.Contains(line, "< ") && strings.HasSuffix(line, ": DATA") {
+			t.Errorf("Postmill sent DATA to a Postfix that offers CHUNKING: %s", line)
+		}
+	}
 	goneRcpt := w.recipientID(t, gone, "gone@rcpt.example")
 	if st := m.body["recipients"].([]any)[0].(map[string]any)["status"]; st != "bounced" {
 		t.Errorf("recipient status %v, want bounced", st)

@@ -26,6 +26,9 @@ type postfixConfig struct {
 	// Transports routes recipient domains: domain → Postfix next hop, e.g. smtpNexthop(sink.addr). Nothing
 	// else is routable: there is no DNS and no local delivery.
 	Transports map[string]string
+	// LogSessions logs every SMTP session with loopback peers line by line (debug_peer_list), so that a
+	// test can read which commands a client sent.
+	LogSessions bool
 }
 
 // postfix is a private Postfix instance: its own configuration, queue and data directories, its SMTP
@@ -90,7 +93,7 @@ func MustPostfix(tb testing.TB, cfg postfixConfig) *postfix {
 		tb.Fatal(err)
 	}
 
-	if err := os.WriteFile(filepath.Join(p.confDir, "main.cf"), []byte(p.mainCF(cfg.Transports)), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(p.confDir, "main.cf"), []byte(p.mainCF(cfg)), 0o644); err != nil {
 		tb.Fatal(err)
 	}
 	// A port picked here is free when picked, not when the master binds it: a test starting beside this
@@ -155,7 +158,8 @@ func missingEngine(tb testing.TB, why string) {
 // mainCF is the instance's main.cf. Everything that reaches for the machine (DNS, /etc/aliases, the
 // system log, local mailboxes) is switched off, and the queue timers are short so that a bounce is
 // reported at once and a deferred message is retried within a second or two.
-func (p *postfix) mainCF(transports map[string]string) string {
+func (p *postfix) mainCF(cfg postfixConfig) string {
+	transports := cfg.Transports
 	domains := make([]string, 0, len(transports))
 	for d := range transports {
 		domains = append(domains, d)
@@ -206,6 +210,9 @@ func (p *postfix) mainCF(transports map[string]string) string {
 		"maximal_queue_lifetime = 10m",
 		"delay_warning_time = 0",
 		"in_flow_delay = 0",
+	}
+	if cfg.LogSessions {
+		lines = append(lines, "debug_peer_list = 127.0.0.1", "debug_peer_level = 1")
 	}
 	return strings.Join(lines, "\n") + "\n"
 }

@@ -49,7 +49,7 @@ func runBroadcast(args []string) error {
 	if err != nil {
 		return err
 	}
-	mx, err := startSink(true)
+	mx, err := startSink(true, true)
 	if err != nil {
 		return err
 	}

@@ -33,6 +33,7 @@ func runMTA(args []string) error {
 	rsaFor := fs.Duration("rsa", 3*time.Second, "how long the RSA ceiling is measured")
 	rtt := fs.Duration("rtt", 0, "the in-process sink waits this long before each write of replies, as a network round trip would")
 	shape := fs.String("shape", "all", "all: one process runs core and MTA; split: the MTA is a process of its own reaching the core over Connect")
+	chunking := fs.Bool("chunking", true, "the in-process sink offers CHUNKING (RFC 3030) beside PIPELINING, as large receivers do")
 	tracked := fs.Bool("tracking", false, "turn open and click tracking on for the sending domain (pixel and rewritten links in every copy)")
 	_ = fs.Parse(args)
 	ctx := context.Background()
@@ -44,7 +45,7 @@ func runMTA(args []string) error {
 		return err
 	}
 	if *sinkAddr == "" {
-		s, err := startSink(true)
+		s, err := startSink(true, *chunking)
 		if err != nil {
 			return err
 		}
@@ -179,6 +180,9 @@ func runMTA(args []string) error {
 	label := *shape
 	if *rtt > 0 {
 		label += fmt.Sprintf(", MX round trip %s", *rtt)
+	}
+	if !*chunking {
+		label += ", sink without CHUNKING"
 	}
 	if *tracked {
 		label += ", tracked"

@@ -38,6 +38,7 @@ func runE2E(args []string) error {
 	clients := fs.Int("clients", 64, "concurrent HTTP clients")
 	shape := fs.String("shape", "all", "all: one process; split: --target=mta in a process of its own beside --target=edge,core")
 	pipelining := fs.Bool("pipelining", true, "the sink offers PIPELINING (RFC 2920)")
+	chunking := fs.Bool("chunking", true, "the sink offers CHUNKING (RFC 3030) as well, as large receivers do")
 	rtt := fs.Duration("rtt", 0, "the sink waits this long before each write of replies, as a network round trip would")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the (all-in-one or MTA) process to this file")
 	profileSecs := fs.Int("cpuprofile-seconds", 10, "seconds of CPU profile, from the first send")
@@ -60,7 +61,7 @@ func runE2E(args []string) error {
 	if err != nil {
 		return err
 	}
-	probe, err := startSink(*pipelining)
+	probe, err := startSink(*pipelining, *chunking)
 	if err != nil {
 		return err
 	}
@@ -70,7 +71,7 @@ func runE2E(args []string) error {
 		return err
 	}
 
-	mx, err := startSink(*pipelining)
+	mx, err := startSink(*pipelining, *chunking)
 	if err != nil {
 		return err
 	}
@@ -286,7 +287,7 @@ func runE2E(args []string) error {
 	if *extraEnv != "" {
 		settings = "settings " + *extraEnv
 	}
-	fmt.Printf("e2e (%s, %s, sink PIPELINING %v): %s\n", shapeLabel, settings, *pipelining, machine())
+	fmt.Printf("e2e (%s, %s, sink PIPELINING %v, CHUNKING %v): %s\n", shapeLabel, settings, *pipelining, *pipelining && *chunking, machine())
 	fmt.Printf("  ceilings: RSA-2048 %.0f signatures/s (%.0f before the run, %.0f after; %.3f ms of CPU per signature); sink %.0f msg/s\n",
 		ceiling, ceilingBefore, ceilingAfter, ms(sigCPU), sinkRate)
 	fmt.Printf("  accepted: %d of %d in %.2fs = %.0f sends/s, p50 %.1fms, p99 %.1fms (%d clients)\n",

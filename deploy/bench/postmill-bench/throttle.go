@@ -44,7 +44,7 @@ func runThrottle(args []string) error {
 	if err != nil {
 		return err
 	}
-	s, err := startSink(true)
+	s, err := startSink(true, true)
 	if err != nil {
 		return err
 	}
