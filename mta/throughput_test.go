@@ -9,19 +9,21 @@ import (
 
 // BenchmarkOneConnection measures messages per second through a single SMTP connection (Concurrency 1) on
 // loopback, every message built, DKIM-signed (RSA-2048), delivered, journaled in memory, reported and
-// acked; the receiving server offers PIPELINING or not, and answers at once or after a 1 ms wait per
+// acked; the receiving server offers CHUNKING and PIPELINING, PIPELINING only or neither, and answers at once or after a 1 ms wait per
 // group of replies (a round trip to a nearby receiver). Run with -benchtime=2000x or more.
 func BenchmarkOneConnection(b *testing.B) {
 	for _, tc := range []struct {
 		name       string
 		pipelining bool
+		chunking   bool
 		delay      time.Duration
 	}{
-		{"pipelining", true, 0}, {"one-command-at-a-time", false, 0},
-		{"pipelining,1ms", true, time.Millisecond}, {"one-command-at-a-time,1ms", false, time.Millisecond},
+		{"chunking", true, true, 0}, {"pipelining", true, false, 0}, {"one-command-at-a-time", false, false, 0},
+		{"chunking,1ms", true, true, time.Millisecond}, {"pipelining,1ms", true, false, time.Millisecond},
+		{"one-command-at-a-time,1ms", false, false, time.Millisecond},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
-			srv := mustRawServer(b, "127.0.0.1", rawOptions{Pipelining: tc.pipelining, ReplyDelay: tc.delay})
+			srv := mustRawServer(b, "127.0.0.1", rawOptions{Pipelining: tc.pipelining, Chunking: tc.chunking, ReplyDelay: tc.delay})
 			r := newResolver().MX("rcpt.test", ports.MX{Host: "mx.rcpt.test"}).IP("mx.rcpt.test", "127.0.0.1")
 			cfg := baseConfig(srv.Port())
 			cfg.Concurrency = 1
