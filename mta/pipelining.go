@@ -36,13 +36,8 @@ import (
 // With probe (a reused session, see send), a MAIL that finds the session closed or answers 421 settles
 // nothing and returns stale. The results are those of transaction.
 func (m *MTA) pipelined(s *session, from string, opts *smtp.MailOptions, data []byte, r *result, batch []int, probe bool) (rest []int, delivered, keep, stale bool) {
-	settle := func(idx []int, kind ports.DeliveryOutcomeKind, response string) {
-		for _, i := range idx {
-			r.settle(i, kind, response)
-		}
-	}
 	if err := validLines(from, r.rcpts, batch); err != nil {
-		settle(batch, ports.OutcomeDeferred, describe(err))
+		r.settleAll(batch, ports.OutcomeDeferred, describe(err))
 		return nil, false, true, false
 	}
 	w, br := s.writer(m.cfg.CommandTimeout), s.reader()
@@ -73,7 +68,7 @@ func (m *MTA) pipelined(s *session, from string, opts *smtp.MailOptions, data []
 		if probe {
 			return nil, false, false, true
 		}
-		settle(batch, ports.OutcomeDeferred, describe(err))
+		r.settleAll(batch, ports.OutcomeDeferred, describe(err))
 		return nil, false, false, false
 	}
 
@@ -82,7 +77,7 @@ func (m *MTA) pipelined(s *session, from string, opts *smtp.MailOptions, data []
 		if probe && !keep {
 			return nil, false, false, true
 		}
-		settle(batch, kind, describe(err))
+		r.settleAll(batch, kind, describe(err))
 		if !keep {
 			return nil, false, false, false
 		}
@@ -96,23 +91,9 @@ func (m *MTA) pipelined(s *session, from string, opts *smtp.MailOptions, data []
 	}
 	r.handed = true
 
-	accepted := make([]int, 0, len(batch))
-	for _, i := range batch {
-		err := m.readReply(s, br, 25, m.cfg.CommandTimeout)
-		if err == nil {
-			accepted = append(accepted, i)
-			continue
-		}
-		kind, keep := classify(err)
-		if !keep {
-			r.settleRest(ports.OutcomeDeferred, describe(err))
-			return nil, false, false, false
-		}
-		if tooManyRecipients(err) {
-			kind = ports.OutcomeDeferred
-			rest = append(rest, i)
-		}
-		r.settle(i, kind, describe(err))
+	accepted, rest, ok := r.rcptReplies(batch, func(int) error { return m.readReply(s, br, 25, m.cfg.CommandTimeout) })
+	if !ok {
+		return nil, false, false, false
 	}
 	if len(accepted) == 0 {
 		return nil, false, m.endRefusedData(s, br), false
@@ -120,20 +101,20 @@ func (m *MTA) pipelined(s *session, from string, opts *smtp.MailOptions, data []
 
 	if err := m.readReply(s, br, 354, m.cfg.CommandTimeout); err != nil {
 		kind, keep := classify(err)
-		settle(accepted, kind, describe(err))
+		r.settleAll(accepted, kind, describe(err))
 		return nil, false, keep && br.Buffered() == 0, false
 	}
 	if err := writeContent(w, data); err != nil {
-		settle(accepted, ports.OutcomeDeferred, describe(err))
+		r.settleAll(accepted, ports.OutcomeDeferred, describe(err))
 		return nil, false, false, false
 	}
 	code, msg, err := m.readResponse(s, br, 250, 2*m.cfg.CommandTimeout)
 	if err != nil {
 		kind, keep := classify(err)
-		settle(accepted, kind, describe(err))
+		r.settleAll(accepted, kind, describe(err))
 		return nil, false, keep && br.Buffered() == 0, false
 	}
-	settle(accepted, ports.OutcomeDelivered, truncate(strconv.Itoa(code)+" "+oneLine(msg)))
+	r.settleAll(accepted, ports.OutcomeDelivered, truncate(strconv.Itoa(code)+" "+oneLine(msg)))
 	// Nothing may follow the last reply until the next command: bytes left mean the session is out of step.
 	return rest, true, br.Buffered() == 0, false
 }
@@ -151,11 +132,6 @@ func (m *MTA) pipelined(s *session, from string, opts *smtp.MailOptions, data []
 // The content is sent as it is (no dot-stuffing, no final dot), with a bare LF made CRLF as writeContent
 // does, so the receiver stores the same bytes either way.
 func (m *MTA) chunked(s *session, w *bufio.Writer, br *bufio.Reader, data []byte, r *result, batch []int, probe bool) (rest []int, delivered, keep, stale bool) {
-	settle := func(idx []int, kind ports.DeliveryOutcomeKind, response string) {
-		for _, i := range idx {
-			r.settle(i, kind, response)
-		}
-	}
 	content := crlfLines(data)
 	w.WriteString("BDAT ")
 	w.WriteString(strconv.Itoa(len(content)))
@@ -165,7 +141,7 @@ func (m *MTA) chunked(s *session, w *bufio.Writer, br *bufio.Reader, data []byte
 		if probe {
 			return nil, false, false, true
 		}
-		settle(batch, ports.OutcomeDeferred, describe(err))
+		r.settleAll(batch, ports.OutcomeDeferred, describe(err))
 		return nil, false, false, false
 	}
 
@@ -184,7 +160,7 @@ func (m *MTA) chunked(s *session, w *bufio.Writer, br *bufio.Reader, data []byte
 		if probe && !keep {
 			return nil, false, false, true
 		}
-		settle(batch, kind, describe(err))
+		r.settleAll(batch, kind, describe(err))
 		if !keep {
 			return nil, false, false, false
 		}
@@ -192,23 +168,9 @@ func (m *MTA) chunked(s *session, w *bufio.Writer, br *bufio.Reader, data []byte
 	}
 	r.handed = true
 
-	accepted := make([]int, 0, len(batch))
-	for _, i := range batch {
-		err := m.readReply(s, br, 25, m.cfg.CommandTimeout)
-		if err == nil {
-			accepted = append(accepted, i)
-			continue
-		}
-		kind, keep := classify(err)
-		if !keep {
-			r.settleRest(ports.OutcomeDeferred, describe(err))
-			return nil, false, false, false
-		}
-		if tooManyRecipients(err) {
-			kind = ports.OutcomeDeferred
-			rest = append(rest, i)
-		}
-		r.settle(i, kind, describe(err))
+	accepted, rest, ok := r.rcptReplies(batch, func(int) error { return m.readReply(s, br, 25, m.cfg.CommandTimeout) })
+	if !ok {
+		return nil, false, false, false
 	}
 	if len(accepted) == 0 {
 		return nil, false, dropReplies(1), false
@@ -216,10 +178,10 @@ func (m *MTA) chunked(s *session, w *bufio.Writer, br *bufio.Reader, data []byte
 	code, msg, err := m.readResponse(s, br, 250, 2*m.cfg.CommandTimeout)
 	if err != nil {
 		kind, keep := classify(err)
-		settle(accepted, kind, describe(err))
+		r.settleAll(accepted, kind, describe(err))
 		return nil, false, keep && br.Buffered() == 0, false
 	}
-	settle(accepted, ports.OutcomeDelivered, truncate(strconv.Itoa(code)+" "+oneLine(msg)))
+	r.settleAll(accepted, ports.OutcomeDelivered, truncate(strconv.Itoa(code)+" "+oneLine(msg)))
 	return rest, true, br.Buffered() == 0, false
 }
 

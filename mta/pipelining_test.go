@@ -41,13 +41,14 @@ func TestPipeliningSendsTheEnvelopeInOneGroup(t *testing.T) {
 	}
 }
 
-// TestPipelinedReplies: each recipient takes its own reply out of a pipelined group, and refusals that
-// leave the session in step keep it for the next message.
+// TestPipelinedReplies: each recipient takes its own reply out of a pipelined group ending in DATA, or in
+// BDAT when the server offers CHUNKING (RFC 3030 §4.2: the server reads the chunk whatever it answered
+// before), and refusals that leave the session in step keep it for the next message.
 func TestPipelinedReplies(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
 		name string
-		opts rawOptions
+		opts rawOptions // DataCommandReply answers DATA, BdatReply the BDAT that takes its place
 		want map[string]string
 		// keep: the session serves the next message (one connection in all).
 		keep bool
@@ -63,23 +64,31 @@ func TestPipelinedReplies(t *testing.T) {
 		{
 			name: "MAIL refused",
 			opts: rawOptions{MailReply: "550 5.7.1 sender rejected", RcptReplies: []string{"503 5.5.1 need MAIL"},
-				DataCommandReply: "503 5.5.1 need RCPT"},
+				DataCommandReply: "503 5.5.1 need RCPT", BdatReply: "503 5.5.1 need RCPT"},
 			want: map[string]string{"r1": "bounced|550 5.7.1 sender rejected", "r2": "bounced|550 5.7.1 sender rejected",
 				"r3": "bounced|550 5.7.1 sender rejected"},
 			keep: true,
 		},
 		{
-			name: "every RCPT refused and DATA answered 354 all the same",
-			opts: rawOptions{RcptReplies: []string{"550 5.1.1 no such user"}},
+			name: "every RCPT refused, DATA answered 354 all the same",
+			opts: rawOptions{RcptReplies: []string{"550 5.1.1 no such user"}, BdatReply: "554 5.5.1 no valid recipients"},
 			want: map[string]string{"r1": "bounced|550 5.1.1 no such user", "r2": "bounced|550 5.1.1 no such user",
 				"r3": "bounced|550 5.1.1 no such user"},
 			keep: true,
 		},
 		{
-			name: "DATA refused",
-			opts: rawOptions{RcptReplies: []string{"250 ok", "550 5.1.1 no such user", "250 ok"}, DataCommandReply: "554 5.3.4 no"},
+			name: "DATA or BDAT refused",
+			opts: rawOptions{RcptReplies: []string{"250 ok", "550 5.1.1 no such user", "250 ok"},
+				DataCommandReply: "554 5.3.4 no", BdatReply: "554 5.3.4 no"},
 			want: map[string]string{"r1": "bounced|554 5.3.4 no", "r2": "bounced|550 5.1.1 no such user",
 				"r3": "bounced|554 5.3.4 no"},
+			keep: true,
+		},
+		{
+			name: "DATA or BDAT deferred",
+			opts: rawOptions{DataCommandReply: "451 4.3.0 try later", BdatReply: "451 4.3.0 try later"},
+			want: map[string]string{"r1": "deferred|451 4.3.0 try later", "r2": "deferred|451 4.3.0 try later",
+				"r3": "deferred|451 4.3.0 try later"},
 			keep: true,
 		},
 		{
@@ -90,25 +99,43 @@ func TestPipelinedReplies(t *testing.T) {
 		},
 	}
 	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			h, srv := pipeliningHarness(t, tc.opts)
-			rep, _ := h.Send(outbound(t, "rcpt.test", "a@rcpt.test", "b@rcpt.test", "c@rcpt.test"))
-			got := outcomes(rep)
-			for id, want := range tc.want {
-				if got[id] != want {
-					t.Errorf("recipient %s: %q, want %q", id, got[id], want)
+		for _, chunking := range []bool{false, true} {
+			name := tc.name + ", DATA"
+			if chunking {
+				name = tc.name + ", BDAT"
+			}
+			t.Run(name, func(t *testing.T) {
+				t.Parallel()
+				opts := tc.opts
+				opts.Chunking = chunking
+				h, srv := pipeliningHarness(t, opts)
+				checkReplies(t, h, srv, tc.want, tc.keep)
+				if c := srv.Counts(); chunking && c.Datas != 0 || !chunking && c.Bdats != 0 {
+					t.Errorf("server saw %+v, want only %s", c, map[bool]string{false: "DATA", true: "BDAT"}[chunking])
 				}
-			}
-			h.Send(outbound(t, "rcpt.test", "d@rcpt.test"))
-			wantConns := 2
-			if tc.keep {
-				wantConns = 1
-			}
-			if c := srv.Counts(); c.Conns != wantConns {
-				t.Errorf("server saw %d connections, want %d", c.Conns, wantConns)
-			}
-		})
+			})
+		}
+	}
+}
+
+// checkReplies sends a message to three recipients and then one to a fourth: the first one's outcomes must
+// be want, and the second must reuse the session when keep is set and need a new one otherwise.
+func checkReplies(t *testing.T, h *harness, srv *rawServer, want map[string]string, keep bool) {
+	t.Helper()
+	rep, _ := h.Send(outbound(t, "rcpt.test", "a@rcpt.test", "b@rcpt.test", "c@rcpt.test"))
+	got := outcomes(rep)
+	for id, w := range want {
+		if got[id] != w {
+			t.Errorf("recipient %s: %q, want %q", id, got[id], w)
+		}
+	}
+	h.Send(outbound(t, "rcpt.test", "d@rcpt.test"))
+	wantConns := 2
+	if keep {
+		wantConns = 1
+	}
+	if c := srv.Counts(); c.Conns != wantConns {
+		t.Errorf("server saw %d connections, want %d", c.Conns, wantConns)
 	}
 }
 
@@ -168,83 +195,5 @@ func TestChunkingSendsTheMessageWithTheEnvelope(t *testing.T) {
 	}
 	if c := psrv.Counts(); c.Bdats != 0 || c.Datas != 1 || c.Contents != 1 {
 		t.Fatalf("with NoChunking the server saw %+v; want DATA and no BDAT", c)
-	}
-}
-
-// TestChunkedReplies: each recipient takes its own reply out of a group ending in BDAT; the server reads
-// the chunk whatever it answered before (RFC 3030 §4.2), so refusals leave the session in step for the
-// next message, and a 421 ends it.
-func TestChunkedReplies(t *testing.T) {
-	t.Parallel()
-	cases := []struct {
-		name string
-		opts rawOptions
-		want map[string]string
-		keep bool
-	}{
-		{
-			name: "RCPTs refused one by one",
-			opts: rawOptions{RcptReplies: []string{"250 ok", "550 5.1.1 no such user", "450 4.2.1 mailbox busy"}},
-			want: map[string]string{
-				"r1": "delivered|250 ok", "r2": "bounced|550 5.1.1 no such user", "r3": "deferred|450 4.2.1 mailbox busy",
-			},
-			keep: true,
-		},
-		{
-			name: "MAIL refused",
-			opts: rawOptions{MailReply: "550 5.7.1 sender rejected", RcptReplies: []string{"503 5.5.1 need MAIL"},
-				BdatReply: "503 5.5.1 need RCPT"},
-			want: map[string]string{"r1": "bounced|550 5.7.1 sender rejected", "r2": "bounced|550 5.7.1 sender rejected",
-				"r3": "bounced|550 5.7.1 sender rejected"},
-			keep: true,
-		},
-		{
-			name: "every RCPT refused",
-			opts: rawOptions{RcptReplies: []string{"550 5.1.1 no such user"}, BdatReply: "554 5.5.1 no valid recipients"},
-			want: map[string]string{"r1": "bounced|550 5.1.1 no such user", "r2": "bounced|550 5.1.1 no such user",
-				"r3": "bounced|550 5.1.1 no such user"},
-			keep: true,
-		},
-		{
-			name: "BDAT refused",
-			opts: rawOptions{RcptReplies: []string{"250 ok", "550 5.1.1 no such user", "250 ok"}, BdatReply: "554 5.3.4 no"},
-			want: map[string]string{"r1": "bounced|554 5.3.4 no", "r2": "bounced|550 5.1.1 no such user",
-				"r3": "bounced|554 5.3.4 no"},
-			keep: true,
-		},
-		{
-			name: "BDAT deferred",
-			opts: rawOptions{BdatReply: "451 4.3.0 try later"},
-			want: map[string]string{"r1": "deferred|451 4.3.0 try later", "r2": "deferred|451 4.3.0 try later",
-				"r3": "deferred|451 4.3.0 try later"},
-			keep: true,
-		},
-		{
-			name: "421 to a RCPT",
-			opts: rawOptions{RcptReplies: []string{"250 ok", "421 4.7.0 closing"}},
-			want: map[string]string{"r1": "deferred|421 4.7.0 closing", "r2": "deferred|421 4.7.0 closing",
-				"r3": "deferred|421 4.7.0 closing"},
-		},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			h, srv := chunkingHarness(t, tc.opts, false)
-			rep, _ := h.Send(outbound(t, "rcpt.test", "a@rcpt.test", "b@rcpt.test", "c@rcpt.test"))
-			got := outcomes(rep)
-			for id, want := range tc.want {
-				if got[id] != want {
-					t.Errorf("recipient %s: %q, want %q", id, got[id], want)
-				}
-			}
-			h.Send(outbound(t, "rcpt.test", "d@rcpt.test"))
-			wantConns := 2
-			if tc.keep {
-				wantConns = 1
-			}
-			if c := srv.Counts(); c.Conns != wantConns || c.Datas != 0 {
-				t.Errorf("server saw %+v, want %d connections and no DATA", c, wantConns)
-			}
-		})
 	}
 }

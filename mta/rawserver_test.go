@@ -118,6 +118,16 @@ func (s *rawServer) serve(c net.Conn) {
 		}
 		say(line)
 	}
+	// endGroup says the replies held for the group, then reply, in one write.
+	endGroup := func(reply string) {
+		if len(held) > 0 {
+			s.count(&s.groups)
+			say(append(held, reply)...)
+			held = nil
+			return
+		}
+		say(reply)
+	}
 	or := func(v, def string) string {
 		if v == "" {
 			return def
@@ -174,13 +184,7 @@ func (s *rawServer) serve(c net.Conn) {
 		case "DATA":
 			s.count(&s.datas)
 			reply := or(s.opts.DataCommandReply, "354 go ahead")
-			if len(held) > 0 {
-				s.count(&s.groups)
-				say(append(held, reply)...)
-				held = nil
-			} else {
-				say(reply)
-			}
+			endGroup(reply)
 			if !strings.HasPrefix(reply, "354") {
 				continue
 			}
@@ -210,14 +214,7 @@ func (s *rawServer) serve(c net.Conn) {
 			s.mu.Lock()
 			s.chunks = append(s.chunks, chunk)
 			s.mu.Unlock()
-			reply := or(s.opts.BdatReply, "250 ok")
-			if len(held) > 0 {
-				s.count(&s.groups)
-				say(append(held, reply)...)
-				held = nil
-			} else {
-				say(reply)
-			}
+			endGroup(or(s.opts.BdatReply, "250 ok"))
 		case "QUIT":
 			say("221 bye")
 			return

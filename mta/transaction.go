@@ -38,6 +38,39 @@ func (r *result) settle(i int, kind ports.DeliveryOutcomeKind, response string) 
 	r.outcomes[i].Kind, r.outcomes[i].Response = kind, cleanTextWithNote(response, r.note, maxResponse)
 }
 
+// settleAll decides the recipients idx alike.
+func (r *result) settleAll(idx []int, kind ports.DeliveryOutcomeKind, response string) {
+	for _, i := range idx {
+		r.settle(i, kind, response)
+	}
+}
+
+// rcptReplies decides the recipients of batch by their RCPT replies, which reply returns in turn: refused
+// ones take their reply (452 "too many recipients" returns one in rest, deferred, for a next transaction),
+// accepted ones are returned. A reply that ends the session (421, a broken connection) defers every
+// recipient not decided yet and returns ok false.
+func (r *result) rcptReplies(batch []int, reply func(i int) error) (accepted, rest []int, ok bool) {
+	accepted = make([]int, 0, len(batch))
+	for _, i := range batch {
+		err := reply(i)
+		if err == nil {
+			accepted = append(accepted, i)
+			continue
+		}
+		kind, keep := classify(err)
+		if !keep {
+			r.settleRest(ports.OutcomeDeferred, describe(err))
+			return nil, nil, false
+		}
+		if tooManyRecipients(err) {
+			kind = ports.OutcomeDeferred
+			rest = append(rest, i)
+		}
+		r.settle(i, kind, describe(err))
+	}
+	return accepted, rest, true
+}
+
 // settleRest decides every recipient not decided yet.
 func (r *result) settleRest(kind ports.DeliveryOutcomeKind, response string) {
 	for i := range r.outcomes {
@@ -169,38 +202,19 @@ func (m *MTA) transaction(s *session, from string, data []byte, r *result, batch
 	if s.pipelining {
 		return m.pipelined(s, from, opts, data, r, batch, probe)
 	}
-	settle := func(idx []int, kind ports.DeliveryOutcomeKind, response string) {
-		for _, i := range idx {
-			r.settle(i, kind, response)
-		}
-	}
 	if err := c.Mail(from, opts); err != nil {
 		kind, keep := classify(err)
 		if probe && !keep {
 			return nil, false, false, true
 		}
-		settle(batch, kind, describe(err))
+		r.settleAll(batch, kind, describe(err))
 		return nil, false, keep, false
 	}
 	r.handed = true
 
-	accepted := make([]int, 0, len(batch))
-	for _, i := range batch {
-		err := c.Rcpt(r.rcpts[i].Address, nil)
-		if err == nil {
-			accepted = append(accepted, i)
-			continue
-		}
-		kind, keep := classify(err)
-		if !keep {
-			r.settleRest(ports.OutcomeDeferred, describe(err))
-			return nil, false, false, false
-		}
-		if tooManyRecipients(err) {
-			kind = ports.OutcomeDeferred
-			rest = append(rest, i)
-		}
-		r.settle(i, kind, describe(err))
+	accepted, rest, ok := r.rcptReplies(batch, func(i int) error { return c.Rcpt(r.rcpts[i].Address, nil) })
+	if !ok {
+		return nil, false, false, false
 	}
 	if len(accepted) == 0 {
 		return nil, false, true, false // the next transaction starts with RSET
@@ -209,20 +223,20 @@ func (m *MTA) transaction(s *session, from string, data []byte, r *result, batch
 	w, err := c.Data()
 	if err != nil {
 		kind, keep := classify(err)
-		settle(accepted, kind, describe(err))
+		r.settleAll(accepted, kind, describe(err))
 		return nil, false, keep, false
 	}
 	if err := m.writeData(s.conn, w, data); err != nil {
-		settle(accepted, ports.OutcomeDeferred, describe(err))
+		r.settleAll(accepted, ports.OutcomeDeferred, describe(err))
 		return nil, false, false, false
 	}
 	resp, err := w.CloseWithResponse()
 	if err != nil {
 		kind, keep := classify(err)
-		settle(accepted, kind, describe(err))
+		r.settleAll(accepted, kind, describe(err))
 		return nil, false, keep, false
 	}
-	settle(accepted, ports.OutcomeDelivered, truncate("250 "+oneLine(resp.StatusText)))
+	r.settleAll(accepted, ports.OutcomeDelivered, truncate("250 "+oneLine(resp.StatusText)))
 	return rest, true, true, false
 }
 
