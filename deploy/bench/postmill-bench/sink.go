@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -40,6 +41,7 @@ type sink struct {
 	sizes    int64
 	noID     int64
 	rcptsPer map[int]int64 // recipients per transaction → transactions
+	byDomain map[string]int64 // messages per recipient domain (a message to several counts for each)
 }
 
 func startSink(pipelining, chunking bool) (*sink, error) {
@@ -47,7 +49,7 @@ func startSink(pipelining, chunking bool) (*sink, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &sink{ln: ln, pipelining: pipelining, chunking: chunking, seen: make(map[string]bool), rcptsPer: make(map[int]int64)}
+	s := &sink{ln: ln, pipelining: pipelining, chunking: chunking, seen: make(map[string]bool), rcptsPer: make(map[int]int64), byDomain: make(map[string]int64)}
 	go s.serve()
 	return s, nil
 }
@@ -102,6 +104,7 @@ func (s *sink) session(c net.Conn) {
 		return
 	}
 	rcpts := 0
+	var domains []string // the recipient domains of the transaction
 	var body bytes.Buffer
 	for {
 		line, err := r.ReadSlice('\n')
@@ -125,10 +128,15 @@ func (s *sink) session(c net.Conn) {
 			ok = reply("250 mx.rcpt.example\r\n")
 		case "MAIL":
 			body.Reset()
-			rcpts = 0
+			rcpts, domains = 0, domains[:0]
 			ok = reply("250 2.1.0 Ok\r\n")
 		case "RCPT":
 			rcpts++
+			if _, addr, ok := strings.Cut(cmd, "@"); ok {
+				if d := strings.ToLower(strings.TrimRight(strings.Fields(addr)[0], ">")); !slices.Contains(domains, d) {
+					domains = append(domains, d)
+				}
+			}
 			ok = reply("250 2.1.5 Ok\r\n")
 		case "DATA":
 			if rcpts == 0 {
@@ -148,8 +156,8 @@ func (s *sink) session(c net.Conn) {
 			if err := readData(r, &body); err != nil {
 				return
 			}
-			id := s.arrived(body.Bytes(), rcpts)
-			rcpts = 0
+			id := s.arrived(body.Bytes(), rcpts, domains)
+			rcpts, domains = 0, domains[:0]
 			ok = reply("250 2.0.0 Ok: queued as " + id + "\r\n")
 		case "BDAT":
 			// "BDAT <size> [LAST]": the chunk follows the command line at once and is read whatever the
@@ -169,16 +177,16 @@ func (s *sink) session(c net.Conn) {
 				body.Reset()
 				ok = reply("503 5.5.1 Error: need RCPT command\r\n")
 			case len(f) == 3 && f[2] == "LAST":
-				id := s.arrived(body.Bytes(), rcpts)
+				id := s.arrived(body.Bytes(), rcpts, domains)
 				body.Reset()
-				rcpts = 0
+				rcpts, domains = 0, domains[:0]
 				ok = reply("250 2.0.0 Ok: queued as " + id + "\r\n")
 			default:
 				ok = reply("250 2.0.0 Ok: " + strconv.Itoa(size) + " octets\r\n")
 			}
 		case "RSET":
 			body.Reset()
-			rcpts = 0
+			rcpts, domains = 0, domains[:0]
 			ok = reply("250 2.0.0 Ok\r\n")
 		case "NOOP":
 			ok = reply("250 2.0.0 Ok\r\n")
@@ -214,7 +222,7 @@ func readData(r *bufio.Reader, body *bytes.Buffer) error {
 }
 
 // arrived records one message and returns its queue id.
-func (s *sink) arrived(msg []byte, rcpts int) string {
+func (s *sink) arrived(msg []byte, rcpts int, domains []string) string {
 	now := time.Now()
 	id := messageID(msg)
 	n := s.count.Add(1)
@@ -238,6 +246,9 @@ func (s *sink) arrived(msg []byte, rcpts int) string {
 	s.last = now
 	s.sizes += int64(len(msg))
 	s.rcptsPer[rcpts]++
+	for _, d := range domains {
+		s.byDomain[d]++
+	}
 	s.mu.Unlock()
 	return strconv.FormatInt(n, 16)
 }
@@ -259,6 +270,13 @@ func messageID(msg []byte) string {
 		}
 	}
 	return ""
+}
+
+// arrivedFor returns how many messages arrived for recipients of domain (lower case).
+func (s *sink) arrivedFor(domain string) int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.byDomain[domain]
 }
 
 // curve returns the arrivals per second since the clock started and the time of the last arrival.
