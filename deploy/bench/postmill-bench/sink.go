@@ -40,7 +40,7 @@ type sink struct {
 	last     time.Time
 	sizes    int64
 	noID     int64
-	rcptsPer map[int]int64 // recipients per transaction → transactions
+	rcptsPer map[int]int64    // recipients per transaction → transactions
 	byDomain map[string]int64 // messages per recipient domain (a message to several counts for each)
 }
 
