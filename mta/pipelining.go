@@ -21,8 +21,8 @@ import (
 // per message instead of three plus one per recipient, and the outcome of each recipient is its own RCPT
 // reply, exactly as without pipelining. When the server offers CHUNKING too (RFC 3030, session.chunking),
 // the content goes in the first write as the chunk of a "BDAT <size> LAST" that takes DATA's place
-// (§4.2: BDAT may be pipelined; the server reads the chunk whatever it answered before): one round trip a
-// message (chunked, below).
+// (§4.2: BDAT may be pipelined; the server reads and answers the chunk whatever it answered before): one
+// round trip a message, and the refusals below read BDAT's reply where they read DATA's.
 //
 //   - MAIL refused: every recipient of batch takes MAIL's reply; the replies to the RCPTs and DATA that
 //     followed it (RFC 2920 §3.1: the server rejects them, having no transaction) are read and dropped;
@@ -61,9 +61,25 @@ func (m *MTA) pipelined(s *session, from string, opts *smtp.MailOptions, data []
 		w.WriteString(">\r\n")
 	}
 	if s.chunking {
-		return m.chunked(s, w, br, data, r, batch, probe)
+		// The content as it is (no dot-stuffing, no final dot), with a bare LF made CRLF as writeContent
+		// does, so the receiver stores the same bytes either way.
+		content := crlfLines(data)
+		w.WriteString("BDAT ")
+		w.WriteString(strconv.Itoa(len(content)))
+		w.WriteString(" LAST\r\n")
+		w.Write(content)
+	} else {
+		w.WriteString("DATA\r\n")
 	}
-	w.WriteString("DATA\r\n")
+	// endGroup reads the reply to the group's DATA or BDAT when no content follows (MAIL or every RCPT
+	// refused) and reports whether the session is still in step.
+	endGroup := func() bool {
+		if !s.chunking {
+			return m.endRefusedData(s, br)
+		}
+		err := m.readReply(s, br, 25, 2*m.cfg.CommandTimeout)
+		return (err == nil || keepable(err)) && br.Buffered() == 0
+	}
 	if err := w.Flush(); err != nil {
 		if probe {
 			return nil, false, false, true
@@ -81,13 +97,13 @@ func (m *MTA) pipelined(s *session, from string, opts *smtp.MailOptions, data []
 		if !keep {
 			return nil, false, false, false
 		}
-		// Stay in step: the RCPTs and DATA were sent and are answered (refused) all the same.
+		// Stay in step: the RCPTs and DATA or BDAT were sent and are answered (refused) all the same.
 		for range batch {
 			if err := m.readReply(s, br, 25, m.cfg.CommandTimeout); err != nil && !keepable(err) {
 				return nil, false, false, false
 			}
 		}
-		return nil, false, m.endRefusedData(s, br), false
+		return nil, false, endGroup(), false
 	}
 	r.handed = true
 
@@ -96,17 +112,19 @@ func (m *MTA) pipelined(s *session, from string, opts *smtp.MailOptions, data []
 		return nil, false, false, false
 	}
 	if len(accepted) == 0 {
-		return nil, false, m.endRefusedData(s, br), false
+		return nil, false, endGroup(), false
 	}
 
-	if err := m.readReply(s, br, 354, m.cfg.CommandTimeout); err != nil {
-		kind, keep := classify(err)
-		r.settleAll(accepted, kind, describe(err))
-		return nil, false, keep && br.Buffered() == 0, false
-	}
-	if err := writeContent(w, data); err != nil {
-		r.settleAll(accepted, ports.OutcomeDeferred, describe(err))
-		return nil, false, false, false
+	if !s.chunking {
+		if err := m.readReply(s, br, 354, m.cfg.CommandTimeout); err != nil {
+			kind, keep := classify(err)
+			r.settleAll(accepted, kind, describe(err))
+			return nil, false, keep && br.Buffered() == 0, false
+		}
+		if err := writeContent(w, data); err != nil {
+			r.settleAll(accepted, ports.OutcomeDeferred, describe(err))
+			return nil, false, false, false
+		}
 	}
 	code, msg, err := m.readResponse(s, br, 250, 2*m.cfg.CommandTimeout)
 	if err != nil {
@@ -116,72 +134,6 @@ func (m *MTA) pipelined(s *session, from string, opts *smtp.MailOptions, data []
 	}
 	r.settleAll(accepted, ports.OutcomeDelivered, truncate(strconv.Itoa(code)+" "+oneLine(msg)))
 	// Nothing may follow the last reply until the next command: bytes left mean the session is out of step.
-	return rest, true, br.Buffered() == 0, false
-}
-
-// chunked ends the group pipelined began (MAIL and the RCPTs are in w) with "BDAT <size> LAST" and the
-// content, sends it, and reads the replies in order. The server reads and answers the chunk whatever it
-// answered before, so each refusal reads the replies left and the session stays in step:
-//
-//   - MAIL refused: every recipient of batch takes MAIL's reply; the RCPTs' and BDAT's refusals are read and
-//     dropped;
-//   - a RCPT refused: as with DATA;
-//   - no RCPT accepted: BDAT's reply is read and dropped (the server must refuse it);
-//   - BDAT refused: every accepted recipient takes its reply; accepted: they are delivered with it.
-//
-// The content is sent as it is (no dot-stuffing, no final dot), with a bare LF made CRLF as writeContent
-// does, so the receiver stores the same bytes either way.
-func (m *MTA) chunked(s *session, w *bufio.Writer, br *bufio.Reader, data []byte, r *result, batch []int, probe bool) (rest []int, delivered, keep, stale bool) {
-	content := crlfLines(data)
-	w.WriteString("BDAT ")
-	w.WriteString(strconv.Itoa(len(content)))
-	w.WriteString(" LAST\r\n")
-	w.Write(content)
-	if err := w.Flush(); err != nil {
-		if probe {
-			return nil, false, false, true
-		}
-		r.settleAll(batch, ports.OutcomeDeferred, describe(err))
-		return nil, false, false, false
-	}
-
-	// dropReplies reads n replies whose content no longer matters; it reports whether the session is
-	// still in step.
-	dropReplies := func(n int) bool {
-		for range n {
-			if err := m.readReply(s, br, 25, 2*m.cfg.CommandTimeout); err != nil && !keepable(err) {
-				return false
-			}
-		}
-		return br.Buffered() == 0
-	}
-	if err := m.readReply(s, br, 250, m.cfg.CommandTimeout); err != nil {
-		kind, keep := classify(err)
-		if probe && !keep {
-			return nil, false, false, true
-		}
-		r.settleAll(batch, kind, describe(err))
-		if !keep {
-			return nil, false, false, false
-		}
-		return nil, false, dropReplies(len(batch) + 1), false
-	}
-	r.handed = true
-
-	accepted, rest, ok := r.rcptReplies(batch, func(int) error { return m.readReply(s, br, 25, m.cfg.CommandTimeout) })
-	if !ok {
-		return nil, false, false, false
-	}
-	if len(accepted) == 0 {
-		return nil, false, dropReplies(1), false
-	}
-	code, msg, err := m.readResponse(s, br, 250, 2*m.cfg.CommandTimeout)
-	if err != nil {
-		kind, keep := classify(err)
-		r.settleAll(accepted, kind, describe(err))
-		return nil, false, keep && br.Buffered() == 0, false
-	}
-	r.settleAll(accepted, ports.OutcomeDelivered, truncate(strconv.Itoa(code)+" "+oneLine(msg)))
 	return rest, true, br.Buffered() == 0, false
 }
 

@@ -133,7 +133,8 @@ func (s *sink) session(c net.Conn) {
 		case "RCPT":
 			rcpts++
 			if _, addr, ok := strings.Cut(cmd, "@"); ok {
-				if d := strings.ToLower(strings.TrimRight(strings.Fields(addr)[0], ">")); !slices.Contains(domains, d) {
+				addr, _, _ = strings.Cut(addr, " ") // RCPT parameters follow a space
+				if d := strings.ToLower(strings.TrimRight(addr, ">")); !slices.Contains(domains, d) {
 					domains = append(domains, d)
 				}
 			}
