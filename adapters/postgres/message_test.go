@@ -257,6 +257,38 @@ func TestCancelScheduled(t *testing.T) {
 	if n := countRows(t, f.s, `SELECT count(*) FROM events WHERE type = 'email.cancelled'`); n != 1 {
 		t.Fatalf("cancelled events = %d, want 1 (refused cancels write nothing)", n)
 	}
+	if n := countRows(t, f.s, `SELECT count(*) FROM messages WHERE due_at IS NOT NULL`); n != 0 {
+		t.Fatalf("messages still waiting for their time after the cancel: %d, want 0", n)
+	}
+}
+
+// TestMessageStatusChangeIsHOT: a message's status is in none of the table's indexes (the scheduler's
+// index names due_at, migration 00042), so changing it on a freshly written message is a HOT update, with
+// no new index entries.
+func TestMessageStatusChangeIsHOT(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := newSendFixture(t, pgtest.Store(t))
+	id := f.mustInsert(t, f.newSend(t, "a@example.org"))
+
+	tx, err := f.s.Pool().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	for _, status := range []string{"sent", "delivered"} {
+		if _, err := tx.Exec(ctx, `UPDATE messages SET status = $2 WHERE id = $1`, id, status); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var updates, hot int
+	if err := tx.QueryRow(ctx, `SELECT n_tup_upd, n_tup_hot_upd FROM pg_stat_xact_user_tables WHERE relid = 'messages'::regclass`).
+		Scan(&updates, &hot); err != nil {
+		t.Fatal(err)
+	}
+	if updates != 2 || hot != 2 {
+		t.Fatalf("status changes: %d updates, %d of them HOT; want 2 and 2", updates, hot)
+	}
 }
 
 // TestPromoteDue_Concurrent: four schedulers promoting at once decide and promote each due message once.
@@ -362,6 +394,13 @@ func TestPromoteDue_Concurrent(t *testing.T) {
 	}
 	if n, err := s.PromoteDue(ctx, now, 10, decide); n != 0 || err != nil {
 		t.Fatalf("PromoteDue after all promoted = %d, %v", n, err)
+	}
+	// Only the message still waiting keeps its due time: the scheduler's index holds nothing else.
+	if n := countRows(t, s, `SELECT count(*) FROM messages WHERE due_at IS NOT NULL`); n != 1 {
+		t.Fatalf("messages with a due time = %d, want 1", n)
+	}
+	if n := countRows(t, s, `SELECT count(*) FROM messages WHERE id = $1 AND due_at = scheduled_at`, notYet); n != 1 {
+		t.Fatalf("the not-yet-due message lost its due time")
 	}
 }
 

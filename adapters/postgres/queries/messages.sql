@@ -28,10 +28,10 @@ SELECT set_config('plan_cache_mode', 'force_generic_plan', true), set_config('en
 -- idempotency key is taken is skipped (SendOutcomes then reports the owner); a concurrent transaction
 -- holding the same key is waited for, so exactly one message per key is ever created.
 INSERT INTO messages (id, organization_id, domain_id, status, from_address, reply_to, subject, html_body, text_body,
-    headers, tags, metadata, sandbox, scheduled_at, idempotency_key, created_at)
+    headers, tags, metadata, sandbox, scheduled_at, due_at, idempotency_key, created_at)
 SELECT m.id, @organization_id, m.domain_id, m.status, m.from_address, m.reply_to, m.subject, m.html_body, m.text_body,
     m.headers, m.tags, m.metadata, m.sandbox, CASE WHEN m.scheduled THEN m.scheduled_at END,
-    NULLIF(m.idempotency_key, ''), m.created_at
+    CASE WHEN m.scheduled AND m.status = 'scheduled' THEN m.scheduled_at END, NULLIF(m.idempotency_key, ''), m.created_at
 FROM (SELECT
         unnest(@ids::uuid[]) AS id,
         unnest(@domain_ids::uuid[]) AS domain_id,
@@ -232,7 +232,7 @@ WHERE organization_id = @organization_id AND message_id = ANY(@message_ids::uuid
 ORDER BY message_id, position;
 
 -- name: CancelScheduledMessage :execrows
-UPDATE messages SET status = 'cancelled'
+UPDATE messages SET status = 'cancelled', due_at = NULL
 WHERE organization_id = @organization_id AND id = @id AND status = 'scheduled';
 
 -- name: MessageStatus :one
@@ -244,13 +244,14 @@ WHERE organization_id = @organization_id AND message_id = @message_id;
 
 -- name: DueScheduledMessages :many
 -- Locks only the messages (OF m): several schedulers skip each other's rows, and organizations and domains
--- stay free.
+-- stay free. due_at is set only while a message waits for its time (migration 00042), so messages_due_idx
+-- holds the scheduled messages alone.
 SELECT sqlc.embed(m), sqlc.embed(o), d.open_tracking, d.click_tracking
 FROM messages m
 JOIN organizations o ON o.id = m.organization_id
 JOIN domains d ON d.organization_id = m.organization_id AND d.id = m.domain_id
-WHERE m.status = 'scheduled' AND m.scheduled_at <= @now::timestamptz
-ORDER BY m.scheduled_at, m.id
+WHERE m.due_at <= @now::timestamptz AND m.status = 'scheduled'
+ORDER BY m.due_at, m.id
 LIMIT @row_limit
 FOR UPDATE OF m SKIP LOCKED;
 
@@ -263,7 +264,7 @@ ORDER BY message_id, position;
 -- name: SetPromotedStatuses :exec
 -- Moves each promoted message and all its recipients to the state the scheduler decided.
 WITH promoted AS (
-    UPDATE messages AS m SET status = p.status
+    UPDATE messages AS m SET status = p.status, due_at = NULL
     FROM (SELECT
         unnest(@ids::uuid[]) AS id,
         unnest(@statuses::text[]) AS status) AS p

@@ -180,7 +180,7 @@ func (q *Queries) OutboundAttachments(ctx context.Context, arg OutboundAttachmen
 }
 
 const outboundMessage = `-- name: OutboundMessage :one
-SELECT m.id, m.organization_id, m.domain_id, m.status, m.from_address, m.reply_to, m.subject, m.html_body, m.text_body, m.headers, m.tags, m.metadata, m.sandbox, m.scheduled_at, m.idempotency_key, m.created_at, d.id, d.organization_id, d.name, d.status, d.region, d.dkim_selector, d.dkim_private_key, d.dkim_public_key, d.verified_at, d.created_at, d.open_tracking, d.click_tracking
+SELECT m.id, m.organization_id, m.domain_id, m.status, m.from_address, m.reply_to, m.subject, m.html_body, m.text_body, m.headers, m.tags, m.metadata, m.sandbox, m.scheduled_at, m.idempotency_key, m.created_at, m.due_at, d.id, d.organization_id, d.name, d.status, d.region, d.dkim_selector, d.dkim_private_key, d.dkim_public_key, d.verified_at, d.created_at, d.open_tracking, d.click_tracking
 FROM messages m
 JOIN domains d ON d.id = m.domain_id AND d.organization_id = m.organization_id
 WHERE m.id = $1 AND m.organization_id IS NOT DISTINCT FROM $2
@@ -217,6 +217,7 @@ func (q *Queries) OutboundMessage(ctx context.Context, arg OutboundMessageParams
 		&i.Message.ScheduledAt,
 		&i.Message.IdempotencyKey,
 		&i.Message.CreatedAt,
+		&i.Message.DueAt,
 		&i.Domain.ID,
 		&i.Domain.OrganizationID,
 		&i.Domain.Name,
@@ -234,7 +235,7 @@ func (q *Queries) OutboundMessage(ctx context.Context, arg OutboundMessageParams
 }
 
 const outboundMessages = `-- name: OutboundMessages :many
-SELECT m.id, m.organization_id, m.domain_id, m.status, m.from_address, m.reply_to, m.subject, m.html_body, m.text_body, m.headers, m.tags, m.metadata, m.sandbox, m.scheduled_at, m.idempotency_key, m.created_at, d.id, d.organization_id, d.name, d.status, d.region, d.dkim_selector, d.dkim_private_key, d.dkim_public_key, d.verified_at, d.created_at, d.open_tracking, d.click_tracking
+SELECT m.id, m.organization_id, m.domain_id, m.status, m.from_address, m.reply_to, m.subject, m.html_body, m.text_body, m.headers, m.tags, m.metadata, m.sandbox, m.scheduled_at, m.idempotency_key, m.created_at, m.due_at, d.id, d.organization_id, d.name, d.status, d.region, d.dkim_selector, d.dkim_private_key, d.dkim_public_key, d.verified_at, d.created_at, d.open_tracking, d.click_tracking
 FROM messages m
 JOIN (SELECT
         unnest($1::uuid[]) AS organization_id,
@@ -280,6 +281,7 @@ func (q *Queries) OutboundMessages(ctx context.Context, arg OutboundMessagesPara
 			&i.Message.ScheduledAt,
 			&i.Message.IdempotencyKey,
 			&i.Message.CreatedAt,
+			&i.Message.DueAt,
 			&i.Domain.ID,
 			&i.Domain.OrganizationID,
 			&i.Domain.Name,

@@ -55,7 +55,7 @@ func (q *Queries) AttachmentsByMessage(ctx context.Context, arg AttachmentsByMes
 }
 
 const cancelScheduledMessage = `-- name: CancelScheduledMessage :execrows
-UPDATE messages SET status = 'cancelled'
+UPDATE messages SET status = 'cancelled', due_at = NULL
 WHERE organization_id = $1 AND id = $2 AND status = 'scheduled'
 `
 
@@ -73,12 +73,12 @@ func (q *Queries) CancelScheduledMessage(ctx context.Context, arg CancelSchedule
 }
 
 const dueScheduledMessages = `-- name: DueScheduledMessages :many
-SELECT m.id, m.organization_id, m.domain_id, m.status, m.from_address, m.reply_to, m.subject, m.html_body, m.text_body, m.headers, m.tags, m.metadata, m.sandbox, m.scheduled_at, m.idempotency_key, m.created_at, o.id, o.name, o.slug, o.paused, o.monthly_limit, o.warmup_cap, o.created_at, d.open_tracking, d.click_tracking
+SELECT m.id, m.organization_id, m.domain_id, m.status, m.from_address, m.reply_to, m.subject, m.html_body, m.text_body, m.headers, m.tags, m.metadata, m.sandbox, m.scheduled_at, m.idempotency_key, m.created_at, m.due_at, o.id, o.name, o.slug, o.paused, o.monthly_limit, o.warmup_cap, o.created_at, d.open_tracking, d.click_tracking
 FROM messages m
 JOIN organizations o ON o.id = m.organization_id
 JOIN domains d ON d.organization_id = m.organization_id AND d.id = m.domain_id
-WHERE m.status = 'scheduled' AND m.scheduled_at <= $1::timestamptz
-ORDER BY m.scheduled_at, m.id
+WHERE m.due_at <= $1::timestamptz AND m.status = 'scheduled'
+ORDER BY m.due_at, m.id
 LIMIT $2
 FOR UPDATE OF m SKIP LOCKED
 `
@@ -96,7 +96,8 @@ type DueScheduledMessagesRow struct {
 }
 
 // Locks only the messages (OF m): several schedulers skip each other's rows, and organizations and domains
-// stay free.
+// stay free. due_at is set only while a message waits for its time (migration 00042), so messages_due_idx
+// holds the scheduled messages alone.
 func (q *Queries) DueScheduledMessages(ctx context.Context, arg DueScheduledMessagesParams) ([]DueScheduledMessagesRow, error) {
 	rows, err := q.db.Query(ctx, dueScheduledMessages, arg.Now, arg.RowLimit)
 	if err != nil {
@@ -123,6 +124,7 @@ func (q *Queries) DueScheduledMessages(ctx context.Context, arg DueScheduledMess
 			&i.Message.ScheduledAt,
 			&i.Message.IdempotencyKey,
 			&i.Message.CreatedAt,
+			&i.Message.DueAt,
 			&i.Organization.ID,
 			&i.Organization.Name,
 			&i.Organization.Slug,
@@ -290,10 +292,10 @@ func (q *Queries) InsertMessageRecipients(ctx context.Context, arg InsertMessage
 
 const insertMessages = `-- name: InsertMessages :exec
 INSERT INTO messages (id, organization_id, domain_id, status, from_address, reply_to, subject, html_body, text_body,
-    headers, tags, metadata, sandbox, scheduled_at, idempotency_key, created_at)
+    headers, tags, metadata, sandbox, scheduled_at, due_at, idempotency_key, created_at)
 SELECT m.id, $1, m.domain_id, m.status, m.from_address, m.reply_to, m.subject, m.html_body, m.text_body,
     m.headers, m.tags, m.metadata, m.sandbox, CASE WHEN m.scheduled THEN m.scheduled_at END,
-    NULLIF(m.idempotency_key, ''), m.created_at
+    CASE WHEN m.scheduled AND m.status = 'scheduled' THEN m.scheduled_at END, NULLIF(m.idempotency_key, ''), m.created_at
 FROM (SELECT
         unnest($2::uuid[]) AS id,
         unnest($3::uuid[]) AS domain_id,
@@ -463,7 +465,7 @@ func (q *Queries) LockUsageMeters(ctx context.Context, arg LockUsageMetersParams
 }
 
 const messageByID = `-- name: MessageByID :one
-SELECT id, organization_id, domain_id, status, from_address, reply_to, subject, html_body, text_body, headers, tags, metadata, sandbox, scheduled_at, idempotency_key, created_at FROM messages WHERE organization_id = $1 AND id = $2
+SELECT id, organization_id, domain_id, status, from_address, reply_to, subject, html_body, text_body, headers, tags, metadata, sandbox, scheduled_at, idempotency_key, created_at, due_at FROM messages WHERE organization_id = $1 AND id = $2
 `
 
 type MessageByIDParams struct {
@@ -491,6 +493,7 @@ func (q *Queries) MessageByID(ctx context.Context, arg MessageByIDParams) (Messa
 		&i.ScheduledAt,
 		&i.IdempotencyKey,
 		&i.CreatedAt,
+		&i.DueAt,
 	)
 	return i, err
 }
@@ -902,7 +905,7 @@ func (q *Queries) SendOutcomes(ctx context.Context, arg SendOutcomesParams) ([]S
 
 const setPromotedStatuses = `-- name: SetPromotedStatuses :exec
 WITH promoted AS (
-    UPDATE messages AS m SET status = p.status
+    UPDATE messages AS m SET status = p.status, due_at = NULL
     FROM (SELECT
         unnest($1::uuid[]) AS id,
         unnest($2::text[]) AS status) AS p

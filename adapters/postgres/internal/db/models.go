@@ -398,6 +398,7 @@ type Message struct {
 	ScheduledAt    *time.Time
 	IdempotencyKey pgtype.Text
 	CreatedAt      time.Time
+	DueAt          *time.Time
 }
 
 type Organization struct {
