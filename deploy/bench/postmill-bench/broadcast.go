@@ -82,7 +82,7 @@ func runBroadcast(args []string) error {
 		return err
 	}
 
-	conn, err := pgx.Connect(ctx, *db)
+	conn, err := connect(ctx, *db)
 	if err != nil {
 		return err
 	}

@@ -13,8 +13,8 @@ import (
 )
 
 // cpuMeter measures the CPU time spent during a run by the Postmill processes, by the PostgreSQL backends
-// serving the benchmark's database and by this process (clients and sink), from /proc: where the two
-// cores went, per message.
+// serving them and by this process (clients and sink) with the backends serving its own queries, from
+// /proc: where the two cores went, per message.
 type cpuMeter struct {
 	url     string
 	pids    []int
@@ -71,31 +71,53 @@ func selfCPU() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// backends returns the pids of the PostgreSQL backends connected to the benchmark's database.
-func (c *cpuMeter) backends(ctx context.Context) []int {
-	conn, err := pgx.Connect(ctx, c.url)
+// benchApplication is the application_name of this process's own connections (connect), so that the CPU
+// of the backends serving them (the backlog and recipient counts, the wait sampler, the statement listing)
+// is counted as the benchmark's and not as PostgreSQL's work for Postmill.
+const benchApplication = "postmill-bench"
+
+// connect opens a connection of this process to url, named benchApplication.
+func connect(ctx context.Context, url string) (*pgx.Conn, error) {
+	cfg, err := pgx.ParseConfig(url)
 	if err != nil {
-		return nil
+		return nil, err
+	}
+	cfg.RuntimeParams["application_name"] = benchApplication
+	return pgx.ConnectConfig(ctx, cfg)
+}
+
+// backends returns the pids of the PostgreSQL backends connected to the benchmark's database: Postmill's
+// and this process's own (connect's).
+func (c *cpuMeter) backends(ctx context.Context) (postmill, own []int) {
+	conn, err := connect(ctx, c.url)
+	if err != nil {
+		return nil, nil
 	}
 	defer conn.Close(ctx)
-	rows, err := conn.Query(ctx, "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()")
+	rows, err := conn.Query(ctx, `SELECT pid, application_name = $1 FROM pg_stat_activity
+		WHERE datname = current_database() AND pid <> pg_backend_pid()`, benchApplication)
 	if err != nil {
-		return nil
+		return nil, nil
 	}
 	defer rows.Close()
-	var out []int
 	for rows.Next() {
 		var pid int
-		if rows.Scan(&pid) == nil {
-			out = append(out, pid)
+		var mine bool
+		if rows.Scan(&pid, &mine) == nil {
+			if mine {
+				own = append(own, pid)
+			} else {
+				postmill = append(postmill, pid)
+			}
 		}
 	}
-	return out
+	return postmill, own
 }
 
 func startCPUMeter(ctx context.Context, url string, pids []int) *cpuMeter {
 	c := &cpuMeter{url: url, pids: pids, start: map[int]time.Duration{}, started: time.Now()}
-	for _, pid := range append(append([]int{}, pids...), c.backends(ctx)...) {
+	postmill, own := c.backends(ctx)
+	for _, pid := range append(append(append([]int{}, pids...), postmill...), own...) {
 		if t, ok := procCPU(pid); ok {
 			c.start[pid] = t
 		}
@@ -114,12 +136,18 @@ func (c *cpuMeter) report(ctx context.Context, messages int64) string {
 			postmill += t - c.start[pid]
 		}
 	}
-	for _, pid := range c.backends(ctx) {
+	self := selfCPU() - c.self
+	platform, own := c.backends(ctx)
+	for _, pid := range platform {
 		if t, ok := procCPU(pid); ok {
 			pg += t - c.start[pid]
 		}
 	}
-	self := selfCPU() - c.self
+	for _, pid := range own {
+		if t, ok := procCPU(pid); ok {
+			self += t - c.start[pid]
+		}
+	}
 	m := machineTicks()
 	busy := float64(m[0]-c.machine[0]) / clockTick
 	other := busy - (postmill + pg + self).Seconds()
@@ -129,7 +157,7 @@ func (c *cpuMeter) report(ctx context.Context, messages int64) string {
 		}
 		return fmt.Sprintf("%.3f ms/msg, %.2f cores", float64(d.Microseconds())/1000/float64(messages), d.Seconds()/wall.Seconds())
 	}
-	return fmt.Sprintf("  CPU over %.1fs: postmill %s; PostgreSQL backends of this database %s; benchmark clients and sink %s; the machine %.2f cores busy, of which %.2f outside this run",
+	return fmt.Sprintf("  CPU over %.1fs: postmill %s; PostgreSQL backends of this database %s; benchmark clients, sink and their queries %s; the machine %.2f cores busy, of which %.2f outside this run",
 		wall.Seconds(), per(postmill), per(pg), per(self), busy/wall.Seconds(), other/wall.Seconds())
 }
 
@@ -145,7 +173,8 @@ func (c *cpuMeter) perMessage(ctx context.Context, messages int64) time.Duration
 			total += t - c.start[pid]
 		}
 	}
-	for _, pid := range c.backends(ctx) {
+	platform, own := c.backends(ctx)
+	for _, pid := range append(platform, own...) {
 		if t, ok := procCPU(pid); ok {
 			total += t - c.start[pid]
 		}

@@ -16,8 +16,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 )
 
 // runMTA queues messages with the MTA stopped, then starts an MTA-only process and times how fast it drains
@@ -118,7 +116,7 @@ func runMTA(args []string) error {
 	}
 	// Let the relay move every job to the queue, then stop the core's relay side by keeping it running
 	// (the MTA-only process below needs the core over RPC for LoadOutbound and ReportDelivery).
-	conn, err := pgx.Connect(ctx, *db)
+	conn, err := connect(ctx, *db)
 	if err != nil {
 		return err
 	}

@@ -17,7 +17,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/twmb/franz-go/pkg/kfake"
 )
 
@@ -160,7 +159,7 @@ func runE2E(args []string) error {
 		procs = append(procs, m)
 	}
 
-	conn, err := pgx.Connect(ctx, *db)
+	conn, err := connect(ctx, *db)
 	if err != nil {
 		return err
 	}
@@ -243,9 +242,11 @@ func runE2E(args []string) error {
 	for mx.count.Load() < want && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 	}
-	mon.stop()
+	// Before the monitor stops, so that the backends serving its queries are still there to be counted as
+	// the benchmark's.
 	cpuLine := cpu.report(ctx, mx.count.Load())
 	totalCPU := cpu.perMessage(ctx, mx.count.Load())
+	mon.stop()
 	// The ceiling is measured again after the run: on a shared machine its load changes meanwhile, and
 	// the mean of the two is the fairer yardstick for the run between them.
 	ceilingAfter, sigCPUAfter, err := rsaMeasure(*rsaFor)

@@ -34,7 +34,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/miekg/dns"
 )
 
@@ -300,7 +299,7 @@ func freePort() (int, error) {
 }
 
 func resetDatabase(ctx context.Context, url string) error {
-	conn, err := pgx.Connect(ctx, url)
+	conn, err := connect(ctx, url)
 	if err != nil {
 		return err
 	}

@@ -8,8 +8,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 )
 
 // monitor watches a run from outside the platform: once a second the sends accepted so far, the jobs
@@ -65,7 +63,7 @@ func (m *monitor) stop() {
 }
 
 func (m *monitor) backlog(url string) {
-	conn, err := pgx.Connect(m.ctx, url)
+	conn, err := connect(m.ctx, url)
 	if err != nil {
 		return
 	}
@@ -96,7 +94,7 @@ func (m *monitor) backlog(url string) {
 }
 
 func (m *monitor) sampleWaits(url string) {
-	conn, err := pgx.Connect(m.ctx, url)
+	conn, err := connect(m.ctx, url)
 	if err != nil {
 		return
 	}
@@ -117,7 +115,7 @@ func (m *monitor) sampleWaits(url string) {
 		rows, err := conn.Query(m.ctx, `SELECT COALESCE(wait_event_type, 'CPU'), COALESCE(wait_event, 'running'),
 			regexp_replace(left(query, 70), '\s+', ' ', 'g')
 			FROM pg_stat_activity
-			WHERE datname = current_database() AND pid <> pg_backend_pid() AND state = 'active'`)
+			WHERE datname = current_database() AND application_name <> $1 AND state = 'active'`, benchApplication)
 		if err != nil {
 			continue
 		}

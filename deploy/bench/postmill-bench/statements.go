@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-
-	"github.com/jackc/pgx/v5"
 )
 
 // statementCounters reads pg_stat_statements (when the server preloads it) for the statements of one run,
@@ -17,7 +15,7 @@ type statementCounters struct {
 // resetStatements clears the cluster's counters (which needs the right to reset them) and returns nil
 // counters, with a note, when they are not available.
 func resetStatements(ctx context.Context, url string) *statementCounters {
-	conn, err := pgx.Connect(ctx, url)
+	conn, err := connect(ctx, url)
 	if err != nil {
 		fmt.Printf("  statement counters: %v\n", err)
 		return nil
@@ -42,7 +40,7 @@ func (c *statementCounters) print(ctx context.Context, n int) {
 	if c == nil {
 		return
 	}
-	conn, err := pgx.Connect(ctx, c.url)
+	conn, err := connect(ctx, c.url)
 	if err != nil {
 		fmt.Printf("  statement counters: %v\n", err)
 		return

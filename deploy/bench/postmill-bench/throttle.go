@@ -63,7 +63,7 @@ func runThrottle(args []string) error {
 	z.mx["rcpt.example"], z.a["mx.rcpt.example"] = "mx.rcpt.example", net.ParseIP("127.0.0.1")
 	z.mx["slow.example"], z.a["mx.slow.example"] = "mx.slow.example", net.ParseIP("127.0.0.2")
 	env := []string{"POSTMILL_MTA_PORT=" + port, "POSTMILL_MTA_ALLOW_NETS=127.0.0.1,127.0.0.2"}
-	conn, err := pgx.Connect(ctx, *db)
+	conn, err := connect(ctx, *db)
 	if err != nil {
 		return err
 	}
