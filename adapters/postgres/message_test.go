@@ -291,6 +291,41 @@ func TestMessageStatusChangeIsHOT(t *testing.T) {
 	}
 }
 
+// TestScheduledMessageOfAnEarlierVersion: a process of a version before due_at (still running beside the
+// migrated database) writes a scheduled message without it and promotes or cancels with status alone. The
+// guards of migration 00043 give the message its due time, so the scheduler finds it, and take the time
+// away when the status moves on.
+func TestScheduledMessageOfAnEarlierVersion(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := pgtest.Store(t)
+	f := newSendFixture(t, s)
+	now := baseTime.Add(time.Hour)
+	var due, cancelled string
+	for _, id := range []*string{&due, &cancelled} {
+		if err := s.Pool().QueryRow(ctx, `INSERT INTO messages (id, organization_id, domain_id, status, from_address,
+			scheduled_at, created_at) VALUES (gen_random_uuid(), $1, $2, 'scheduled', 'a@b.example', $3, $3)
+			RETURNING id::text`, f.org.ID, f.dom.ID, now.Add(-time.Minute)).Scan(id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := countRows(t, s, `SELECT count(*) FROM messages WHERE due_at = scheduled_at`); n != 2 {
+		t.Fatalf("scheduled messages written without due_at that got it: %d, want 2", n)
+	}
+	mustExec(t, s, `UPDATE messages SET status = 'cancelled' WHERE id = $1`, cancelled)
+	var promoted []string
+	n, err := s.PromoteDue(ctx, now, 10, func(m ports.Message, _ ports.Organization, _ ports.Domain) (ports.MessageStatus, []ports.Event, []ports.DeliveryJob) {
+		promoted = append(promoted, m.ID)
+		return ports.StatusQueued, nil, nil
+	})
+	if err != nil || n != 1 || len(promoted) != 1 || promoted[0] != due {
+		t.Fatalf("PromoteDue = %d, %v, promoted %v; want only %s", n, err, promoted, due)
+	}
+	if n := countRows(t, s, `SELECT count(*) FROM messages WHERE due_at IS NOT NULL`); n != 0 {
+		t.Fatalf("messages keeping a due time after promotion and cancel: %d, want 0", n)
+	}
+}
+
 // TestPromoteDue_Concurrent: four schedulers promoting at once decide and promote each due message once.
 func TestPromoteDue_Concurrent(t *testing.T) {
 	t.Parallel()
