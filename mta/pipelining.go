@@ -61,8 +61,8 @@ func (m *MTA) pipelined(s *session, from string, opts *smtp.MailOptions, data []
 		w.WriteString(">\r\n")
 	}
 	if s.chunking {
-		// The content as it is (no dot-stuffing, no final dot), with a bare LF made CRLF as writeContent
-		// does, so the receiver stores the same bytes either way.
+		// The content's lines as DATA sends them (crlfLines) without the dot-stuffing and the final dot,
+		// so the receiver stores the same bytes either way.
 		content := crlfLines(data)
 		w.WriteString("BDAT ")
 		w.WriteString(strconv.Itoa(len(content)))
@@ -137,9 +137,9 @@ func (m *MTA) pipelined(s *session, from string, opts *smtp.MailOptions, data []
 	return rest, true, br.Buffered() == 0, false
 }
 
-// crlfLines returns data with every bare LF made CRLF and a CRLF at the end, as writeContent sends it
-// without the dot-stuffing: data itself when nothing needs changing (a composed message's lines all end
-// with CRLF).
+// crlfLines returns data with every bare LF made CRLF and a CRLF at the end: the lines of the content
+// both DATA (writeContent, which adds the dot-stuffing) and BDAT send. data itself when nothing needs
+// changing (a composed message's lines all end with CRLF).
 func crlfLines(data []byte) []byte {
 	bare := 0
 	for i, c := range data {
@@ -236,31 +236,15 @@ func validLines(from string, rcpts []ports.Recipient, batch []int) error {
 	return nil
 }
 
-// writeContent writes data as the content of DATA (RFC 5321 §4.5.2: a line starting with a dot gets
-// another one; a bare LF is sent as CRLF, as go-smtp's DotWriter does) and the final dot.
+// writeContent writes data as the content of DATA (RFC 5321 §4.5.2): the lines of crlfLines (a bare LF
+// sent as CRLF, as go-smtp's DotWriter does), one more dot before a line starting with a dot, and the
+// final dot.
 func writeContent(w *bufio.Writer, data []byte) error {
-	bol := true
-	for len(data) > 0 {
-		if bol && data[0] == '.' {
+	for line := range bytes.Lines(crlfLines(data)) {
+		if line[0] == '.' {
 			w.WriteByte('.')
 		}
-		i := bytes.IndexByte(data, '\n')
-		if i < 0 {
-			w.Write(data)
-			bol = false
-			break
-		}
-		if i == 0 || data[i-1] != '\r' {
-			w.Write(data[:i])
-			w.WriteString("\r\n")
-		} else {
-			w.Write(data[:i+1])
-		}
-		data = data[i+1:]
-		bol = true
-	}
-	if !bol {
-		w.WriteString("\r\n")
+		w.Write(line)
 	}
 	w.WriteString(".\r\n")
 	return w.Flush()

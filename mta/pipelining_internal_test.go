@@ -3,11 +3,13 @@ package mta
 import (
 	"bufio"
 	"bytes"
+	"net/textproto"
 	"testing"
 )
 
-// TestCrlfLinesMatchesDATA: the content sent as a BDAT chunk is what writeContent sends after DATA, less
-// the dot-stuffing and the final dot, and a canonical content is sent without a copy.
+// TestCrlfLinesMatchesDATA: writeContent sends what net/textproto's DotWriter does, the content sent as a
+// BDAT chunk is that less the dot-stuffing and the final dot, and a canonical content is sent without a
+// copy.
 func TestCrlfLinesMatchesDATA(t *testing.T) {
 	for _, in := range []string{
 		"", "a\r\nb\r\n", "a\nb\n", "a\r\nb", "\n.dot\r\n..two\nend", "no line end",
@@ -16,6 +18,16 @@ func TestCrlfLinesMatchesDATA(t *testing.T) {
 		w := bufio.NewWriter(&data)
 		if err := writeContent(w, []byte(in)); err != nil {
 			t.Fatal(err)
+		}
+		// The DATA content is what net/textproto's DotWriter (go-smtp's, without PIPELINING) sends.
+		var dot bytes.Buffer
+		dw := textproto.NewWriter(bufio.NewWriter(&dot)).DotWriter()
+		if _, err := dw.Write([]byte(in)); err != nil || dw.Close() != nil {
+			t.Fatal(err)
+		}
+		// Except for no content at all, which DotWriter sends as one empty line.
+		if in != "" && !bytes.Equal(data.Bytes(), dot.Bytes()) {
+			t.Errorf("%q: DATA content %q, DotWriter's %q", in, data.Bytes(), dot.Bytes())
 		}
 		unstuffed := bytes.ReplaceAll(append([]byte("\r\n"), data.Bytes()...), []byte("\r\n."), []byte("\r\n"))[2:]
 		want := bytes.TrimSuffix(unstuffed, []byte("\r\n"))
