@@ -27,7 +27,8 @@ CREATE TRIGGER messages_due_at_on_insert BEFORE INSERT ON messages FOR EACH ROW
 CREATE TRIGGER messages_due_at_on_update BEFORE UPDATE ON messages FOR EACH ROW
     WHEN (NEW.status <> 'scheduled' AND NEW.due_at IS NOT NULL)
     EXECUTE FUNCTION messages_clear_due_at();
--- Scheduled messages an earlier version wrote between 00042 and this migration.
+-- Scheduled messages an earlier version wrote while 00042 ran or since, found through messages_scheduled_idx
+-- (00044 drops it after this) and messages_due_idx.
 UPDATE messages SET due_at = scheduled_at WHERE status = 'scheduled' AND due_at IS DISTINCT FROM scheduled_at;
 UPDATE messages SET due_at = NULL WHERE status <> 'scheduled' AND due_at IS NOT NULL;
 
