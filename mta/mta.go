@@ -398,7 +398,7 @@ func (m *MTA) deliver(ctx context.Context, out ports.OutboundMessage) ports.Deli
 		}
 		return report()
 	}
-	m.send(ctx, dests, envelopeAddress(out.ReturnPath), data, r, m.siteFor(out.Job.Domain, dests))
+	m.send(ctx, dests, envelopeAddress(out.ReturnPath), data, r, m.siteFor(out.Job.Domain, dests), out.Job.Bulk)
 	return report()
 }
 
@@ -415,7 +415,9 @@ func (m *MTA) message(ctx context.Context, out ports.OutboundMessage) ([]byte, e
 			return nil, err
 		}
 		var signed []byte
-		m.sign.do(func() { signed, err = signDKIM(raw, keys, out, key) })
+		if werr := m.sign.do(ctx, out.Job.Bulk, func() { signed, err = signDKIM(raw, keys, out, key) }); werr != nil {
+			return nil, werr
+		}
 		return signed, err
 	}
 	if !spansDomains(out) {

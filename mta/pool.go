@@ -57,9 +57,11 @@ type pool struct {
 }
 
 type destPool struct {
-	open    int
-	idle    []*session // most recently used last
-	waiters []chan struct{}
+	open int
+	idle []*session // most recently used last
+	// waiting are the jobs waiting for a session, transactional ones first (lanes): otherwise a receipt
+	// signed behind a full window would wait for every broadcast message signed before it to be sent.
+	waiting lanes
 }
 
 var errPoolClosed = errors.New("mta: connection pool closed")
@@ -70,8 +72,9 @@ func newPool(limit int, idleTimeout time.Duration, quit func(*session)) *pool {
 
 // get returns an idle session for key or dials a new one when fewer than limit are open (the pool's limit
 // when limit is 0 or more than it: the site's, shaping.go, may only lower it), waiting otherwise until a
-// session is returned, discarded or ctx ends.
-func (p *pool) get(ctx context.Context, key string, limit int, dial func(context.Context) (*session, error)) (*session, error) {
+// session is returned, discarded or ctx ends. While it waits, a transactional job (bulk false) is ahead of
+// every bulk job.
+func (p *pool) get(ctx context.Context, key string, limit int, bulk bool, dial func(context.Context) (*session, error)) (*session, error) {
 	if limit <= 0 || limit > p.limit {
 		limit = p.limit
 	}
@@ -106,21 +109,10 @@ func (p *pool) get(ctx context.Context, key string, limit int, dial func(context
 			s.key = key
 			return s, nil
 		}
-		wake := make(chan struct{})
-		d.waiters = append(d.waiters, wake)
+		wake := d.waiting.add(bulk)
 		p.mu.Unlock()
-
-		select {
-		case <-wake:
-		case <-ctx.Done():
-			p.mu.Lock()
-			if i := indexOf(d.waiters, wake); i >= 0 {
-				d.waiters = append(d.waiters[:i], d.waiters[i+1:]...)
-			} else {
-				d.wakeOne() // woken at the same time: hand the turn on
-			}
-			p.mu.Unlock()
-			return nil, ctx.Err()
+		if err := d.waiting.wait(ctx, &p.mu, wake); err != nil {
+			return nil, err
 		}
 	}
 }
@@ -139,7 +131,7 @@ func (p *pool) put(s *session, limit int) {
 	s.idle = time.Now()
 	d.idle = append(d.idle, s)
 	p.idleN++
-	d.wakeOne()
+	d.waiting.wakeNext()
 	p.mu.Unlock()
 }
 
@@ -159,16 +151,9 @@ func (p *pool) release(key string) {
 	}
 	d.open--
 	p.open--
-	d.wakeOne()
-	if d.open == 0 && len(d.waiters) == 0 {
+	d.waiting.wakeNext()
+	if d.open == 0 && d.waiting.empty() {
 		delete(p.dests, key)
-	}
-}
-
-func (d *destPool) wakeOne() {
-	if len(d.waiters) > 0 {
-		close(d.waiters[0])
-		d.waiters = d.waiters[1:]
 	}
 }
 
@@ -231,13 +216,4 @@ func (p *pool) stats() (open, idle int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.open, p.idleN
-}
-
-func indexOf(chs []chan struct{}, c chan struct{}) int {
-	for i, x := range chs {
-		if x == c {
-			return i
-		}
-	}
-	return -1
 }

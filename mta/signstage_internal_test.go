@@ -1,6 +1,7 @@
 package mta
 
 import (
+	"context"
 	"os"
 	"runtime"
 	"strconv"
@@ -56,7 +57,7 @@ func TestSignStage_PriorityFollowsForeground(t *testing.T) {
 
 	var got int
 	var thread string
-	s.do(func() { got, thread = threadNice(t), threadID(t) })
+	s.do(context.Background(), true, func() { got, thread = threadNice(t), threadID(t) })
 	if got != base {
 		t.Fatalf("with nothing in the foreground a signature ran at nice %d, want the process's %d", got, base)
 	}
@@ -64,12 +65,12 @@ func TestSignStage_PriorityFollowsForeground(t *testing.T) {
 		t.Fatalf("with nothing in the foreground a signature ran on thread %s, want the caller's %s", thread, own)
 	}
 	fg.Store(true)
-	s.do(func() { got = threadNice(t) })
+	s.do(context.Background(), true, func() { got = threadNice(t) })
 	if got != 15 {
 		t.Fatalf("with a request in the foreground a signature ran at nice %d, want 15", got)
 	}
 	fg.Store(false)
-	s.do(func() { got = threadNice(t) })
+	s.do(context.Background(), true, func() { got = threadNice(t) })
 	if got != base {
 		t.Fatalf("after the request a signature ran at nice %d, want %d", got, base)
 	}
@@ -80,7 +81,7 @@ func TestSignStage_PriorityFollowsForeground(t *testing.T) {
 	// Without a foreground signal there are no niced threads at all.
 	plain := newSignStage(1, 15, nil)
 	defer plain.close()
-	plain.do(func() { got = threadNice(t) })
+	plain.do(context.Background(), true, func() { got = threadNice(t) })
 	if got != base {
 		t.Fatalf("a stage without a foreground signal signed at nice %d, want %d", got, base)
 	}
@@ -99,7 +100,7 @@ func TestSignStage_Bound(t *testing.T) {
 		var wg sync.WaitGroup
 		for range 12 {
 			wg.Go(func() {
-				s.do(func() {
+				s.do(context.Background(), true, func() {
 					n := running.Add(1)
 					for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
 					}
@@ -131,11 +132,11 @@ func TestSignStage_PanicReachesTheCaller(t *testing.T) {
 				t.Fatalf("recovered %v, want the signing panic", p)
 			}
 		}()
-		s.do(func() { panic("bad key") })
+		s.do(context.Background(), true, func() { panic("bad key") })
 		t.Fatal("do returned after a panic")
 	}()
 	ran := false
-	s.do(func() { ran = true })
+	s.do(context.Background(), true, func() { ran = true })
 	if !ran {
 		t.Fatal("the stage stopped after a panic")
 	}

@@ -32,28 +32,8 @@ type stages struct {
 
 type destWindow struct {
 	used int
-	// waiters wait for a place in turn; urgent ones (transactional jobs) are woken before any of bulk
-	// (a broadcast's jobs), so a receipt never queues behind the broadcast jobs the MTA already took.
-	urgent, waiters []chan struct{}
-}
-
-// queue is the waiters' list of a job's lane.
-func (w *destWindow) queue(bulk bool) *[]chan struct{} {
-	if bulk {
-		return &w.waiters
-	}
-	return &w.urgent
-}
-
-// wakeNext hands the next turn to the first urgent waiter, else to the first bulk one.
-func (w *destWindow) wakeNext() {
-	for _, q := range []*[]chan struct{}{&w.urgent, &w.waiters} {
-		if len(*q) > 0 {
-			close((*q)[0])
-			*q = (*q)[1:]
-			return
-		}
-	}
+	// waiting are the jobs waiting for a place, transactional ones first (lanes).
+	waiting lanes
 }
 
 func newStages(cfg Config) *stages {
@@ -80,21 +60,10 @@ func (s *stages) enterWindowAs(ctx context.Context, key string, bulk bool) (rele
 			s.mu.Unlock()
 			return func() { s.leaveWindow(key) }, nil
 		}
-		wake := make(chan struct{})
-		q := w.queue(bulk)
-		*q = append(*q, wake)
+		wake := w.waiting.add(bulk)
 		s.mu.Unlock()
-		select {
-		case <-wake:
-		case <-ctx.Done():
-			s.mu.Lock()
-			if i := indexOf(*q, wake); i >= 0 {
-				*q = append((*q)[:i], (*q)[i+1:]...)
-			} else { // woken at the same time: hand the turn on
-				w.wakeNext()
-			}
-			s.mu.Unlock()
-			return nil, ctx.Err()
+		if err := w.waiting.wait(ctx, &s.mu, wake); err != nil {
+			return nil, err
 		}
 	}
 }
@@ -104,8 +73,8 @@ func (s *stages) leaveWindow(key string) {
 	defer s.mu.Unlock()
 	w := s.windows[key]
 	w.used--
-	w.wakeNext()
-	if w.used == 0 && len(w.waiters) == 0 && len(w.urgent) == 0 {
+	w.waiting.wakeNext()
+	if w.used == 0 && w.waiting.empty() {
 		delete(s.windows, key)
 	}
 }

@@ -94,14 +94,15 @@ func (r *result) settleRest(kind ports.DeliveryOutcomeKind, response string) {
 // recipients fail for good: retrying cannot make those addresses reachable.
 //
 // The site of the destinations (site.go) sets how many connections may be open, how many messages each
-// carries and how long it stays idle; every reply is fed to the site's adaptive back-off.
-func (m *MTA) send(ctx context.Context, dests []destination, from string, data []byte, r *result, st *site) {
+// carries and how long it stays idle; every reply is fed to the site's adaptive back-off. A transactional
+// job (bulk false) waiting for a session is given one before any bulk job (pool.get).
+func (m *MTA) send(ctx context.Context, dests []destination, from string, data []byte, r *result, st *site, bulk bool) {
 	conns, perConn, idle := st.limits(m.sites.shaping.Adaptive, m.now())
 	last := "4.4.1 no destination reachable"
 	forbidden, allForbidden := "", true
 	for _, d := range dests {
 		for tries := 0; tries <= m.cfg.Concurrency; tries++ {
-			s, err := m.pool.get(ctx, d.key(), conns, func(ctx context.Context) (*session, error) { return m.dial(ctx, d) })
+			s, err := m.pool.get(ctx, d.key(), conns, bulk, func(ctx context.Context) (*session, error) { return m.dial(ctx, d) })
 			if err != nil {
 				last = describeDialError(err)
 				m.observeSite(st, last)
