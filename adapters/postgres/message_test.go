@@ -301,14 +301,7 @@ func TestScheduledMessageOfAnEarlierVersion(t *testing.T) {
 	s := pgtest.Store(t)
 	f := newSendFixture(t, s)
 	now := baseTime.Add(time.Hour)
-	var due, cancelled string
-	for _, id := range []*string{&due, &cancelled} {
-		if err := s.Pool().QueryRow(ctx, `INSERT INTO messages (id, organization_id, domain_id, status, from_address,
-			scheduled_at, created_at) VALUES (gen_random_uuid(), $1, $2, 'scheduled', 'a@b.example', $3, $3)
-			RETURNING id::text`, f.org.ID, f.dom.ID, now.Add(-time.Minute)).Scan(id); err != nil {
-			t.Fatal(err)
-		}
-	}
+	due, cancelled := f.mustEarlierScheduled(t, now.Add(-time.Minute)), f.mustEarlierScheduled(t, now.Add(-time.Minute))
 	if n := countRows(t, s, `SELECT count(*) FROM messages WHERE due_at = scheduled_at`); n != 2 {
 		t.Fatalf("scheduled messages written without due_at that got it: %d, want 2", n)
 	}
@@ -324,6 +317,19 @@ func TestScheduledMessageOfAnEarlierVersion(t *testing.T) {
 	if n := countRows(t, s, `SELECT count(*) FROM messages WHERE due_at IS NOT NULL`); n != 0 {
 		t.Fatalf("messages keeping a due time after promotion and cancel: %d, want 0", n)
 	}
+}
+
+// mustEarlierScheduled writes a message scheduled for at as a version before due_at (migration 00042) did:
+// with the columns it knew of and no due time, and returns its id.
+func (f sendFixture) mustEarlierScheduled(tb testing.TB, at time.Time) string {
+	tb.Helper()
+	var id string
+	if err := f.s.Pool().QueryRow(context.Background(), `INSERT INTO messages (id, organization_id, domain_id, status,
+		from_address, scheduled_at, created_at) VALUES (gen_random_uuid(), $1, $2, 'scheduled', 'a@b.example', $3, $3)
+		RETURNING id::text`, f.org.ID, f.dom.ID, at).Scan(&id); err != nil {
+		tb.Fatal(err)
+	}
+	return id
 }
 
 // TestPromoteDue_Concurrent: four schedulers promoting at once decide and promote each due message once.

@@ -129,16 +129,8 @@ func TestMigrate_MessagesIndexDoesNotStopSends(t *testing.T) {
 	// What an earlier version wrote and what an interrupted run of 00042 left: the column, a scheduled
 	// message without a due time, and an invalid index named messages_due_idx (a unique build that failed).
 	mustExec(t, s, `ALTER TABLE messages ADD COLUMN due_at timestamptz`)
-	var scheduled string
-	for i := range 2 {
-		var id string
-		if err := s.Pool().QueryRow(ctx, `INSERT INTO messages (id, organization_id, domain_id, status, from_address,
-			scheduled_at, created_at) VALUES (gen_random_uuid(), $1, $2, 'scheduled', 'a@b.example', $3, $3)
-			RETURNING id::text`, f.org.ID, f.dom.ID, baseTime.Add(time.Duration(i)*time.Minute)).Scan(&id); err != nil {
-			t.Fatal(err)
-		}
-		scheduled = id
-	}
+	f.mustEarlierScheduled(t, baseTime)
+	scheduled := f.mustEarlierScheduled(t, baseTime.Add(time.Minute))
 	if _, err := s.Pool().Exec(ctx, `CREATE UNIQUE INDEX CONCURRENTLY messages_due_idx ON messages (organization_id)
 		WHERE due_at IS NULL`); err == nil {
 		t.Fatal("a unique index over two messages of one organization was built")

@@ -127,27 +127,25 @@ func startCPUMeter(ctx context.Context, url string, pids []int) *cpuMeter {
 	return c
 }
 
+// spent is the CPU time the processes of each list used since the meter started (0 for a pid it did not
+// see then, so a backend that came later counts from its own start).
+func (c *cpuMeter) spent(lists ...[]int) time.Duration {
+	var d time.Duration
+	for _, pids := range lists {
+		for _, pid := range pids {
+			if t, ok := procCPU(pid); ok {
+				d += t - c.start[pid]
+			}
+		}
+	}
+	return d
+}
+
 // report prints the CPU time of each part per message and in cores over the run.
 func (c *cpuMeter) report(ctx context.Context, messages int64) string {
 	wall := time.Since(c.started)
-	var postmill, pg time.Duration
-	for _, pid := range c.pids {
-		if t, ok := procCPU(pid); ok {
-			postmill += t - c.start[pid]
-		}
-	}
-	self := selfCPU() - c.self
 	platform, own := c.backends(ctx)
-	for _, pid := range platform {
-		if t, ok := procCPU(pid); ok {
-			pg += t - c.start[pid]
-		}
-	}
-	for _, pid := range own {
-		if t, ok := procCPU(pid); ok {
-			self += t - c.start[pid]
-		}
-	}
+	postmill, pg, self := c.spent(c.pids), c.spent(platform), selfCPU()-c.self+c.spent(own)
 	m := machineTicks()
 	busy := float64(m[0]-c.machine[0]) / clockTick
 	other := busy - (postmill + pg + self).Seconds()
@@ -167,18 +165,7 @@ func (c *cpuMeter) perMessage(ctx context.Context, messages int64) time.Duration
 	if messages == 0 {
 		return 0
 	}
-	var total time.Duration
-	for _, pid := range c.pids {
-		if t, ok := procCPU(pid); ok {
-			total += t - c.start[pid]
-		}
-	}
 	platform, own := c.backends(ctx)
-	for _, pid := range append(platform, own...) {
-		if t, ok := procCPU(pid); ok {
-			total += t - c.start[pid]
-		}
-	}
-	total += selfCPU() - c.self
+	total := c.spent(c.pids, platform, own) + selfCPU() - c.self
 	return total / time.Duration(messages)
 }
