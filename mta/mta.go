@@ -1,6 +1,7 @@
 package mta
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -73,9 +74,14 @@ type MTA struct {
 	batch  *batching
 	stages *stages
 	// sign runs the DKIM signatures while Run runs (signstage.go); nil signs on the job's goroutine.
-	sign    *signStage
-	started atomic.Bool
-	now     func() time.Time
+	sign *signStage
+	// txQueued ends takeSlots' wait for half a batch when this process queued a transactional job
+	// (ports.TransactionalSignal); nil when the queue cannot tell.
+	txQueued <-chan struct{}
+	// chunkWait is takeSlots' longest wait for half a batch; 0 means the constant chunkWait.
+	chunkWait time.Duration
+	started   atomic.Bool
+	now       func() time.Time
 }
 
 // New checks cfg (zero fields take DefaultConfig's values) and deps and returns an MTA ready to Run.
@@ -97,6 +103,9 @@ func New(cfg Config, deps Deps) (*MTA, error) {
 	m := &MTA{cfg: cfg, deps: deps, log: deps.Logger, now: time.Now, stages: newStages(cfg)}
 	if deps.DeliveryBatch != nil {
 		m.batch = newBatching(deps.DeliveryBatch)
+	}
+	if s, ok := deps.Queue.(ports.TransactionalSignal); ok {
+		m.txQueued = s.TransactionalQueued()
 	}
 	if cfg.Relay != "" {
 		d, err := relayDestination(cfg.Relay)
@@ -207,11 +216,13 @@ func (m *MTA) Run(ctx context.Context) error {
 // up to ReceiveBatch. While the MTA holds a full batch of jobs or more, it waits (at most chunkWait) until
 // half a batch of slots is free: leasing one job each time one finishes would cost a queue round trip
 // and a lease statement per job, which the queue then answers with a walk past every leased row, and it
-// would leave the loads and reports behind it in groups of one or two.
+// would leave the loads and reports behind it in groups of one or two. A transactional job queued by
+// this process meanwhile (txQueued) ends the wait: the queues hand out transactional jobs first, so a
+// receipt sent during a broadcast is leased with the slots free now rather than with the next batch.
 func (m *MTA) takeSlots(ctx context.Context, slots chan struct{}) int {
 	n, batch := 1, m.cfg.ReceiveBatch
 	if len(slots)-n >= batch {
-		t := time.NewTimer(chunkWait)
+		t := time.NewTimer(cmp.Or(m.chunkWait, chunkWait))
 		defer t.Stop()
 	wait:
 		for n < batch/2 {
@@ -219,6 +230,8 @@ func (m *MTA) takeSlots(ctx context.Context, slots chan struct{}) int {
 			case slots <- struct{}{}:
 				n++
 			case <-t.C:
+				break wait
+			case <-m.txQueued:
 				break wait
 			case <-ctx.Done():
 				break wait

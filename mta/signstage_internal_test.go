@@ -187,4 +187,28 @@ func TestTakeSlots(t *testing.T) {
 	if waited := time.Since(start); waited < chunkWait {
 		t.Fatalf("gave up after %v, before chunkWait", waited)
 	}
+
+	// A transactional job queued by this process ends the wait: with a wait no test sits out and nobody
+	// finishing, only the signal lets takeSlots return.
+	signal := make(chan struct{}, 1)
+	m = &MTA{cfg: Config{ReceiveBatch: 8}, txQueued: signal, chunkWait: time.Hour}
+	slots = make(chan struct{}, 24)
+	for range 24 {
+		slots <- struct{}{}
+	}
+	go func() { got <- m.takeSlots(ctx, slots) }()
+	select {
+	case n := <-got:
+		t.Fatalf("took %d slots at once with a full batch in hand and no signal", n)
+	case <-time.After(chunkWait / 5):
+	}
+	signal <- struct{}{}
+	select {
+	case n := <-got:
+		if n != 1 {
+			t.Fatalf("took %d slots with none free", n)
+		}
+	case <-time.After(time.Minute): // a bound on failure, not a measurement
+		t.Fatal("still waiting for half a batch after a transactional job was signalled")
+	}
 }

@@ -121,6 +121,7 @@ type Queue struct {
 	cfg      Config
 	producer *kgo.Client
 	recv     chan struct{} // one two-lane Receive at a time
+	txQueued chan struct{} // ports.TransactionalSignal
 
 	mu       sync.Mutex
 	consumer *consumer // the delivery topic: transactional jobs
@@ -141,7 +142,7 @@ func New(ctx context.Context, cfg Config) (*Queue, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Queue{cfg: cfg, producer: producer, recv: make(chan struct{}, 1)}, nil
+	return &Queue{cfg: cfg, producer: producer, recv: make(chan struct{}, 1), txQueued: make(chan struct{}, 1)}, nil
 }
 
 // newProducer connects a client that produces to cfg.Topic with acknowledgement from every in-sync replica,
@@ -196,6 +197,7 @@ func (q *Queue) Publish(ctx context.Context, jobs []ports.DeliveryJob) error {
 		return nil
 	}
 	recs := make([]*kgo.Record, len(jobs))
+	transactional := false
 	for i, j := range jobs {
 		r, err := record(j)
 		if err != nil {
@@ -203,14 +205,28 @@ func (q *Queue) Publish(ctx context.Context, jobs []ports.DeliveryJob) error {
 		}
 		if j.Bulk {
 			r.Topic = q.cfg.BulkTopic
+		} else {
+			transactional = true
 		}
 		recs[i] = r
 	}
 	if err := q.producer.ProduceSync(ctx, recs...).FirstErr(); err != nil {
 		return fmt.Errorf("kafka: publish %d jobs: %w", len(jobs), err)
 	}
+	if transactional {
+		select { // a value still unread already stands for these jobs
+		case q.txQueued <- struct{}{}:
+		default:
+		}
+	}
 	return nil
 }
+
+var _ ports.TransactionalSignal = (*Queue)(nil)
+
+// TransactionalQueued implements ports.TransactionalSignal: a value follows the brokers' acknowledgement
+// of transactional jobs this Queue published.
+func (q *Queue) TransactionalQueued() <-chan struct{} { return q.txQueued }
 
 // Receive returns between 1 and max deliveries (a max below 1 counts as 1), blocking until some are
 // available or ctx ends (then it returns ctx's error). The first call joins the consumer groups; a group

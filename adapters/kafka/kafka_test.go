@@ -500,3 +500,31 @@ func positions(bs []bool) (out []int) {
 	}
 	return out
 }
+
+// Publish tells a consumer of this process when transactional jobs were acknowledged by the brokers (the
+// MTA then leases at once instead of waiting for a batch of free slots), and not for bulk jobs alone.
+func TestPublishSignalsTransactionalJobs(t *testing.T) {
+	t.Parallel()
+	q := mustNew(t, config(t, newCluster(t), 1))
+	signalled := func() bool {
+		select {
+		case <-q.TransactionalQueued():
+			return true
+		default:
+			return false
+		}
+	}
+	bulk := job("example.com")
+	bulk.Bulk = true
+	publish(t, q, bulk)
+	if signalled() {
+		t.Fatal("signalled after publishing a bulk job")
+	}
+	publish(t, q, job("example.com"), job("example.org"))
+	if !signalled() {
+		t.Fatal("no signal after publishing transactional jobs")
+	}
+	if signalled() {
+		t.Fatal("two values for one publication")
+	}
+}

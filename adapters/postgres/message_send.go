@@ -337,6 +337,9 @@ func (s *Messages) insertSendGroup(ctx context.Context, group []*pendingSend) (m
 	}
 	if queue != nil && len(jobs) > 0 {
 		queue.wake()
+		if hasTransactional(jobs) {
+			queue.signalTransactional()
+		}
 	}
 	byID := make(map[string]sendOutcome, n)
 	for _, r := range rows {

@@ -51,6 +51,8 @@ type Queue struct {
 	acks combiner[*pendingAck]
 	// waking is the state of the notifications sent for jobs written by the send path (queue_direct.go).
 	waking atomic.Int32
+	// txQueued receives a value when this process queued transactional jobs (ports.TransactionalSignal).
+	txQueued chan struct{}
 }
 
 // NewQueue returns a queue on pool, which must be migrated (Migrate) and stays owned by the caller.
@@ -61,7 +63,7 @@ func NewQueue(pool *pgxpool.Pool, cfg QueueConfig) *Queue {
 	if cfg.PollInterval <= 0 {
 		cfg.PollInterval = DefaultQueuePollInterval
 	}
-	q := &Queue{pool: pool, queries: db.New(pool), cfg: cfg}
+	q := &Queue{pool: pool, queries: db.New(pool), cfg: cfg, txQueued: make(chan struct{}, 1)}
 	q.acks = combiner[*pendingAck]{max: maxAckGroup, write: q.writeAcks}
 	return q
 }
@@ -99,10 +101,39 @@ func (q *Queue) Publish(ctx context.Context, jobs []ports.DeliveryJob) error {
 		return nil
 	}
 	p := db.PublishJobsParams(jobArrays(jobs))
-	return interpretError(runPipeline(ctx, q.pool,
+	err := interpretError(runPipeline(ctx, q.pool,
 		func(q *db.Queries) error { return q.PublishJobs(ctx, p) },
 		func(q *db.Queries) error { return q.NotifyQueue(ctx) },
 	))
+	if err == nil && hasTransactional(jobs) {
+		q.signalTransactional()
+	}
+	return err
+}
+
+var _ ports.TransactionalSignal = (*Queue)(nil)
+
+// TransactionalQueued implements ports.TransactionalSignal: a value follows the commit of transactional
+// jobs written by this process, through Publish or by the send path (EnqueueSendsOn).
+func (q *Queue) TransactionalQueued() <-chan struct{} { return q.txQueued }
+
+// signalTransactional leaves one value for the consumer, never blocking: a value still unread already
+// stands for this queueing.
+func (q *Queue) signalTransactional() {
+	select {
+	case q.txQueued <- struct{}{}:
+	default:
+	}
+}
+
+// hasTransactional reports whether any of jobs is transactional (not a broadcast's).
+func hasTransactional(jobs []ports.DeliveryJob) bool {
+	for _, j := range jobs {
+		if !j.Bulk {
+			return true
+		}
+	}
+	return false
 }
 
 // Receive implements ports.Queue: it leases up to max visible jobs (transactional before bulk, oldest first

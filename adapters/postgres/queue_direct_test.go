@@ -149,3 +149,66 @@ func cmpBool(a, b bool) int {
 	}
 	return 1
 }
+
+// The queue tells a consumer of this process when transactional jobs were queued here (the MTA then leases
+// at once instead of waiting for a batch of free slots): after the commit of a transactional send or
+// Publish, and never for a broadcast's jobs alone. One unread value stands for every queueing before it.
+func TestQueue_SignalsTransactionalJobs(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	st := pgtest.Store(t)
+	f := newSendFixture(t, st)
+	q := postgres.NewQueue(st.Pool(), postgres.QueueConfig{PollInterval: time.Hour})
+	st.EnqueueSendsOn(q)
+	signalled := func() bool {
+		select {
+		case <-q.TransactionalQueued():
+			return true
+		default:
+			return false
+		}
+	}
+
+	page := make([]ports.NewMessage, 3)
+	for i := range page {
+		nm := f.newSend(t, fmt.Sprintf("c%d@rcpt.example", i))
+		nm.Message.IdempotencyKey = fmt.Sprintf("broadcast:b:c%d", i)
+		for j := range nm.Outbox {
+			nm.Outbox[j].Bulk = true
+		}
+		page[i] = nm
+	}
+	if _, err := st.InsertMessages(ctx, page); err != nil {
+		t.Fatalf("InsertMessages: %v", err)
+	}
+	if signalled() {
+		t.Fatal("signalled after a page of bulk sends only")
+	}
+
+	f.mustInsert(t, f.newSend(t, "a@one.example"))
+	f.mustInsert(t, f.newSend(t, "b@two.example"))
+	if !signalled() {
+		t.Fatal("no signal after transactional sends")
+	}
+	if signalled() {
+		t.Fatal("two values for sends that came before the consumer looked; want one standing for both")
+	}
+
+	bulk := ports.DeliveryJob{ID: newV7(), OrganizationID: f.org.ID, MessageID: newV7(), Domain: "bulk.example",
+		RecipientIDs: []string{newV7()}, Attempt: 1, FirstQueuedAt: time.Now(), Bulk: true}
+	if err := q.Publish(ctx, []ports.DeliveryJob{bulk}); err != nil {
+		t.Fatal(err)
+	}
+	if signalled() {
+		t.Fatal("signalled after publishing a bulk job")
+	}
+	tx := bulk
+	tx.ID, tx.Bulk = newV7(), false
+	if err := q.Publish(ctx, []ports.DeliveryJob{tx}); err != nil {
+		t.Fatal(err)
+	}
+	if !signalled() {
+		t.Fatal("no signal after publishing a transactional job")
+	}
+}

@@ -40,6 +40,9 @@ func runBroadcast(args []string) error {
 	rsaFor := fs.Duration("rsa", 3*time.Second, "how long the RSA ceiling is measured")
 	timeout := fs.Duration("timeout", 30*time.Minute, "give up after")
 	queue := fs.String("queue", "postgres", "postgres, or kafka: an in-process Kafka cluster (franz-go's kfake) as POSTMILL_QUEUE")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the platform's process to this file")
+	profileSecs := fs.Int("cpuprofile-seconds", 30, "seconds of CPU profile, from the send")
+	profileAfter := fs.Duration("cpuprofile-after", 0, "start the CPU profile this long after the send")
 	_ = fs.Parse(args)
 	ctx := context.Background()
 	if err := resetDatabase(ctx, *db); err != nil {
@@ -72,6 +75,15 @@ func runBroadcast(args []string) error {
 		}
 		defer stop()
 		env = append(env, kenv...)
+	}
+	var pprofAddr string
+	if *cpuProfile != "" {
+		pp, err := freePort()
+		if err != nil {
+			return err
+		}
+		pprofAddr = fmt.Sprintf("127.0.0.1:%d", pp)
+		env = append(env, "POSTMILL_PPROF_ADDR="+pprofAddr)
 	}
 	p, err := startPlatform(platformOpts{bin: *bin, db: *db, targets: "all", zone: z, env: env})
 	if err != nil {
@@ -155,6 +167,10 @@ func runBroadcast(args []string) error {
 		sampler.startClock(start)
 	}
 	mx.startClock(start)
+	stopProfile := func() error { return nil }
+	if pprofAddr != "" {
+		stopProfile = captureProfile(pprofAddr, *cpuProfile, *profileAfter, *profileSecs)
+	}
 	st, body, err = p.call("POST", "/v1/broadcasts/"+id+"/send", p.key, nil)
 	if err != nil || st != 200 {
 		return fmt.Errorf("send broadcast: %d %v %v", st, body, err)
@@ -191,6 +207,9 @@ func runBroadcast(args []string) error {
 		time.Sleep(20 * time.Millisecond)
 	}
 	close(stopRSS)
+	if err := stopProfile(); err != nil {
+		return fmt.Errorf("cpu profile: %w", err)
+	}
 	_, last := mx.curve()
 	arrived := mx.count.Load() - base - int64(during.accepted())
 	elapsed := last.Sub(start)
