@@ -74,10 +74,11 @@ func (m *MTA) open(ctx context.Context, d destination, addr netip.Addr, useTLS b
 		return &dialError{response: fmt.Sprintf(format, args...)}
 	}
 	dialer := net.Dialer{Timeout: m.cfg.ConnectTimeout}
-	raw, err := dialer.DialContext(ctx, "tcp", netip.AddrPortFrom(addr, uint16(d.port)).String())
+	conn, err := dialer.DialContext(ctx, "tcp", netip.AddrPortFrom(addr, uint16(d.port)).String())
 	if err != nil {
 		return nil, fail("4.4.1 connect to %s: %v", remote, unwrapOpError(err))
 	}
+	raw := newReplyLimitConn(conn) // every read of the session, TLS included, goes through the bound
 	c := m.newClient(raw)
 	if err := c.Hello(m.cfg.HELO); err != nil {
 		_ = c.Close()
