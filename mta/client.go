@@ -38,13 +38,20 @@ func (e *dialError) Error() string { return e.response }
 // TLS, RFC 3207 §4 leaves the choice to the client): the session then carries the downgrade, which every
 // outcome decided over it records, and the downgrade is logged and counted. A destination that requires
 // TLS gets no plaintext session.
-func (m *MTA) dial(ctx context.Context, d destination) (*session, error) {
+//
+// budget is how many more connections the delivery attempt may open (maxAddressesPerAttempt); each
+// address tried takes one.
+func (m *MTA) dial(ctx context.Context, d destination, budget *int) (*session, error) {
 	addrs, err := m.addresses(ctx, d)
 	if err != nil {
 		return nil, err
 	}
-	var last error
+	var last error = &dialError{response: fmt.Sprintf("4.4.1 no connection left to try for %s in this attempt", d.host)}
 	for _, addr := range addrs {
+		if *budget <= 0 {
+			break
+		}
+		*budget--
 		start := time.Now()
 		s, err := m.open(ctx, d, addr, true)
 		var de *dialError

@@ -154,8 +154,21 @@ func (m *MTA) routeHosts(ctx context.Context, domain string) ([]destination, *ro
 	if len(dests) == 0 {
 		return nil, &routeError{ports.OutcomeBounced, nullMXReply}
 	}
-	return dests, nil
+	return dests[:min(len(dests), maxMXHosts)], nil
 }
+
+// Bounds of one delivery attempt, whatever a recipient domain publishes. RFC 5321 §5.1 asks a client to
+// try more than one address and to limit how many; the limits are Postfix's defaults, which the whole
+// mail system is used to.
+const (
+	// maxMXHosts is how many MX hosts an attempt considers, the most preferred first: their addresses are
+	// looked up, and their TLS policies (MTA-STS, DANE's TLSA records) applied, only as far as needed.
+	maxMXHosts = 10
+	// maxAddressesPerAttempt is how many connections one attempt opens across all those hosts
+	// (smtp_mx_address_limit); after that the attempt is deferred with the last failure and retried on
+	// the job's schedule.
+	maxAddressesPerAttempt = 5
+)
 
 // simulatorRoute is the destination of the simulator's domain: the simulator's loopback address, set as
 // the destination's only address, so it is neither looked up nor checked against the forbidden-address

@@ -100,9 +100,13 @@ func (m *MTA) send(ctx context.Context, dests []destination, from string, data [
 	conns, perConn, idle := st.limits(m.sites.shaping.Adaptive, m.now())
 	last := "4.4.1 no destination reachable"
 	forbidden, allForbidden := "", true
+	budget := maxAddressesPerAttempt // connections this attempt may open (route.go)
 	for _, d := range dests {
+		if budget <= 0 {
+			break
+		}
 		for tries := 0; tries <= m.cfg.Concurrency; tries++ {
-			s, err := m.pool.get(ctx, d.key(), conns, bulk, func(ctx context.Context) (*session, error) { return m.dial(ctx, d) })
+			s, err := m.pool.get(ctx, d.key(), conns, bulk, func(ctx context.Context) (*session, error) { return m.dial(ctx, d, &budget) })
 			if err != nil {
 				last = describeDialError(err)
 				m.observeSite(st, last)
