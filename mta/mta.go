@@ -76,8 +76,11 @@ type MTA struct {
 	// sign runs the DKIM signatures while Run runs (signstage.go); nil signs on the job's goroutine.
 	sign *signStage
 	// txQueued ends takeSlots' wait for half a batch when this process queued a transactional job
-	// (ports.TransactionalSignal); nil when the queue cannot tell.
+	// (ports.TransactionalSignal) and the last lease held bulk jobs only; nil when the queue cannot tell.
 	txQueued <-chan struct{}
+	// bulkOnly says the last lease held bulk jobs only: transactional ones were not waiting then. Only
+	// Run's loop reads and writes it.
+	bulkOnly bool
 	// chunkWait is takeSlots' longest wait for half a batch; 0 means the constant chunkWait.
 	chunkWait time.Duration
 	started   atomic.Bool
@@ -187,7 +190,9 @@ func (m *MTA) Run(ctx context.Context) error {
 			continue
 		}
 		backoff = 100 * time.Millisecond
+		m.bulkOnly = true
 		for i, d := range ds {
+			m.bulkOnly = m.bulkOnly && d.Job().Bulk
 			if i >= n {
 				slots <- struct{}{} // the queue returned more than asked: still never exceed Workers
 			}
@@ -217,11 +222,17 @@ func (m *MTA) Run(ctx context.Context) error {
 // half a batch of slots is free: leasing one job each time one finishes would cost a queue round trip
 // and a lease statement per job, which the queue then answers with a walk past every leased row, and it
 // would leave the loads and reports behind it in groups of one or two. A transactional job queued by
-// this process meanwhile (txQueued) ends the wait: the queues hand out transactional jobs first, so a
-// receipt sent during a broadcast is leased with the slots free now rather than with the next batch.
+// this process meanwhile (txQueued) ends the wait when the last lease held bulk jobs only: the queues hand
+// out transactional jobs first, so a receipt sent during a broadcast is leased with the slots free now
+// rather than with the next batch. When transactional jobs were in the last lease they are flowing
+// already, and ending the wait for each new one would only make the leases small.
 func (m *MTA) takeSlots(ctx context.Context, slots chan struct{}) int {
 	n, batch := 1, m.cfg.ReceiveBatch
 	if len(slots)-n >= batch {
+		txQueued := m.txQueued
+		if !m.bulkOnly {
+			txQueued = nil
+		}
 		t := time.NewTimer(cmp.Or(m.chunkWait, chunkWait))
 		defer t.Stop()
 	wait:
@@ -231,7 +242,7 @@ func (m *MTA) takeSlots(ctx context.Context, slots chan struct{}) int {
 				n++
 			case <-t.C:
 				break wait
-			case <-m.txQueued:
+			case <-txQueued:
 				break wait
 			case <-ctx.Done():
 				break wait

@@ -188,10 +188,31 @@ func TestTakeSlots(t *testing.T) {
 		t.Fatalf("gave up after %v, before chunkWait", waited)
 	}
 
-	// A transactional job queued by this process ends the wait: with a wait no test sits out and nobody
-	// finishing, only the signal lets takeSlots return.
+	// A transactional job queued by this process ends the wait while the jobs in hand are bulk ones: with
+	// a wait no test sits out and nobody finishing, only the signal lets takeSlots return.
 	signal := make(chan struct{}, 1)
 	m = &MTA{cfg: Config{ReceiveBatch: 8}, txQueued: signal, chunkWait: time.Hour}
+	// The last lease had transactional jobs: they are flowing, and a signal does not end the wait.
+	signal <- struct{}{}
+	slots = make(chan struct{}, 24)
+	for range 24 {
+		slots <- struct{}{}
+	}
+	go func() { got <- m.takeSlots(ctx, slots) }()
+	select {
+	case n := <-got:
+		t.Fatalf("took %d slots at once with a full batch in hand and transactional jobs flowing", n)
+	case <-time.After(chunkWait / 5):
+	}
+	<-slots // one job finishes ... and the rest of half a batch: takeSlots returns
+	<-slots
+	<-slots
+	if n := <-got; n != 4 {
+		t.Fatalf("took %d slots, want half a batch (4)", n)
+	}
+	<-signal
+
+	m.bulkOnly = true
 	slots = make(chan struct{}, 24)
 	for range 24 {
 		slots <- struct{}{}
