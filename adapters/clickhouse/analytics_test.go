@@ -85,7 +85,8 @@ func startServer() (string, error) {
 	if err := cmd.Start(); err != nil {
 		return "", err
 	}
-	// The server outlives no test binary: it is killed when the test process ends (see TestMain).
+	// The server outlives no test binary: it is killed, and its directory removed, when the test process
+	// ends (see TestMain).
 	started = append(started, cmd)
 	addr := fmt.Sprintf("127.0.0.1:%d", tcp)
 	deadline := time.Now().Add(60 * time.Second)
@@ -109,6 +110,7 @@ func TestMain(m *testing.M) {
 	for _, c := range started {
 		_ = c.Process.Kill()
 		_ = c.Wait()
+		_ = os.RemoveAll(c.Dir)
 	}
 	os.Exit(code)
 }

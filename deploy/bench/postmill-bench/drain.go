@@ -214,11 +214,11 @@ func startMTAProcess(bin, db string, core *platform, env []string) (*platform, e
 	if rpc == "" {
 		return nil, errors.New("core rpc address unknown")
 	}
-	p := &platform{logs: &bytes.Buffer{}}
 	dataDir, err := os.MkdirTemp("", "postmill-bench-mta-")
 	if err != nil {
 		return nil, err
 	}
+	p := &platform{logs: &bytes.Buffer{}, dataDir: dataDir}
 	p.cmd = exec.Command(bin, "serve", "--target=mta")
 	p.cmd.Env = append(os.Environ(), append(env,
 		"POSTMILL_DATABASE_URL="+db,
@@ -230,7 +230,11 @@ func startMTAProcess(bin, db string, core *platform, env []string) (*platform, e
 	)...)
 	p.cmd.Env = append(p.cmd.Env, "POSTMILL_DNS_RESOLVER="+envValue(core.cmd.Env, "POSTMILL_DNS_RESOLVER"))
 	p.cmd.Stderr = p.logs
-	return p, p.cmd.Start()
+	if err := p.cmd.Start(); err != nil {
+		_ = os.RemoveAll(dataDir)
+		return nil, err
+	}
+	return p, nil
 }
 
 func (p *platform) rpcURL() string {

@@ -140,6 +140,8 @@ type platform struct {
 	domainID string
 	client   *http.Client
 	logs     *bytes.Buffer
+	// dataDir is the process's POSTMILL_DATA_DIR, removed by stop.
+	dataDir string
 }
 
 type platformOpts struct {
@@ -161,7 +163,7 @@ func startPlatform(o platformOpts) (*platform, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &platform{base: fmt.Sprintf("http://127.0.0.1:%d", httpPort), logs: &bytes.Buffer{},
+	p := &platform{base: fmt.Sprintf("http://127.0.0.1:%d", httpPort), logs: &bytes.Buffer{}, dataDir: dataDir,
 		client: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 512, MaxConnsPerHost: 512}}}
 	p.cmd = exec.Command(o.bin, "serve", "--target="+o.targets)
 	p.cmd.Env = append(os.Environ(),
@@ -180,6 +182,7 @@ func startPlatform(o platformOpts) (*platform, error) {
 	p.cmd.Env = append(p.cmd.Env, o.env...)
 	p.cmd.Stderr = p.logs
 	if err := p.cmd.Start(); err != nil {
+		_ = os.RemoveAll(dataDir)
 		return nil, err
 	}
 	deadline := time.Now().Add(60 * time.Second)
@@ -226,7 +229,11 @@ func (p *platform) stop() {
 		case <-done:
 		case <-time.After(30 * time.Second):
 			_ = p.cmd.Process.Kill()
+			<-done
 		}
+	}
+	if p.dataDir != "" {
+		_ = os.RemoveAll(p.dataDir)
 	}
 }
 
