@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -18,27 +18,13 @@ import (
 // list, holding a worker for hours and looking up every host.
 func TestOneAttemptTriesBoundedHostsAndAddresses(t *testing.T) {
 	t.Parallel()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
 	var conns atomic.Int64
-	var wg sync.WaitGroup
-	t.Cleanup(func() { _ = l.Close(); wg.Wait() })
-	wg.Go(func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			conns.Add(1)
-			_, _ = io.WriteString(c, "421 4.3.2 busy, try another\r\n")
-			_ = c.Close()
-		}
+	addr := serveLoopback(t, "127.0.0.1", func(c net.Conn) {
+		conns.Add(1)
+		_, _ = io.WriteString(c, "421 4.3.2 busy, try another\r\n")
 	})
-	_, p, _ := net.SplitHostPort(l.Addr().String())
-	var port int
-	_, _ = fmt.Sscan(p, &port)
+	_, p, _ := net.SplitHostPort(addr)
+	port, _ := strconv.Atoi(p)
 
 	r := newResolver()
 	var mxs []ports.MX

@@ -61,11 +61,23 @@ type rawCounts struct{ Conns, Mails, Datas, StartTLS, Groups, Contents, Bdats in
 
 func mustRawServer(tb testing.TB, ip string, opts rawOptions) *rawServer {
 	tb.Helper()
+	s := &rawServer{opts: opts}
+	s.Addr = serveLoopback(tb, ip, func(c net.Conn) {
+		s.count(&s.conns)
+		s.serve(c)
+	})
+	return s
+}
+
+// serveLoopback accepts connections on a free port of ip (a loopback address) until the test ends and
+// hands each to handle on a goroutine of its own, closing it after; the test's cleanup waits for them.
+// It returns the listening address.
+func serveLoopback(tb testing.TB, ip string, handle func(net.Conn)) string {
+	tb.Helper()
 	l, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
 	if err != nil {
 		tb.Fatal(err)
 	}
-	s := &rawServer{Addr: l.Addr().String(), opts: opts}
 	var wg sync.WaitGroup
 	tb.Cleanup(func() { _ = l.Close(); wg.Wait() })
 	wg.Go(func() {
@@ -74,13 +86,10 @@ func mustRawServer(tb testing.TB, ip string, opts rawOptions) *rawServer {
 			if err != nil {
 				return
 			}
-			s.mu.Lock()
-			s.conns++
-			s.mu.Unlock()
-			wg.Go(func() { defer c.Close(); s.serve(c) })
+			wg.Go(func() { defer c.Close(); handle(c) })
 		}
 	})
-	return s
+	return l.Addr().String()
 }
 
 func (s *rawServer) Port() int {

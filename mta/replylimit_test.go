@@ -6,7 +6,6 @@ import (
 	"net"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -24,47 +23,32 @@ type floodServer struct {
 
 func mustFloodServer(tb testing.TB, greeting, ehlo, flood string) *floodServer {
 	tb.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	s := &floodServer{Addr: l.Addr().String()}
-	var wg sync.WaitGroup
-	tb.Cleanup(func() { _ = l.Close(); wg.Wait() })
-	wg.Go(func() {
+	s := &floodServer{}
+	s.Addr = serveLoopback(tb, "127.0.0.1", func(c net.Conn) {
+		if _, err := io.WriteString(c, greeting); err != nil {
+			return
+		}
+		r := bufio.NewReader(c)
+		if ehlo != "" { // EHLO is answered, and the flood answers the next command
+			if _, err := r.ReadString('\n'); err != nil {
+				return
+			}
+			if _, err := io.WriteString(c, ehlo); err != nil {
+				return
+			}
+		}
+		if strings.HasSuffix(greeting, "\r\n") { // a whole greeting: the flood answers a command
+			if _, err := r.ReadString('\n'); err != nil {
+				return
+			}
+		}
+		chunk := []byte(strings.Repeat(flood, 64<<10/len(flood)))
 		for {
-			c, err := l.Accept()
+			n, err := c.Write(chunk)
+			s.written.Add(int64(n))
 			if err != nil {
 				return
 			}
-			wg.Go(func() {
-				defer c.Close()
-				if _, err := io.WriteString(c, greeting); err != nil {
-					return
-				}
-				r := bufio.NewReader(c)
-				if ehlo != "" { // EHLO is answered, and the flood answers the next command
-					if _, err := r.ReadString('\n'); err != nil {
-						return
-					}
-					if _, err := io.WriteString(c, ehlo); err != nil {
-						return
-					}
-				}
-				if strings.HasSuffix(greeting, "\r\n") { // a whole greeting: the flood answers a command
-					if _, err := r.ReadString('\n'); err != nil {
-						return
-					}
-				}
-				chunk := []byte(strings.Repeat(flood, 64<<10/len(flood)))
-				for {
-					n, err := c.Write(chunk)
-					s.written.Add(int64(n))
-					if err != nil {
-						return
-					}
-				}
-			})
 		}
 	})
 	return s

@@ -192,19 +192,23 @@ func TestTakeSlots(t *testing.T) {
 	// a wait no test sits out and nobody finishing, only the signal lets takeSlots return.
 	signal := make(chan struct{}, 1)
 	m = &MTA{cfg: Config{ReceiveBatch: 8}, txQueued: signal, chunkWait: time.Hour}
+	// waiting starts takeSlots with 24 jobs in hand, none finishing, and checks that it waits.
+	waiting := func(why string) {
+		slots = make(chan struct{}, 24)
+		for range 24 {
+			slots <- struct{}{}
+		}
+		go func() { got <- m.takeSlots(ctx, slots) }()
+		select {
+		case n := <-got:
+			t.Fatalf("took %d slots at once with a full batch in hand and %s", n, why)
+		case <-time.After(chunkWait / 5):
+		}
+	}
 	// The last lease had transactional jobs: they are flowing, and a signal does not end the wait.
 	signal <- struct{}{}
-	slots = make(chan struct{}, 24)
-	for range 24 {
-		slots <- struct{}{}
-	}
-	go func() { got <- m.takeSlots(ctx, slots) }()
-	select {
-	case n := <-got:
-		t.Fatalf("took %d slots at once with a full batch in hand and transactional jobs flowing", n)
-	case <-time.After(chunkWait / 5):
-	}
-	<-slots // one job finishes ... and the rest of half a batch: takeSlots returns
+	waiting("transactional jobs flowing")
+	<-slots // three jobs finish: half a batch with the slot taken, and takeSlots returns
 	<-slots
 	<-slots
 	if n := <-got; n != 4 {
@@ -213,16 +217,7 @@ func TestTakeSlots(t *testing.T) {
 	<-signal
 
 	m.bulkOnly = true
-	slots = make(chan struct{}, 24)
-	for range 24 {
-		slots <- struct{}{}
-	}
-	go func() { got <- m.takeSlots(ctx, slots) }()
-	select {
-	case n := <-got:
-		t.Fatalf("took %d slots at once with a full batch in hand and no signal", n)
-	case <-time.After(chunkWait / 5):
-	}
+	waiting("no signal")
 	signal <- struct{}{}
 	select {
 	case n := <-got:

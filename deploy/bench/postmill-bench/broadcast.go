@@ -76,13 +76,11 @@ func runBroadcast(args []string) error {
 		defer stop()
 		env = append(env, kenv...)
 	}
-	var pprofAddr string
-	if *cpuProfile != "" {
-		pp, err := freePort()
-		if err != nil {
-			return err
-		}
-		pprofAddr = fmt.Sprintf("127.0.0.1:%d", pp)
+	pprofAddr, err := profileAddr(*cpuProfile != "")
+	if err != nil {
+		return err
+	}
+	if pprofAddr != "" {
 		env = append(env, "POSTMILL_PPROF_ADDR="+pprofAddr)
 	}
 	p, err := startPlatform(platformOpts{bin: *bin, db: *db, targets: "all", zone: z, env: env})

@@ -105,13 +105,9 @@ func runE2E(args []string) error {
 	if *extraEnv != "" {
 		env = append(env, strings.Split(*extraEnv, ",")...)
 	}
-	var pprofAddr string
-	if *cpuProfile != "" {
-		pp, err := freePort()
-		if err != nil {
-			return err
-		}
-		pprofAddr = fmt.Sprintf("127.0.0.1:%d", pp)
+	pprofAddr, err := profileAddr(*cpuProfile != "")
+	if err != nil {
+		return err
 	}
 	targets := *tiers
 	if *shape == "split" {
@@ -121,13 +117,11 @@ func runE2E(args []string) error {
 	if pprofAddr != "" && *shape != "split" {
 		coreEnv = append(slices.Clone(env), "POSTMILL_PPROF_ADDR="+pprofAddr)
 	}
-	var corePprofAddr string
-	if *coreProfile != "" && *shape == "split" {
-		pp, err := freePort()
-		if err != nil {
-			return err
-		}
-		corePprofAddr = fmt.Sprintf("127.0.0.1:%d", pp)
+	corePprofAddr, err := profileAddr(*coreProfile != "" && *shape == "split")
+	if err != nil {
+		return err
+	}
+	if corePprofAddr != "" {
 		coreEnv = append(slices.Clone(env), "POSTMILL_PPROF_ADDR="+corePprofAddr)
 	}
 	p, err := startPlatform(platformOpts{bin: *bin, db: *db, targets: targets, zone: z, env: coreEnv})
@@ -376,6 +370,18 @@ func captureProfile(addr, path string, after time.Duration, secs int) func() err
 		done <- err
 	}()
 	return func() error { return <-done }
+}
+
+// profileAddr returns a free loopback address for a process's POSTMILL_PPROF_ADDR when wanted, else "".
+func profileAddr(wanted bool) (string, error) {
+	if !wanted {
+		return "", nil
+	}
+	pp, err := freePort()
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("127.0.0.1:%d", pp), nil
 }
 
 // yardstick is the share of the RSA ceiling the platform would reach with the machine to itself: the CPU
