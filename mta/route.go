@@ -158,15 +158,15 @@ func (m *MTA) routeHosts(ctx context.Context, domain string) ([]destination, *ro
 }
 
 // Bounds of one delivery attempt, whatever a recipient domain publishes. RFC 5321 §5.1 asks a client to
-// try more than one address and to limit how many; the limits are Postfix's defaults, which the whole
-// mail system is used to.
+// try more than one address and to limit how many.
 const (
-	// maxMXHosts is how many MX hosts an attempt considers, the most preferred first: their addresses are
-	// looked up, and their TLS policies (MTA-STS, DANE's TLSA records) applied, only as far as needed.
+	// maxMXHosts is how many MX hosts an attempt considers, the most preferred first: their TLS policies
+	// (MTA-STS, DANE's TLSA records) are looked up for these alone, and their addresses as far as the
+	// attempt gets. Large providers publish five or fewer.
 	maxMXHosts = 10
-	// maxAddressesPerAttempt is how many connections one attempt opens across all those hosts
-	// (smtp_mx_address_limit); after that the attempt is deferred with the last failure and retried on
-	// the job's schedule.
+	// maxAddressesPerAttempt is how many connections one attempt opens across all those hosts (Postfix's
+	// smtp_mx_address_limit default); after that the attempt is deferred with the last failure and
+	// retried on the job's schedule.
 	maxAddressesPerAttempt = 5
 )
 
