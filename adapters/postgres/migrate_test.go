@@ -186,8 +186,10 @@ func TestMigrate_MessagesIndexDoesNotStopSends(t *testing.T) {
 	if valid := indexValid(t, s, "messages_due_idx"); valid == nil || !*valid {
 		t.Fatalf("messages_due_idx after the migration: valid %v, want a valid index", valid)
 	}
-	if n := countRows(t, s, `SELECT count(*) FROM pg_indexes WHERE schemaname = current_schema()
-		AND indexname = 'messages_due_idx' AND indexdef LIKE '%(due_at, id) WHERE (due_at IS NOT NULL)'`); n != 1 {
+	// The definition of this schema's index alone: pg_indexes would render every index of the database,
+	// and an index of a parallel test's schema dropped meanwhile fails pg_get_indexdef.
+	if n := countRows(t, s, `SELECT count(*) FROM (SELECT to_regclass(quote_ident(current_schema()) || '.messages_due_idx') AS idx OFFSET 0) x
+		WHERE x.idx IS NOT NULL AND pg_get_indexdef(x.idx) LIKE '%(due_at, id) WHERE (due_at IS NOT NULL)'`); n != 1 {
 		t.Fatal("messages_due_idx is not the index of (due_at, id) over the messages with a due time")
 	}
 	if valid := indexValid(t, s, "messages_scheduled_idx"); valid != nil {
