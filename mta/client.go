@@ -85,7 +85,11 @@ func (m *MTA) open(ctx context.Context, d destination, addr netip.Addr, useTLS b
 	if err != nil {
 		return nil, fail("4.4.1 connect to %s: %v", remote, unwrapOpError(err))
 	}
-	raw := newReplyLimitConn(conn) // every read of the session, TLS included, goes through the bound
+	// Every read of the session, TLS included, goes through the bound.
+	raw := newReplyLimitConn(conn, func() {
+		m.metrics.repliesCut.Inc()
+		m.log.Warn("receiving server's reply went on past 256 KiB; session ended", "host", d.host, "addr", addr.String())
+	})
 	c := m.newClient(raw)
 	if err := c.Hello(m.cfg.HELO); err != nil {
 		_ = c.Close()

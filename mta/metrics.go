@@ -16,6 +16,7 @@ type metrics struct {
 	tls           *prometheus.CounterVec   // mail transactions by the TLS of their session (security.go)
 	forbidden     prometheus.Counter       // MX addresses refused by the forbidden-address rule
 	replays       prometheus.Counter       // outcomes reported again from the journal instead of resending
+	repliesCut    prometheus.Counter       // sessions ended by a reply past maxReplyBytes (replylimit.go)
 }
 
 func newMetrics(reg prometheus.Registerer, p *pool, j *journal, sites prometheus.Collector) (*metrics, error) {
@@ -47,6 +48,10 @@ func newMetrics(reg prometheus.Registerer, p *pool, j *journal, sites prometheus
 			Name: "postmill_mta_forbidden_addresses_total",
 			Help: "MX and implicit-MX addresses refused because they are loopback, private, link-local or otherwise forbidden (POSTMILL_MTA_ALLOW_NETS exempts).",
 		}),
+		repliesCut: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "postmill_mta_replies_cut_total",
+			Help: "SMTP sessions ended because the receiving server sent more than 256 KiB between two of the MTA's commands.",
+		}),
 		replays: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "postmill_mta_journal_replays_total",
 			Help: "Redelivered jobs already handed over to a receiving server whose outcome was reported again from the journal instead of being sent again.",
@@ -72,7 +77,7 @@ func newMetrics(reg prometheus.Registerer, p *pool, j *journal, sites prometheus
 		Help: "Idle SMTP connections kept for reuse.",
 	}, func() float64 { _, n := p.stats(); return float64(n) })
 	var errs []error
-	for _, c := range []prometheus.Collector{m.deliveries, m.jobs, m.smtp, m.tlsDowngrades, m.tls, m.forbidden, m.replays, fsyncs, open, idle, pending, sites} {
+	for _, c := range []prometheus.Collector{m.deliveries, m.jobs, m.smtp, m.tlsDowngrades, m.tls, m.forbidden, m.repliesCut, m.replays, fsyncs, open, idle, pending, sites} {
 		errs = append(errs, reg.Register(c))
 	}
 	return m, errors.Join(errs...)

@@ -22,14 +22,21 @@ var errReplyTooLong = errors.New("the server's reply went on past 256 KiB")
 // end — until the command timeout (minutes); this makes such a reply an error after a bounded read.
 type replyLimitConn struct {
 	net.Conn
-	read atomic.Int64 // bytes read since the last write
+	read  atomic.Int64 // bytes read since the last write
+	cut   atomic.Bool  // the bound was reached once
+	onCut func()       // called the first time the bound is reached
 }
 
-func newReplyLimitConn(c net.Conn) *replyLimitConn { return &replyLimitConn{Conn: c} }
+func newReplyLimitConn(c net.Conn, onCut func()) *replyLimitConn {
+	return &replyLimitConn{Conn: c, onCut: onCut}
+}
 
 func (c *replyLimitConn) Read(p []byte) (int, error) {
 	left := maxReplyBytes - c.read.Load()
 	if left <= 0 {
+		if c.cut.CompareAndSwap(false, true) && c.onCut != nil {
+			c.onCut()
+		}
 		return 0, errReplyTooLong
 	}
 	if int64(len(p)) > left {

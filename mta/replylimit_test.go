@@ -9,6 +9,9 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/postmill/postmill/mta"
 	"github.com/postmill/postmill/ports"
 )
 
@@ -66,27 +69,35 @@ func (s *floodServer) Port() int {
 // two of its own writes), not after the command timeout with the whole flood in memory.
 func TestEndlessReplyIsCutShort(t *testing.T) {
 	t.Parallel()
-	cases := []struct{ name, greeting, ehlo, flood string }{
-		{"greeting without end of line", "220-", "", "x"},
-		{"EHLO reply of endless continuation lines", "220 flood.test ESMTP\r\n", "", "250-flood.test says hello again\r\n"},
+	// counted: the MTA's bound cuts it (go-smtp's own line bound cuts an endless greeting line first).
+	cases := []struct {
+		name, greeting, ehlo, flood string
+		counted                     bool
+	}{
+		{"greeting without end of line", "220-", "", "x", false},
+		{"EHLO reply of endless continuation lines", "220 flood.test ESMTP\r\n", "", "250-flood.test says hello again\r\n", true},
 		// Read by the MTA's own reader of pipelined replies, not by go-smtp's client.
 		{"pipelined MAIL reply without end of line", "220 flood.test ESMTP\r\n",
-			"250-flood.test\r\n250-PIPELINING\r\n250 8BITMIME\r\n", "x"},
+			"250-flood.test\r\n250-PIPELINING\r\n250 8BITMIME\r\n", "x", true},
 		{"pipelined MAIL reply of endless continuation lines", "220 flood.test ESMTP\r\n",
-			"250-flood.test\r\n250-PIPELINING\r\n250 8BITMIME\r\n", "250-still going\r\n"},
+			"250-flood.test\r\n250-PIPELINING\r\n250 8BITMIME\r\n", "250-still going\r\n", true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			fs := mustFloodServer(t, tc.greeting, tc.ehlo, tc.flood)
 			r := newResolver().MX("rcpt.test", ports.MX{Host: "mx.rcpt.test"}).IP("mx.rcpt.test", "127.0.0.1")
-			h := newHarness(t, baseConfig(fs.Port()), r).start()
+			reg := prometheus.NewRegistry()
+			h := newHarness(t, baseConfig(fs.Port()), r, func(d *mta.Deps) { d.Registerer = reg }).start()
 			rep, st := h.Send(outbound(t, "rcpt.test", "a@rcpt.test"))
 			got := outcomes(rep)["r1"]
 			if !strings.HasPrefix(got, "deferred|4.4.2 connection failed") || rep.Handed || !st.Ack {
 				t.Errorf("outcome %q handed=%v ack=%v; want deferred as a failed connection", got, rep.Handed, st.Ack)
 			}
 			t.Logf("outcome %q after the server wrote %d KiB", got, fs.written.Load()>>10)
+			if n := counterValue(t, reg, "postmill_mta_replies_cut_total"); (n == 1) != tc.counted || n > 1 {
+				t.Errorf("postmill_mta_replies_cut_total = %v; want 1 if the MTA's bound cut it (%v), else 0", n, tc.counted)
+			}
 			// The kernel's socket buffers take a few MiB more than the MTA reads; without the bound the
 			// server keeps writing for the whole command timeout (5 s here), hundreds of MiB.
 			if n := fs.written.Load(); n > 32<<20 {
@@ -94,4 +105,19 @@ func TestEndlessReplyIsCutShort(t *testing.T) {
 			}
 		})
 	}
+}
+
+// counterValue is the value of the counter name in reg (0 when it has no sample).
+func counterValue(tb testing.TB, reg *prometheus.Registry, name string) float64 {
+	tb.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name && len(mf.GetMetric()) > 0 {
+			return mf.GetMetric()[0].GetCounter().GetValue()
+		}
+	}
+	return 0
 }
