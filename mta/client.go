@@ -42,11 +42,14 @@ func (e *dialError) Error() string { return e.response }
 // budget is how many more connections the delivery attempt may open (maxAddressesPerAttempt); each
 // address tried takes one.
 func (m *MTA) dial(ctx context.Context, d destination, budget *int) (*session, error) {
+	if *budget <= 0 { // spent on earlier hosts: not even a lookup
+		return nil, &dialError{response: fmt.Sprintf("4.4.1 no connection left to try for %s in this attempt", d.host)}
+	}
 	addrs, err := m.addresses(ctx, d)
 	if err != nil {
 		return nil, err
 	}
-	var last error = &dialError{response: fmt.Sprintf("4.4.1 no connection left to try for %s in this attempt", d.host)}
+	var last error
 	for _, addr := range addrs {
 		if *budget <= 0 {
 			break
