@@ -10,6 +10,9 @@
 #   webhooks: deliveries/s and first-attempt delay
 #   broadcast: a broadcast to 100,000 topic subscribers over 20 domains, from POST …/send to the last arrival,
 #             with transactional POST /v1/emails latency while it runs and the process's peak RSS
+#   import:   a 10,000-row CSV through POST /v1/contacts/import, and 100,000 contacts by ten such imports
+#   listmonk: the same imports and a campaign to the same 100,000 addresses by listmonk (fetched and built by
+#             deploy/bench/listmonk.sh from the Go module proxy; skipped when that fails), into the same sink
 # Every delivery benchmark delivers to the benchmark's in-process SMTP sink (sink.go), found through an MX
 # record of its own DNS server. Needs PostgreSQL (a private cluster is started when
 # POSTMILL_BENCH_DATABASE_URL is unset). Extra arguments go to the send benchmark.
@@ -53,6 +56,12 @@ run ./bin/postmill-bench e2e -db "$DB" -sends "$N" -queue kafka
 run ./bin/postmill-bench webhooks -db "$DB" -sends 5000
 run ./bin/postmill-bench webhooks -db "$DB" -sends 3000 -rate 300
 run ./bin/postmill-bench broadcast -db "$DB" -contacts "${POSTMILL_BENCH_CONTACTS:-100000}"
+run ./bin/postmill-bench import -db "$DB"
+if LISTMONK=$(deploy/bench/listmonk.sh); then
+	run ./bin/postmill-bench listmonk -db "$DB" -dir "$LISTMONK" -contacts "${POSTMILL_BENCH_CONTACTS:-100000}"
+else
+	echo "listmonk: not measured (deploy/bench/listmonk.sh could not fetch or build it)"
+fi
 
 echo
 echo "delivery figures of this run, each against the RSA ceiling measured in its own benchmark:"

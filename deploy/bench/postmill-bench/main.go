@@ -39,7 +39,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: postmill-bench send|mta|e2e|webhooks|rsa [flags]")
+		fmt.Fprintln(os.Stderr, "usage: postmill-bench send|mta|e2e|webhooks|broadcast|throttle|import|listmonk|rsa [flags]")
 		os.Exit(2)
 	}
 	var err error
@@ -58,6 +58,10 @@ func main() {
 		err = runBroadcast(os.Args[2:])
 	case "throttle":
 		err = runThrottle(os.Args[2:])
+	case "import":
+		err = runImport(os.Args[2:])
+	case "listmonk":
+		err = runListmonk(os.Args[2:])
 	default:
 		err = fmt.Errorf("unknown run %q", os.Args[1])
 	}
