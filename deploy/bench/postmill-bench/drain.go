@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -33,6 +34,8 @@ func runMTA(args []string) error {
 	shape := fs.String("shape", "all", "all: one process runs core and MTA; split: the MTA is a process of its own reaching the core over Connect")
 	chunking := fs.Bool("chunking", true, "the in-process sink offers CHUNKING (RFC 3030) beside PIPELINING, as large receivers do")
 	tracked := fs.Bool("tracking", false, "turn open and click tracking on for the sending domain (pixel and rewritten links in every copy)")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the process that drains (all shape) to this file")
+	profileSecs := fs.Int("cpuprofile-seconds", 10, "seconds of CPU profile, from the start of the drain")
 	_ = fs.Parse(args)
 	ctx := context.Background()
 	if err := resetDatabase(ctx, *db); err != nil {
@@ -136,12 +139,28 @@ func runMTA(args []string) error {
 		defer core.stop()
 	} else {
 		core.stop()
-		mta, err = startPlatform(platformOpts{bin: *bin, db: *db, targets: "all", zone: z, env: env})
+		pprofAddr, err := profileAddr(*cpuProfile != "")
+		if err != nil {
+			return err
+		}
+		allEnv := env
+		if pprofAddr != "" {
+			allEnv = append(slices.Clone(env), "POSTMILL_PPROF_ADDR="+pprofAddr)
+		}
+		mta, err = startPlatform(platformOpts{bin: *bin, db: *db, targets: "all", zone: z, env: allEnv})
 		if err != nil {
 			return err
 		}
 		defer mta.stop()
 		start = time.Now() // timed from readiness: process start-up is not delivery
+		if pprofAddr != "" {
+			stop := captureProfile(pprofAddr, *cpuProfile, 0, *profileSecs)
+			defer func() {
+				if err := stop(); err != nil {
+					fmt.Println("  cpu profile:", err)
+				}
+			}()
+		}
 	}
 	var before int64
 	if err := conn.QueryRow(ctx, "SELECT count(*) FROM recipients WHERE status = 'delivered'").Scan(&before); err != nil {
