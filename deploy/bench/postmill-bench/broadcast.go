@@ -123,20 +123,7 @@ func runBroadcast(args []string) error {
 	}
 	id := body["id"].(string)
 	pid := p.cmd.Process.Pid
-	var peakRSS atomic.Int64
-	stopRSS := make(chan struct{})
-	go func() {
-		for {
-			if kb := rssKB(pid); kb > peakRSS.Load() {
-				peakRSS.Store(kb)
-			}
-			select {
-			case <-stopRSS:
-				return
-			case <-time.After(200 * time.Millisecond):
-			}
-		}
-	}()
+	peakRSS := watchRSS(pid)
 
 	// Transactional sends at a steady rate: first alone (the comparison), then while the broadcast runs.
 	txBody, _ := json.Marshal(map[string]any{"from": "tx@" + p.domain, "to": "user@tx.example", "subject": "Receipt", "text": "Thanks."})
@@ -204,7 +191,7 @@ func runBroadcast(args []string) error {
 	for end := time.Now().Add(30 * time.Second); mx.count.Load() < base+int64(*contacts)+int64(during.accepted()) && time.Now().Before(end); {
 		time.Sleep(20 * time.Millisecond)
 	}
-	close(stopRSS)
+	peakRSS.stop()
 	if err := stopProfile(); err != nil {
 		return fmt.Errorf("cpu profile: %w", err)
 	}
@@ -228,7 +215,7 @@ func runBroadcast(args []string) error {
 	fmt.Printf("  %d of %d broadcast messages arrived in %s = %.0f msg/s (mean %d bytes; %d duplicates, %d without Message-ID)\n",
 		arrived, *contacts, elapsed.Round(time.Millisecond), float64(arrived)/elapsed.Seconds(), size, dupes, noID)
 	fmt.Printf("  RSA-2048 ceiling of this run: %.0f signatures/s (delivery at %.0f%% of it); peak RSS %d MiB\n",
-		ceiling, 100*float64(arrived)/elapsed.Seconds()/ceiling, peakRSS.Load()/1024)
+		ceiling, 100*float64(arrived)/elapsed.Seconds()/ceiling, peakRSS.peak()/1024)
 	fmt.Println(cpuLine)
 	printYardstick(sigCPU, totalCPU)
 	if *txRate > 0 {
@@ -270,7 +257,7 @@ func runBroadcast(args []string) error {
 	}
 	counters.print(ctx, 12)
 	fmt.Printf("summary: broadcast %d contacts %.0f msg/s (%.0f%% of RSA %.0f/s), peak RSS %d MiB\n",
-		*contacts, float64(arrived)/elapsed.Seconds(), 100*float64(arrived)/elapsed.Seconds()/ceiling, ceiling, peakRSS.Load()/1024)
+		*contacts, float64(arrived)/elapsed.Seconds(), 100*float64(arrived)/elapsed.Seconds()/ceiling, ceiling, peakRSS.peak()/1024)
 	if arrived < int64(*contacts) {
 		return fmt.Errorf("only %d of %d broadcast messages arrived (status %s)", arrived, *contacts, status)
 	}
@@ -381,6 +368,36 @@ func txDelivery(ctx context.Context, conn *pgx.Conn, from, to time.Time) ([]time
 	slices.Sort(out)
 	return out, rows.Err()
 }
+
+// rssWatch samples a process's resident set size every 200 ms and keeps the largest.
+type rssWatch struct {
+	max  atomic.Int64
+	quit chan struct{}
+	once sync.Once
+}
+
+func watchRSS(pid int) *rssWatch {
+	w := &rssWatch{quit: make(chan struct{})}
+	go func() {
+		for {
+			if kb := rssKB(pid); kb > w.max.Load() {
+				w.max.Store(kb)
+			}
+			select {
+			case <-w.quit:
+				return
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+	}()
+	return w
+}
+
+// peak is the largest RSS seen so far, in KiB.
+func (w *rssWatch) peak() int64 { return w.max.Load() }
+
+// stop ends the sampling; calling it again does nothing.
+func (w *rssWatch) stop() { w.once.Do(func() { close(w.quit) }) }
 
 // rssKB is a process's resident set size in KiB, from /proc (0 when unreadable).
 func rssKB(pid int) int64 {

@@ -14,7 +14,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"time"
 )
 
@@ -158,21 +157,8 @@ max_lifetime = "300s"
 		}
 	}
 	pid := lm.Process.Pid
-	var peakRSS atomic.Int64
-	stopRSS := make(chan struct{})
-	defer close(stopRSS)
-	go func() {
-		for {
-			if kb := rssKB(pid); kb > peakRSS.Load() {
-				peakRSS.Store(kb)
-			}
-			select {
-			case <-stopRSS:
-				return
-			case <-time.After(200 * time.Millisecond):
-			}
-		}
-	}()
+	peakRSS := watchRSS(pid)
+	defer peakRSS.stop()
 
 	st, body, err := api.call("POST", "/api/lists", map[string]any{"name": "bench", "type": "private", "optin": "single"})
 	if err != nil || st != 200 {
@@ -261,12 +247,12 @@ max_lifetime = "300s"
 		min(*importRows, *contacts), csvBytes, first.Round(time.Millisecond), float64(min(*importRows, *contacts))/first.Seconds(),
 		subscribers, imports, all.Round(time.Millisecond))
 	fmt.Printf("  campaign: %d of %d arrived in %s (\"running\" → last arrival) = %.0f msg/s, not signed (mean %d bytes; %d duplicates, %d without Message-ID); peak RSS %d MiB\n",
-		arrived, *contacts, elapsed.Round(time.Millisecond), float64(arrived)/elapsed.Seconds(), size, dupes, noID, peakRSS.Load()/1024)
+		arrived, *contacts, elapsed.Round(time.Millisecond), float64(arrived)/elapsed.Seconds(), size, dupes, noID, peakRSS.peak()/1024)
 	fmt.Println(strings.Replace(cpuLine, "postmill", "listmonk", 1))
 	fmt.Printf("  CPU a message in all: %.3f ms; RSA-2048 ceiling of this run %.0f signatures/s (listmonk's rate is %.0f%% of it)\n",
 		float64(totalCPU.Microseconds())/1000, ceiling, 100*float64(arrived)/elapsed.Seconds()/ceiling)
 	fmt.Printf("summary: listmonk campaign %d contacts %.0f msg/s unsigned (%.0f%% of RSA %.0f/s), peak RSS %d MiB; import %.0f rows/s, %d by %d imports in %s\n",
-		*contacts, float64(arrived)/elapsed.Seconds(), 100*float64(arrived)/elapsed.Seconds()/ceiling, ceiling, peakRSS.Load()/1024,
+		*contacts, float64(arrived)/elapsed.Seconds(), 100*float64(arrived)/elapsed.Seconds()/ceiling, ceiling, peakRSS.peak()/1024,
 		float64(min(*importRows, *contacts))/first.Seconds(), subscribers, imports, all.Round(time.Millisecond))
 	if arrived < int64(*contacts) {
 		return fmt.Errorf("only %d of %d campaign messages arrived\n%s", arrived, *contacts, logs.String())
