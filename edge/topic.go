@@ -19,13 +19,14 @@ type topicResponse struct {
 	Name        string    `json:"name" doc:"Name shown on the preference page"`
 	Description string    `json:"description" doc:"Description shown on the preference page"`
 	DoubleOptIn bool      `json:"doubleOptIn" doc:"When true a subscription is pending until the contact confirms it"`
+	ConfirmFrom string    `json:"confirmFrom" doc:"The From address of the confirmation mail Postmill sends a pending subscription; empty: none is sent"`
 	CreatedAt   time.Time `json:"createdAt" doc:"When the topic was created"`
 	UpdatedAt   time.Time `json:"updatedAt" doc:"When the topic last changed"`
 }
 
 func toTopic(t ports.Topic) topicResponse {
 	return topicResponse{ID: t.ID, Key: t.Key, Name: t.Name, Description: t.Description, DoubleOptIn: t.DoubleOptIn,
-		CreatedAt: utc(t.CreatedAt), UpdatedAt: utc(t.UpdatedAt)}
+		ConfirmFrom: t.ConfirmFrom, CreatedAt: utc(t.CreatedAt), UpdatedAt: utc(t.UpdatedAt)}
 }
 
 type createTopicRequest struct {
@@ -34,6 +35,7 @@ type createTopicRequest struct {
 	Name        *string  `json:"name" doc:"1-200 characters"`
 	Description *string  `json:"description,omitempty" doc:"At most 2000 characters"`
 	DoubleOptIn *bool    `json:"doubleOptIn,omitempty" doc:"Require a confirmation click before a subscription counts; default false"`
+	ConfirmFrom *string  `json:"confirmFrom,omitempty" doc:"With doubleOptIn: the From address (at a verified sending domain) of the confirmation mail Postmill sends each pending subscription; absent or empty: the application mails the link"`
 }
 
 type patchTopicRequest struct {
@@ -42,6 +44,7 @@ type patchTopicRequest struct {
 	Name        *string  `json:"name,omitempty" doc:"1-200 characters"`
 	Description *string  `json:"description,omitempty" doc:"At most 2000 characters"`
 	DoubleOptIn *bool    `json:"doubleOptIn,omitempty" doc:"Require confirmation of new subscriptions"`
+	ConfirmFrom *string  `json:"confirmFrom,omitempty" doc:"The From address of the confirmation mail, at a verified sending domain; empty stops the mails"`
 }
 
 type patchTopicInput struct {
@@ -77,6 +80,9 @@ type topicSubscriptionResponse struct {
 type topicSubscriptionResult struct {
 	Subscription topicSubscriptionResponse `json:"subscription" doc:"The contact's subscription to the topic"`
 	ConfirmToken *string                   `json:"confirmToken" doc:"While pending: the token of the confirmation link {base_url}/p/confirm/<token> to mail the contact; null otherwise"`
+	// The confirmation mail of a topic with confirmFrom: additions to SPEC §4.8's answer.
+	ConfirmationEmailID *string    `json:"confirmationEmailId,omitempty" doc:"While pending on a topic with confirmFrom: the id of the message that mailed the confirmation link (GET /v1/emails/{id})"`
+	ConfirmationError   *errorBody `json:"confirmationError,omitempty" doc:"While pending on a topic with confirmFrom: why the confirmation mail was refused (a suppressed address, the plan's allowance, ...); the subscription is recorded, pending"`
 }
 
 func (s *Server) registerTopicRoutes() {
@@ -114,7 +120,7 @@ func (s *Server) registerTopicRoutes() {
 func (s *Server) createTopic(ctx context.Context, in *body[createTopicRequest]) (*body[topicResponse], error) {
 	r := in.Body
 	t, err := s.core.Topics.CreateTopic(ctx, principalFrom(ctx).OrganizationID,
-		ports.TopicInput{Key: r.Key, Name: r.Name, Description: r.Description, DoubleOptIn: r.DoubleOptIn})
+		ports.TopicInput{Key: r.Key, Name: r.Name, Description: r.Description, DoubleOptIn: r.DoubleOptIn, ConfirmFrom: r.ConfirmFrom})
 	if err != nil {
 		return nil, err
 	}
@@ -143,7 +149,7 @@ func (s *Server) getTopic(ctx context.Context, in *idPath) (*body[topicResponse]
 
 func (s *Server) updateTopic(ctx context.Context, in *patchTopicInput) (*body[topicResponse], error) {
 	r := in.Body
-	ti := ports.TopicInput{Name: r.Name, Description: r.Description, DoubleOptIn: r.DoubleOptIn}
+	ti := ports.TopicInput{Name: r.Name, Description: r.Description, DoubleOptIn: r.DoubleOptIn, ConfirmFrom: r.ConfirmFrom}
 	if r.Key != nil {
 		ti.Key = *r.Key
 		if ti.Key == "" {
@@ -170,10 +176,15 @@ func (r topicSubscriptionRequest) port() ports.SubscriptionRequest {
 
 func toSubscriptionResult(r ports.SubscriptionResult) *body[topicSubscriptionResult] {
 	sub := r.Subscription
-	return &body[topicSubscriptionResult]{topicSubscriptionResult{ConfirmToken: nullIfEmpty(r.ConfirmToken), Subscription: topicSubscriptionResponse{
-		TopicID: sub.TopicID, ContactID: sub.ContactID, Email: sub.Email, Status: sub.Status,
-		ConsentSource: sub.ConsentSource, ConsentIP: sub.ConsentIP, ConfirmedAt: utcPtr(sub.ConfirmedAt),
-		CreatedAt: utc(sub.CreatedAt), UpdatedAt: utc(sub.UpdatedAt)}}}
+	out := topicSubscriptionResult{ConfirmToken: nullIfEmpty(r.ConfirmToken), ConfirmationEmailID: nullIfEmpty(r.ConfirmationEmailID),
+		Subscription: topicSubscriptionResponse{
+			TopicID: sub.TopicID, ContactID: sub.ContactID, Email: sub.Email, Status: sub.Status,
+			ConsentSource: sub.ConsentSource, ConsentIP: sub.ConsentIP, ConfirmedAt: utcPtr(sub.ConfirmedAt),
+			CreatedAt: utc(sub.CreatedAt), UpdatedAt: utc(sub.UpdatedAt)}}
+	if r.ConfirmationError != nil {
+		out.ConfirmationError = problemFor(r.ConfirmationError)
+	}
+	return &body[topicSubscriptionResult]{out}
 }
 
 func (s *Server) subscribeTopic(ctx context.Context, in *topicSubscriptionInput) (*body[topicSubscriptionResult], error) {

@@ -20,8 +20,11 @@ type Topic struct {
 	Name           string
 	Description    string
 	DoubleOptIn    bool
-	CreatedAt      time.Time
-	UpdatedAt      time.Time
+	// ConfirmFrom, when set on a double opt-in topic, is the From address of the confirmation mail a
+	// pending subscription is sent; empty: the application mails the confirmation link itself.
+	ConfirmFrom string
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
 }
 
 // TopicInput is a topic create or update body: nil fields are absent. Key is only read on create.
@@ -30,6 +33,7 @@ type TopicInput struct {
 	Name        *string
 	Description *string
 	DoubleOptIn *bool
+	ConfirmFrom *string
 }
 
 // SubscriptionRequest is the body of POST /v1/topics/{id}/subscribe and /unsubscribe: ContactID or Email.
@@ -58,6 +62,11 @@ type TopicSubscription struct {
 type SubscriptionResult struct {
 	Subscription TopicSubscription
 	ConfirmToken string
+	// ConfirmationEmailID is the message that mailed the confirmation link, when the topic has a
+	// ConfirmFrom and the subscription is pending; ConfirmationError says why that send was refused
+	// instead (the subscription stays recorded, pending).
+	ConfirmationEmailID string
+	ConfirmationError   *Error
 }
 
 // TopicService is the topics use case (SPEC §4.8). Errors: invalid_argument with details, not_found,

@@ -12,19 +12,21 @@ import (
 
 var _ ports.TopicStore = (*Marketing)(nil)
 
-const topicColumns = `t.id, t.organization_id, t.key, t.name, t.description, t.double_opt_in, t.created_at, t.updated_at`
+const topicColumns = `t.id, t.organization_id, t.key, t.name, t.description, t.double_opt_in, t.confirm_from,
+	t.created_at, t.updated_at`
 
 func scanTopic(row pgx.Row) (ports.Topic, error) {
 	var t ports.Topic
-	err := row.Scan(&t.ID, &t.OrganizationID, &t.Key, &t.Name, &t.Description, &t.DoubleOptIn, &t.CreatedAt, &t.UpdatedAt)
+	err := row.Scan(&t.ID, &t.OrganizationID, &t.Key, &t.Name, &t.Description, &t.DoubleOptIn, &t.ConfirmFrom,
+		&t.CreatedAt, &t.UpdatedAt)
 	return t, err
 }
 
 // CreateTopic implements ports.TopicStore.
 func (s *Marketing) CreateTopic(ctx context.Context, t ports.Topic) (ports.Topic, error) {
 	out, err := scanTopic(s.pool.QueryRow(ctx, `INSERT INTO topics AS t (id, organization_id, key, name, description,
-		double_opt_in, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING `+topicColumns,
-		t.ID, t.OrganizationID, t.Key, t.Name, t.Description, t.DoubleOptIn, t.CreatedAt, t.UpdatedAt))
+		double_opt_in, confirm_from, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING `+topicColumns,
+		t.ID, t.OrganizationID, t.Key, t.Name, t.Description, t.DoubleOptIn, t.ConfirmFrom, t.CreatedAt, t.UpdatedAt))
 	return out, interpretErrorFor("topic", err)
 }
 
@@ -57,9 +59,10 @@ func (s *Marketing) ListTopics(ctx context.Context, orgID string, limit int) ([]
 // UpdateTopic implements ports.TopicStore; the key never changes.
 func (s *Marketing) UpdateTopic(ctx context.Context, orgID, id string, in ports.TopicInput, now time.Time) (ports.Topic, error) {
 	t, err := scanTopic(s.pool.QueryRow(ctx, `UPDATE topics AS t SET name = coalesce($3, t.name),
-		description = coalesce($4, t.description), double_opt_in = coalesce($5, t.double_opt_in), updated_at = $6
+		description = coalesce($4, t.description), double_opt_in = coalesce($5, t.double_opt_in),
+		confirm_from = coalesce($7, t.confirm_from), updated_at = $6
 		WHERE t.organization_id = $1 AND t.id = $2 RETURNING `+topicColumns,
-		orgID, id, in.Name, in.Description, in.DoubleOptIn, now))
+		orgID, id, in.Name, in.Description, in.DoubleOptIn, now, in.ConfirmFrom))
 	return t, interpretErrorFor("topic", err)
 }
 

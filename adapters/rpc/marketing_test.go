@@ -135,10 +135,12 @@ func marketingRoundTrips() []roundTrip {
 	csv := "email\na@x.test\n"
 	upsert := false
 	topic := ports.Topic{ID: "t1", OrganizationID: "org1", Key: "news", Name: "News", Description: "All the news",
-		DoubleOptIn: true, CreatedAt: t0, UpdatedAt: t1}
-	sub := ports.SubscriptionResult{ConfirmToken: "tok", Subscription: ports.TopicSubscription{TopicID: "t1",
+		DoubleOptIn: true, ConfirmFrom: "News <news@example.test>", CreatedAt: t0, UpdatedAt: t1}
+	sub := ports.SubscriptionResult{ConfirmToken: "tok", ConfirmationEmailID: "m1", Subscription: ports.TopicSubscription{TopicID: "t1",
 		ContactID: "c1", Email: "ann@example.test", Status: "pending", ConsentSource: "form", ConsentIP: "::1",
 		CreatedAt: t0, UpdatedAt: t1}}
+	refused := sub
+	refused.ConfirmationEmailID, refused.ConfirmationError = "", &ports.Error{Code: ports.CodeInvalidArgument, Message: "recipient is suppressed"}
 	seg := ports.Segment{ID: "s1", OrganizationID: "org1", Name: "Pro", Description: "d",
 		Rule: json.RawMessage(`{"field":"properties.plan","cmp":"eq","value":"pro"}`), CreatedAt: t0, UpdatedAt: t1}
 	rule := json.RawMessage(`{"op":"and","rules":[{"field":"topic.news","cmp":"eq"}]}`)
@@ -223,7 +225,7 @@ func marketingRoundTrips() []roundTrip {
 			},
 			conf, token, "::1")
 	}
-	tin := ports.TopicInput{Key: "news", Name: sp("News"), Description: sp(""), DoubleOptIn: &bool2}
+	tin := ports.TopicInput{Key: "news", Name: sp("News"), Description: sp(""), DoubleOptIn: &bool2, ConfirmFrom: sp("news@example.test")}
 	add("CreateTopic", "CreateTopic", func(a *marketingAnswers) { a.topic = topic },
 		func(ctx context.Context, c ports.Core) (any, error) { return c.Topics.CreateTopic(ctx, "org1", tin) },
 		topic, "org1", tin)
@@ -248,6 +250,11 @@ func marketingRoundTrips() []roundTrip {
 			return c.Topics.SubscribeTopic(ctx, "org1", "t1", sr)
 		},
 		sub, "org1", "t1", sr)
+	add("SubscribeTopic/refused", "SubscribeTopic", func(a *marketingAnswers) { a.subscription = refused },
+		func(ctx context.Context, c ports.Core) (any, error) {
+			return c.Topics.SubscribeTopic(ctx, "org1", "t1", sr)
+		},
+		refused, "org1", "t1", sr)
 	add("UnsubscribeTopic", "UnsubscribeTopic", func(a *marketingAnswers) { a.subscription = sub },
 		func(ctx context.Context, c ports.Core) (any, error) {
 			return c.Topics.UnsubscribeTopic(ctx, "org1", "t1", ports.SubscriptionRequest{ContactID: "c1"})

@@ -21,29 +21,37 @@ func init() {
 
 func topicToProto(t ports.Topic) *topicv1.Topic {
 	return &topicv1.Topic{Id: t.ID, OrganizationId: t.OrganizationID, Key: t.Key, Name: t.Name,
-		Description: t.Description, DoubleOptIn: t.DoubleOptIn, CreatedAt: timeToProto(t.CreatedAt), UpdatedAt: timeToProto(t.UpdatedAt)}
+		Description: t.Description, DoubleOptIn: t.DoubleOptIn, ConfirmFrom: t.ConfirmFrom, CreatedAt: timeToProto(t.CreatedAt),
+		UpdatedAt: timeToProto(t.UpdatedAt)}
 }
 
 func topicFromProto(t *topicv1.Topic) ports.Topic {
 	return ports.Topic{ID: t.GetId(), OrganizationID: t.GetOrganizationId(), Key: t.GetKey(), Name: t.GetName(),
-		Description: t.GetDescription(), DoubleOptIn: t.GetDoubleOptIn(), CreatedAt: timeFromProto(t.GetCreatedAt()),
-		UpdatedAt: timeFromProto(t.GetUpdatedAt())}
+		Description: t.GetDescription(), DoubleOptIn: t.GetDoubleOptIn(), ConfirmFrom: t.GetConfirmFrom(),
+		CreatedAt: timeFromProto(t.GetCreatedAt()), UpdatedAt: timeFromProto(t.GetUpdatedAt())}
 }
 
 func topicInputToProto(in ports.TopicInput) *topicv1.TopicInput {
-	return &topicv1.TopicInput{Key: in.Key, Name: in.Name, Description: in.Description, DoubleOptIn: in.DoubleOptIn}
+	return &topicv1.TopicInput{Key: in.Key, Name: in.Name, Description: in.Description, DoubleOptIn: in.DoubleOptIn,
+		ConfirmFrom: in.ConfirmFrom}
 }
 
 func topicInputFromProto(in *topicv1.TopicInput) ports.TopicInput {
-	return ports.TopicInput{Key: in.GetKey(), Name: in.Name, Description: in.Description, DoubleOptIn: in.DoubleOptIn}
+	return ports.TopicInput{Key: in.GetKey(), Name: in.Name, Description: in.Description, DoubleOptIn: in.DoubleOptIn,
+		ConfirmFrom: in.ConfirmFrom}
 }
 
 func subscriptionResultToProto(r ports.SubscriptionResult) *topicv1.SubscriptionResult {
 	s := r.Subscription
-	return &topicv1.SubscriptionResult{ConfirmToken: r.ConfirmToken, Subscription: &topicv1.Subscription{
-		TopicId: s.TopicID, ContactId: s.ContactID, Email: s.Email, Status: s.Status, ConsentSource: s.ConsentSource,
-		ConsentIp: s.ConsentIP, CreatedAt: timeToProto(s.CreatedAt), UpdatedAt: timeToProto(s.UpdatedAt),
-		ConfirmedAt: timePtrToProto(s.ConfirmedAt)}}
+	out := &topicv1.SubscriptionResult{ConfirmToken: r.ConfirmToken, ConfirmationEmailId: r.ConfirmationEmailID,
+		Subscription: &topicv1.Subscription{
+			TopicId: s.TopicID, ContactId: s.ContactID, Email: s.Email, Status: s.Status, ConsentSource: s.ConsentSource,
+			ConsentIp: s.ConsentIP, CreatedAt: timeToProto(s.CreatedAt), UpdatedAt: timeToProto(s.UpdatedAt),
+			ConfirmedAt: timePtrToProto(s.ConfirmedAt)}}
+	if e := r.ConfirmationError; e != nil {
+		out.ConfirmationErrorCode, out.ConfirmationErrorMessage = string(e.Code), e.Message
+	}
+	return out
 }
 
 type subscriptionMessage interface {
@@ -53,10 +61,15 @@ type subscriptionMessage interface {
 func subscriptionResultFromProto[R subscriptionMessage](m R) ports.SubscriptionResult {
 	r := m.GetResult()
 	s := r.GetSubscription()
-	return ports.SubscriptionResult{ConfirmToken: r.GetConfirmToken(), Subscription: ports.TopicSubscription{
-		TopicID: s.GetTopicId(), ContactID: s.GetContactId(), Email: s.GetEmail(), Status: s.GetStatus(),
-		ConsentSource: s.GetConsentSource(), ConsentIP: s.GetConsentIp(), CreatedAt: timeFromProto(s.GetCreatedAt()),
-		UpdatedAt: timeFromProto(s.GetUpdatedAt()), ConfirmedAt: timePtrFromProto(s.GetConfirmedAt())}}
+	out := ports.SubscriptionResult{ConfirmToken: r.GetConfirmToken(), ConfirmationEmailID: r.GetConfirmationEmailId(),
+		Subscription: ports.TopicSubscription{
+			TopicID: s.GetTopicId(), ContactID: s.GetContactId(), Email: s.GetEmail(), Status: s.GetStatus(),
+			ConsentSource: s.GetConsentSource(), ConsentIP: s.GetConsentIp(), CreatedAt: timeFromProto(s.GetCreatedAt()),
+			UpdatedAt: timeFromProto(s.GetUpdatedAt()), ConfirmedAt: timePtrFromProto(s.GetConfirmedAt())}}
+	if code := r.GetConfirmationErrorCode(); code != "" {
+		out.ConfirmationError = &ports.Error{Code: ports.Code(code), Message: r.GetConfirmationErrorMessage()}
+	}
+	return out
 }
 
 // topicServer serves postmill.topic.v1.TopicService from a ports.TopicService.

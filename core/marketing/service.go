@@ -1,6 +1,7 @@
 package marketing
 
 import (
+	"context"
 	"errors"
 	"time"
 
@@ -19,6 +20,23 @@ type Deps struct {
 	Segments ports.SegmentStore
 	Keyring  *secret.Keyring
 	Clock    ports.Clock
+	// Confirmations, when set, lets a double opt-in topic that names a From address (Topic.ConfirmFrom)
+	// mail each pending subscription its confirmation link through the send path. Without it a topic
+	// cannot name one, and the application mails the link itself.
+	Confirmations *Confirmations
+}
+
+// Confirmations is what mailing a confirmation link needs: the organization's sending domains (the From
+// address must be at a verified one), the send path (so suppressions, the plan's allowance and the
+// warm-up cap apply as to any mail), and the public base URL of the /p links.
+type Confirmations struct {
+	Domains interface {
+		DomainByName(ctx context.Context, orgID, name string) (ports.Domain, error)
+	}
+	Emails interface {
+		Send(ctx context.Context, orgID string, req ports.SendRequest) (ports.SendResult, error)
+	}
+	BaseURL string
 }
 
 // Services are the four use cases of the area, sharing one set of dependencies.
@@ -31,11 +49,12 @@ type Services struct {
 
 // base is what every service of the area holds.
 type base struct {
-	contacts ports.ContactStore
-	topics   ports.TopicStore
-	segments ports.SegmentStore
-	keyring  *secret.Keyring
-	clock    ports.Clock
+	contacts      ports.ContactStore
+	topics        ports.TopicStore
+	segments      ports.SegmentStore
+	keyring       *secret.Keyring
+	clock         ports.Clock
+	confirmations *Confirmations
 }
 
 // Contacts is ports.ContactService.
@@ -68,7 +87,11 @@ func New(d Deps) (*Services, error) {
 	if d.Clock == nil {
 		d.Clock = ports.SystemClock{}
 	}
-	b := &base{contacts: d.Contacts, topics: d.Topics, segments: d.Segments, keyring: d.Keyring, clock: d.Clock}
+	if c := d.Confirmations; c != nil && (c.Domains == nil || c.Emails == nil || c.BaseURL == "") {
+		return nil, errors.New("marketing: confirmations need domains, the send path and a base URL")
+	}
+	b := &base{contacts: d.Contacts, topics: d.Topics, segments: d.Segments, keyring: d.Keyring, clock: d.Clock,
+		confirmations: d.Confirmations}
 	return &Services{Contacts: &Contacts{b}, Topics: &Topics{b}, Segments: &Segments{b}, Public: &Public{b}}, nil
 }
 

@@ -35,12 +35,16 @@ func checkTopic(in ports.TopicInput, create bool) violations {
 		v.add("name", "must be 1 to 200 characters")
 	}
 	v.checkText("description", in.Description, ports.MaxTopicDescriptionLen)
+	v.checkConfirmFromSyntax(in.ConfirmFrom)
 	return v
 }
 
 // CreateTopic stores a new topic. Errors: already_exists (topics_organization_id_key_key) for a key in use.
 func (s *Topics) CreateTopic(ctx context.Context, orgID string, in ports.TopicInput) (ports.Topic, error) {
 	if err := checkTopic(in, true).err(); err != nil {
+		return ports.Topic{}, err
+	}
+	if err := s.checkConfirmFromDomain(ctx, orgID, in.ConfirmFrom); err != nil {
 		return ports.Topic{}, err
 	}
 	now := s.now()
@@ -50,6 +54,9 @@ func (s *Topics) CreateTopic(ctx context.Context, orgID string, in ports.TopicIn
 	}
 	if in.DoubleOptIn != nil {
 		t.DoubleOptIn = *in.DoubleOptIn
+	}
+	if in.ConfirmFrom != nil {
+		t.ConfirmFrom = *in.ConfirmFrom
 	}
 	return s.topics.CreateTopic(ctx, t)
 }
@@ -74,6 +81,9 @@ func (s *Topics) UpdateTopic(ctx context.Context, orgID, id string, in ports.Top
 	}
 	if !validID(id) {
 		return ports.Topic{}, notFound("topic")
+	}
+	if err := s.checkConfirmFromDomain(ctx, orgID, in.ConfirmFrom); err != nil {
+		return ports.Topic{}, err
 	}
 	return s.topics.UpdateTopic(ctx, orgID, id, in, s.now())
 }
@@ -147,6 +157,9 @@ func (s *Topics) set(ctx context.Context, orgID, topicID string, r ports.Subscri
 		res.ConfirmToken, err = SealPublicToken(s.keyring, PurposeConfirm, PublicToken{
 			OrganizationID: orgID, ContactID: sub.ContactID, TopicID: topicID, IssuedAt: now})
 		if err != nil {
+			return ports.SubscriptionResult{}, err
+		}
+		if err := s.mailConfirmation(ctx, orgID, topic, &res); err != nil {
 			return ports.SubscriptionResult{}, err
 		}
 	}

@@ -564,6 +564,7 @@ type Topic struct {
 	DoubleOptIn    bool
 	CreatedAt      time.Time
 	UpdatedAt      time.Time
+	ConfirmFrom    string
 }
 
 type TopicSubscription struct {

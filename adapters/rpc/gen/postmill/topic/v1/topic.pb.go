@@ -34,8 +34,10 @@ type Topic struct {
 	DoubleOptIn    bool                   `protobuf:"varint,6,opt,name=double_opt_in,json=doubleOptIn,proto3" json:"double_opt_in,omitempty"`
 	CreatedAt      *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
 	UpdatedAt      *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// The From address of the confirmation mail of a pending subscription; empty: none is sent.
+	ConfirmFrom   string `protobuf:"bytes,9,opt,name=confirm_from,json=confirmFrom,proto3" json:"confirm_from,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Topic) Reset() {
@@ -124,6 +126,13 @@ func (x *Topic) GetUpdatedAt() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *Topic) GetConfirmFrom() string {
+	if x != nil {
+		return x.ConfirmFrom
+	}
+	return ""
+}
+
 // TopicInput is ports.TopicInput: an unset optional field is absent.
 type TopicInput struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -131,6 +140,7 @@ type TopicInput struct {
 	Name          *string                `protobuf:"bytes,2,opt,name=name,proto3,oneof" json:"name,omitempty"`
 	Description   *string                `protobuf:"bytes,3,opt,name=description,proto3,oneof" json:"description,omitempty"`
 	DoubleOptIn   *bool                  `protobuf:"varint,4,opt,name=double_opt_in,json=doubleOptIn,proto3,oneof" json:"double_opt_in,omitempty"`
+	ConfirmFrom   *string                `protobuf:"bytes,5,opt,name=confirm_from,json=confirmFrom,proto3,oneof" json:"confirm_from,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -191,6 +201,13 @@ func (x *TopicInput) GetDoubleOptIn() bool {
 		return *x.DoubleOptIn
 	}
 	return false
+}
+
+func (x *TopicInput) GetConfirmFrom() string {
+	if x != nil && x.ConfirmFrom != nil {
+		return *x.ConfirmFrom
+	}
+	return ""
 }
 
 type CreateTopicRequest struct {
@@ -947,11 +964,15 @@ func (x *UnsubscribeRequest) GetChange() *SubscriptionChange {
 }
 
 type SubscriptionResult struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Subscription  *Subscription          `protobuf:"bytes,1,opt,name=subscription,proto3" json:"subscription,omitempty"`
-	ConfirmToken  string                 `protobuf:"bytes,2,opt,name=confirm_token,json=confirmToken,proto3" json:"confirm_token,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	Subscription *Subscription          `protobuf:"bytes,1,opt,name=subscription,proto3" json:"subscription,omitempty"`
+	ConfirmToken string                 `protobuf:"bytes,2,opt,name=confirm_token,json=confirmToken,proto3" json:"confirm_token,omitempty"`
+	// The confirmation mail: its message id, or the code and message of the send's refusal.
+	ConfirmationEmailId      string `protobuf:"bytes,3,opt,name=confirmation_email_id,json=confirmationEmailId,proto3" json:"confirmation_email_id,omitempty"`
+	ConfirmationErrorCode    string `protobuf:"bytes,4,opt,name=confirmation_error_code,json=confirmationErrorCode,proto3" json:"confirmation_error_code,omitempty"`
+	ConfirmationErrorMessage string `protobuf:"bytes,5,opt,name=confirmation_error_message,json=confirmationErrorMessage,proto3" json:"confirmation_error_message,omitempty"`
+	unknownFields            protoimpl.UnknownFields
+	sizeCache                protoimpl.SizeCache
 }
 
 func (x *SubscriptionResult) Reset() {
@@ -994,6 +1015,27 @@ func (x *SubscriptionResult) GetSubscription() *Subscription {
 func (x *SubscriptionResult) GetConfirmToken() string {
 	if x != nil {
 		return x.ConfirmToken
+	}
+	return ""
+}
+
+func (x *SubscriptionResult) GetConfirmationEmailId() string {
+	if x != nil {
+		return x.ConfirmationEmailId
+	}
+	return ""
+}
+
+func (x *SubscriptionResult) GetConfirmationErrorCode() string {
+	if x != nil {
+		return x.ConfirmationErrorCode
+	}
+	return ""
+}
+
+func (x *SubscriptionResult) GetConfirmationErrorMessage() string {
+	if x != nil {
+		return x.ConfirmationErrorMessage
 	}
 	return ""
 }
@@ -1090,7 +1132,7 @@ var File_postmill_topic_v1_topic_proto protoreflect.FileDescriptor
 
 const file_postmill_topic_v1_topic_proto_rawDesc = "" +
 	"\n" +
-	"\x1dpostmill/topic/v1/topic.proto\x12\x11postmill.topic.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xa2\x02\n" +
+	"\x1dpostmill/topic/v1/topic.proto\x12\x11postmill.topic.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xc5\x02\n" +
 	"\x05Topic\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12'\n" +
 	"\x0forganization_id\x18\x02 \x01(\tR\x0eorganizationId\x12\x10\n" +
@@ -1101,16 +1143,19 @@ const file_postmill_topic_v1_topic_proto_rawDesc = "" +
 	"\n" +
 	"created_at\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x129\n" +
 	"\n" +
-	"updated_at\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\"\xb2\x01\n" +
+	"updated_at\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\x12!\n" +
+	"\fconfirm_from\x18\t \x01(\tR\vconfirmFrom\"\xeb\x01\n" +
 	"\n" +
 	"TopicInput\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x17\n" +
 	"\x04name\x18\x02 \x01(\tH\x00R\x04name\x88\x01\x01\x12%\n" +
 	"\vdescription\x18\x03 \x01(\tH\x01R\vdescription\x88\x01\x01\x12'\n" +
-	"\rdouble_opt_in\x18\x04 \x01(\bH\x02R\vdoubleOptIn\x88\x01\x01B\a\n" +
+	"\rdouble_opt_in\x18\x04 \x01(\bH\x02R\vdoubleOptIn\x88\x01\x01\x12&\n" +
+	"\fconfirm_from\x18\x05 \x01(\tH\x03R\vconfirmFrom\x88\x01\x01B\a\n" +
 	"\x05_nameB\x0e\n" +
 	"\f_descriptionB\x10\n" +
-	"\x0e_double_opt_in\"r\n" +
+	"\x0e_double_opt_inB\x0f\n" +
+	"\r_confirm_from\"r\n" +
 	"\x12CreateTopicRequest\x12'\n" +
 	"\x0forganization_id\x18\x01 \x01(\tR\x0eorganizationId\x123\n" +
 	"\x05input\x18\x02 \x01(\v2\x1d.postmill.topic.v1.TopicInputR\x05input\"\x82\x01\n" +
@@ -1161,10 +1206,13 @@ const file_postmill_topic_v1_topic_proto_rawDesc = "" +
 	"\x10SubscribeRequest\x12=\n" +
 	"\x06change\x18\x01 \x01(\v2%.postmill.topic.v1.SubscriptionChangeR\x06change\"S\n" +
 	"\x12UnsubscribeRequest\x12=\n" +
-	"\x06change\x18\x01 \x01(\v2%.postmill.topic.v1.SubscriptionChangeR\x06change\"~\n" +
+	"\x06change\x18\x01 \x01(\v2%.postmill.topic.v1.SubscriptionChangeR\x06change\"\xa8\x02\n" +
 	"\x12SubscriptionResult\x12C\n" +
 	"\fsubscription\x18\x01 \x01(\v2\x1f.postmill.topic.v1.SubscriptionR\fsubscription\x12#\n" +
-	"\rconfirm_token\x18\x02 \x01(\tR\fconfirmToken\"R\n" +
+	"\rconfirm_token\x18\x02 \x01(\tR\fconfirmToken\x122\n" +
+	"\x15confirmation_email_id\x18\x03 \x01(\tR\x13confirmationEmailId\x126\n" +
+	"\x17confirmation_error_code\x18\x04 \x01(\tR\x15confirmationErrorCode\x12<\n" +
+	"\x1aconfirmation_error_message\x18\x05 \x01(\tR\x18confirmationErrorMessage\"R\n" +
 	"\x11SubscribeResponse\x12=\n" +
 	"\x06result\x18\x01 \x01(\v2%.postmill.topic.v1.SubscriptionResultR\x06result\"T\n" +
 	"\x13UnsubscribeResponse\x12=\n" +
