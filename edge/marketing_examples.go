@@ -21,6 +21,8 @@ func init() {
 	}
 	requestExamples["create-topic"] = []bodyExample{
 		{"topic", "A double opt-in topic", `{"key":"product-news","name":"Product news","description":"New features, once a month","doubleOptIn":true}`},
+		{"mailed", "A double opt-in topic whose confirmation links Postmill mails",
+			`{"key":"product-news","name":"Product news","doubleOptIn":true,"confirmFrom":"Acme News <news@acme.example>"}`},
 	}
 	requestExamples["update-topic"] = []bodyExample{{"rename", "", `{"name":"Product updates"}`}}
 	requestExamples["subscribe-topic"] = []bodyExample{
