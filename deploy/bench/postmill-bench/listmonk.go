@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"mime/multipart"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -111,7 +112,7 @@ max_lifetime = "300s"
 	if msgRate == 0 {
 		msgRate = 1_000_000
 	}
-	sinkHost, sinkPort, _ := strings.Cut(mx.addr(), ":")
+	sinkHost, sinkPort, _ := net.SplitHostPort(mx.addr())
 	smtp, _ := json.Marshal([]map[string]any{{"enabled": true, "host": sinkHost, "port": json.Number(sinkPort), "auth_protocol": "none",
 		"username": "", "password": "", "hello_hostname": "listmonk.bench.example", "max_conns": *conns, "idle_timeout": "15s",
 		"wait_timeout": "5s", "max_msg_retries": 2, "tls_enabled": false, "tls_skip_verify": false, "email_headers": []any{}}})
@@ -248,6 +249,12 @@ max_lifetime = "300s"
 		subscribers, imports, all.Round(time.Millisecond))
 	fmt.Printf("  campaign: %d of %d arrived in %s (\"running\" → last arrival) = %.0f msg/s, not signed (mean %d bytes; %d duplicates, %d without Message-ID); peak RSS %d MiB\n",
 		arrived, *contacts, elapsed.Round(time.Millisecond), float64(arrived)/elapsed.Seconds(), size, dupes, noID, peakRSS.peak()/1024)
+	// listmonk picks a running campaign up on its next scan (every 5 s in v1.1.0), so the first message
+	// leaves up to 5 s after "running": the rate from the first arrival is its sending alone.
+	if first := mx.firstArrival(); !first.IsZero() && last.After(first) {
+		fmt.Printf("  first arrival %s after \"running\"; from it to the last: %.0f msg/s\n",
+			first.Sub(start).Round(time.Millisecond), float64(arrived)/last.Sub(first).Seconds())
+	}
 	fmt.Println(strings.Replace(cpuLine, "postmill", "listmonk", 1))
 	fmt.Printf("  CPU a message in all: %.3f ms; RSA-2048 ceiling of this run %.0f signatures/s (listmonk's rate is %.0f%% of it)\n",
 		float64(totalCPU.Microseconds())/1000, ceiling, 100*float64(arrived)/elapsed.Seconds()/ceiling)

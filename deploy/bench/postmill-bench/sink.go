@@ -37,6 +37,7 @@ type sink struct {
 	perSec   []int64 // arrivals per second since start
 	seen     map[string]bool
 	dupes    int64
+	first    time.Time // the first arrival since the clock started
 	last     time.Time
 	sizes    int64
 	noID     int64
@@ -61,7 +62,7 @@ func (s *sink) close() { _ = s.ln.Close() }
 // startClock sets the zero of the arrival curve.
 func (s *sink) startClock(t time.Time) {
 	s.mu.Lock()
-	s.perSec = nil
+	s.perSec, s.first = nil, time.Time{}
 	s.mu.Unlock()
 	s.start.Store(t.UnixNano())
 }
@@ -236,6 +237,9 @@ func (s *sink) arrived(msg []byte, rcpts int, domains []string) string {
 			}
 			s.perSec[sec]++
 		}
+		if s.first.IsZero() {
+			s.first = now
+		}
 	}
 	if id == "" {
 		s.noID++
@@ -285,6 +289,13 @@ func (s *sink) curve() ([]int64, time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]int64(nil), s.perSec...), s.last
+}
+
+// firstArrival is the time of the first arrival since the clock started (zero before one).
+func (s *sink) firstArrival() time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.first
 }
 
 // stats returns messages seen twice, messages without a Message-ID and the mean size.
