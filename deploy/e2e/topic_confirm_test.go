@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/emersion/go-msgauth/dkim"
 )
 
 // A double opt-in topic that names confirmFrom mails each pending subscription its confirmation link
@@ -73,6 +75,12 @@ func TestTopicConfirmationMail(t *testing.T) {
 	}
 	if !contains(signedHeaders(t, got.data), "from") {
 		t.Errorf("the confirmation mail is not DKIM-signed over From")
+	}
+	verifications, err := dkim.VerifyWithOptions(bytes.NewReader(got.data), &dkim.VerifyOptions{
+		LookupTXT: func(domain string) ([]string, error) { return w.dnsTXT(domain) },
+	})
+	if err != nil || len(verifications) != 1 || verifications[0].Err != nil || verifications[0].Domain != senderDomain {
+		t.Fatalf("DKIM verification of the confirmation mail: %v %+v", err, verifications)
 	}
 	mt, params, err := mime.ParseMediaType(msg.Header.Get("Content-Type"))
 	if err != nil || mt != "multipart/alternative" {
