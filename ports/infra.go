@@ -78,11 +78,12 @@ type BulkBacklog interface {
 	BulkWait(ctx context.Context) (time.Duration, error)
 }
 
-// TransactionalSignal is implemented by a Queue that can tell a consumer in the same process that this
-// process has just queued transactional jobs (DeliveryJob.Bulk false). The MTA leases jobs in batches and,
-// while a broadcast keeps its worker slots busy, waits a moment for a batch's worth of them to free up; a
-// signal ends that wait, so a receipt is leased with the next free slot instead of the next batch. Jobs
-// queued by another process are not signalled: they are leased with the next batch, as without it.
+// TransactionalSignal is implemented by a Queue that can tell a consumer that transactional jobs
+// (DeliveryJob.Bulk false) have just been queued: by this process, and by others where the queue can
+// announce them across processes. The MTA leases jobs in batches and, while a broadcast keeps its worker
+// slots busy, waits a moment for a batch's worth of them to free up; a signal ends that wait, so a receipt
+// is leased with the next free slot instead of the next batch. Jobs whose queueing is not signalled are
+// leased with the next batch, as without it.
 type TransactionalSignal interface {
 	// TransactionalQueued returns a channel that receives a value after transactional jobs were queued;
 	// one value may stand for several queueings, and the channel is never closed.

@@ -336,8 +336,9 @@ func (s *Messages) insertSendGroup(ctx context.Context, group []*pendingSend) (m
 		return nil, err
 	}
 	if queue != nil && len(jobs) > 0 {
-		queue.wake()
-		if hasTransactional(jobs) {
+		tx := hasTransactional(jobs)
+		queue.wake(tx)
+		if tx {
 			queue.signalTransactional()
 		}
 	}

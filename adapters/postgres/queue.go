@@ -41,8 +41,9 @@ type QueueConfig struct {
 // Queue is the PostgreSQL implementation of ports.Queue on the delivery_queue table: jobs are leased with
 // FOR UPDATE SKIP LOCKED so concurrent consumers never receive the same row, and a lease that expires
 // unacknowledged makes the job visible again, so a crashed worker's jobs are taken over (at least once).
-// Publishing notifies the channel postmill_delivery_queue on commit, which wakes waiting consumers in
-// every process at once; polling every PollInterval covers the rest. It is safe for concurrent use.
+// Publishing notifies the channel postmill_delivery_queue (queueChannel) on commit, which wakes waiting
+// consumers in every process at once; polling every PollInterval covers the rest. It is safe for
+// concurrent use.
 type Queue struct {
 	pool    *pgxpool.Pool
 	queries *db.Queries
@@ -51,6 +52,9 @@ type Queue struct {
 	acks combiner[*pendingAck]
 	// waking is the state of the notifications sent for jobs written by the send path (queue_direct.go).
 	waking atomic.Int32
+	// wakeTx is set when a wake asked for announces transactional jobs; the next round's notification
+	// takes it.
+	wakeTx atomic.Bool
 	// txQueued receives a value when this process queued transactional jobs (ports.TransactionalSignal).
 	txQueued chan struct{}
 }
@@ -101,11 +105,12 @@ func (q *Queue) Publish(ctx context.Context, jobs []ports.DeliveryJob) error {
 		return nil
 	}
 	p := db.PublishJobsParams(jobArrays(jobs))
+	tx := hasTransactional(jobs)
 	err := interpretError(runPipeline(ctx, q.pool,
 		func(q *db.Queries) error { return q.PublishJobs(ctx, p) },
-		func(q *db.Queries) error { return q.NotifyQueue(ctx) },
+		func(q *db.Queries) error { return q.NotifyQueue(ctx, notifyPayload(tx)) },
 	))
-	if err == nil && hasTransactional(jobs) {
+	if err == nil && tx {
 		q.signalTransactional()
 	}
 	return err
@@ -114,7 +119,8 @@ func (q *Queue) Publish(ctx context.Context, jobs []ports.DeliveryJob) error {
 var _ ports.TransactionalSignal = (*Queue)(nil)
 
 // TransactionalQueued implements ports.TransactionalSignal: a value follows the commit of transactional
-// jobs written by this process, through Publish or by the send path (EnqueueSendsOn).
+// jobs written by this process, through Publish or by the send path (EnqueueSendsOn), and, while
+// ListenTransactional runs, their announcement by any process.
 func (q *Queue) TransactionalQueued() <-chan struct{} { return q.txQueued }
 
 // signalTransactional leaves one value for the consumer, never blocking: a value still unread already

@@ -20,12 +20,16 @@ func (s *Store) EnqueueSendsOn(q *Queue) {
 // notifyTimeout bounds one notification of wake.
 const notifyTimeout = 5 * time.Second
 
-// wake notifies the queue's channel after the send path committed jobs. It never blocks the sender:
+// wake notifies the queue's channel after the send path committed jobs, with txPayload when transactional
+// says that some were transactional (queue_signal.go). It never blocks the sender:
 // the notification is sent by a goroutine, and wakes that come while one is in flight are covered by one
 // more, so a burst of sends costs a few notifications rather than one each. A notification sent outside
 // the send's transaction keeps NOTIFY's commit-time lock (one notifying transaction commits at a time)
 // out of the sends' group commits. A lost notification costs a waiting consumer at most PollInterval.
-func (q *Queue) wake() {
+func (q *Queue) wake(transactional bool) {
+	if transactional {
+		q.wakeTx.Store(true) // before the round is asked for, so that the round that follows sees it
+	}
 	for {
 		switch q.waking.Load() {
 		case 0: // idle: start a round
@@ -47,7 +51,9 @@ func (q *Queue) wake() {
 func (q *Queue) notifyRounds() {
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), notifyTimeout)
-		_ = q.queries.NotifyQueue(ctx) // on failure consumers still look every PollInterval
+		// On failure consumers still look every PollInterval, and a lost announcement of transactional
+		// jobs costs a consumer in another process at most the wait it would have ended.
+		_ = q.queries.NotifyQueue(ctx, notifyPayload(q.wakeTx.Swap(false)))
 		cancel()
 		if q.waking.CompareAndSwap(1, 0) {
 			return

@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -23,6 +24,7 @@ func (a *App) initMTA() (services.Service, error) {
 		m         *mta.MTA
 		sim       *simulator.Server
 		transport *tlspolicy.Engine // MTA-STS, DANE and TLS-RPT (tier_mta_tls.go); nil when turned off
+		signal    txListener        // the PostgreSQL queue: transactional jobs queued by other processes
 	)
 	starting := func(ctx context.Context) error {
 		core := a.inProcessCore()
@@ -34,6 +36,7 @@ func (a *App) initMTA() (services.Service, error) {
 		if err != nil {
 			return err
 		}
+		signal, _ = queue.(txListener)
 		blobs, err := a.blobStore(ctx)
 		if err != nil {
 			return err
@@ -87,7 +90,12 @@ func (a *App) initMTA() (services.Service, error) {
 		if transport != nil {
 			reports.Go(func() { _ = transport.Run(ctx, time.Minute) }) // TLS-RPT files, every minute
 		}
+		listening, stopListening := context.WithCancel(ctx)
+		if signal != nil {
+			reports.Go(func() { _ = signal.ListenTransactional(listening, a.logger) })
+		}
 		err := m.Run(ctx) // returns after draining in-flight jobs once ctx ends
+		stopListening()
 		reports.Wait()
 		if transport != nil {
 			// The sessions of the drained jobs count too.
@@ -98,6 +106,14 @@ func (a *App) initMTA() (services.Service, error) {
 	}
 	stopping := func(error) error { return a.stopSimulator(sim) } // after Run drained the jobs
 	return services.NewBasicService(starting, running, stopping).WithName(TargetMTA), nil
+}
+
+// txListener is a queue that hears transactional jobs queued by other processes while
+// ListenTransactional runs, and signals them to the MTA (ports.TransactionalSignal): with the send path in
+// another process, a receipt queued during a broadcast ends the MTA's wait for a batch of free slots as it
+// does in the all-in-one process.
+type txListener interface {
+	ListenTransactional(ctx context.Context, logger *slog.Logger) error
 }
 
 var (

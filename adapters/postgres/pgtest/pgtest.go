@@ -73,6 +73,41 @@ func Store(tb testing.TB) *postgres.Store {
 	return s
 }
 
+// DatabaseStore is Store in a database of its own, created for tb and dropped when it ends, for tests of
+// what every schema of a database shares: the channels of LISTEN and NOTIFY.
+func DatabaseStore(tb testing.TB) *postgres.Store {
+	tb.Helper()
+	base := os.Getenv(EnvDatabaseURL)
+	if base == "" {
+		base = DefaultDatabaseURL
+	}
+	name := schemaName(tb)
+	ctx, cancel := context.WithTimeout(context.Background(), setupTimeout)
+	defer cancel()
+	if err := exec(ctx, base, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
+		tb.Fatalf("pgtest: cannot create a test database (%s): %v", EnvDatabaseURL, err)
+	}
+	tb.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), setupTimeout)
+		defer cancel()
+		if err := exec(ctx, base, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)"); err != nil {
+			tb.Errorf("pgtest: drop database %s: %v", name, err)
+		}
+	})
+	dsn := withDatabase(tb, base, name)
+	mctx, mcancel := context.WithTimeout(context.Background(), time.Minute)
+	defer mcancel()
+	s, err := postgres.Open(mctx, dsn)
+	if err != nil {
+		tb.Fatalf("pgtest: open store: %v", err)
+	}
+	tb.Cleanup(s.Close) // registered after the drop, so it runs first
+	if err := postgres.Migrate(mctx, s.Pool()); err != nil {
+		tb.Fatalf("pgtest: migrate: %v", err)
+	}
+	return s
+}
+
 func exec(ctx context.Context, dsn, sql string) error {
 	conn, err := pgx.Connect(ctx, dsn)
 	if err != nil {
@@ -104,6 +139,20 @@ func schemaName(tb testing.TB) string {
 		tb.Fatalf("pgtest: random schema suffix: %v", err)
 	}
 	return "pgtest_" + name.String() + "_" + hex.EncodeToString(suffix[:])
+}
+
+// withDatabase names another database in a URL (postgres://...) or a keyword/value string.
+func withDatabase(tb testing.TB, dsn, database string) string {
+	tb.Helper()
+	if !strings.HasPrefix(dsn, "postgres://") && !strings.HasPrefix(dsn, "postgresql://") {
+		return dsn + " dbname=" + database
+	}
+	u, err := url.Parse(dsn)
+	if err != nil {
+		tb.Fatalf("pgtest: %s is not a valid PostgreSQL URL", EnvDatabaseURL)
+	}
+	u.Path = "/" + database
+	return u.String()
 }
 
 // withSearchPath adds search_path to a URL (postgres://...) or a keyword/value string (host=... user=...);

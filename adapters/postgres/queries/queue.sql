@@ -17,8 +17,9 @@ FROM (SELECT
 ON CONFLICT (id) DO NOTHING;
 
 -- name: NotifyQueue :exec
--- Wakes waiting consumers in every process once the publishing transaction commits.
-SELECT pg_notify('postmill_delivery_queue', '');
+-- Wakes waiting consumers in every process once the publishing transaction commits. The payload is 'tx'
+-- when transactional jobs were queued (queue_signal.go), empty otherwise.
+SELECT pg_notify('postmill_delivery_queue', sqlc.arg(payload)::text);
 
 -- name: LeaseJobs :many
 -- Leases up to row_limit visible jobs: each gets a fresh token and stays invisible until the lease ends.

@@ -215,12 +215,13 @@ func (q *Queries) NackJob(ctx context.Context, arg NackJobParams) (int64, error)
 }
 
 const notifyQueue = `-- name: NotifyQueue :exec
-SELECT pg_notify('postmill_delivery_queue', '')
+SELECT pg_notify('postmill_delivery_queue', $1::text)
 `
 
-// Wakes waiting consumers in every process once the publishing transaction commits.
-func (q *Queries) NotifyQueue(ctx context.Context) error {
-	_, err := q.db.Exec(ctx, notifyQueue)
+// Wakes waiting consumers in every process once the publishing transaction commits. The payload is 'tx'
+// when transactional jobs were queued (queue_signal.go), empty otherwise.
+func (q *Queries) NotifyQueue(ctx context.Context, payload string) error {
+	_, err := q.db.Exec(ctx, notifyQueue, payload)
 	return err
 }
 
