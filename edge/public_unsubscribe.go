@@ -67,12 +67,15 @@ var unsubscribeTemplate = template.Must(template.New("unsubscribe").Parse(`<!doc
 <p class="note">If you keep receiving mail you did not ask for, reply to the sender or use your mail app's unsubscribe option.</p>
 {{- else if .Done}}
 <p>Done. <span class="addr">{{.Email}}</span> will no longer receive {{if .Topic}}“{{.Topic}}”{{else}}these emails{{end}}.</p>
+{{- if .Prefs}}
+<p class="note"><a href="/p/prefs/{{.Prefs}}">Choose which emails you get</a></p>
+{{- end}}
 {{- else}}
 <p>Stop sending {{if .Topic}}“{{.Topic}}”{{else}}these emails{{end}} to <span class="addr">{{.Email}}</span>?</p>
 <form method="post" action="">
 <button type="submit" name="List-Unsubscribe" value="One-Click">Unsubscribe</button>
 </form>
-<p class="note">Nothing changes until you press the button.</p>
+<p class="note">Nothing changes until you press the button.{{if .Prefs}} Or <a href="/p/prefs/{{.Prefs}}">choose which emails you get</a>.{{end}}</p>
 {{- end}}
 </main>
 </body>
@@ -81,6 +84,7 @@ var unsubscribeTemplate = template.Must(template.New("unsubscribe").Parse(`<!doc
 
 type unsubscribeView struct {
 	Title, Email, Topic string
+	Prefs               string // the preference page's token
 	Done, Invalid       bool
 }
 
@@ -88,6 +92,8 @@ type unsubscribeJSON struct {
 	Unsubscribed bool   `json:"unsubscribed"`
 	Email        string `json:"email"`
 	Topic        string `json:"topic,omitempty"`
+	// PreferencesURL is the same contact's preference page, relative to this server.
+	PreferencesURL string `json:"preferencesUrl,omitempty"`
 }
 
 func (s *Server) unsubscribePage(w http.ResponseWriter, r *http.Request) {
@@ -136,10 +142,14 @@ func (s *Server) unsubscribe(w http.ResponseWriter, r *http.Request, perform boo
 		return
 	}
 	if wantJSON {
-		writeJSON(w, http.StatusOK, unsubscribeJSON{Unsubscribed: perform, Email: v.MaskedEmail, Topic: v.TopicName})
+		out := unsubscribeJSON{Unsubscribed: perform, Email: v.MaskedEmail, Topic: v.TopicName}
+		if v.PreferencesToken != "" {
+			out.PreferencesURL = "/p/prefs/" + v.PreferencesToken
+		}
+		writeJSON(w, http.StatusOK, out)
 		return
 	}
-	view := unsubscribeView{Title: "Unsubscribe", Email: v.MaskedEmail, Topic: v.TopicName, Done: perform}
+	view := unsubscribeView{Title: "Unsubscribe", Email: v.MaskedEmail, Topic: v.TopicName, Prefs: v.PreferencesToken, Done: perform}
 	if perform {
 		view.Title = "You are unsubscribed"
 	}

@@ -122,6 +122,9 @@ type BroadcastService interface {
 type UnsubscribeView struct {
 	MaskedEmail string
 	TopicName   string // "" when the token is for all marketing mail
+	// PreferencesToken opens the same contact's preference page, /p/prefs/{token}, where every topic can be
+	// chosen rather than all or nothing.
+	PreferencesToken string
 }
 
 // PublicUnsubscribeService answers /p/u/{token} (SPEC §4.11). The token is opened in the core.

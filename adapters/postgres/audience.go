@@ -109,7 +109,11 @@ func (s *Marketing) topicExists(ctx context.Context, orgID, topicID string) erro
 func (s *Marketing) UnsubscribeContact(ctx context.Context, orgID, contactID, topicID, source string) error {
 	var err error
 	if topicID == "" {
-		_, err = s.pool.Exec(ctx, `UPDATE contacts
+		// Unsubscribed from all marketing: the topics go off too (ApplyPreferences' unsubscribeAll).
+		_, err = s.pool.Exec(ctx, `WITH topics_off AS (
+			UPDATE topic_subscriptions SET status = 'unsubscribed', consent_source = $3, updated_at = now()
+			 WHERE organization_id = $1 AND contact_id = $2 AND status <> 'unsubscribed')
+			UPDATE contacts
 			   SET consent_status = 'unsubscribed', consent_source = $3, consent_at = now(), updated_at = now()
 			 WHERE organization_id = $1 AND id = $2 AND consent_status <> 'unsubscribed'`,
 			orgID, contactID, truncate(source, ports.MaxConsentSourceLen))

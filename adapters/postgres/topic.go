@@ -243,6 +243,13 @@ func (s *Marketing) ApplyPreferences(ctx context.Context, orgID, contactID strin
 		switch {
 		case u.UnsubscribeAll:
 			next = ports.ConsentUnsubscribed
+			// Every topic goes off with it, not only those named: a later subscription to one topic
+			// brings the contact's consent back and must not bring back the topics left before.
+			if _, err := tx.Exec(ctx, `UPDATE topic_subscriptions SET status = 'unsubscribed', consent_source = $3,
+				updated_at = $4 WHERE organization_id = $1 AND contact_id = $2 AND status <> 'unsubscribed'`,
+				orgID, contactID, u.Source, now); err != nil {
+				return err
+			}
 		case subscribedAny:
 			next = ports.ConsentSubscribed
 		}

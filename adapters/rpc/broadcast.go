@@ -241,14 +241,14 @@ func newUnsubscribeServer(svc ports.PublicUnsubscribeService, log *slog.Logger) 
 func (s *unsubscribeServer) PreviewUnsubscribe(ctx context.Context, req *connect.Request[broadcastv1.PreviewUnsubscribeRequest]) (*connect.Response[broadcastv1.PreviewUnsubscribeResponse], error) {
 	v, err := s.svc.PreviewUnsubscribe(ctx, string(req.Msg.GetToken()))
 	return respond(ctx, s.log, req, err, func() *broadcastv1.PreviewUnsubscribeResponse {
-		return &broadcastv1.PreviewUnsubscribeResponse{MaskedEmail: v.MaskedEmail, TopicName: v.TopicName}
+		return &broadcastv1.PreviewUnsubscribeResponse{MaskedEmail: v.MaskedEmail, TopicName: v.TopicName, PreferencesToken: v.PreferencesToken}
 	})
 }
 
 func (s *unsubscribeServer) Unsubscribe(ctx context.Context, req *connect.Request[broadcastv1.UnsubscribeRequest]) (*connect.Response[broadcastv1.UnsubscribeResponse], error) {
 	v, err := s.svc.Unsubscribe(ctx, string(req.Msg.GetToken()))
 	return respond(ctx, s.log, req, err, func() *broadcastv1.UnsubscribeResponse {
-		return &broadcastv1.UnsubscribeResponse{MaskedEmail: v.MaskedEmail, TopicName: v.TopicName}
+		return &broadcastv1.UnsubscribeResponse{MaskedEmail: v.MaskedEmail, TopicName: v.TopicName, PreferencesToken: v.PreferencesToken}
 	})
 }
 
@@ -265,10 +265,11 @@ func newUnsubscribeClient(conn broadcastv1connect.UnsubscribeServiceClient) port
 type withView interface {
 	GetMaskedEmail() string
 	GetTopicName() string
+	GetPreferencesToken() string
 }
 
 func viewFromProto[R withView](r R) ports.UnsubscribeView {
-	return ports.UnsubscribeView{MaskedEmail: r.GetMaskedEmail(), TopicName: r.GetTopicName()}
+	return ports.UnsubscribeView{MaskedEmail: r.GetMaskedEmail(), TopicName: r.GetTopicName(), PreferencesToken: r.GetPreferencesToken()}
 }
 
 func (c *unsubscribeClient) PreviewUnsubscribe(ctx context.Context, token string) (ports.UnsubscribeView, error) {

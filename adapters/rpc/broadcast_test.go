@@ -86,7 +86,7 @@ func broadcastRoundTrips() []roundTrip {
 	stats := ports.BroadcastStats{Recipients: 9, Sent: 8, Delivered: 7, Bounced: 1, Complained: 2, Opened: 3, Clicked: 4, Unsubscribed: 5, Failed: 6}
 	rs := []ports.BroadcastRecipient{{ContactID: "c1", Email: "a@b.test", MessageID: "m1", Status: "delivered", CreatedAt: t0},
 		{ContactID: "c2", Email: "b@b.test", Status: "suppressed", CreatedAt: t1}}
-	view := ports.UnsubscribeView{MaskedEmail: "a•••@b.test", TopicName: "News"}
+	view := ports.UnsubscribeView{MaskedEmail: "a•••@b.test", TopicName: "News", PreferencesToken: "prefs-token"}
 
 	var trips []roundTrip
 	add := func(r roundTrip) { trips = append(trips, r) }

@@ -135,8 +135,9 @@ func (s *Service) content(b ports.Broadcast) (content, error) {
 
 // contactVars are the variables a broadcast's content is interpolated with: {{ contact.email }},
 // {{ contact.firstName }}, {{ contact.lastName }}, {{ contact.locale }}, {{ contact.timezone }} and
-// {{ contact.properties.<key> }}.
-func contactVars(c ports.AudienceContact) map[string]any {
+// {{ contact.properties.<key> }}, and the contact's own links: {{ unsubscribeUrl }} (the page of the
+// List-Unsubscribe header) and {{ preferencesUrl }} (the preference page, every topic at once).
+func contactVars(c ports.AudienceContact, unsubscribeURL, preferencesURL string) map[string]any {
 	props := c.Properties
 	if props == nil {
 		props = map[string]any{}
@@ -144,7 +145,7 @@ func contactVars(c ports.AudienceContact) map[string]any {
 	return map[string]any{"contact": map[string]any{
 		"email": c.Email, "firstName": c.FirstName, "lastName": c.LastName, "locale": c.Locale,
 		"timezone": c.Timezone, "properties": props,
-	}}
+	}, "unsubscribeUrl": unsubscribeURL, "preferencesUrl": preferencesURL}
 }
 
 // sendOutcome is what the send path did with one contact.
@@ -342,20 +343,25 @@ func (s *Service) sendBulk(ctx context.Context, bs bulkSender, b ports.Broadcast
 // request is the email of one contact: its rendered content, its own unsubscribe link and the idempotency
 // key that makes a repeated send answer with the message already written.
 func (s *Service) request(ctx context.Context, b ports.Broadcast, render content, c ports.AudienceContact) (ports.SendRequest, error) {
-	r, err := render(ctx, contactVars(c))
-	if err != nil {
-		return ports.SendRequest{}, fmt.Errorf("render: %w", err)
-	}
 	token, err := marketing.SealPublicToken(s.deps.Keyring, marketing.PurposeUnsubscribe, marketing.PublicToken{
 		OrganizationID: b.OrganizationID, ContactID: c.ID, TopicID: b.TopicID, BroadcastID: b.ID, IssuedAt: s.now(),
 	})
 	if err != nil {
 		return ports.SendRequest{}, err
 	}
+	prefs, err := s.preferencesToken(b.OrganizationID, c.ID)
+	if err != nil {
+		return ports.SendRequest{}, err
+	}
+	unsubscribeURL := s.cfg.BaseURL + "/p/u/" + token
+	r, err := render(ctx, contactVars(c, unsubscribeURL, s.cfg.BaseURL+"/p/prefs/"+prefs))
+	if err != nil {
+		return ports.SendRequest{}, fmt.Errorf("render: %w", err)
+	}
 	return ports.SendRequest{
 		From: b.From, To: []string{c.Email}, Subject: r.Subject, HTML: r.HTML, Text: r.Text, ReplyTo: b.ReplyTo,
 		Headers: map[string]string{
-			"List-Unsubscribe":      "<" + s.cfg.BaseURL + "/p/u/" + token + ">",
+			"List-Unsubscribe":      "<" + unsubscribeURL + ">",
 			"List-Unsubscribe-Post": "List-Unsubscribe=One-Click",
 		},
 		IdempotencyKey: "broadcast:" + b.ID + ":" + c.ID,

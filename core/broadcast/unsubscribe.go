@@ -31,7 +31,18 @@ func (s *Service) open(ctx context.Context, token string) (marketing.PublicToken
 	if err != nil {
 		return t, ports.UnsubscribeView{}, fmt.Errorf("broadcast: unsubscribe: %w", err)
 	}
-	return t, ports.UnsubscribeView{MaskedEmail: maskEmail(email), TopicName: topic}, nil
+	prefs, err := s.preferencesToken(t.OrganizationID, t.ContactID)
+	if err != nil {
+		return t, ports.UnsubscribeView{}, err
+	}
+	return t, ports.UnsubscribeView{MaskedEmail: maskEmail(email), TopicName: topic, PreferencesToken: prefs}, nil
+}
+
+// preferencesToken seals a token for a contact's preference page (/p/prefs/{token}).
+func (s *Service) preferencesToken(orgID, contactID string) (string, error) {
+	return marketing.SealPublicToken(s.deps.Keyring, marketing.PurposePrefs, marketing.PublicToken{
+		OrganizationID: orgID, ContactID: contactID, IssuedAt: s.now(),
+	})
 }
 
 // PreviewUnsubscribe implements ports.PublicUnsubscribeService; it changes nothing, so a mail scanner that

@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"net/mail"
 	"net/netip"
+	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -96,7 +98,9 @@ func TestBroadcastDeliversWithOneClickUnsubscribe(t *testing.T) {
 
 	b := expect(t, w.post("/v1/broadcasts", key, map[string]any{
 		"name": "November", "subject": "News for {{ contact.firstName }}", "from": "news@" + senderDomain,
-		"html": "<p>Hello {{ contact.firstName }}, plan {{ contact.properties.plan }}</p>", "topicId": topic,
+		"html": "<p>Hello {{ contact.firstName }}, plan {{ contact.properties.plan }}</p>" +
+			`<p><a href="{{ preferencesUrl }}">Your topics</a> <a href="{{ unsubscribeUrl }}">Unsubscribe</a></p>`,
+		"topicId": topic,
 	}), 201)
 	if b.str("status") != "draft" || b.str("topicId") != topic {
 		t.Fatalf("created: %s", b.raw)
@@ -116,9 +120,26 @@ func TestBroadcastDeliversWithOneClickUnsubscribe(t *testing.T) {
 	if post != "List-Unsubscribe=One-Click" || !strings.HasPrefix(lu, "<") || !strings.Contains(lu, "/p/u/") {
 		t.Fatalf("List-Unsubscribe %q, List-Unsubscribe-Post %q", lu, post)
 	}
-	body, _ := io.ReadAll(msg.Body)
-	if !bytes.Contains(body, []byte("Hello Ann, plan pro")) {
-		t.Errorf("body not interpolated per contact: %s", body)
+	_, html, _ := mailParts(t, got.data)
+	if !strings.Contains(html, "Hello Ann, plan pro") {
+		t.Errorf("body not interpolated per contact: %s", html)
+	}
+	// The contact's own links: {{ unsubscribeUrl }} is the List-Unsubscribe link, {{ preferencesUrl }}
+	// opens Ann's preference page.
+	if !strings.Contains(html, `href="`+strings.Trim(lu, "<>")+`"`) {
+		t.Errorf("{{ unsubscribeUrl }} is not the List-Unsubscribe link %s: %s", lu, html)
+	}
+	prefsLink := regexp.MustCompile(`href="(https?://[^"]+/p/prefs/[A-Za-z0-9_-]+)"`).FindStringSubmatch(html)
+	if prefsLink == nil {
+		t.Fatalf("no {{ preferencesUrl }} link in the body: %s", html)
+	}
+	prefsURL, err := url.Parse(prefsLink[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	mailedPrefs := expect(t, w.do(req{method: "GET", path: prefsURL.Path, header: map[string]string{"Accept": "application/json"}}), 200)
+	if topics, _ := mailedPrefs.body["topics"].([]any); len(topics) != 1 || topics[0].(map[string]any)["subscribed"] != true {
+		t.Fatalf("the mailed preference link: %s", mailedPrefs.raw)
 	}
 	h := signedHeaders(t, got.data)
 	if !contains(h, "list-unsubscribe") || !contains(h, "list-unsubscribe-post") {
@@ -189,6 +210,18 @@ func TestBroadcastDeliversWithOneClickUnsubscribe(t *testing.T) {
 	}
 	if s := subscription(contacts[0]); s != "unsubscribed" {
 		t.Fatalf("subscription is %q after the button", s)
+	}
+	// The page offers the contact's preference page, where the topic now shows unsubscribed.
+	prefsHref := br.eval(`(document.querySelector('a[href^="/p/prefs/"]') || {href: ""}).href`)
+	if prefsHref == "" {
+		t.Fatalf("no link to the preference page after unsubscribing: %q", br.eval("document.body.innerHTML"))
+	}
+	br.navigate(prefsHref)
+	if text := br.eval("document.body.innerText"); !strings.Contains(text, "Newsletter") {
+		t.Fatalf("preference page text: %q", text)
+	}
+	if checked := br.eval(`String(document.querySelector('input[type=checkbox][name="subscribed"]').checked)`); checked != "false" {
+		t.Fatalf("the unsubscribed topic shows checked=%s on the preference page", checked)
 	}
 
 	// RFC 8058's one-click POST, repeated: harmless; JSON on request.

@@ -109,6 +109,26 @@ func TestTopicsDoubleOptInAndPreferences(t *testing.T) {
 			t.Fatalf("deals after leaving: %s", up.raw)
 		}
 	}
+	// Unsubscribing from all turns every topic off, named or not; subscribing to one topic afterwards
+	// brings back that topic only.
+	expect(t, e.patch("/v1/contacts/"+contactID+"/preferences", key, map[string]any{"topics": []any{map[string]any{"key": "deals", "subscribed": true}}}), 200)
+	all := expect(t, e.patch("/v1/contacts/"+contactID+"/preferences", key, map[string]any{"unsubscribeAll": true}), 200)
+	if all.str("consentStatus") != "unsubscribed" {
+		t.Fatalf("after unsubscribeAll: %s", all.raw)
+	}
+	one := expect(t, e.patch("/v1/contacts/"+contactID+"/preferences", key, map[string]any{"topics": []any{map[string]any{"key": "deals", "subscribed": true}}}), 200)
+	states := map[string]any{}
+	for _, tp := range one.body["topics"].([]any) {
+		states[tp.(map[string]any)["key"].(string)] = tp.(map[string]any)["subscribed"]
+	}
+	if states["deals"] != true || states["news"] != false || one.str("consentStatus") != "subscribed" {
+		t.Fatalf("after unsubscribeAll and then deals alone: %s", one.raw)
+	}
+	if p := expect(t, e.post("/v1/segments/preview", key, rule), 200); p.body["count"] != 0.0 {
+		t.Fatalf("topic.news counts the contact again after unsubscribeAll and a subscription to deals: %s", p.raw)
+	}
+	expect(t, e.patch("/v1/contacts/"+contactID+"/preferences", key, map[string]any{"topics": []any{map[string]any{"key": "news", "subscribed": true}}}), 200)
+
 	// Unsubscribe through the API.
 	u := expect(t, e.post("/v1/topics/"+newsID+"/unsubscribe", key, map[string]any{"contactId": contactID}), 200)
 	if u.body["subscription"].(map[string]any)["status"] != "unsubscribed" {

@@ -1655,11 +1655,13 @@ func (x *PreviewUnsubscribeRequest) GetToken() []byte {
 
 // PreviewUnsubscribeResponse is ports.UnsubscribeView.
 type PreviewUnsubscribeResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	MaskedEmail   string                 `protobuf:"bytes,1,opt,name=masked_email,json=maskedEmail,proto3" json:"masked_email,omitempty"`
-	TopicName     string                 `protobuf:"bytes,2,opt,name=topic_name,json=topicName,proto3" json:"topic_name,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	MaskedEmail string                 `protobuf:"bytes,1,opt,name=masked_email,json=maskedEmail,proto3" json:"masked_email,omitempty"`
+	TopicName   string                 `protobuf:"bytes,2,opt,name=topic_name,json=topicName,proto3" json:"topic_name,omitempty"`
+	// preferences_token opens the same contact's preference page (/p/prefs/{token}).
+	PreferencesToken string `protobuf:"bytes,3,opt,name=preferences_token,json=preferencesToken,proto3" json:"preferences_token,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *PreviewUnsubscribeResponse) Reset() {
@@ -1702,6 +1704,13 @@ func (x *PreviewUnsubscribeResponse) GetMaskedEmail() string {
 func (x *PreviewUnsubscribeResponse) GetTopicName() string {
 	if x != nil {
 		return x.TopicName
+	}
+	return ""
+}
+
+func (x *PreviewUnsubscribeResponse) GetPreferencesToken() string {
+	if x != nil {
+		return x.PreferencesToken
 	}
 	return ""
 }
@@ -1753,11 +1762,13 @@ func (x *UnsubscribeRequest) GetToken() []byte {
 
 // UnsubscribeResponse is ports.UnsubscribeView.
 type UnsubscribeResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	MaskedEmail   string                 `protobuf:"bytes,1,opt,name=masked_email,json=maskedEmail,proto3" json:"masked_email,omitempty"`
-	TopicName     string                 `protobuf:"bytes,2,opt,name=topic_name,json=topicName,proto3" json:"topic_name,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	MaskedEmail string                 `protobuf:"bytes,1,opt,name=masked_email,json=maskedEmail,proto3" json:"masked_email,omitempty"`
+	TopicName   string                 `protobuf:"bytes,2,opt,name=topic_name,json=topicName,proto3" json:"topic_name,omitempty"`
+	// preferences_token opens the same contact's preference page (/p/prefs/{token}).
+	PreferencesToken string `protobuf:"bytes,3,opt,name=preferences_token,json=preferencesToken,proto3" json:"preferences_token,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *UnsubscribeResponse) Reset() {
@@ -1800,6 +1811,13 @@ func (x *UnsubscribeResponse) GetMaskedEmail() string {
 func (x *UnsubscribeResponse) GetTopicName() string {
 	if x != nil {
 		return x.TopicName
+	}
+	return ""
+}
+
+func (x *UnsubscribeResponse) GetPreferencesToken() string {
+	if x != nil {
+		return x.PreferencesToken
 	}
 	return ""
 }
@@ -1957,17 +1975,19 @@ const file_postmill_broadcast_v1_broadcast_proto_rawDesc = "" +
 	"recipients\x12\x14\n" +
 	"\x05total\x18\x02 \x01(\x03R\x05total\"1\n" +
 	"\x19PreviewUnsubscribeRequest\x12\x14\n" +
-	"\x05token\x18\x01 \x01(\fR\x05token\"^\n" +
+	"\x05token\x18\x01 \x01(\fR\x05token\"\x8b\x01\n" +
 	"\x1aPreviewUnsubscribeResponse\x12!\n" +
 	"\fmasked_email\x18\x01 \x01(\tR\vmaskedEmail\x12\x1d\n" +
 	"\n" +
-	"topic_name\x18\x02 \x01(\tR\ttopicName\"*\n" +
+	"topic_name\x18\x02 \x01(\tR\ttopicName\x12+\n" +
+	"\x11preferences_token\x18\x03 \x01(\tR\x10preferencesToken\"*\n" +
 	"\x12UnsubscribeRequest\x12\x14\n" +
-	"\x05token\x18\x01 \x01(\fR\x05token\"W\n" +
+	"\x05token\x18\x01 \x01(\fR\x05token\"\x84\x01\n" +
 	"\x13UnsubscribeResponse\x12!\n" +
 	"\fmasked_email\x18\x01 \x01(\tR\vmaskedEmail\x12\x1d\n" +
 	"\n" +
-	"topic_name\x18\x02 \x01(\tR\ttopicName2\x83\t\n" +
+	"topic_name\x18\x02 \x01(\tR\ttopicName\x12+\n" +
+	"\x11preferences_token\x18\x03 \x01(\tR\x10preferencesToken2\x83\t\n" +
 	"\x10BroadcastService\x12p\n" +
 	"\x0fCreateBroadcast\x12-.postmill.broadcast.v1.CreateBroadcastRequest\x1a..postmill.broadcast.v1.CreateBroadcastResponse\x12m\n" +
 	"\x0eListBroadcasts\x12,.postmill.broadcast.v1.ListBroadcastsRequest\x1a-.postmill.broadcast.v1.ListBroadcastsResponse\x12g\n" +
