@@ -2,6 +2,7 @@ package sending
 
 import (
 	"maps"
+	"strings"
 	"testing"
 	"time"
 
@@ -21,7 +22,7 @@ func TestApplyReportClassifiesReplies(t *testing.T) {
 		throttle = "421 4.7.28 Our system has detected an unusual rate of unsolicited mail originating from your IP address"
 		ok       = "250 2.0.0 Ok: queued as 1234"
 	)
-	ids := []string{"r1", "r2", "r3", "r4", "r5"}
+	ids := []string{"r1", "r2", "r3", "r4", "r5", "r6"}
 	current := make([]ports.Recipient, len(ids))
 	for i, id := range ids {
 		current[i] = ports.Recipient{ID: id, Type: ports.RecipientTo, Address: "R" + id + "@X.com", Status: ports.StatusQueued}
@@ -36,12 +37,14 @@ func TestApplyReportClassifiesReplies(t *testing.T) {
 			{RecipientID: "r3", Kind: ports.OutcomeBounced, Response: disabled},
 			{RecipientID: "r4", Kind: ports.OutcomeDeferred, Response: throttle},
 			{RecipientID: "r5", Kind: ports.OutcomeDelivered, Response: ok},
+			{RecipientID: "r6", Kind: ports.OutcomeDeferred, Response: "4.4.1 connection failed: dial tcp 192.0.2.1:25: connect: connection refused"},
 		},
 	}
 	app := applyReport(report, current, retryPolicy{base: time.Minute, cap: time.Hour, maxAge: 72 * time.Hour}, seqIDs())
 
 	wantStatus := map[string]ports.MessageStatus{"r1": ports.StatusBounced, "r2": ports.StatusBounced,
-		"r3": ports.StatusBounced, "r4": ports.StatusDeliveryDelayed, "r5": ports.StatusDelivered}
+		"r3": ports.StatusBounced, "r4": ports.StatusDeliveryDelayed, "r5": ports.StatusDelivered,
+		"r6": ports.StatusDeliveryDelayed}
 	if !maps.Equal(app.Recipients, wantStatus) {
 		t.Errorf("recipients = %v, want %v", app.Recipients, wantStatus)
 	}
@@ -52,6 +55,7 @@ func TestApplyReportClassifiesReplies(t *testing.T) {
 		ports.EventEmailDeliveryDelayed + " r4": ports.BounceClassRateLimited,
 		ports.EventEmailSent + " r5":            "",
 		ports.EventEmailDelivered + " r5":       "",
+		ports.EventEmailDeliveryDelayed + " r6": ports.BounceClassRouting,
 	}
 	gotEventClass := map[string]string{}
 	for _, e := range app.Events {
@@ -60,12 +64,21 @@ func TestApplyReportClassifiesReplies(t *testing.T) {
 	if !maps.Equal(gotEventClass, wantEventClass) {
 		t.Errorf("event classes = %v, want %v", gotEventClass, wantEventClass)
 	}
-	wantBounce := map[string]string{"r1": ports.BounceClassBadMailbox, "r2": ports.BounceClassSpamBlock, "r3": ports.BounceClassInactiveMailbox}
+	// The server's 421 is a soft bounce record too; the connection that failed (r6) is not.
+	wantBounce := map[string]string{"r1": ports.BounceClassBadMailbox, "r2": ports.BounceClassSpamBlock,
+		"r3": ports.BounceClassInactiveMailbox, "r4": ports.BounceClassRateLimited}
 	gotBounce := map[string]string{}
 	for _, b := range app.Bounces {
 		gotBounce[b.RecipientID] = b.Class
-		if b.Type != ports.BounceHard {
-			t.Errorf("bounce %s type %q, want hard", b.RecipientID, b.Type)
+		want, action := ports.BounceHard, "failed"
+		if b.RecipientID == "r4" {
+			want, action = ports.BounceSoft, "delayed"
+		}
+		if b.Type != want || b.Action != action || !strings.HasPrefix(b.DiagnosticCode, "smtp; ") {
+			t.Errorf("bounce %s: type %q action %q diagnostic %q, want %s %s", b.RecipientID, b.Type, b.Action, b.DiagnosticCode, want, action)
+		}
+		if b.RecipientID == "r4" && b.Status != "4.7.28" {
+			t.Errorf("soft bounce status %q, want 4.7.28", b.Status)
 		}
 	}
 	if !maps.Equal(gotBounce, wantBounce) {

@@ -306,9 +306,27 @@ func applyReport(r ports.DeliveryReport, current []ports.Recipient, p retryPolic
 			app.Recipients[rc.ID] = ports.StatusFailed
 			event(&results, ports.EventEmailFailed, rc.ID, o.Response)
 		default:
+			class := bounceclass.ClassifyReply(o.Response)
 			app.Recipients[rc.ID] = ports.StatusDeliveryDelayed
-			event(&results, ports.EventEmailDeliveryDelayed, rc.ID, o.Response).BounceClass = bounceclass.ClassifyReply(o.Response)
+			event(&results, ports.EventEmailDeliveryDelayed, rc.ID, o.Response).BounceClass = class
 			retryIDs = append(retryIDs, rc.ID)
+			if serverReply(o.Response, '4') {
+				// The receiving server refused for now: a soft bounce, listed like one that arrives as a
+				// report later. A connection that failed, or an answer never received, is not one.
+				app.Bounces = append(app.Bounces, ports.Bounce{
+					ID:             newID(),
+					OrganizationID: job.OrganizationID,
+					MessageID:      job.MessageID,
+					RecipientID:    rc.ID,
+					Address:        rc.Address,
+					Type:           ports.BounceSoft,
+					Class:          class,
+					Status:         enhancedStatus(o.Response),
+					Action:         "delayed",
+					DiagnosticCode: "smtp; " + o.Response,
+					CreatedAt:      r.At,
+				})
+			}
 		}
 	}
 
@@ -332,6 +350,21 @@ func applyReport(r ports.DeliveryReport, current []ports.Recipient, p retryPolic
 	// message's lock, so concurrent jobs of one message (several recipient domains) cannot each decide
 	// from a stale read.
 	return app
+}
+
+// serverReply reports whether response is an SMTP server's reply of the given class ('4' or '5'): three
+// digits, then a space, a hyphen or nothing (RFC 5321 §4.2), rather than the MTA's own account of a failed
+// connection or a reply that never came.
+func serverReply(response string, class byte) bool {
+	if len(response) < 3 || response[0] != class {
+		return false
+	}
+	for _, c := range []byte(response[1:3]) {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return len(response) == 3 || response[3] == ' ' || response[3] == '-'
 }
 
 // enhancedStatusPattern finds an RFC 3463 enhanced status code (class 4 or 5) in an SMTP reply.

@@ -102,6 +102,20 @@ func TestSimulatorAddresses(t *testing.T) {
 			}
 		}
 		simHooks(t, rcv, secret, ids["soft-bounce"], map[string]int{"email.delivery_delayed": 2, "email.sent": 1, "email.delivered": 1})
+		// Each 450 is a soft bounce in /v1/bounces, with its class, and suppresses nothing.
+		var soft int
+		for _, b := range pageData(t, expect(t, w.get("/v1/bounces", w.key), 200)) {
+			if b["messageId"] != ids["soft-bounce"] {
+				continue
+			}
+			soft++
+			if b["type"] != "soft" || b["class"] != "mailbox_full" || b["status"] != "4.2.2" || b["action"] != "delayed" {
+				t.Errorf("soft bounce record %v", b)
+			}
+		}
+		if soft != 2 {
+			t.Errorf("%d soft bounce records for two 450 replies, want 2", soft)
+		}
 	})
 
 	t.Run("complaint", func(t *testing.T) {
