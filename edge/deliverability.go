@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/danielgtaylor/huma/v2"
-	"github.com/google/uuid"
 
 	"github.com/postmill/postmill/ports"
 )
@@ -43,12 +42,6 @@ type createGlobalSuppressionRequest struct {
 	Address string   `json:"address" minLength:"1" maxLength:"320" doc:"An address, or a bare domain (no @); trimmed and lower-cased"`
 	Scope   string   `json:"scope,omitempty" enum:"global" default:"global" doc:"Always global on this route; any other value is a 400"`
 	Reason  string   `json:"reason,omitempty" enum:"bounce,complaint,invalid,manual" default:"manual" doc:"Why the address is suppressed"`
-}
-
-// suppressionIDPath takes any string: SPEC §4.5 answers {deleted: false} for an id that names nothing,
-// and an id that is not a UUID names nothing, so it is not a 400.
-type suppressionIDPath struct {
-	ID string `path:"id" doc:"Suppression id; anything that is not a UUID matches nothing"`
 }
 
 type pageInput struct {
@@ -119,9 +112,8 @@ func (s *Server) registerDeliverabilityRoutes() {
 	register(s, huma.Operation{
 		OperationID: "delete-suppression", Method: http.MethodDelete, Path: "/v1/suppressions/{id}",
 		Tags: []string{tagDeliverability}, Summary: "Remove a suppression",
-		Description: "deleted is false when the organization has no suppression with that id (also for an id that " +
-			"is not a UUID).",
-	}, write, s.deleteSuppression)
+		Description: "deleted is false when the organization has no suppression with that id.",
+	}, write, s.deleteSuppression, http.StatusBadRequest)
 
 	register(s, huma.Operation{
 		OperationID: "list-bounces", Method: http.MethodGet, Path: "/v1/bounces",
@@ -153,8 +145,8 @@ func (s *Server) registerDeliverabilityRoutes() {
 	register(s, huma.Operation{
 		OperationID: "admin-delete-suppression", Method: http.MethodDelete, Path: "/v1/admin/suppressions/{id}",
 		Tags: []string{tagAdmin}, Summary: "Remove a global suppression",
-		Description: "deleted is false when no global suppression has that id (also for an id that is not a UUID).",
-	}, admin, s.deleteGlobalSuppression)
+		Description: "deleted is false when no global suppression has that id.",
+	}, admin, s.deleteGlobalSuppression, http.StatusBadRequest)
 }
 
 func toSuppression(sp ports.Suppression) suppressionResponse {
@@ -216,16 +208,6 @@ func toComplaint(c ports.Complaint) complaintResponse {
 	}
 }
 
-// suppressionID is the canonical form of a path id, and false for anything that is not a UUID: such an id
-// names no suppression, so the core need not be asked.
-func suppressionID(raw string) (string, bool) {
-	u, err := uuid.Parse(raw)
-	if err != nil {
-		return "", false
-	}
-	return u.String(), true
-}
-
 func (s *Server) listSuppressions(ctx context.Context, in *listQuery) (*body[listBody[suppressionResponse]], error) {
 	orgID := principalFrom(ctx).OrganizationID
 	if !in.paged() {
@@ -254,12 +236,8 @@ func (s *Server) createSuppression(ctx context.Context, in *body[createSuppressi
 	return &body[suppressionResponse]{toSuppression(sp)}, nil
 }
 
-func (s *Server) deleteSuppression(ctx context.Context, in *suppressionIDPath) (*body[deletedResponse], error) {
-	id, ok := suppressionID(in.ID)
-	if !ok {
-		return &body[deletedResponse]{deletedResponse{Deleted: false}}, nil
-	}
-	deleted, err := s.core.Deliverability.DeleteSuppression(ctx, principalFrom(ctx).OrganizationID, id)
+func (s *Server) deleteSuppression(ctx context.Context, in *idPath) (*body[deletedResponse], error) {
+	deleted, err := s.core.Deliverability.DeleteSuppression(ctx, principalFrom(ctx).OrganizationID, canonicalUUID(in.ID))
 	if err != nil {
 		return nil, err
 	}
@@ -310,12 +288,8 @@ func (s *Server) createGlobalSuppression(ctx context.Context, in *body[createGlo
 	return &body[suppressionResponse]{toSuppression(sp)}, nil
 }
 
-func (s *Server) deleteGlobalSuppression(ctx context.Context, in *suppressionIDPath) (*body[deletedResponse], error) {
-	id, ok := suppressionID(in.ID)
-	if !ok {
-		return &body[deletedResponse]{deletedResponse{Deleted: false}}, nil
-	}
-	deleted, err := s.core.Deliverability.DeleteGlobalSuppression(ctx, id)
+func (s *Server) deleteGlobalSuppression(ctx context.Context, in *idPath) (*body[deletedResponse], error) {
+	deleted, err := s.core.Deliverability.DeleteGlobalSuppression(ctx, canonicalUUID(in.ID))
 	if err != nil {
 		return nil, err
 	}

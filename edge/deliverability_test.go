@@ -156,11 +156,11 @@ func TestSuppressionRoutesShapes(t *testing.T) {
 	if r.body["deleted"] != true {
 		t.Errorf("delete: %s", r.raw)
 	}
-	// An id that is not a UUID names nothing: false, without asking the core.
-	for _, id := range []string{"not-a-uuid", "12345", "x%20y"} {
-		r = mustStatus(t, b.do(t, "DELETE", "/v1/suppressions/"+id, suppressionsWriteKey, nil), 200)
-		if r.body["deleted"] != false {
-			t.Errorf("delete %s: %s", id, r.raw)
+	// An id that is not a UUID is refused like on every other {id} route, without asking the core.
+	for _, id := range []string{"abc", "not-a-uuid", "12345", "x%20y"} {
+		r = b.do(t, "DELETE", "/v1/suppressions/"+id, suppressionsWriteKey, nil)
+		if got := detailPaths(t, mustError(t, r, 400, "Bad Request", "Validation failed")); !slices.Equal(got, []string{"id"}) {
+			t.Errorf("delete %s: detail paths %v, want [id]", id, got)
 		}
 	}
 	b.fake.mu.Lock()
@@ -292,9 +292,9 @@ func TestAdminSuppressions(t *testing.T) {
 	if r.body["deleted"] != true {
 		t.Errorf("admin delete: %s", r.raw)
 	}
-	r = mustStatus(t, b.do(t, "DELETE", "/v1/admin/suppressions/nope", adminToken, nil), 200)
-	if r.body["deleted"] != false {
-		t.Errorf("admin delete of a non-UUID: %s", r.raw)
+	r = b.do(t, "DELETE", "/v1/admin/suppressions/nope", adminToken, nil)
+	if got := detailPaths(t, mustError(t, r, 400, "Bad Request", "Validation failed")); !slices.Equal(got, []string{"id"}) {
+		t.Errorf("admin delete of a non-UUID: detail paths %v, want [id]", got)
 	}
 	b.fake.mu.Lock()
 	deletes := slices.Clone(b.fake.deletes)

@@ -64,8 +64,8 @@ type receivedList struct {
 }
 
 type receivedListInput struct {
-	Limit  int `query:"limit" doc:"1-100, default 25"`
-	Offset int `query:"offset" doc:"Emails to skip, default 0"`
+	Limit  int `query:"limit" minimum:"1" maximum:"100" default:"25" doc:"Page size, 1-100"`
+	Offset int `query:"offset" minimum:"0" default:"0" doc:"Emails to skip"`
 }
 
 type attachmentPath struct {
@@ -115,15 +115,11 @@ func nonNilStrings(s []string) []string {
 }
 
 func (s *Server) listReceived(ctx context.Context, in *receivedListInput) (*body[receivedList], error) {
-	limit := in.Limit
-	if limit == 0 {
-		limit = ports.DefaultListLimit
-	}
-	es, err := s.core.Inbound.ListReceived(ctx, principalFrom(ctx).OrganizationID, limit, in.Offset)
+	es, err := s.core.Inbound.ListReceived(ctx, principalFrom(ctx).OrganizationID, in.Limit, in.Offset)
 	if err != nil {
 		return nil, err
 	}
-	return &body[receivedList]{receivedList{Data: mapItems(es, toReceived), Limit: limit, Offset: in.Offset}}, nil
+	return &body[receivedList]{receivedList{Data: mapItems(es, toReceived), Limit: in.Limit, Offset: in.Offset}}, nil
 }
 
 func (s *Server) getReceived(ctx context.Context, in *idPath) (*body[receivedEmailDetail], error) {

@@ -38,10 +38,11 @@ func (segmentRule) Schema(huma.Registry) *huma.Schema {
 		Description: "A condition {field, cmp, value?} or a group {op: and|or, rules: [...]}, at most 5 levels and " +
 			"50 nodes. field: email, firstName, lastName, locale, timezone, source, consentStatus (text: eq, neq, " +
 			"contains, in, gt, gte, lt, lte, exists); bounced (eq, neq, exists); lastActiveAt, lastSentAt, createdAt " +
-			"(eq, neq, gt, gte, lt, lte, exists; a date-time or {daysAgo: n}); properties.<key> (every comparator; " +
-			"ordering with a number compares numerically and a non-numeric value does not match); topic.<key> (eq, " +
-			"neq, in, exists on pending, subscribed or unsubscribed, default subscribed). in takes at most 200 " +
-			"strings or numbers; strings are at most 1024 characters.",
+			"(eq, neq, gt, gte, lt, lte, exists; a date-time, or {daysAgo: n} with gt, gte, lt or lte); " +
+			"properties.<key> (every comparator; ordering with a number compares numerically and a non-numeric " +
+			"value does not match); topic.<key> (eq, neq, in, exists on pending, subscribed or unsubscribed, " +
+			"default subscribed). eq and neq take a scalar or null; exists takes no value or false; in takes at " +
+			"most 200 strings or numbers; strings are at most 1024 characters.",
 		Examples: []any{map[string]any{"field": "properties.plan", "cmp": "eq", "value": "pro"}},
 	}
 }

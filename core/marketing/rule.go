@@ -151,12 +151,12 @@ func (c *compiler) condition(obj map[string]any, path string) (ports.PlanNode, e
 	vpath := path + ".value"
 	switch n.Cmp {
 	case "exists":
+		// SPEC §4.9: exists takes no value (present, non-null) or false (absent).
 		if hasVal {
-			b, ok := val.(bool)
-			if !ok {
-				return ports.PlanNode{}, ruleError(vpath, "must be omitted or a boolean")
+			if b, ok := val.(bool); !ok || b {
+				return ports.PlanNode{}, ruleError(vpath, "must be omitted or false")
 			}
-			n.Negate = !b
+			n.Negate = true
 		}
 		return n, nil
 	case "in":
@@ -201,8 +201,11 @@ func (c *compiler) scalar(n *ports.PlanNode, val any, path string) error {
 			return ruleError(path, "must be a boolean")
 		case ports.FieldTimestamp:
 			t, ok := parseTime(x)
-			if !ok {
+			if !ok && ordering {
 				return ruleError(path, "must be an ISO-8601 date-time, a date or {daysAgo}")
+			}
+			if !ok {
+				return ruleError(path, "must be an ISO-8601 date-time or a date")
 			}
 			n.ValKind, n.Time = "time", t
 			return nil
@@ -227,8 +230,8 @@ func (c *compiler) scalar(n *ports.PlanNode, val any, path string) error {
 		return nil
 	case map[string]any:
 		raw, ok := x["daysAgo"]
-		if !ok || len(x) != 1 || !ordering && n.Kind != ports.FieldTimestamp {
-			return ruleError(path, "objects must be {daysAgo} with an ordering or a timestamp field")
+		if !ok || len(x) != 1 || !ordering {
+			return ruleError(path, "objects must be {daysAgo} with gt, gte, lt or lte")
 		}
 		if n.Kind != ports.FieldTimestamp && n.Kind != ports.FieldProperty {
 			return ruleError(path, "{daysAgo} applies to timestamps and properties")

@@ -17,6 +17,8 @@ func TestCompileAcceptsTheLanguage(t *testing.T) {
 		`{"field":"createdAt","cmp":"lt","value":"2026-01-01T00:00:00Z"}`,
 		`{"field":"lastSentAt","cmp":"eq","value":null}`,
 		`{"field":"lastSentAt","cmp":"exists","value":false}`,
+		`{"field":"lastSentAt","cmp":"lte","value":{"daysAgo":0}}`,
+		`{"field":"properties.since","cmp":"lt","value":{"daysAgo":7}}`,
 		`{"field":"properties.seats","cmp":"gt","value":10}`,
 		`{"field":"properties.plan","cmp":"in","value":["pro",3]}`,
 		`{"field":"topic.news","cmp":"eq"}`,
@@ -35,6 +37,12 @@ func TestCompileAcceptsTheLanguage(t *testing.T) {
 	p, _ = Compile(json.RawMessage(`{"field":"email","cmp":"eq","value":"ANN@X.TEST"}`))
 	if p.Text != "ann@x.test" || p.Column != "email" {
 		t.Fatalf("email value = %+v", p)
+	}
+	if p, _ = Compile(json.RawMessage(`{"field":"source","cmp":"exists","value":false}`)); !p.Negate {
+		t.Fatalf("exists false = %+v", p)
+	}
+	if p, _ = Compile(json.RawMessage(`{"field":"source","cmp":"exists"}`)); p.Negate {
+		t.Fatalf("exists = %+v", p)
 	}
 }
 
@@ -67,6 +75,11 @@ func TestCompileRejectsEverythingElse(t *testing.T) {
 		`{"field":"email","cmp":"gt","value":{"daysAgo":1}}`:                            "rule.value",
 		`{"field":"topic.news","cmp":"eq","value":"maybe"}`:                             "rule.value",
 		`{"field":"email","cmp":"exists","value":"yes"}`:                                "rule.value",
+		`{"field":"firstName","cmp":"exists","value":true}`:                             "rule.value",
+		`{"op":"or","rules":[{"field":"topic.news","cmp":"exists","value":true}]}`:      "rule.rules.0.value",
+		`{"field":"createdAt","cmp":"eq","value":{"daysAgo":1}}`:                        "rule.value",
+		`{"field":"lastSentAt","cmp":"neq","value":{"daysAgo":0}}`:                      "rule.value",
+		`{"field":"properties.since","cmp":"eq","value":{"daysAgo":1}}`:                 "rule.value",
 		`{"field":"email","cmp":"eq","value":"` + strings.Repeat("a", 1025) + `"}`:      "rule.value",
 		`{"field":"email","cmp":"in","value":[` + strings.Repeat(`"a",`, 200) + `"a"]}`: "rule.value",
 		`{"field":"email","cmp":"in","value":[true]}`:                                   "rule.value.0",
@@ -96,6 +109,8 @@ func FuzzCompile(f *testing.F) {
 	f.Add(`{"op":"and","rules":[{"field":"properties.x","cmp":"in","value":[1,"a"]}]}`)
 	f.Add(`{"field":"topic.a","cmp":"neq","value":"pending"}`)
 	f.Add(nest(5))
+	f.Add(`{"field":"firstName","cmp":"exists","value":true}`)
+	f.Add(`{"field":"createdAt","cmp":"eq","value":{"daysAgo":1}}`)
 	f.Fuzz(func(t *testing.T, rule string) {
 		plan, err := Compile(json.RawMessage(rule))
 		if err != nil {

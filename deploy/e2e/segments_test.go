@@ -71,6 +71,8 @@ func TestSegmentsRulesPreviewAndTenancy(t *testing.T) {
 		`{"field":"bounced","cmp":"gt","value":true}`:                              "rule.cmp",
 		`{"field":"email","cmp":"eq","value":"` + strings.Repeat("a", 1025) + `"}`: "rule.value",
 		`{"field":"createdAt","cmp":"gt","value":{"daysAgo":40000}}`:               "rule.value.daysAgo",
+		`{"field":"firstName","cmp":"exists","value":true}`:                        "rule.value",
+		`{"field":"createdAt","cmp":"eq","value":{"daysAgo":1}}`:                   "rule.value",
 		`{"op":"nand","rules":[]}`:                                                 "rule.op",
 		deep:                                                                       "rule.rules.0.rules.0.rules.0.rules.0.rules.0",
 		`{"field":"email","cmp":"eq","value":"x'); DROP TABLE contacts; --"}`:      "",

@@ -59,6 +59,8 @@ func TestSuppressionsAPI(t *testing.T) {
 	if r := expect(t, w.del("/v1/suppressions/"+d.str("id"), key), 200); r.body["deleted"] != false {
 		t.Fatalf("second delete: %s", r.raw)
 	}
+	// An id that is not a UUID is refused before the handler, as on every other {id} route.
+	requireDetail(t, w.del("/v1/suppressions/abc", key), "id")
 	expect(t, send("anyone@walled.example"), 202)
 
 	// Global suppressions belong to platform admins and apply to every organization.
