@@ -187,6 +187,9 @@ func (s *Server) sendEmail(ctx context.Context, in *sendEmailInput) (*body[sendR
 	req.IdempotencyKey = in.IdempotencyKey
 	res, err := s.core.Emails.Send(ctx, principalFrom(ctx).OrganizationID, req)
 	if err != nil {
+		if in.Body.To.single {
+			err = singleToPath(err)
+		}
 		return nil, err
 	}
 	return &body[sendResponse]{sendResponse{ID: res.ID, Status: string(res.Status), Deduped: res.Deduped}}, nil
@@ -217,6 +220,23 @@ func (s *Server) sendEmailBatch(ctx context.Context, in *sendBatchInput) (*body[
 		out = append(out, batchItemResponse{Index: r.Index, ID: r.Result.ID, Status: string(r.Result.Status), Deduped: r.Result.Deduped})
 	}
 	return &body[batchResponse]{batchResponse{Results: out}}, nil
+}
+
+// singleToPath names `to` rather than `to.0` in the details of a validation error when `to` was sent as
+// one address, not an array: the core sees a list either way (SPEC §7's details path is the field sent).
+func singleToPath(err error) error {
+	pe, ok := ports.AsError(err)
+	if !ok || pe.Code != ports.CodeInvalidArgument || !slices.ContainsFunc(pe.Details, func(d ports.FieldViolation) bool { return d.Path == "to.0" }) {
+		return err
+	}
+	out := *pe
+	out.Details = slices.Clone(pe.Details)
+	for i := range out.Details {
+		if out.Details[i].Path == "to.0" {
+			out.Details[i].Path = "to"
+		}
+	}
+	return &out
 }
 
 // itemError is the human-readable error of one failed batch item: the SPEC §7 message, with the schema

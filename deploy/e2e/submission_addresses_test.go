@@ -97,6 +97,7 @@ func TestSubmissionAndAPIDisplayNames(t *testing.T) {
 		path  string
 	}{
 		{"to", []string{"Friends: a@rcpt.example;"}, "to.0"},
+		{"to", "Alice <alice@localhost>", "to"}, // one address sent as a string: its path is to
 		{"to", []string{"ok@rcpt.example", "a@rcpt.example, b@rcpt.example"}, "to.1"},
 		{"cc", []string{"Alice <alice@localhost>"}, "cc.0"},
 		{"bcc", []string{"=?utf-8?q?A=0D=0ABcc:_x@evil.example?= <a@rcpt.example>"}, "bcc.0"},
