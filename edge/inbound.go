@@ -61,11 +61,32 @@ type createRouteRequest struct {
 	Priority        *int     `json:"priority,omitempty" doc:"0-10000, default 100"`
 }
 
+// patchRouteRequest changes enabled, priority and destination only (SPEC §4.12). The other fields of a
+// route are named so that a body changing them is refused rather than answered 200 with nothing changed.
 type patchRouteRequest struct {
-	_           struct{} `json:"-" additionalProperties:"true"`
-	Enabled     *bool    `json:"enabled,omitempty" doc:"Enable or disable the route; absent leaves it"`
-	Priority    *int     `json:"priority,omitempty" doc:"0-10000; absent leaves it"`
-	Destination *string  `json:"destination,omitempty" maxLength:"2048" doc:"Must fit the route's action; absent leaves it"`
+	_               struct{} `json:"-" additionalProperties:"true"`
+	Enabled         *bool    `json:"enabled,omitempty" doc:"Enable or disable the route; absent leaves it"`
+	Priority        *int     `json:"priority,omitempty" doc:"0-10000; absent leaves it"`
+	Destination     *string  `json:"destination,omitempty" maxLength:"2048" doc:"Must fit the route's action; absent leaves it"`
+	InboundDomainID *string  `json:"inboundDomainId,omitempty" doc:"Not patchable: any value is refused with 400"`
+	MatchType       *string  `json:"matchType,omitempty" doc:"Not patchable: any value is refused with 400"`
+	MatchValue      *string  `json:"matchValue,omitempty" doc:"Not patchable: any value is refused with 400; delete the route and create another"`
+	Action          *string  `json:"action,omitempty" doc:"Not patchable: any value is refused with 400"`
+}
+
+// fixed lists the fields of the body that a route cannot change.
+func (b patchRouteRequest) fixed() []ports.FieldViolation {
+	var v []ports.FieldViolation
+	for _, f := range []struct {
+		path string
+		set  bool
+	}{{"inboundDomainId", b.InboundDomainID != nil}, {"matchType", b.MatchType != nil}, {"matchValue", b.MatchValue != nil},
+		{"action", b.Action != nil}} {
+		if f.set {
+			v = append(v, ports.FieldViolation{Path: f.path, Message: "cannot be changed: only enabled, priority and destination can"})
+		}
+	}
+	return v
 }
 
 type patchRouteInput struct {
@@ -192,6 +213,9 @@ func (s *Server) createRoute(ctx context.Context, in *body[createRouteRequest]) 
 }
 
 func (s *Server) updateRoute(ctx context.Context, in *patchRouteInput) (*body[inboundRouteResponse], error) {
+	if v := in.Body.fixed(); len(v) > 0 {
+		return nil, ports.ValidationError(v...)
+	}
 	r, err := s.core.Inbound.UpdateRoute(ctx, principalFrom(ctx).OrganizationID, canonicalUUID(in.ID), ports.InboundRoutePatch{
 		Enabled: in.Body.Enabled, Priority: in.Body.Priority, Destination: in.Body.Destination,
 	})

@@ -58,6 +58,7 @@ func sha256Hex(data []byte) string {
 // the tier answer 250. A part without a path (a tier that does not send one) or a Service without
 // MessageParts keeps the attachment as an object of its own, as before.
 func (s *Service) Receive(ctx context.Context, m ports.InboundMessage) (ports.ReceiveResult, error) {
+	m = storable(m)
 	res := ports.ReceiveResult{IDs: make([]string, len(m.Rcpts))}
 	rawKey, sum := blobKey("raw", m.Raw)
 	now := s.now()
@@ -191,6 +192,63 @@ func (s *Service) received(m ports.InboundMessage, d ports.InboundDomain, rcpt, 
 		e.Attachments[i] = a
 	}
 	return e
+}
+
+// storable returns m with every text value fit to be kept and shown: valid UTF-8 (U+FFFD for the rest), no
+// NUL (PostgreSQL text and jsonb refuse it), and values taken from headers on one line, with CR, LF and
+// the other C0 controls but TAB as spaces, so a decoded subject or name cannot add a header line to a
+// forward (RFC 5322 §2.2). The inbound tier hands over clean values already (it also reads raw 8-bit
+// headers as Latin-1); the core does not rely on a peer for what it stores. Raw and attachment bytes are
+// left as they are.
+func storable(m ports.InboundMessage) ports.InboundMessage {
+	m.From, m.RemoteAddr = oneLine(m.From), oneLine(m.RemoteAddr)
+	m.Subject, m.MessageID, m.InReplyTo, m.References = oneLine(m.Subject), oneLine(m.MessageID), oneLine(m.InReplyTo), oneLine(m.References)
+	m.HeaderFrom, m.FromName = oneLine(m.HeaderFrom), oneLine(m.FromName)
+	m.Rcpts, m.To, m.Cc = oneLines(m.Rcpts), oneLines(m.To), oneLines(m.Cc)
+	m.Text, m.HTML = bodyText(m.Text), bodyText(m.HTML)
+	if m.Headers != nil {
+		h := make(map[string][]string, len(m.Headers))
+		for k, vs := range m.Headers {
+			k = oneLine(k)
+			h[k] = append(h[k], oneLines(vs)...)
+		}
+		m.Headers = h
+	}
+	if m.Attachments != nil {
+		atts := make([]ports.InboundPart, len(m.Attachments))
+		for i, a := range m.Attachments {
+			a.Filename, a.ContentType, a.ContentID = oneLine(a.Filename), oneLine(a.ContentType), oneLine(a.ContentID)
+			atts[i] = a
+		}
+		m.Attachments = atts
+	}
+	return m
+}
+
+// oneLine makes a header value valid UTF-8 on one line (see storable).
+func oneLine(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r < 0x20 && r != '\t' {
+			return ' '
+		}
+		return r
+	}, strings.ToValidUTF8(s, "\uFFFD"))
+}
+
+func oneLines(l []string) []string {
+	if l == nil {
+		return nil
+	}
+	out := make([]string, len(l))
+	for i, s := range l {
+		out[i] = oneLine(s)
+	}
+	return out
+}
+
+// bodyText makes a body valid UTF-8 without NUL; its line breaks stay.
+func bodyText(s string) string {
+	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
 }
 
 func nonNil(s []string) []string {

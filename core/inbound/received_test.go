@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/postmill/postmill/ports"
 )
@@ -275,4 +276,53 @@ type countingBlobs struct {
 func (c *countingBlobs) Get(ctx context.Context, key string) ([]byte, error) {
 	*c.reads++
 	return c.fakeBlobs.Get(ctx, key)
+}
+
+// TestReceiveStoresCleanText: whatever a tier hands over, every text value kept is valid UTF-8 without NUL
+// and the values taken from headers are one line; the raw message is kept byte for byte.
+func TestReceiveStoresCleanText(t *testing.T) {
+	t.Parallel()
+	b := setupReceive(t, true)
+	raw := []byte("1=part\x00\xff")
+	m := ports.InboundMessage{From: "a\x00@sender.test", Rcpts: []string{"x@in.test"}, Raw: raw,
+		Subject: "fwd\r\nBcc: x@evil.example", FromName: "Eve\x00\xe9", HeaderFrom: "eve@sender.test",
+		MessageID: "<m\n@x>", InReplyTo: "<a\x00>", References: "<r\xff>", To: []string{"x@in.test\r"}, Cc: []string{"c\x00@x"},
+		Text: "line 1\r\nline\x00 2\xfe", HTML: "<p>\x00</p>",
+		Headers: map[string][]string{"Subject": {"fwd\r\nBcc: x@evil.example"}, "X-Bad\x00": {"\xff"}},
+		Attachments: []ports.InboundPart{{Filename: "a\x00\n.txt", ContentType: "text/plain\r\n", ContentID: "c\xff",
+			Data: []byte("part\x00\xff"), PartPath: "1"}}}
+	res, err := b.svc.Receive(context.Background(), m)
+	if err != nil || len(res.IDs) != 1 || res.IDs[0] == "" {
+		t.Fatalf("Receive = %+v, %v", res, err)
+	}
+	e, err := b.store.GetReceived(context.Background(), "o1", res.IDs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.Subject != "fwd  Bcc: x@evil.example" || e.HeaderFromName != "Eve \uFFFD" || e.Text != "line 1\r\nline\uFFFD 2\uFFFD" ||
+		e.HTML != "<p>\uFFFD</p>" || e.Headers["Subject"][0] != e.Subject || e.Attachments[0].Filename != "a  .txt" {
+		t.Errorf("stored subject %q, name %q, text %q, html %q, headers %q, attachment %q", e.Subject, e.HeaderFromName, e.Text,
+			e.HTML, e.Headers, e.Attachments[0].Filename)
+	}
+	if !bytes.Equal(b.blobs.objs[e.RawKey], raw) {
+		t.Error("the raw message changed")
+	}
+	values := []string{e.To, e.From, e.HeaderFrom, e.HeaderFromName, e.Subject, e.MessageID, *e.InReplyTo, *e.References}
+	values = append(append(values, e.ToAddresses...), e.CcAddresses...)
+	for k, vs := range e.Headers {
+		values = append(append(values, k), vs...)
+	}
+	for _, a := range e.Attachments {
+		values = append(values, a.Filename, a.ContentType, a.ContentID)
+	}
+	for _, s := range values {
+		if !utf8.ValidString(s) || strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 && r != '\t' }) {
+			t.Errorf("stored header value %q is not one line of UTF-8", s)
+		}
+	}
+	for _, s := range []string{e.Text, e.HTML} {
+		if !utf8.ValidString(s) || strings.ContainsRune(s, 0) {
+			t.Errorf("stored body %q is not UTF-8 without NUL", s)
+		}
+	}
 }

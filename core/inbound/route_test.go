@@ -139,3 +139,27 @@ func TestRouteRandomized(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckRouteDomain: a route whose match value cannot be an address at its own inbound domain is
+// refused; a pattern whose domain part holds a * is left alone.
+func TestCheckRouteDomain(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		matchType, value string
+		ok               bool
+	}{
+		{ports.MatchExact, "x@in.acme.example", true},
+		{ports.MatchExact, "x@in.evil.example", false},
+		{ports.MatchExact, "x@sub.in.acme.example", false},
+		{ports.MatchPattern, "support-*@in.acme.example", true},
+		{ports.MatchPattern, "support-*@in.evil.example", false},
+		{ports.MatchPattern, "*@*.example", true},
+		{ports.MatchPattern, "*@*", true},
+		{ports.MatchPattern, "*acme.example", true},
+		{ports.MatchCatchAll, "", true},
+	} {
+		if msg := checkRouteDomain(tt.matchType, tt.value, "in.acme.example"); (msg == "") != tt.ok {
+			t.Errorf("%s %q: %q, want ok=%v", tt.matchType, tt.value, msg, tt.ok)
+		}
+	}
+}

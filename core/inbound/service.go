@@ -286,6 +286,25 @@ func checkDestination(action, dest string) string {
 	return ""
 }
 
+// checkRouteDomain says why a route's match value can take no mail at its inbound domain, or "": mail
+// reaches a route only through its own domain, so an exact address elsewhere, or a pattern whose domain part
+// is literal and another domain's, would be kept and never match. A pattern whose domain part holds a *
+// ("*@*") is left alone: it may match at the domain.
+func checkRouteDomain(matchType, value, domainName string) string {
+	switch matchType {
+	case ports.MatchExact:
+		if _, host, _ := strings.Cut(value, "@"); host != domainName {
+			return "must be an address at the route's inbound domain " + domainName
+		}
+	case ports.MatchPattern:
+		at := strings.LastIndexByte(value, '@')
+		if host := value[at+1:]; at >= 0 && !strings.Contains(host, "*") && host != domainName {
+			return "must match addresses at the route's inbound domain " + domainName
+		}
+	}
+	return ""
+}
+
 // CreateRoute implements ports.InboundService.
 func (s *Service) CreateRoute(ctx context.Context, orgID string, in ports.InboundRouteInput) (ports.InboundRoute, error) {
 	var v []ports.FieldViolation
@@ -333,8 +352,12 @@ func (s *Service) CreateRoute(ctx context.Context, orgID string, in ports.Inboun
 	if len(v) > 0 {
 		return ports.InboundRoute{}, ports.ValidationError(v...)
 	}
-	if _, err := s.deps.Store.GetInboundDomain(ctx, orgID, r.InboundDomainID); err != nil {
+	d, err := s.deps.Store.GetInboundDomain(ctx, orgID, r.InboundDomainID)
+	if err != nil {
 		return ports.InboundRoute{}, err
+	}
+	if msg := checkRouteDomain(r.MatchType, r.MatchValue, d.Name); msg != "" {
+		return ports.InboundRoute{}, ports.ValidationError(ports.FieldViolation{Path: "matchValue", Message: msg})
 	}
 	plain := ""
 	if r.Action == ports.ActionWebhook {
@@ -357,7 +380,8 @@ func (s *Service) CreateRoute(ctx context.Context, orgID string, in ports.Inboun
 	return out, nil
 }
 
-// UpdateRoute implements ports.InboundService: only enabled, priority and destination change.
+// UpdateRoute implements ports.InboundService: only enabled, priority and destination change (the edge
+// refuses a body naming another field, SPEC §4.12).
 func (s *Service) UpdateRoute(ctx context.Context, orgID, id string, p ports.InboundRoutePatch) (ports.InboundRoute, error) {
 	cur, err := s.deps.Store.GetRoute(ctx, orgID, id)
 	if err != nil {

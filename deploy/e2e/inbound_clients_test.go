@@ -139,3 +139,73 @@ with smtplib.SMTP(sys.argv[1], int(sys.argv[2])) as s:
 		}
 	})
 }
+
+// TestInboundHostileMessages: mail with bytes PostgreSQL text refuses (NUL, invalid UTF-8), raw Latin-1
+// headers as legacy software writes them, and encoded-words that decode to NUL, invalid UTF-8 or a line
+// break is accepted (250, never a 451 the sender would retry for days), stored with UTF-8 values on one
+// line, and its raw message is kept byte for byte.
+func TestInboundHostileMessages(t *testing.T) {
+	t.Parallel()
+	w := mustInboundWorld(t)
+	expect(t, w.post("/v1/inbound/routes", w.owner.access, map[string]any{"inboundDomainId": w.domID, "matchType": "catch_all", "action": "store"}), 201)
+	host, port, _ := net.SplitHostPort(w.app.InboundAddr())
+
+	// The audit's reproduction: Python's smtplib sends a raw Latin-1 Subject; a 4xx raises SMTPDataError.
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		missingEngine(t, "python3 is not installed")
+	}
+	script := `
+import smtplib, sys
+msg = b"From: Jos\xe9 M\xfcller <jose@sender.example>\r\nTo: " + sys.argv[3].encode() + b"\r\nSubject: caf\xe9\r\n\r\ncaf\xe9 cr\xe8me\r\n"
+with smtplib.SMTP(sys.argv[1], int(sys.argv[2])) as s:
+    s.sendmail("jose@sender.example", [sys.argv[3]], msg)
+`
+	if out, err := exec.Command(py, "-c", script, host, port, "latin1@"+w.domain).CombinedOutput(); err != nil {
+		t.Fatalf("python: %v\n%s", err, out)
+	}
+	d := w.waitReceived(t, "latin1@"+w.domain, "café")
+	if d.str("headerFromName") != "José Müller" || d.str("headerFrom") != "jose@sender.example" || d.str("text") != "caf\uFFFD cr\uFFFDme\r\n" ||
+		d.body["headers"].(map[string]any)["Subject"] != "café" {
+		t.Errorf("latin-1 message: %s", d.raw)
+	}
+
+	for _, c := range []struct {
+		name, raw, subject string
+		check              func(t *testing.T, d resp)
+	}{
+		{name: "nul", raw: "From: =?utf-8?q?Eve=00Smith?= <eve@sender.example>\r\nSubject: a\x00b =?utf-8?q?c=00d?=\r\n" +
+			"MIME-Version: 1.0\r\nContent-Type: multipart/mixed; boundary=b\r\n\r\n--b\r\n" +
+			"Content-Type: text/plain; charset=utf-8\r\nContent-Transfer-Encoding: quoted-printable\r\n\r\none=00two\x00\r\n--b\r\n" +
+			"Content-Type: text/html; charset=utf-8\r\n\r\n<p>\xff\x00</p>\r\n--b\r\n" +
+			"Content-Type: application/octet-stream\r\nContent-Disposition: attachment; filename=\"x\x00=?utf-8?q?=00y?=.txt\"\r\n\r\ndata\r\n--b--\r\n",
+			subject: "a b c d", check: func(t *testing.T, d resp) {
+				if d.str("headerFromName") != "Eve Smith" || !strings.HasPrefix(d.str("text"), "one\uFFFDtwo") ||
+					!strings.HasPrefix(d.str("html"), "<p>\uFFFD\uFFFD</p>") || strings.Join(attachmentNames(d), ",") != "x  y.txt" {
+					t.Errorf("stored: %s", d.raw)
+				}
+			}},
+		{name: "invalid utf-8 word", raw: "From: a@sender.example\r\nSubject: =?utf-8?q?a=FF=FEb?=\r\n\r\nx\r\n", subject: "a\uFFFDb"},
+		{name: "crlf word", raw: "From: =?utf-8?q?Eve=0D=0ABcc=3A_x=40evil.example?= <eve@sender.example>\r\n" +
+			"Subject: =?utf-8?q?fwd=0D=0ABcc:_x@evil.example?=\r\n\r\nx\r\n", subject: "fwd  Bcc: x@evil.example",
+			check: func(t *testing.T, d resp) {
+				if d.str("headerFromName") != "Eve  Bcc: x@evil.example" || d.body["headers"].(map[string]any)["Subject"] != "fwd  Bcc: x@evil.example" {
+					t.Errorf("stored: %s", d.raw)
+				}
+			}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			rcpt := strings.ReplaceAll(c.name, " ", "-") + "@" + w.domain
+			if _, derr := w.send(t, "sender@example.org", []string{rcpt}, c.raw); derr != nil {
+				t.Fatalf("DATA answered %v, want 250", derr)
+			}
+			d := w.waitReceived(t, rcpt, c.subject)
+			if c.check != nil {
+				c.check(t, d)
+			}
+			if raw := expect(t, w.get("/v1/received-emails/"+d.str("id")+"/raw", w.key), 200); string(raw.raw) != c.raw {
+				t.Errorf("raw message changed: %q", raw.raw)
+			}
+		})
+	}
+}

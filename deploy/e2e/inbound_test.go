@@ -193,6 +193,21 @@ func TestInboundDomainsAndRoutesAPI(t *testing.T) {
 			t.Errorf("%v: no details", bad)
 		}
 	}
+	// A route that could take no mail at its domain is refused, and nothing is written.
+	for _, bad := range []map[string]any{
+		{"inboundDomainId": w.domID, "matchType": "exact", "matchValue": "x@in.evil.example", "action": "store"},
+		{"inboundDomainId": w.domID, "matchType": "exact", "matchValue": "x@sub." + w.domain, "action": "store"},
+		{"inboundDomainId": w.domID, "matchType": "pattern", "matchValue": "support-*@in.evil.example", "action": "store"},
+	} {
+		b := errorBody(t, w.post("/v1/inbound/routes", w.owner.access, bad), 400, "", "Validation failed")
+		if det, _ := b["details"].([]any); len(det) != 1 || det[0].(map[string]any)["path"] != "matchValue" ||
+			!strings.Contains(det[0].(map[string]any)["message"].(string), w.domain) {
+			t.Errorf("%v: details %v", bad, b["details"])
+		}
+	}
+	if l := expect(t, w.get("/v1/inbound/routes?inboundDomainId="+w.domID, w.owner.access), 200); len(l.list) != 0 {
+		t.Fatalf("refused routes were written: %s", l.raw)
+	}
 	mk := func(body map[string]any) resp {
 		body["inboundDomainId"] = w.domID
 		return expect(t, w.post("/v1/inbound/routes", w.owner.access, body), 201)
@@ -236,6 +251,18 @@ func TestInboundDomainsAndRoutesAPI(t *testing.T) {
 		body: map[string]any{"destination": "https://x.example"}}), 400, "", "Validation failed")
 	if got := resolve("support@"+w.domain, w.owner.access); got != catch.str("id") {
 		t.Errorf("disabled exact route still wins: %v", got)
+	}
+	// What a route matches and does is fixed: a PATCH naming it is refused, not answered 200 unchanged.
+	for _, field := range []string{"matchValue", "matchType", "action", "inboundDomainId"} {
+		b := errorBody(t, w.do(req{method: "PATCH", path: "/v1/inbound/routes/" + exact.str("id"), token: w.owner.access,
+			body: map[string]any{field: "other@" + w.domain, "priority": 7}}), 400, "", "Validation failed")
+		if det, _ := b["details"].([]any); len(det) != 1 || det[0].(map[string]any)["path"] != field {
+			t.Errorf("PATCH %s: details %v", field, b["details"])
+		}
+	}
+	if l := expect(t, w.get("/v1/inbound/routes?inboundDomainId="+w.domID, w.owner.access), 200); !strings.Contains(string(l.raw), `"matchValue":"support@`+w.domain+`"`) ||
+		strings.Contains(string(l.raw), `"priority":7`) {
+		t.Errorf("a refused PATCH changed the route: %s", l.raw)
 	}
 	if l := expect(t, w.get("/v1/inbound/routes?inboundDomainId="+w.domID, w.owner.access), 200); len(l.list) != 3 {
 		t.Fatalf("routes listed: %d", len(l.list))
@@ -364,7 +391,8 @@ func TestInboundReceiving(t *testing.T) {
 	// Scope: a key without inbound:read is refused.
 	_, sendKey := w.MustKey(w.owner, []string{ports.ScopeEmailsSend})
 	expect(t, w.get("/v1/received-emails", sendKey), 403)
-	errorBody(t, w.get("/v1/received-emails?limit=101", w.key), 400, "", "Validation failed")
+	requireDetail(t, w.get("/v1/received-emails?limit=101", w.key), "limit")
+	requireDetail(t, w.get("/v1/received-emails?limit=0", w.key), "limit")
 
 	// Suspended: RCPT refused.
 	expect(t, w.post("/v1/inbound/domains/"+w.domID+"/suspend", w.owner.access, nil), 201)
@@ -465,6 +493,25 @@ func TestInboundWebhookRoute(t *testing.T) {
 	}
 	waitStatus(payload.Data.MessageID, "delivered")
 
+	// A message with a raw Latin-1 subject, NUL and a decoded line break is posted with the values stored.
+	hostile := "From: =?utf-8?q?Eve=0D=0AX=00?= <eve@sender.example>\r\nSubject: caf\xe9 =?utf-8?q?=0D=0ABcc:_x@evil.example?=\r\n\r\na\x00b\r\n"
+	if _, derr := w.send(t, "eve@sender.example", []string{"hook@" + w.domain}, hostile); derr != nil {
+		t.Fatal(derr)
+	}
+	select {
+	case <-got:
+		body = <-bodies
+	case <-time.After(20 * time.Second):
+		t.Fatal("no webhook request for the hostile message within 20s")
+	}
+	if err := json.Unmarshal(body, &payload); err != nil {
+		t.Fatal(err)
+	}
+	if e := payload.Data.Email; e["subject"] != "café   Bcc: x@evil.example" || e["headerFromName"] != "Eve  X " || e["text"] != "a\uFFFDb\r\n" ||
+		e["headers"].(map[string]any)["Subject"] != e["subject"] {
+		t.Errorf("hostile message payload: %s", body)
+	}
+
 	if _, derr := w.send(t, "jerome@sender.example", []string{"private@" + w.domain}, inboundMessage("private@"+w.domain, "private", "aGVsbG8gd29ybGQK")); derr != nil {
 		t.Fatal(derr)
 	}
@@ -505,6 +552,31 @@ func TestInboundForwardRoute(t *testing.T) {
 	data := string(got.data)
 	if len(got.to) != 1 || got.to[0] != "desk@rcpt.example" || !strings.Contains(data, "Reply-To: <jerome@sender.example>") ||
 		!strings.Contains(data, "forwarding@"+senderDomain) || !strings.Contains(data, "DKIM-Signature:") {
+		t.Fatalf("forwarded message to %v:\n%s", got.to, data)
+	}
+
+	// A subject and a sender's name whose encoded-words decode to CR LF are kept on one line, so the
+	// forward goes out, with no header line of the sender's making.
+	expect(t, w.post("/v1/inbound/routes", w.owner.access, map[string]any{"inboundDomainId": w.domID, "matchType": "exact",
+		"matchValue": "fwd2@" + w.domain, "action": "forward_email", "destination": "desk@rcpt.example"}), 201)
+	raw := "From: =?utf-8?q?Eve=0D=0ABcc=3A_x=40evil.example?= <eve@sender.example>\r\nTo: fwd2@" + w.domain +
+		"\r\nSubject: =?utf-8?q?fwd=0D=0ABcc:_x@evil.example?=\r\n\r\nhello\r\n"
+	if _, derr := w.send(t, "eve@sender.example", []string{"fwd2@" + w.domain}, raw); derr != nil {
+		t.Fatal(derr)
+	}
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		item := expect(t, w.get("/v1/received-emails?limit=1", w.key), 200).body["data"].([]any)[0].(map[string]any)
+		if item["to"] == "fwd2@"+w.domain && item["forwardStatus"] == "sent" {
+			break
+		}
+		if item["forwardStatus"] == "failed" || time.Now().After(deadline) {
+			t.Fatalf("received email after forwarding: %v", item)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	got = mw.mx.waitFor(t, "X-Postmill-Forwarded-For: fwd2@"+w.domain, 30*time.Second)
+	if data := string(got.data); len(got.to) != 1 || got.to[0] != "desk@rcpt.example" || strings.Contains(data, "\nBcc:") ||
+		!strings.Contains(data, "Subject: fwd  Bcc: x@evil.example") {
 		t.Fatalf("forwarded message to %v:\n%s", got.to, data)
 	}
 }
