@@ -193,7 +193,8 @@ func (s *Server) registerBroadcastRoutes() {
 		"Creates a draft. from must be on a verified sending domain; one of html, text or templateId; at most one "+
 			"of segmentId and topicId."), write, s.createBroadcast, http.StatusBadRequest)
 	register(s, op("list-broadcasts", http.MethodGet, "/v1/broadcasts", http.StatusOK, "List broadcasts",
-		"The organization's newest 1000 broadcasts, newest first."), list, s.listBroadcasts)
+		"One page of the organization's broadcasts, newest first, as a bare array: limit 1-100 (default 25) from offset."),
+		list, s.listBroadcasts, http.StatusBadRequest)
 	register(s, op("get-broadcast", http.MethodGet, "/v1/broadcasts/{id}", http.StatusOK, "Get a broadcast", "One broadcast."),
 		read, s.getBroadcast, http.StatusNotFound)
 	register(s, op("update-broadcast", http.MethodPatch, "/v1/broadcasts/{id}", http.StatusOK, "Update a broadcast",
@@ -244,8 +245,8 @@ func (s *Server) createBroadcast(ctx context.Context, in *body[createBroadcastRe
 	return &body[broadcastResponse]{toBroadcast(b)}, nil
 }
 
-func (s *Server) listBroadcasts(ctx context.Context, _ *struct{}) (*body[[]broadcastResponse], error) {
-	list, err := s.core.Broadcasts.ListBroadcasts(ctx, principalFrom(ctx).OrganizationID)
+func (s *Server) listBroadcasts(ctx context.Context, in *offsetQuery) (*body[[]broadcastResponse], error) {
+	list, err := s.core.Broadcasts.ListBroadcasts(ctx, principalFrom(ctx).OrganizationID, in.Limit, in.Offset)
 	if err != nil {
 		return nil, err
 	}

@@ -22,6 +22,7 @@ type fakeBroadcasts struct {
 	mu      sync.Mutex
 	patches []ports.BroadcastPatch
 	orgs    []string
+	pages   [][2]int // limit and offset of every list that reached the service
 }
 
 var testBroadcast = ports.Broadcast{
@@ -40,8 +41,11 @@ func (f *fakeBroadcasts) CreateBroadcast(_ context.Context, org string, _ ports.
 	f.note(org)
 	return testBroadcast, nil
 }
-func (f *fakeBroadcasts) ListBroadcasts(_ context.Context, org string) ([]ports.Broadcast, error) {
+func (f *fakeBroadcasts) ListBroadcasts(_ context.Context, org string, limit, offset int) ([]ports.Broadcast, error) {
 	f.note(org)
+	f.mu.Lock()
+	f.pages = append(f.pages, [2]int{limit, offset})
+	f.mu.Unlock()
 	return []ports.Broadcast{testBroadcast}, nil
 }
 func (f *fakeBroadcasts) GetBroadcast(_ context.Context, org, _ string) (ports.Broadcast, error) {

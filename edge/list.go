@@ -79,6 +79,14 @@ func (listBody[T]) Schema(r huma.Registry) *huma.Schema {
 	}}
 }
 
+// offsetQuery is the query of the topic, segment and broadcast lists: the limit and offset of
+// GET /v1/contacts (SPEC §4.7, §8), bounds checked here before the core is asked. The answer is a bare array
+// of that page, newest first.
+type offsetQuery struct {
+	Limit  int `query:"limit" minimum:"1" maximum:"100" default:"25" doc:"Page size, 1-100"`
+	Offset int `query:"offset" minimum:"0" default:"0" doc:"Rows to skip, newest first"`
+}
+
 // mapItems converts every item of a list, never answering nil.
 func mapItems[T, U any](in []T, convert func(T) U) []U {
 	out := make([]U, 0, len(in))

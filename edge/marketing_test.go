@@ -25,6 +25,8 @@ import (
 type fakeMarketing struct {
 	mu   sync.Mutex
 	orgs []string
+	// pages are the limit and offset of every topic or segment list that reached the service.
+	pages [][2]int
 }
 
 var mkTime = time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
@@ -33,6 +35,13 @@ func (f *fakeMarketing) note(org string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.orgs = append(f.orgs, org)
+}
+
+func (f *fakeMarketing) notePage(org string, limit, offset int) {
+	f.note(org)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.pages = append(f.pages, [2]int{limit, offset})
 }
 
 func mkContact() ports.Contact {
@@ -107,8 +116,8 @@ func (f *fakeMarketing) CreateTopic(_ context.Context, org string, _ ports.Topic
 func (f *fakeMarketing) GetTopic(ctx context.Context, org, _ string) (ports.Topic, error) {
 	return f.CreateTopic(ctx, org, ports.TopicInput{})
 }
-func (f *fakeMarketing) ListTopics(_ context.Context, org string) ([]ports.Topic, error) {
-	f.note(org)
+func (f *fakeMarketing) ListTopics(_ context.Context, org string, limit, offset int) ([]ports.Topic, error) {
+	f.notePage(org, limit, offset)
 	return nil, nil
 }
 func (f *fakeMarketing) UpdateTopic(ctx context.Context, org, _ string, _ ports.TopicInput) (ports.Topic, error) {
@@ -129,8 +138,8 @@ func (f *fakeMarketing) CreateSegment(_ context.Context, org string, in ports.Se
 func (f *fakeMarketing) GetSegment(ctx context.Context, org, _ string) (ports.Segment, error) {
 	return f.CreateSegment(ctx, org, ports.SegmentInput{})
 }
-func (f *fakeMarketing) ListSegments(_ context.Context, org string) ([]ports.Segment, error) {
-	f.note(org)
+func (f *fakeMarketing) ListSegments(_ context.Context, org string, limit, offset int) ([]ports.Segment, error) {
+	f.notePage(org, limit, offset)
 	return nil, nil
 }
 func (f *fakeMarketing) UpdateSegment(ctx context.Context, org, _ string, in ports.SegmentInput) (ports.Segment, error) {

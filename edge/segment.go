@@ -117,7 +117,8 @@ func (s *Server) registerSegmentRoutes() {
 		"A saved rule over the organization's contacts. A rule outside the language is 400 with details under rule."),
 		write, s.createSegment, http.StatusBadRequest)
 	register(s, op("list-segments", http.MethodGet, "/v1/segments", http.StatusOK, "List segments",
-		"The organization's newest 1000 segments, newest first."), list, s.listSegments)
+		"One page of the organization's segments, newest first, as a bare array: limit 1-100 (default 25) from offset."),
+		list, s.listSegments, http.StatusBadRequest)
 	register(s, op("preview-segment-rule", http.MethodPost, "/v1/segments/preview", http.StatusOK, "Preview a rule",
 		"Counts the contacts a rule matches and returns the first 25 of them by id, without saving anything."),
 		read, s.previewRule, http.StatusBadRequest)
@@ -142,16 +143,12 @@ func (s *Server) createSegment(ctx context.Context, in *body[createSegmentReques
 	return &body[segmentResponse]{toSegment(seg)}, nil
 }
 
-func (s *Server) listSegments(ctx context.Context, _ *struct{}) (*body[[]segmentResponse], error) {
-	segs, err := s.core.Segments.ListSegments(ctx, principalFrom(ctx).OrganizationID)
+func (s *Server) listSegments(ctx context.Context, in *offsetQuery) (*body[[]segmentResponse], error) {
+	segs, err := s.core.Segments.ListSegments(ctx, principalFrom(ctx).OrganizationID, in.Limit, in.Offset)
 	if err != nil {
 		return nil, err
 	}
-	out := mapItems(segs, toSegment)
-	if out == nil {
-		out = []segmentResponse{}
-	}
-	return &body[[]segmentResponse]{out}, nil
+	return &body[[]segmentResponse]{mapItems(segs, toSegment)}, nil
 }
 
 func (s *Server) getSegment(ctx context.Context, in *idPath) (*body[segmentResponse], error) {

@@ -100,7 +100,8 @@ func (s *Server) registerTopicRoutes() {
 		"A topic contacts subscribe to. A key in use is 409 with constraint topics_organization_id_key_key."),
 		write, s.createTopic, http.StatusBadRequest, http.StatusConflict)
 	register(s, op("list-topics", http.MethodGet, "/v1/topics", http.StatusOK, "List topics",
-		"The organization's newest 1000 topics, newest first."), list, s.listTopics)
+		"One page of the organization's topics, newest first, as a bare array: limit 1-100 (default 25) from offset."),
+		list, s.listTopics, http.StatusBadRequest)
 	register(s, op("get-topic", http.MethodGet, "/v1/topics/{id}", http.StatusOK, "Get a topic", "One topic."),
 		read, s.getTopic, http.StatusBadRequest, http.StatusNotFound)
 	register(s, op("update-topic", http.MethodPatch, "/v1/topics/{id}", http.StatusOK, "Update a topic",
@@ -127,16 +128,12 @@ func (s *Server) createTopic(ctx context.Context, in *body[createTopicRequest]) 
 	return &body[topicResponse]{toTopic(t)}, nil
 }
 
-func (s *Server) listTopics(ctx context.Context, _ *struct{}) (*body[[]topicResponse], error) {
-	ts, err := s.core.Topics.ListTopics(ctx, principalFrom(ctx).OrganizationID)
+func (s *Server) listTopics(ctx context.Context, in *offsetQuery) (*body[[]topicResponse], error) {
+	ts, err := s.core.Topics.ListTopics(ctx, principalFrom(ctx).OrganizationID, in.Limit, in.Offset)
 	if err != nil {
 		return nil, err
 	}
-	out := mapItems(ts, toTopic)
-	if out == nil {
-		out = []topicResponse{}
-	}
-	return &body[[]topicResponse]{out}, nil
+	return &body[[]topicResponse]{mapItems(ts, toTopic)}, nil
 }
 
 func (s *Server) getTopic(ctx context.Context, in *idPath) (*body[topicResponse], error) {

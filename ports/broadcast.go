@@ -95,7 +95,9 @@ type BroadcastService interface {
 	// CreateBroadcast errors: invalid_argument (validation, from on no verified domain of the organization,
 	// an unknown segment, topic or template).
 	CreateBroadcast(ctx context.Context, orgID string, b NewBroadcast) (Broadcast, error)
-	ListBroadcasts(ctx context.Context, orgID string) ([]Broadcast, error)
+	// ListBroadcasts returns one page of the organization's broadcasts, newest first: limit 1-MaxListLimit
+	// (0 means DefaultListLimit) from offset (0 or more). Errors: invalid_argument (limit, offset).
+	ListBroadcasts(ctx context.Context, orgID string, limit, offset int) ([]Broadcast, error)
 	// GetBroadcast errors: not_found.
 	GetBroadcast(ctx context.Context, orgID, id string) (Broadcast, error)
 	// UpdateBroadcast changes a draft or scheduled broadcast. Errors: not_found, invalid_argument,
@@ -141,8 +143,8 @@ type BroadcastStore interface {
 	InsertBroadcast(ctx context.Context, b Broadcast) error
 	// GetBroadcast errors: not_found.
 	GetBroadcast(ctx context.Context, orgID, id string) (Broadcast, error)
-	// ListBroadcasts returns the newest MaxUnpagedListRows broadcasts, newest first.
-	ListBroadcasts(ctx context.Context, orgID string) ([]Broadcast, error)
+	// ListBroadcasts returns limit broadcasts from offset, newest first.
+	ListBroadcasts(ctx context.Context, orgID string, limit, offset int) ([]Broadcast, error)
 	// UpdateBroadcast writes b's editable fields and status when the stored status is one of from.
 	// Errors: not_found, failed_precondition (status not among from).
 	UpdateBroadcast(ctx context.Context, b Broadcast, from ...BroadcastStatus) (Broadcast, error)

@@ -35,3 +35,26 @@ const msgListLimit = "must be between 1 and 100"
 
 // Unpaged is the query of a list's bare-array form: the first MaxUnpagedListRows rows.
 func Unpaged() PageQuery { return PageQuery{Limit: MaxUnpagedListRows} }
+
+// CheckOffsetPage checks the page of a list paged by offset (limit and offset, SPEC §4.7): a limit of 0
+// becomes DefaultListLimit; a limit outside 1-MaxListLimit or a negative offset is a 400 at path limit or
+// offset. It returns the limit to apply.
+func CheckOffsetPage(limit, offset int) (int, error) {
+	if limit == 0 {
+		limit = DefaultListLimit
+	}
+	var v []FieldViolation
+	if limit < 1 || limit > MaxListLimit {
+		v = append(v, FieldViolation{Path: "limit", Message: msgListLimit})
+	}
+	if offset < 0 {
+		v = append(v, FieldViolation{Path: "offset", Message: msgListOffset})
+	}
+	if len(v) > 0 {
+		return 0, ValidationError(v...)
+	}
+	return limit, nil
+}
+
+// msgListOffset is the violation of a negative offset.
+const msgListOffset = "must be at least 0"

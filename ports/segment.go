@@ -54,7 +54,9 @@ type SegmentPreview struct {
 type SegmentService interface {
 	CreateSegment(ctx context.Context, orgID string, in SegmentInput) (Segment, error)
 	GetSegment(ctx context.Context, orgID, id string) (Segment, error)
-	ListSegments(ctx context.Context, orgID string) ([]Segment, error)
+	// ListSegments returns one page of the organization's segments, newest first: limit 1-MaxListLimit (0
+	// means DefaultListLimit) from offset (0 or more). Errors: invalid_argument (limit, offset).
+	ListSegments(ctx context.Context, orgID string, limit, offset int) ([]Segment, error)
 	UpdateSegment(ctx context.Context, orgID, id string, in SegmentInput) (Segment, error)
 	DeleteSegment(ctx context.Context, orgID, id string) error
 	PreviewRule(ctx context.Context, orgID string, rule json.RawMessage, limit int) (SegmentPreview, error)
@@ -110,7 +112,8 @@ type PlanNode struct {
 type SegmentStore interface {
 	CreateSegment(ctx context.Context, s Segment) (Segment, error)
 	GetSegment(ctx context.Context, orgID, id string) (Segment, error)
-	ListSegments(ctx context.Context, orgID string, limit int) ([]Segment, error)
+	// ListSegments returns limit segments from offset, newest first.
+	ListSegments(ctx context.Context, orgID string, limit, offset int) ([]Segment, error)
 	UpdateSegment(ctx context.Context, orgID, id string, in SegmentInput, now time.Time) (Segment, error)
 	DeleteSegment(ctx context.Context, orgID, id string) error
 	// PreviewPlan counts the organization's contacts the plan matches and returns the first limit of them

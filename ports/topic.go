@@ -74,7 +74,9 @@ type SubscriptionResult struct {
 type TopicService interface {
 	CreateTopic(ctx context.Context, orgID string, in TopicInput) (Topic, error)
 	GetTopic(ctx context.Context, orgID, id string) (Topic, error)
-	ListTopics(ctx context.Context, orgID string) ([]Topic, error)
+	// ListTopics returns one page of the organization's topics, newest first: limit 1-MaxListLimit (0 means
+	// DefaultListLimit) from offset (0 or more). Errors: invalid_argument (limit, offset).
+	ListTopics(ctx context.Context, orgID string, limit, offset int) ([]Topic, error)
 	UpdateTopic(ctx context.Context, orgID, id string, in TopicInput) (Topic, error)
 	DeleteTopic(ctx context.Context, orgID, id string) error
 	SubscribeTopic(ctx context.Context, orgID, topicID string, r SubscriptionRequest) (SubscriptionResult, error)
@@ -85,7 +87,8 @@ type TopicService interface {
 type TopicStore interface {
 	CreateTopic(ctx context.Context, t Topic) (Topic, error)
 	GetTopic(ctx context.Context, orgID, id string) (Topic, error)
-	ListTopics(ctx context.Context, orgID string, limit int) ([]Topic, error)
+	// ListTopics returns limit topics from offset, newest first.
+	ListTopics(ctx context.Context, orgID string, limit, offset int) ([]Topic, error)
 	UpdateTopic(ctx context.Context, orgID, id string, in TopicInput, now time.Time) (Topic, error)
 	DeleteTopic(ctx context.Context, orgID, id string) error
 	// SetSubscription writes the contact's subscription to the topic with status, creating the contact

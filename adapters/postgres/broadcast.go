@@ -62,10 +62,10 @@ func (s *Broadcasts) GetBroadcast(ctx context.Context, orgID, id string) (ports.
 	return b, nil
 }
 
-// ListBroadcasts implements ports.BroadcastStore.
-func (s *Broadcasts) ListBroadcasts(ctx context.Context, orgID string) ([]ports.Broadcast, error) {
+// ListBroadcasts implements ports.BroadcastStore: limit broadcasts from offset, newest first.
+func (s *Broadcasts) ListBroadcasts(ctx context.Context, orgID string, limit, offset int) ([]ports.Broadcast, error) {
 	rows, err := s.pool.Query(ctx, `SELECT `+broadcastColumns+` FROM broadcasts WHERE organization_id = $1
-		ORDER BY created_at DESC, id DESC LIMIT $2`, orgID, ports.MaxUnpagedListRows)
+		ORDER BY created_at DESC, id DESC LIMIT $2 OFFSET $3`, orgID, limit, offset)
 	if err != nil {
 		return nil, listError(err)
 	}

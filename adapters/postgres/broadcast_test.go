@@ -43,7 +43,7 @@ func TestBroadcasts_LifecycleBatchesStatsAndTenancy(t *testing.T) {
 	if _, err := st.GetBroadcast(ctx, other.org.ID, b.ID); ports.ErrorCode(err) != ports.CodeNotFound {
 		t.Fatalf("foreign get: %v", err)
 	}
-	if list, err := st.ListBroadcasts(ctx, other.org.ID); err != nil || len(list) != 0 {
+	if list, err := st.ListBroadcasts(ctx, other.org.ID, ports.MaxListLimit, 0); err != nil || len(list) != 0 {
 		t.Fatalf("foreign list = %v, %v", list, err)
 	}
 	stolen := got

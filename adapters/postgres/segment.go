@@ -43,10 +43,10 @@ func (s *Marketing) GetSegment(ctx context.Context, orgID, id string) (ports.Seg
 	return seg, interpretErrorFor("segment", err)
 }
 
-// ListSegments implements ports.SegmentStore: newest first.
-func (s *Marketing) ListSegments(ctx context.Context, orgID string, limit int) ([]ports.Segment, error) {
+// ListSegments implements ports.SegmentStore: limit segments from offset, newest first.
+func (s *Marketing) ListSegments(ctx context.Context, orgID string, limit, offset int) ([]ports.Segment, error) {
 	rows, err := s.pool.Query(ctx, `SELECT `+segmentSelect+` FROM segments s WHERE s.organization_id = $1
-		ORDER BY s.created_at DESC, s.id DESC LIMIT $2`, orgID, limit)
+		ORDER BY s.created_at DESC, s.id DESC LIMIT $2 OFFSET $3`, orgID, limit, offset)
 	if err != nil {
 		return nil, listError(err)
 	}

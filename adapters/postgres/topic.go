@@ -37,10 +37,10 @@ func (s *Marketing) GetTopic(ctx context.Context, orgID, id string) (ports.Topic
 	return t, interpretErrorFor("topic", err)
 }
 
-// ListTopics implements ports.TopicStore: newest first.
-func (s *Marketing) ListTopics(ctx context.Context, orgID string, limit int) ([]ports.Topic, error) {
+// ListTopics implements ports.TopicStore: limit topics from offset, newest first.
+func (s *Marketing) ListTopics(ctx context.Context, orgID string, limit, offset int) ([]ports.Topic, error) {
 	rows, err := s.pool.Query(ctx, `SELECT `+topicColumns+` FROM topics t WHERE t.organization_id = $1
-		ORDER BY t.created_at DESC, t.id DESC LIMIT $2`, orgID, limit)
+		ORDER BY t.created_at DESC, t.id DESC LIMIT $2 OFFSET $3`, orgID, limit, offset)
 	if err != nil {
 		return nil, listError(err)
 	}

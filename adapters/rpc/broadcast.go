@@ -83,7 +83,8 @@ func (s *broadcastServer) CreateBroadcast(ctx context.Context, req *connect.Requ
 }
 
 func (s *broadcastServer) ListBroadcasts(ctx context.Context, req *connect.Request[broadcastv1.ListBroadcastsRequest]) (*connect.Response[broadcastv1.ListBroadcastsResponse], error) {
-	list, err := s.svc.ListBroadcasts(ctx, req.Msg.GetOrganizationId())
+	m := req.Msg
+	list, err := s.svc.ListBroadcasts(ctx, m.GetOrganizationId(), int(m.GetLimit()), int(m.GetOffset()))
 	return respond(ctx, s.log, req, err, func() *broadcastv1.ListBroadcastsResponse {
 		return &broadcastv1.ListBroadcastsResponse{Broadcasts: mapItems(list, broadcastToProto)}
 	})
@@ -164,9 +165,9 @@ func (c *broadcastClient) CreateBroadcast(ctx context.Context, orgID string, n p
 			SegmentId: n.SegmentID, TopicId: n.TopicID, ScheduledAt: timePtrToProto(n.ScheduledAt)}}, getBroadcast[*broadcastv1.CreateBroadcastResponse])
 }
 
-func (c *broadcastClient) ListBroadcasts(ctx context.Context, orgID string) ([]ports.Broadcast, error) {
+func (c *broadcastClient) ListBroadcasts(ctx context.Context, orgID string, limit, offset int) ([]ports.Broadcast, error) {
 	return call(ctx, broadcastv1connect.BroadcastServiceListBroadcastsProcedure, c.conn.ListBroadcasts,
-		&broadcastv1.ListBroadcastsRequest{OrganizationId: orgID}, func(r *broadcastv1.ListBroadcastsResponse) []ports.Broadcast {
+		&broadcastv1.ListBroadcastsRequest{OrganizationId: orgID, Limit: int64(limit), Offset: int64(offset)}, func(r *broadcastv1.ListBroadcastsResponse) []ports.Broadcast {
 			return mapItems(r.GetBroadcasts(), broadcastFromProto)
 		})
 }

@@ -30,8 +30,8 @@ func (f *fakeCore) bc() *broadcastAnswers {
 func (f *fakeCore) CreateBroadcast(ctx context.Context, orgID string, b ports.NewBroadcast) (ports.Broadcast, error) {
 	return f.bc().broadcast, f.record(ctx, "CreateBroadcast", orgID, b)
 }
-func (f *fakeCore) ListBroadcasts(ctx context.Context, orgID string) ([]ports.Broadcast, error) {
-	return f.bc().broadcasts, f.record(ctx, "ListBroadcasts", orgID)
+func (f *fakeCore) ListBroadcasts(ctx context.Context, orgID string, limit, offset int) ([]ports.Broadcast, error) {
+	return f.bc().broadcasts, f.record(ctx, "ListBroadcasts", orgID, limit, offset)
 }
 func (f *fakeCore) GetBroadcast(ctx context.Context, orgID, id string) (ports.Broadcast, error) {
 	return f.bc().broadcast, f.record(ctx, "GetBroadcast", orgID, id)
@@ -117,9 +117,11 @@ func broadcastRoundTrips() []roundTrip {
 		},
 		want: ports.Broadcast{}, method: "UpdateBroadcast", args: []any{"org1", "b1", ports.BroadcastPatch{}}})
 	add(roundTrip{name: "ListBroadcasts", answer: func(f *fakeCore) { f.bc().broadcasts = []ports.Broadcast{full, {ID: "b2"}} },
-		call:   func(ctx context.Context, c ports.Core) (any, error) { return c.Broadcasts.ListBroadcasts(ctx, "org1") },
+		call: func(ctx context.Context, c ports.Core) (any, error) {
+			return c.Broadcasts.ListBroadcasts(ctx, "org1", 2, 11)
+		},
 		want:   []ports.Broadcast{full, {ID: "b2"}},
-		method: "ListBroadcasts", args: []any{"org1"}})
+		method: "ListBroadcasts", args: []any{"org1", 2, 11}})
 	add(roundTrip{name: "DeleteBroadcast", answer: func(*fakeCore) {},
 		call: func(ctx context.Context, c ports.Core) (any, error) {
 			return nil, c.Broadcasts.DeleteBroadcast(ctx, "org1", "b1")

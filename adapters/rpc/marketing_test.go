@@ -77,8 +77,8 @@ func (f *fakeCore) CreateTopic(ctx context.Context, orgID string, in ports.Topic
 func (f *fakeCore) GetTopic(ctx context.Context, orgID, id string) (ports.Topic, error) {
 	return f.mk().topic, f.record(ctx, "GetTopic", orgID, id)
 }
-func (f *fakeCore) ListTopics(ctx context.Context, orgID string) ([]ports.Topic, error) {
-	return f.mk().topics, f.record(ctx, "ListTopics", orgID)
+func (f *fakeCore) ListTopics(ctx context.Context, orgID string, limit, offset int) ([]ports.Topic, error) {
+	return f.mk().topics, f.record(ctx, "ListTopics", orgID, limit, offset)
 }
 func (f *fakeCore) UpdateTopic(ctx context.Context, orgID, id string, in ports.TopicInput) (ports.Topic, error) {
 	return f.mk().topic, f.record(ctx, "UpdateTopic", orgID, id, in)
@@ -98,8 +98,8 @@ func (f *fakeCore) CreateSegment(ctx context.Context, orgID string, in ports.Seg
 func (f *fakeCore) GetSegment(ctx context.Context, orgID, id string) (ports.Segment, error) {
 	return f.mk().segment, f.record(ctx, "GetSegment", orgID, id)
 }
-func (f *fakeCore) ListSegments(ctx context.Context, orgID string) ([]ports.Segment, error) {
-	return f.mk().segments, f.record(ctx, "ListSegments", orgID)
+func (f *fakeCore) ListSegments(ctx context.Context, orgID string, limit, offset int) ([]ports.Segment, error) {
+	return f.mk().segments, f.record(ctx, "ListSegments", orgID, limit, offset)
 }
 func (f *fakeCore) UpdateSegment(ctx context.Context, orgID, id string, in ports.SegmentInput) (ports.Segment, error) {
 	return f.mk().segment, f.record(ctx, "UpdateSegment", orgID, id, in)
@@ -233,8 +233,8 @@ func marketingRoundTrips() []roundTrip {
 		func(ctx context.Context, c ports.Core) (any, error) { return c.Topics.GetTopic(ctx, "org1", "t1") },
 		topic, "org1", "t1")
 	add("ListTopics", "ListTopics", func(a *marketingAnswers) { a.topics = []ports.Topic{topic} },
-		func(ctx context.Context, c ports.Core) (any, error) { return c.Topics.ListTopics(ctx, "org1") },
-		[]ports.Topic{topic}, "org1")
+		func(ctx context.Context, c ports.Core) (any, error) { return c.Topics.ListTopics(ctx, "org1", 7, 40) },
+		[]ports.Topic{topic}, "org1", 7, 40)
 	add("UpdateTopic", "UpdateTopic", func(a *marketingAnswers) { a.topic = topic },
 		func(ctx context.Context, c ports.Core) (any, error) {
 			return c.Topics.UpdateTopic(ctx, "org1", "t1", ports.TopicInput{Name: sp("N")})
@@ -269,8 +269,10 @@ func marketingRoundTrips() []roundTrip {
 		func(ctx context.Context, c ports.Core) (any, error) { return c.Segments.GetSegment(ctx, "org1", "s1") },
 		seg, "org1", "s1")
 	add("ListSegments", "ListSegments", func(a *marketingAnswers) { a.segments = []ports.Segment{seg} },
-		func(ctx context.Context, c ports.Core) (any, error) { return c.Segments.ListSegments(ctx, "org1") },
-		[]ports.Segment{seg}, "org1")
+		func(ctx context.Context, c ports.Core) (any, error) {
+			return c.Segments.ListSegments(ctx, "org1", 9, 3)
+		},
+		[]ports.Segment{seg}, "org1", 9, 3)
 	add("UpdateSegment", "UpdateSegment", func(a *marketingAnswers) { a.segment = seg },
 		func(ctx context.Context, c ports.Core) (any, error) {
 			return c.Segments.UpdateSegment(ctx, "org1", "s1", ports.SegmentInput{Description: sp("x")})

@@ -75,7 +75,8 @@ func (s *segmentServer) GetSegment(ctx context.Context, req *connect.Request[seg
 }
 
 func (s *segmentServer) ListSegments(ctx context.Context, req *connect.Request[segmentv1.ListSegmentsRequest]) (*connect.Response[segmentv1.ListSegmentsResponse], error) {
-	segs, err := s.svc.ListSegments(ctx, req.Msg.GetOrganizationId())
+	m := req.Msg
+	segs, err := s.svc.ListSegments(ctx, m.GetOrganizationId(), int(m.GetLimit()), int(m.GetOffset()))
 	return respond(ctx, s.log, req, err, func() *segmentv1.ListSegmentsResponse {
 		out := &segmentv1.ListSegmentsResponse{}
 		for _, seg := range segs {
@@ -134,9 +135,9 @@ func (c *segmentClient) GetSegment(ctx context.Context, orgID, id string) (ports
 		&segmentv1.GetSegmentRequest{OrganizationId: orgID, Id: id}, getSegment[*segmentv1.GetSegmentResponse])
 }
 
-func (c *segmentClient) ListSegments(ctx context.Context, orgID string) ([]ports.Segment, error) {
+func (c *segmentClient) ListSegments(ctx context.Context, orgID string, limit, offset int) ([]ports.Segment, error) {
 	return call(ctx, segmentv1connect.SegmentServiceListSegmentsProcedure, c.conn.ListSegments,
-		&segmentv1.ListSegmentsRequest{OrganizationId: orgID}, func(r *segmentv1.ListSegmentsResponse) []ports.Segment {
+		&segmentv1.ListSegmentsRequest{OrganizationId: orgID, Limit: int64(limit), Offset: int64(offset)}, func(r *segmentv1.ListSegmentsResponse) []ports.Segment {
 			out := make([]ports.Segment, 0, len(r.GetSegments()))
 			for _, s := range r.GetSegments() {
 				out = append(out, segmentFromProto(s))

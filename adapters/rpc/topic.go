@@ -97,7 +97,8 @@ func (s *topicServer) GetTopic(ctx context.Context, req *connect.Request[topicv1
 }
 
 func (s *topicServer) ListTopics(ctx context.Context, req *connect.Request[topicv1.ListTopicsRequest]) (*connect.Response[topicv1.ListTopicsResponse], error) {
-	ts, err := s.svc.ListTopics(ctx, req.Msg.GetOrganizationId())
+	m := req.Msg
+	ts, err := s.svc.ListTopics(ctx, m.GetOrganizationId(), int(m.GetLimit()), int(m.GetOffset()))
 	return respond(ctx, s.log, req, err, func() *topicv1.ListTopicsResponse {
 		out := &topicv1.ListTopicsResponse{}
 		for _, t := range ts {
@@ -162,9 +163,9 @@ func (c *topicClient) GetTopic(ctx context.Context, orgID, id string) (ports.Top
 		&topicv1.GetTopicRequest{OrganizationId: orgID, Id: id}, getTopic[*topicv1.GetTopicResponse])
 }
 
-func (c *topicClient) ListTopics(ctx context.Context, orgID string) ([]ports.Topic, error) {
+func (c *topicClient) ListTopics(ctx context.Context, orgID string, limit, offset int) ([]ports.Topic, error) {
 	return call(ctx, topicv1connect.TopicServiceListTopicsProcedure, c.conn.ListTopics,
-		&topicv1.ListTopicsRequest{OrganizationId: orgID}, func(r *topicv1.ListTopicsResponse) []ports.Topic {
+		&topicv1.ListTopicsRequest{OrganizationId: orgID, Limit: int64(limit), Offset: int64(offset)}, func(r *topicv1.ListTopicsResponse) []ports.Topic {
 			out := make([]ports.Topic, 0, len(r.GetTopics()))
 			for _, t := range r.GetTopics() {
 				out = append(out, topicFromProto(t))

@@ -3,6 +3,7 @@ package broadcast
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -51,7 +52,7 @@ func (f *fakeStore) GetBroadcast(_ context.Context, orgID, id string) (ports.Bro
 	return b, nil
 }
 
-func (f *fakeStore) ListBroadcasts(_ context.Context, orgID string) ([]ports.Broadcast, error) {
+func (f *fakeStore) ListBroadcasts(_ context.Context, orgID string, limit, offset int) ([]ports.Broadcast, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var out []ports.Broadcast
@@ -60,7 +61,14 @@ func (f *fakeStore) ListBroadcasts(_ context.Context, orgID string) ([]ports.Bro
 			out = append(out, b)
 		}
 	}
-	return out, nil
+	slices.SortFunc(out, func(a, b ports.Broadcast) int {
+		if c := b.CreatedAt.Compare(a.CreatedAt); c != 0 {
+			return c
+		}
+		return strings.Compare(b.ID, a.ID)
+	})
+	out = out[min(offset, len(out)):]
+	return out[:min(limit, len(out))], nil
 }
 
 func (f *fakeStore) UpdateBroadcast(ctx context.Context, b ports.Broadcast, from ...ports.BroadcastStatus) (ports.Broadcast, error) {

@@ -247,9 +247,14 @@ func (s *Service) check(ctx context.Context, b ports.Broadcast, needAudience boo
 	return nil
 }
 
-// ListBroadcasts implements ports.BroadcastService.
-func (s *Service) ListBroadcasts(ctx context.Context, orgID string) ([]ports.Broadcast, error) {
-	out, err := s.deps.Store.ListBroadcasts(ctx, orgID)
+// ListBroadcasts implements ports.BroadcastService: one page (limit 1-100, default 25; offset from 0),
+// newest first.
+func (s *Service) ListBroadcasts(ctx context.Context, orgID string, limit, offset int) ([]ports.Broadcast, error) {
+	limit, err := ports.CheckOffsetPage(limit, offset)
+	if err != nil {
+		return nil, err
+	}
+	out, err := s.deps.Store.ListBroadcasts(ctx, orgID, limit, offset)
 	if err != nil {
 		return nil, fmt.Errorf("broadcast: list: %w", err)
 	}

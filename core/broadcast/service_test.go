@@ -142,6 +142,34 @@ func TestStates(t *testing.T) {
 	}
 }
 
+func TestListBroadcasts_Page(t *testing.T) {
+	f := newFixture(t, 0)
+	ctx := context.Background()
+	for range 3 {
+		f.create(t)
+	}
+	all, err := f.svc.ListBroadcasts(ctx, orgA, 0, 0)
+	if err != nil || len(all) != 3 {
+		t.Fatalf("default page: %d %v", len(all), err)
+	}
+	page, err := f.svc.ListBroadcasts(ctx, orgA, 1, 1)
+	if err != nil || len(page) != 1 || page[0].ID != all[1].ID {
+		t.Fatalf("limit 1 offset 1: %+v %v", page, err)
+	}
+	for _, c := range []struct {
+		limit, offset int
+		path          string
+	}{{101, 0, "limit"}, {-1, 0, "limit"}, {25, -1, "offset"}} {
+		_, err := f.svc.ListBroadcasts(ctx, orgA, c.limit, c.offset)
+		if e, ok := ports.AsError(err); !ok || e.Code != ports.CodeInvalidArgument || len(e.Details) != 1 || e.Details[0].Path != c.path {
+			t.Errorf("limit %d offset %d: %v", c.limit, c.offset, err)
+		}
+	}
+	if other, err := f.svc.ListBroadcasts(ctx, orgB, 0, 0); err != nil || len(other) != 0 {
+		t.Fatalf("another organization lists %d: %v", len(other), err)
+	}
+}
+
 func TestExpander_OneMessagePerContactAcrossRestarts(t *testing.T) {
 	f := newFixture(t, 30)
 	ctx := context.Background()

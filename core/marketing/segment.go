@@ -66,9 +66,13 @@ func (s *Segments) GetSegment(ctx context.Context, orgID, id string) (ports.Segm
 	return s.segments.GetSegment(ctx, orgID, id)
 }
 
-// ListSegments returns the organization's segments, newest first (at most ports.MaxUnpagedListRows).
-func (s *Segments) ListSegments(ctx context.Context, orgID string) ([]ports.Segment, error) {
-	return s.segments.ListSegments(ctx, orgID, ports.MaxUnpagedListRows)
+// ListSegments checks the page (limit 1-100, default 25; offset from 0) and returns it, newest first.
+func (s *Segments) ListSegments(ctx context.Context, orgID string, limit, offset int) ([]ports.Segment, error) {
+	limit, err := ports.CheckOffsetPage(limit, offset)
+	if err != nil {
+		return nil, err
+	}
+	return s.segments.ListSegments(ctx, orgID, limit, offset)
 }
 
 // UpdateSegment changes the name, description or rule.

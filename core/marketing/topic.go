@@ -69,9 +69,13 @@ func (s *Topics) GetTopic(ctx context.Context, orgID, id string) (ports.Topic, e
 	return s.topics.GetTopic(ctx, orgID, id)
 }
 
-// ListTopics returns the organization's topics, newest first (at most ports.MaxUnpagedListRows).
-func (s *Topics) ListTopics(ctx context.Context, orgID string) ([]ports.Topic, error) {
-	return s.topics.ListTopics(ctx, orgID, ports.MaxUnpagedListRows)
+// ListTopics checks the page (limit 1-100, default 25; offset from 0) and returns it, newest first.
+func (s *Topics) ListTopics(ctx context.Context, orgID string, limit, offset int) ([]ports.Topic, error) {
+	limit, err := ports.CheckOffsetPage(limit, offset)
+	if err != nil {
+		return nil, err
+	}
+	return s.topics.ListTopics(ctx, orgID, limit, offset)
 }
 
 // UpdateTopic changes everything but the key.

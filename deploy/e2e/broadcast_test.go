@@ -349,6 +349,18 @@ func TestBroadcastTenancyScopesAndStates(t *testing.T) {
 		t.Errorf("delete: %s", d.raw)
 	}
 	errorBody(t, w.get("/v1/broadcasts/"+id, key), 404, "", "")
+
+	// Paging: the other organization sends from its own verified domain.
+	od := expect(t, w.post("/v1/domains", other.access, map[string]any{"domain": "other.example"}), 201)
+	w.publish(t, od.body["records"].([]any))
+	expect(t, w.post("/v1/domains/"+od.str("id")+"/verify", other.access, nil), 201)
+	checkOffsetList(t, w.env, "/v1/broadcasts", key, otherKey, func(token string, _ int) string {
+		from := "news@" + senderDomain
+		if token == otherKey {
+			from = "news@other.example"
+		}
+		return expect(t, w.post("/v1/broadcasts", token, map[string]any{"name": "Page", "subject": "S", "from": from, "text": "t"}), 201).str("id")
+	})
 }
 
 // TestBroadcastResumesAfterRestart stops the whole process while a broadcast is being expanded and starts

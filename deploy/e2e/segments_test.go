@@ -137,6 +137,10 @@ func TestSegmentsRulesPreviewAndTenancy(t *testing.T) {
 	expect(t, e.get("/v1/segments", writeOnly), 200)
 	expect(t, e.del("/v1/segments/"+id, key), 200)
 	errorBody(t, e.get("/v1/segments/"+id, key), 404, "", "")
+
+	checkOffsetList(t, e, "/v1/segments", key, otherKey, func(token string, _ int) string {
+		return expect(t, e.post("/v1/segments", token, map[string]any{"name": "Page", "rule": map[string]any{"field": "email", "cmp": "exists"}}), 201).str("id")
+	})
 }
 
 // randomRule writes a random rule, mostly within the language and sometimes outside it.

@@ -1,8 +1,10 @@
 package e2e
 
 import (
+	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -177,6 +179,52 @@ func TestTopicsDoubleOptInAndPreferences(t *testing.T) {
 	expect(t, e.get("/v1/topics", writeOnly), 200)
 	expect(t, e.del("/v1/topics/"+dealsID, key), 200)
 	errorBody(t, e.get("/v1/topics/"+dealsID, key), 404, "", "")
+
+	checkOffsetList(t, e, "/v1/topics", key, otherKey, func(token string, i int) string {
+		return expect(t, e.post("/v1/topics", token, map[string]any{"key": fmt.Sprintf("page-%d", i), "name": "Page"}), 201).str("id")
+	})
+}
+
+// checkOffsetList creates 28 rows of the list at path in key's organization (and one in otherKey's,
+// between them) with create, and pages it as GET /v1/contacts pages (SPEC §4.7, §8): a bare array of the
+// 25 newest by default, limit and offset, a bound outside limit 1-100 or offset from 0 refused with its
+// detail path, and never a row of the other organization.
+func checkOffsetList(t *testing.T, e *env, path, key, otherKey string, create func(token string, i int) string) {
+	t.Helper()
+	var newest []string
+	theirs := ""
+	for i := range 28 {
+		if i == 20 {
+			theirs = create(otherKey, 100)
+		}
+		newest = append([]string{create(key, i)}, newest...)
+	}
+	ids := func(q, token string) []string {
+		t.Helper()
+		r := expect(t, e.get(path+q, token), 200)
+		if r.list == nil {
+			t.Fatalf("GET %s%s: %s, want a bare array", path, q, r.raw)
+		}
+		out := make([]string, 0, len(r.list))
+		for _, v := range r.list {
+			out = append(out, v.(map[string]any)["id"].(string))
+		}
+		return out
+	}
+	for q, want := range map[string][]string{"": newest[:25], "?limit=2&offset=1": newest[1:3], "?limit=3&offset=25": newest[25:28]} {
+		if got := ids(q, key); !slices.Equal(got, want) {
+			t.Errorf("GET %s%s = %v, want %v", path, q, got, want)
+		}
+	}
+	for q, detail := range map[string]string{"?limit=0": "limit", "?limit=101": "limit", "?limit=abc": "limit", "?offset=-1": "offset"} {
+		requireDetail(t, e.get(path+q, key), detail)
+	}
+	if slices.Contains(ids("?limit=100", key), theirs) {
+		t.Errorf("GET %s lists another organization's %s", path, theirs)
+	}
+	if got := ids("?limit=100", otherKey); !slices.Contains(got, theirs) || slices.ContainsFunc(got, func(id string) bool { return slices.Contains(newest, id) }) {
+		t.Errorf("GET %s by the other organization = %v", path, got)
+	}
 }
 
 // TestPrefsPageDrivenByItsToken drives the public preference page with a token the core sealed: the HTML

@@ -916,9 +916,12 @@ func (x *CreateBroadcastRequest) GetBroadcast() *NewBroadcast {
 	return nil
 }
 
+// ListBroadcastsRequest pages the list newest first: limit 1-100 (0: the default, 25), offset from 0.
 type ListBroadcastsRequest struct {
 	state          protoimpl.MessageState `protogen:"open.v1"`
 	OrganizationId string                 `protobuf:"bytes,1,opt,name=organization_id,json=organizationId,proto3" json:"organization_id,omitempty"`
+	Limit          int64                  `protobuf:"varint,2,opt,name=limit,proto3" json:"limit,omitempty"`
+	Offset         int64                  `protobuf:"varint,3,opt,name=offset,proto3" json:"offset,omitempty"`
 	unknownFields  protoimpl.UnknownFields
 	sizeCache      protoimpl.SizeCache
 }
@@ -958,6 +961,20 @@ func (x *ListBroadcastsRequest) GetOrganizationId() string {
 		return x.OrganizationId
 	}
 	return ""
+}
+
+func (x *ListBroadcastsRequest) GetLimit() int64 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+func (x *ListBroadcastsRequest) GetOffset() int64 {
+	if x != nil {
+		return x.Offset
+	}
+	return 0
 }
 
 type ListBroadcastsResponse struct {
@@ -1897,9 +1914,11 @@ const file_postmill_broadcast_v1_broadcast_proto_rawDesc = "" +
 	" \x01(\v2\x1a.google.protobuf.TimestampR\vscheduledAt\"\x84\x01\n" +
 	"\x16CreateBroadcastRequest\x12'\n" +
 	"\x0forganization_id\x18\x01 \x01(\tR\x0eorganizationId\x12A\n" +
-	"\tbroadcast\x18\x02 \x01(\v2#.postmill.broadcast.v1.NewBroadcastR\tbroadcast\"@\n" +
+	"\tbroadcast\x18\x02 \x01(\v2#.postmill.broadcast.v1.NewBroadcastR\tbroadcast\"n\n" +
 	"\x15ListBroadcastsRequest\x12'\n" +
-	"\x0forganization_id\x18\x01 \x01(\tR\x0eorganizationId\"Z\n" +
+	"\x0forganization_id\x18\x01 \x01(\tR\x0eorganizationId\x12\x14\n" +
+	"\x05limit\x18\x02 \x01(\x03R\x05limit\x12\x16\n" +
+	"\x06offset\x18\x03 \x01(\x03R\x06offset\"Z\n" +
 	"\x16ListBroadcastsResponse\x12@\n" +
 	"\n" +
 	"broadcasts\x18\x01 \x03(\v2 .postmill.broadcast.v1.BroadcastR\n" +

@@ -563,9 +563,12 @@ func (*DeleteSegmentResponse) Descriptor() ([]byte, []int) {
 	return file_postmill_segment_v1_segment_proto_rawDescGZIP(), []int{9}
 }
 
+// ListSegmentsRequest pages the list newest first: limit 1-100 (0: the default, 25), offset from 0.
 type ListSegmentsRequest struct {
 	state          protoimpl.MessageState `protogen:"open.v1"`
 	OrganizationId string                 `protobuf:"bytes,1,opt,name=organization_id,json=organizationId,proto3" json:"organization_id,omitempty"`
+	Limit          int64                  `protobuf:"varint,2,opt,name=limit,proto3" json:"limit,omitempty"`
+	Offset         int64                  `protobuf:"varint,3,opt,name=offset,proto3" json:"offset,omitempty"`
 	unknownFields  protoimpl.UnknownFields
 	sizeCache      protoimpl.SizeCache
 }
@@ -605,6 +608,20 @@ func (x *ListSegmentsRequest) GetOrganizationId() string {
 		return x.OrganizationId
 	}
 	return ""
+}
+
+func (x *ListSegmentsRequest) GetLimit() int64 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+func (x *ListSegmentsRequest) GetOffset() int64 {
+	if x != nil {
+		return x.Offset
+	}
+	return 0
 }
 
 type ListSegmentsResponse struct {
@@ -951,9 +968,11 @@ const file_postmill_segment_v1_segment_proto_rawDesc = "" +
 	"\asegment\x18\x01 \x01(\v2\x1c.postmill.segment.v1.SegmentR\asegment\"O\n" +
 	"\x15UpdateSegmentResponse\x126\n" +
 	"\asegment\x18\x01 \x01(\v2\x1c.postmill.segment.v1.SegmentR\asegment\"\x17\n" +
-	"\x15DeleteSegmentResponse\">\n" +
+	"\x15DeleteSegmentResponse\"l\n" +
 	"\x13ListSegmentsRequest\x12'\n" +
-	"\x0forganization_id\x18\x01 \x01(\tR\x0eorganizationId\"P\n" +
+	"\x0forganization_id\x18\x01 \x01(\tR\x0eorganizationId\x12\x14\n" +
+	"\x05limit\x18\x02 \x01(\x03R\x05limit\x12\x16\n" +
+	"\x06offset\x18\x03 \x01(\x03R\x06offset\"P\n" +
 	"\x14ListSegmentsResponse\x128\n" +
 	"\bsegments\x18\x01 \x03(\v2\x1c.postmill.segment.v1.SegmentR\bsegments\"g\n" +
 	"\x12PreviewRuleRequest\x12'\n" +

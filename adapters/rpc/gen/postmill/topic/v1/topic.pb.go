@@ -594,9 +594,12 @@ func (*DeleteTopicResponse) Descriptor() ([]byte, []int) {
 	return file_postmill_topic_v1_topic_proto_rawDescGZIP(), []int{9}
 }
 
+// ListTopicsRequest pages the list newest first: limit 1-100 (0: the default, 25), offset from 0.
 type ListTopicsRequest struct {
 	state          protoimpl.MessageState `protogen:"open.v1"`
 	OrganizationId string                 `protobuf:"bytes,1,opt,name=organization_id,json=organizationId,proto3" json:"organization_id,omitempty"`
+	Limit          int64                  `protobuf:"varint,2,opt,name=limit,proto3" json:"limit,omitempty"`
+	Offset         int64                  `protobuf:"varint,3,opt,name=offset,proto3" json:"offset,omitempty"`
 	unknownFields  protoimpl.UnknownFields
 	sizeCache      protoimpl.SizeCache
 }
@@ -636,6 +639,20 @@ func (x *ListTopicsRequest) GetOrganizationId() string {
 		return x.OrganizationId
 	}
 	return ""
+}
+
+func (x *ListTopicsRequest) GetLimit() int64 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+func (x *ListTopicsRequest) GetOffset() int64 {
+	if x != nil {
+		return x.Offset
+	}
+	return 0
 }
 
 type ListTopicsResponse struct {
@@ -1175,9 +1192,11 @@ const file_postmill_topic_v1_topic_proto_rawDesc = "" +
 	"\x05topic\x18\x01 \x01(\v2\x18.postmill.topic.v1.TopicR\x05topic\"E\n" +
 	"\x13UpdateTopicResponse\x12.\n" +
 	"\x05topic\x18\x01 \x01(\v2\x18.postmill.topic.v1.TopicR\x05topic\"\x15\n" +
-	"\x13DeleteTopicResponse\"<\n" +
+	"\x13DeleteTopicResponse\"j\n" +
 	"\x11ListTopicsRequest\x12'\n" +
-	"\x0forganization_id\x18\x01 \x01(\tR\x0eorganizationId\"F\n" +
+	"\x0forganization_id\x18\x01 \x01(\tR\x0eorganizationId\x12\x14\n" +
+	"\x05limit\x18\x02 \x01(\x03R\x05limit\x12\x16\n" +
+	"\x06offset\x18\x03 \x01(\x03R\x06offset\"F\n" +
 	"\x12ListTopicsResponse\x120\n" +
 	"\x06topics\x18\x01 \x03(\v2\x18.postmill.topic.v1.TopicR\x06topics\"\xd3\x01\n" +
 	"\x12SubscriptionChange\x12'\n" +
