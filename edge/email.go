@@ -2,10 +2,11 @@ package edge
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"net/http"
 	"reflect"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -28,9 +29,109 @@ type sendResponse struct {
 	Deduped bool   `json:"deduped,omitempty" doc:"Present, and true, only when an Idempotency-Key replay returned an existing message"`
 }
 
-type batchRequest struct {
-	_      struct{}           `json:"-" additionalProperties:"true"`
-	Emails []sendEmailRequest `json:"emails" nullable:"false" minItems:"1" maxItems:"500" doc:"Each item is a POST /v1/emails body"`
+// batchRequest is the body of POST /v1/emails/batch, kept as the JSON it came as: the route checks the
+// batch's own schema (batchEnvelope), then each email against the schema of POST /v1/emails on its own, so
+// that an email breaking it fails alone and the others are sent (SPEC §4.2: one item's failure does not
+// abort the rest; a 400 is for the batch's own schema).
+type batchRequest struct{ raw []byte }
+
+// UnmarshalJSON keeps the body; the route validates it (the operation skips huma's body validation).
+func (b *batchRequest) UnmarshalJSON(data []byte) error {
+	b.raw = slices.Clone(data)
+	return nil
+}
+
+// Schema documents the body: {emails: [...]}, 1-500 POST /v1/emails bodies.
+func (batchRequest) Schema(r huma.Registry) *huma.Schema {
+	least, most := 1, ports.MaxBatch
+	return &huma.Schema{
+		Type: huma.TypeObject, Required: []string{"emails"}, AdditionalProperties: true,
+		Properties: map[string]*huma.Schema{"emails": {
+			Type: huma.TypeArray, MinItems: &least, MaxItems: &most, Items: r.Schema(reflect.TypeFor[sendEmailRequest](), true, ""),
+			Description: "Each item is a POST /v1/emails body; an item that breaks its schema is that item's error",
+		}},
+	}
+}
+
+// batchEnvelope is the batch's own schema, checked before any email: emails is an array of 1-500 objects.
+type batchEnvelope struct {
+	_      struct{}          `json:"-" additionalProperties:"true"`
+	Emails []json.RawMessage `json:"emails" nullable:"false" minItems:"1" maxItems:"500"`
+}
+
+// Schema makes each item an object, whatever it holds.
+func (batchEnvelope) Schema(huma.Registry) *huma.Schema {
+	least, most := 1, ports.MaxBatch
+	return &huma.Schema{
+		Type: huma.TypeObject, Required: []string{"emails"}, AdditionalProperties: true,
+		Properties: map[string]*huma.Schema{"emails": {
+			Type: huma.TypeArray, MinItems: &least, MaxItems: &most, Items: &huma.Schema{Type: huma.TypeObject},
+		}},
+	}
+}
+
+// batchSchemas are the schemas the batch route checks by hand: its envelope (in a registry of its own, out
+// of the OpenAPI document) and one email (the API's, as POST /v1/emails uses it).
+type batchSchemas struct {
+	envelopeRegistry huma.Registry
+	envelope         *huma.Schema
+	emailRegistry    huma.Registry
+	email            *huma.Schema
+}
+
+func newBatchSchemas(api huma.API) *batchSchemas {
+	reg := huma.NewMapRegistry("#/components/schemas/", huma.DefaultSchemaNamer)
+	emails := api.OpenAPI().Components.Schemas
+	return &batchSchemas{
+		envelopeRegistry: reg, envelope: reg.Schema(reflect.TypeFor[batchEnvelope](), true, ""),
+		emailRegistry: emails, email: emails.Schema(reflect.TypeFor[sendEmailRequest](), true, ""),
+	}
+}
+
+// envelopeItems checks the batch's own schema and returns its emails.
+func (b *batchSchemas) envelopeItems(raw []byte) ([]json.RawMessage, error) {
+	var doc any
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		return nil, ports.ValidationError(ports.FieldViolation{Message: "body must be a JSON object"})
+	}
+	res := &huma.ValidateResult{}
+	huma.Validate(b.envelopeRegistry, b.envelope, huma.NewPathBuffer([]byte("body"), 0), huma.ModeWriteToServer, doc, res)
+	if len(res.Errors) > 0 {
+		return nil, ports.ValidationError(violations(res.Errors)...)
+	}
+	var env batchEnvelope
+	if err := json.Unmarshal(raw, &env); err != nil {
+		return nil, ports.ValidationError(ports.FieldViolation{Path: "emails", Message: "must be an array of objects"})
+	}
+	return env.Emails, nil
+}
+
+// request checks one email of a batch as POST /v1/emails checks its body (schema, then Resolve, then the
+// conversion) and returns it, or the validation error that is this item's answer.
+func (b *batchSchemas) request(raw json.RawMessage) (ports.SendRequest, error) {
+	var doc any
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		return ports.SendRequest{}, ports.ValidationError(ports.FieldViolation{Message: "must be a JSON object"})
+	}
+	res := &huma.ValidateResult{}
+	huma.Validate(b.emailRegistry, b.email, huma.NewPathBuffer([]byte("body"), 0), huma.ModeWriteToServer, doc, res)
+	var item sendEmailRequest
+	decodeErr := json.Unmarshal(raw, &item)
+	if decodeErr == nil || len(res.Errors) > 0 {
+		// Like huma, Resolve runs on what could be read, so every problem is reported at once.
+		res.Errors = append(res.Errors, item.Resolve(nil, huma.NewPathBuffer([]byte("body"), 0))...)
+	}
+	if len(res.Errors) > 0 {
+		return ports.SendRequest{}, ports.ValidationError(violations(res.Errors)...)
+	}
+	if decodeErr != nil {
+		return ports.SendRequest{}, ports.ValidationError(ports.FieldViolation{Message: "does not match the schema of POST /v1/emails"})
+	}
+	req, bad := item.toSendRequest("")
+	if len(bad) > 0 {
+		return ports.SendRequest{}, ports.ValidationError(bad...)
+	}
+	return req, nil
 }
 
 type sendBatchInput struct {
@@ -149,15 +250,17 @@ func (s *Server) registerEmailRoutes() {
 		OperationID: "send-email-batch", Method: http.MethodPost, Path: "/v1/emails/batch", DefaultStatus: http.StatusAccepted,
 		Tags: []string{tagEmails}, Summary: "Send a batch of emails",
 		Description: "1-500 emails, each through the full single-send path; results are aligned to the request by " +
-			"index and one item's failure never aborts the rest. A schema violation anywhere in the body (including " +
-			"an attachment over its size limit or content that is not base64) is a 400 for the whole batch; a " +
-			"rejection of an item by the send rules (including the bounds on recipients, subject, bodies, tags, " +
-			"metadata and headers) is that item's error. The Idempotency-Key header is ignored. The body is at " +
-			"most 56 MiB; a larger one that breaks an attachment or body size bound is a 400 naming the item's " +
-			"field, any other a 413.",
-		MaxBodyBytes: BatchMaxBodyBytes,
-		Middlewares:  huma.Middlewares{sizeGuard(true)},
+			"index and one item's failure never aborts the rest. An item that breaks the schema of POST /v1/emails " +
+			"(a missing field, an address that is not one, an attachment over its size limit or content that is not " +
+			"base64) or the send rules is that item's error, as the single send would answer it; a 400 is for the " +
+			"batch's own schema (emails missing, empty, over 500 items, or an item that is not an object). The " +
+			"Idempotency-Key header is ignored. The body is at most 56 MiB; a larger one that breaks an attachment " +
+			"or body size bound is a 400 naming the item's field, any other a 413.",
+		MaxBodyBytes:     BatchMaxBodyBytes,
+		Middlewares:      huma.Middlewares{sizeGuard(true)},
+		SkipValidateBody: true, // sendEmailBatch checks the envelope, then each email on its own
 	}, send, s.sendEmailBatch, http.StatusBadRequest, http.StatusRequestEntityTooLarge)
+	s.batch = newBatchSchemas(s.api)
 
 	register(s, huma.Operation{
 		OperationID: "get-email", Method: http.MethodGet, Path: "/v1/emails/{id}",
@@ -196,29 +299,39 @@ func (s *Server) sendEmail(ctx context.Context, in *sendEmailInput) (*body[sendR
 }
 
 func (s *Server) sendEmailBatch(ctx context.Context, in *sendBatchInput) (*body[batchResponse], error) {
-	reqs := make([]ports.SendRequest, 0, len(in.Body.Emails))
-	var bad []ports.FieldViolation
-	for i := range in.Body.Emails {
-		req, b := in.Body.Emails[i].toSendRequest("emails." + strconv.Itoa(i))
-		bad = append(bad, b...)
-		reqs = append(reqs, req)
-	}
-	if len(bad) > 0 {
-		return nil, ports.ValidationError(bad...)
-	}
-	results, err := s.core.Emails.SendBatch(ctx, principalFrom(ctx).OrganizationID, reqs)
+	items, err := s.batch.envelopeItems(in.Body.raw)
 	if err != nil {
 		return nil, err
 	}
-	slices.SortStableFunc(results, func(a, b ports.BatchItemResult) int { return a.Index - b.Index })
-	out := make([]batchItemResponse, 0, len(results))
-	for _, r := range results {
-		if r.Err != nil {
-			out = append(out, batchItemResponse{Index: r.Index, Error: itemError(ctx, r.Err)})
+	out := make([]batchItemResponse, 0, len(items))
+	reqs := make([]ports.SendRequest, 0, len(items))
+	at := make([]int, 0, len(items)) // the batch index of each request sent to the core
+	for i, raw := range items {
+		req, err := s.batch.request(raw)
+		if err != nil {
+			out = append(out, batchItemResponse{Index: i, Error: itemError(ctx, err)})
 			continue
 		}
-		out = append(out, batchItemResponse{Index: r.Index, ID: r.Result.ID, Status: string(r.Result.Status), Deduped: r.Result.Deduped})
+		reqs = append(reqs, req)
+		at = append(at, i)
 	}
+	if len(reqs) > 0 {
+		results, err := s.core.Emails.SendBatch(ctx, principalFrom(ctx).OrganizationID, reqs)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range results {
+			if r.Index < 0 || r.Index >= len(at) {
+				return nil, fmt.Errorf("edge: batch result for item %d of %d", r.Index, len(at))
+			}
+			if r.Err != nil {
+				out = append(out, batchItemResponse{Index: at[r.Index], Error: itemError(ctx, r.Err)})
+				continue
+			}
+			out = append(out, batchItemResponse{Index: at[r.Index], ID: r.Result.ID, Status: string(r.Result.Status), Deduped: r.Result.Deduped})
+		}
+	}
+	slices.SortStableFunc(out, func(a, b batchItemResponse) int { return a.Index - b.Index })
 	return &body[batchResponse]{batchResponse{Results: out}}, nil
 }
 

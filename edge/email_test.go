@@ -362,26 +362,68 @@ func TestBatchAlignsResultsByIndex(t *testing.T) {
 		}
 	}
 
-	// Top-level schema failures are a 400 for the whole batch, with item paths.
-	mustError(t, b.do(t, "POST", "/v1/emails/batch", sendKey, map[string]any{"emails": []any{}}), 400, "", "Validation failed")
-	mustError(t, b.do(t, "POST", "/v1/emails/batch", sendKey, map[string]any{}), 400, "", "Validation failed")
-	mustError(t, b.do(t, "POST", "/v1/emails/batch", sendKey, map[string]any{"emails": nil}), 400, "", "Validation failed")
-	mustError(t, b.do(t, "POST", "/v1/emails/batch", sendKey, map[string]any{"emails": slices.Repeat([]any{minimal()}, 501)}), 400, "", "Validation failed")
-	r = b.do(t, "POST", "/v1/emails/batch", sendKey, map[string]any{"emails": []any{minimal(), with(minimal(), "to", []string{"ok@example.net", "bad"}), with(minimal(), "attachments",
-		[]map[string]any{{"filename": "big", "contentType": "application/octet-stream", "content": hugeBase64(11 << 20)}})}})
-	if got := detailPaths(t, mustError(t, r, 400, "", "Validation failed")); !slices.Equal(got, []string{"emails.1.to.1", "emails.2.attachments.0.content"}) {
-		t.Errorf("item paths %v: %s", got, r.raw)
-	}
-	r = b.do(t, "POST", "/v1/emails/batch", sendKey, map[string]any{"emails": []any{minimal(), with(minimal(), "attachments",
-		[]map[string]any{{"filename": "a", "contentType": "text/plain", "content": "@@@@"}})}})
-	if got := detailPaths(t, mustError(t, r, 400, "", "Validation failed")); !slices.Equal(got, []string{"emails.1.attachments.0.content"}) {
-		t.Errorf("base64 path %v: %s", got, r.raw)
+	// The batch's own schema failing is a 400 for the whole batch, and nothing reaches the core.
+	for name, body := range map[string]any{
+		"empty":       map[string]any{"emails": []any{}},
+		"missing":     map[string]any{},
+		"null":        map[string]any{"emails": nil},
+		"501 items":   map[string]any{"emails": slices.Repeat([]any{minimal()}, 501)},
+		"not objects": map[string]any{"emails": []any{minimal(), 5}},
+		"not a list":  map[string]any{"emails": "x"},
+	} {
+		if got := detailPaths(t, mustError(t, b.do(t, "POST", "/v1/emails/batch", sendKey, body), 400, "", "Validation failed")); len(got) == 0 || !strings.HasPrefix(got[0], "emails") {
+			t.Errorf("%s: details %v", name, got)
+		}
 	}
 	fake.mu.Lock()
 	n := len(fake.batches)
 	fake.mu.Unlock()
 	if n != 1 {
 		t.Errorf("invalid batches reached the core (%d calls)", n)
+	}
+
+	// An email that breaks the schema of POST /v1/emails fails alone, with the single send's answer; the
+	// others are sent.
+	fake.mu.Lock()
+	fake.batchErrs = nil
+	fake.mu.Unlock()
+	noFrom := minimal()
+	delete(noFrom, "from")
+	items = []any{
+		minimal(),
+		with(minimal(), "to", []string{"ok@example.net", "bad"}),
+		with(minimal(), "attachments", []map[string]any{{"filename": "big", "contentType": "application/octet-stream", "content": hugeBase64(11 << 20)}}),
+		with(minimal(), "attachments", []map[string]any{{"filename": "a", "contentType": "text/plain", "content": "@@@@"}}),
+		with(minimal(), "subject", ""),
+		noFrom,
+		with(minimal(), "to", "last@example.net"),
+	}
+	r = mustStatus(t, b.do(t, "POST", "/v1/emails/batch", sendKey, map[string]any{"emails": items}), 202)
+	results, _ = r.body["results"].([]any)
+	if len(results) != len(items) {
+		t.Fatalf("batch with invalid items: %s", r.raw)
+	}
+	wantErr := map[int]string{1: "to.1: ", 2: "attachments.0.content: ", 3: "attachments.0.content: ", 4: "subject: ", 5: "from: "}
+	for i, res := range results {
+		m := res.(map[string]any)
+		if m["index"] != float64(i) {
+			t.Errorf("result %d has index %v", i, m["index"])
+		}
+		msg, _ := m["error"].(string)
+		if want, bad := wantErr[i]; bad != (msg != "") || bad && (!strings.HasPrefix(msg, "Validation failed (") || !strings.Contains(msg, want)) {
+			t.Errorf("result %d: %v, want an error naming %q: %v", i, m, want, bad)
+		}
+	}
+	single := mustError(t, b.do(t, "POST", "/v1/emails", sendKey, with(minimal(), "subject", "")), 400, "", "Validation failed")
+	if got := detailPaths(t, single); !slices.Equal(got, []string{"subject"}) {
+		t.Errorf("the single send's answer to the same email: %v", got)
+	}
+	fake.mu.Lock()
+	sent := fake.batches[len(fake.batches)-1]
+	n = len(fake.batches)
+	fake.mu.Unlock()
+	if n != 2 || len(sent) != 2 || !slices.Equal(sent[1].To, []string{"last@example.net"}) {
+		t.Errorf("the core got %d batches, the last %+v; want the two valid emails", n, sent)
 	}
 }
 

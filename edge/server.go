@@ -117,6 +117,7 @@ type Server struct {
 	tracer  trace.Tracer
 	mux     *http.ServeMux
 	api     huma.API
+	batch   *batchSchemas // what POST /v1/emails/batch checks by hand (email.go)
 	handler http.Handler
 	ready   *readiness
 	logs    *logShipper // nil without core.Logs

@@ -439,12 +439,17 @@ func TestSendVariantsAndTimeline(t *testing.T) {
 		t.Error("a cancelled message was delivered")
 	}
 
-	// Batch: aligned results, one bad item does not abort the rest, Idempotency-Key ignored.
-	items := []map[string]any{base("Batch 0"), {"from": "ada@unknown.example", "to": "y@rcpt.example", "subject": "x", "text": "x"}, base("Batch 2")}
+	// Batch: aligned results, one bad item does not abort the rest (an unknown domain, or an email that
+	// breaks the schema of POST /v1/emails), Idempotency-Key ignored.
+	items := []map[string]any{base("Batch 0"), {"from": "ada@unknown.example", "to": "y@rcpt.example", "subject": "x", "text": "x"}, base("Batch 2"),
+		{"from": "ada@" + senderDomain, "to": "y@rcpt.example", "subject": "", "text": "x"}}
 	br := expect(t, w.do(req{method: "POST", path: "/v1/emails/batch", token: w.key, body: map[string]any{"emails": items}, header: h}), 202)
 	results, _ := br.body["results"].([]any)
-	if len(results) != 3 {
+	if len(results) != 4 {
 		t.Fatalf("batch: %s", br.raw)
+	}
+	if msg, _ := results[3].(map[string]any)["error"].(string); !strings.HasPrefix(msg, "Validation failed (subject: ") {
+		t.Errorf("batch item 3 (empty subject): %v", results[3])
 	}
 	for i, res := range results {
 		m := res.(map[string]any)
