@@ -40,6 +40,7 @@ func runBroadcast(args []string) error {
 	rsaFor := fs.Duration("rsa", 3*time.Second, "how long the RSA ceiling is measured")
 	timeout := fs.Duration("timeout", 30*time.Minute, "give up after")
 	queue := fs.String("queue", "postgres", "postgres, or kafka: an in-process Kafka cluster (franz-go's kfake) as POSTMILL_QUEUE")
+	shape := fs.String("shape", "all", "all: one process; split: --target=mta in a process of its own beside --target=edge,core (peak RSS and CPU count both)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the platform's process to this file")
 	profileSecs := fs.Int("cpuprofile-seconds", 30, "seconds of CPU profile, from the send")
 	profileAfter := fs.Duration("cpuprofile-after", 0, "start the CPU profile this long after the send")
@@ -83,13 +84,26 @@ func runBroadcast(args []string) error {
 	if pprofAddr != "" {
 		env = append(env, "POSTMILL_PPROF_ADDR="+pprofAddr)
 	}
-	p, err := startPlatform(platformOpts{bin: *bin, db: *db, targets: "all", zone: z, env: env})
+	targets := "all"
+	if *shape == "split" {
+		targets = "edge,core"
+	}
+	p, err := startPlatform(platformOpts{bin: *bin, db: *db, targets: targets, zone: z, env: env})
 	if err != nil {
 		return err
 	}
 	defer p.stop()
 	if err := p.setup(z); err != nil {
 		return err
+	}
+	pids := []int{p.cmd.Process.Pid}
+	if *shape == "split" {
+		m, err := startMTAProcess(*bin, *db, p, env)
+		if err != nil {
+			return err
+		}
+		defer m.stop()
+		pids = append(pids, m.cmd.Process.Pid)
 	}
 
 	conn, err := connect(ctx, *db)
@@ -113,7 +127,7 @@ func runBroadcast(args []string) error {
 		SELECT $1, $2, id, 'subscribed', now(), now() FROM c`, orgID, topic, *contacts, *domains); err != nil {
 		return err
 	}
-	fmt.Printf("broadcast: %d contacts over %d domains seeded in %s\n", *contacts, *domains, time.Since(seeded).Round(time.Millisecond))
+	fmt.Printf("broadcast (shape %s, queue %s): %d contacts over %d domains seeded in %s\n", *shape, *queue, *contacts, *domains, time.Since(seeded).Round(time.Millisecond))
 
 	st, body, err := p.call("POST", "/v1/broadcasts", p.key, map[string]any{"name": "bench", "subject": "Hello {{ contact.firstName }}",
 		"from": "news@" + p.domain, "html": "<p>Hello {{ contact.firstName }}, your plan is {{ contact.properties.plan }}.</p>",
@@ -122,8 +136,7 @@ func runBroadcast(args []string) error {
 		return fmt.Errorf("create broadcast: %d %v %v", st, body, err)
 	}
 	id := body["id"].(string)
-	pid := p.cmd.Process.Pid
-	peakRSS := watchRSS(pid)
+	peakRSS := watchRSS(pids...)
 
 	// Transactional sends at a steady rate: first alone (the comparison), then while the broadcast runs.
 	txBody, _ := json.Marshal(map[string]any{"from": "tx@" + p.domain, "to": "user@tx.example", "subject": "Receipt", "text": "Thanks."})
@@ -144,7 +157,7 @@ func runBroadcast(args []string) error {
 	if *statements {
 		counters = resetStatements(ctx, *db)
 	}
-	cpu := startCPUMeter(ctx, *db, []int{pid})
+	cpu := startCPUMeter(ctx, *db, pids)
 	start := time.Now()
 	var sampler *monitor
 	if *sample {
@@ -369,18 +382,22 @@ func txDelivery(ctx context.Context, conn *pgx.Conn, from, to time.Time) ([]time
 	return out, rows.Err()
 }
 
-// rssWatch samples a process's resident set size every 200 ms and keeps the largest.
+// rssWatch samples the resident set size of processes (their sum) every 200 ms and keeps the largest.
 type rssWatch struct {
 	max  atomic.Int64
 	quit chan struct{}
 	once sync.Once
 }
 
-func watchRSS(pid int) *rssWatch {
+func watchRSS(pids ...int) *rssWatch {
 	w := &rssWatch{quit: make(chan struct{})}
 	go func() {
 		for {
-			if kb := rssKB(pid); kb > w.max.Load() {
+			var kb int64
+			for _, pid := range pids {
+				kb += rssKB(pid)
+			}
+			if kb > w.max.Load() {
 				w.max.Store(kb)
 			}
 			select {
