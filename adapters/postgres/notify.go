@@ -84,16 +84,33 @@ func (f *ChangeFeed) deliver(c ports.Change) {
 // Run listens for announced changes and hands them to subscribers until ctx ends, then returns nil. A lost
 // connection is logged and opened again after a growing pause (at most ten seconds).
 func (f *ChangeFeed) Run(ctx context.Context) error {
+	listenAlways(ctx, f.connConfig, changeChannel, f.logger.With("listening_for", "changes"),
+		func() { f.deliver(ports.Change{Kind: ports.ChangeAll}) },
+		func(payload string) {
+			if c, ok := parseChange(payload); ok {
+				f.deliver(c)
+			} else {
+				f.logger.Warn("unknown change announcement ignored", "payload", storableText(payload, 200))
+			}
+		})
+	return nil
+}
+
+// listenAlways listens to channel on a connection of its own (made from cfg, outside any pool) until ctx
+// ends, calling listening each time listening begins (at first and after a lost connection: what was
+// announced meanwhile was not heard) and heard for each notification's payload. A lost connection is
+// logged and opened again after a growing pause (at most maxListenBackoff).
+func listenAlways(ctx context.Context, cfg *pgx.ConnConfig, channel string, logger *slog.Logger, listening func(), heard func(payload string)) {
 	backoff := 100 * time.Millisecond
 	for ctx.Err() == nil {
-		heard, err := f.listen(ctx)
+		began, err := listenOnce(ctx, cfg, channel, listening, heard)
 		if ctx.Err() != nil {
-			break
+			return
 		}
-		if heard {
+		if began {
 			backoff = 100 * time.Millisecond
 		}
-		f.logger.Warn("listening for changes failed; listening again", "error", err, "retry_in", backoff)
+		logger.Warn("listening for notifications failed; listening again", "channel", channel, "error", err, "retry_in", backoff)
 		t := time.NewTimer(backoff)
 		select {
 		case <-t.C:
@@ -102,13 +119,12 @@ func (f *ChangeFeed) Run(ctx context.Context) error {
 		t.Stop()
 		backoff = min(2*backoff, maxListenBackoff)
 	}
-	return nil
 }
 
-// listen opens a connection, listens and delivers notifications until the connection fails or ctx ends.
-// heard reports whether listening had begun.
-func (f *ChangeFeed) listen(ctx context.Context) (heard bool, err error) {
-	conn, err := pgx.ConnectConfig(ctx, f.connConfig)
+// listenOnce opens a connection, listens and hands over notifications until the connection fails or ctx
+// ends. began reports whether listening had begun.
+func listenOnce(ctx context.Context, cfg *pgx.ConnConfig, channel string, listening func(), heard func(string)) (began bool, err error) {
+	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
 		return false, fmt.Errorf("connect: %w", err)
 	}
@@ -117,20 +133,18 @@ func (f *ChangeFeed) listen(ctx context.Context) (heard bool, err error) {
 		defer cancel()
 		_ = conn.Close(cctx)
 	}()
-	if _, err := conn.Exec(ctx, "LISTEN "+changeChannel); err != nil {
+	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{channel}.Sanitize()); err != nil {
 		return false, fmt.Errorf("listen: %w", err)
 	}
-	f.deliver(ports.Change{Kind: ports.ChangeAll})
+	if listening != nil {
+		listening()
+	}
 	for {
 		n, err := conn.WaitForNotification(ctx)
 		if err != nil {
 			return true, fmt.Errorf("wait: %w", err)
 		}
-		if c, ok := parseChange(n.Payload); ok {
-			f.deliver(c)
-		} else {
-			f.logger.Warn("unknown change announcement ignored", "payload", storableText(n.Payload, 200))
-		}
+		heard(n.Payload)
 	}
 }
 

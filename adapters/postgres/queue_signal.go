@@ -2,11 +2,7 @@ package postgres
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
-	"time"
-
-	"github.com/jackc/pgx/v5"
 )
 
 // Transactional jobs are announced to consumers in other processes as well as to this one. The
@@ -37,50 +33,11 @@ func (q *Queue) ListenTransactional(ctx context.Context, logger *slog.Logger) er
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	logger = logger.With("component", "queue-signal")
-	backoff := 100 * time.Millisecond
-	for ctx.Err() == nil {
-		heard, err := q.listenTransactional(ctx)
-		if ctx.Err() != nil {
-			break
-		}
-		if heard {
-			backoff = 100 * time.Millisecond
-		}
-		logger.Warn("listening for transactional jobs failed; listening again", "error", err, "retry_in", backoff)
-		t := time.NewTimer(backoff)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-		}
-		t.Stop()
-		backoff = min(2*backoff, maxListenBackoff)
-	}
+	listenAlways(ctx, q.pool.Config().ConnConfig.Copy(), queueChannel, logger.With("component", "queue-signal"), nil,
+		func(payload string) {
+			if payload == txPayload {
+				q.signalTransactional()
+			}
+		})
 	return nil
-}
-
-// listenTransactional opens a connection like the pool's, listens and signals until the connection fails
-// or ctx ends. heard reports whether listening had begun.
-func (q *Queue) listenTransactional(ctx context.Context) (heard bool, err error) {
-	conn, err := pgx.ConnectConfig(ctx, q.pool.Config().ConnConfig.Copy())
-	if err != nil {
-		return false, fmt.Errorf("connect: %w", err)
-	}
-	defer func() {
-		cctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		_ = conn.Close(cctx)
-	}()
-	if _, err := conn.Exec(ctx, "LISTEN "+queueChannel); err != nil {
-		return false, fmt.Errorf("listen: %w", err)
-	}
-	for {
-		n, err := conn.WaitForNotification(ctx)
-		if err != nil {
-			return true, fmt.Errorf("wait: %w", err)
-		}
-		if n.Payload == txPayload {
-			q.signalTransactional()
-		}
-	}
 }
