@@ -256,6 +256,14 @@ func applyReport(r ports.DeliveryReport, current []ports.Recipient, p retryPolic
 		return &(*list)[len(*list)-1]
 	}
 
+	// bounce is the record of a refusal the receiving server gave during the SMTP session.
+	bounce := func(rc ports.Recipient, typ, class, action, response string) ports.Bounce {
+		return ports.Bounce{
+			ID: newID(), OrganizationID: job.OrganizationID, MessageID: job.MessageID, RecipientID: rc.ID,
+			Address: rc.Address, Type: typ, Class: class, Status: enhancedStatus(response), Action: action,
+			DiagnosticCode: "smtp; " + response, CreatedAt: r.At,
+		}
+	}
 	for _, o := range outcomes {
 		rc, ok := byID[o.RecipientID]
 		if !ok || settled(rc.Status) {
@@ -289,19 +297,7 @@ func applyReport(r ports.DeliveryReport, current []ports.Recipient, p retryPolic
 					CreatedAt:      r.At,
 				})
 			}
-			app.Bounces = append(app.Bounces, ports.Bounce{
-				ID:             newID(),
-				OrganizationID: job.OrganizationID,
-				MessageID:      job.MessageID,
-				RecipientID:    rc.ID,
-				Address:        rc.Address,
-				Type:           ports.BounceHard,
-				Class:          class,
-				Status:         enhancedStatus(o.Response),
-				Action:         "failed",
-				DiagnosticCode: "smtp; " + o.Response,
-				CreatedAt:      r.At,
-			})
+			app.Bounces = append(app.Bounces, bounce(rc, ports.BounceHard, class, "failed", o.Response))
 		case ports.OutcomeFailed:
 			app.Recipients[rc.ID] = ports.StatusFailed
 			event(&results, ports.EventEmailFailed, rc.ID, o.Response)
@@ -313,19 +309,7 @@ func applyReport(r ports.DeliveryReport, current []ports.Recipient, p retryPolic
 			if serverReply(o.Response, '4') {
 				// The receiving server refused for now: a soft bounce, listed like one that arrives as a
 				// report later. A connection that failed, or an answer never received, is not one.
-				app.Bounces = append(app.Bounces, ports.Bounce{
-					ID:             newID(),
-					OrganizationID: job.OrganizationID,
-					MessageID:      job.MessageID,
-					RecipientID:    rc.ID,
-					Address:        rc.Address,
-					Type:           ports.BounceSoft,
-					Class:          class,
-					Status:         enhancedStatus(o.Response),
-					Action:         "delayed",
-					DiagnosticCode: "smtp; " + o.Response,
-					CreatedAt:      r.At,
-				})
+				app.Bounces = append(app.Bounces, bounce(rc, ports.BounceSoft, class, "delayed", o.Response))
 			}
 		}
 	}
