@@ -284,8 +284,28 @@ func loggedBody(b *boundedBuffer, contentType string) string {
 var (
 	secretFields = map[string]bool{"code": true, "otp": true, "totp": true, "key": true, "authorization": true,
 		"content": true, "recoverycodes": true}
-	secretParts = []string{"password", "secret", "token", "apikey", "privatekey", "credential"}
+	secretParts = []string{"password", "secret", "token", "apikey", "privatekey", "credential", "otpauth"}
 )
+
+// isSecretValue reports whether a string carries a secret whatever its field is called: an otpauth:// URL
+// (its secret= parameter is the TOTP seed) or any URL with a secret, token or password parameter.
+func isSecretValue(s string) bool {
+	l := strings.ToLower(s)
+	if strings.HasPrefix(strings.TrimSpace(l), "otpauth:") {
+		return true
+	}
+	_, query, ok := strings.Cut(l, "?")
+	if !ok {
+		return false
+	}
+	for param := range strings.SplitSeq(query, "&") {
+		name, _, _ := strings.Cut(param, "=")
+		if isSecretField(name) {
+			return true
+		}
+	}
+	return false
+}
 
 // fieldSeparators folds api_key, api-key and apiKey to one spelling; a Replacer is safe for concurrent use
 // and builds its tables once.
@@ -317,6 +337,10 @@ func redact(v any) any {
 	case []any:
 		for i, x := range t {
 			t[i] = redact(x)
+		}
+	case string:
+		if isSecretValue(t) {
+			return redacted
 		}
 	}
 	return v

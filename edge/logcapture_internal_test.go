@@ -26,6 +26,10 @@ func TestLoggedBodyRedactsSecrets(t *testing.T) {
 			`{"attachments":[{"content":"[redacted]","filename":"a.pdf"}],"refreshToken":"[redacted]","signing_secret":"[redacted]"}`},
 		{`{"code":"123456","statusCode":400,"n":1.50}`, `{"code":"[redacted]","n":1.50,"statusCode":400}`},
 		{`[{"apiKey":"x"}]`, `[{"apiKey":"[redacted]"}]`},
+		// The TOTP enrolment answer: the seed is in the URL too, under any field name.
+		{`{"otpauthUrl":"otpauth://totp/Postmill:a@example.com?issuer=Postmill&secret=FDK6ETAMBJHL"}`, `{"otpauthUrl":"[redacted]"}`},
+		{`{"link":"OTPAUTH://totp/x?secret=ABC","n":["https://x.example/p?id=1&Token=t","https://x.example/p?id=1"]}`,
+			`{"link":"[redacted]","n":["[redacted]","https://x.example/p?id=1"]}`},
 	} {
 		if got := loggedBody(bufferOf(c.in), "application/json"); got != c.want {
 			t.Errorf("loggedBody(%s) = %s, want %s", c.in, got, c.want)

@@ -57,13 +57,33 @@ func logsAndAnalytics(t *testing.T, mutate func(*app.Config)) {
 		t.Fatalf("a send without recipients answered %d", bad.status)
 	}
 
-	// The request log: the send, the refused send and the key creation appear within seconds.
+	// A TOTP enrolment: its answer carries the seed twice (secret, and inside otpauthUrl).
+	enrol := expect(t, w.post("/v1/auth/2fa/enroll", sess, map[string]any{"password": w.owner.password}), 201)
+	seed := enrol.str("secret")
+	if seed == "" || !strings.Contains(enrol.str("otpauthUrl"), seed) {
+		t.Fatalf("enrolment: %s", enrol.raw)
+	}
+
+	// The request log: the send, the refused send, the key creation and the enrolment appear within seconds.
 	var logs []any
-	waitFor(t, 15*time.Second, "three logged requests", func() bool {
+	waitFor(t, 15*time.Second, "four logged requests", func() bool {
 		r := expect(t, w.get("/v1/logs?limit=100", sess), 200)
 		logs, _ = r.body["data"].([]any)
-		return len(logs) >= 3
+		return len(logs) >= 4
 	})
+	enrolLogged := false
+	for _, l := range logs {
+		if m := l.(map[string]any); m["route"] == "/v1/auth/2fa/enroll" {
+			enrolLogged = true
+			e := expect(t, w.get("/v1/logs/"+m["id"].(string), sess), 200)
+			if strings.Contains(string(e.raw), seed) || strings.Contains(strings.ToLower(string(e.raw)), "otpauth://") {
+				t.Errorf("the logged enrolment shows the TOTP seed: %s", e.raw)
+			}
+		}
+	}
+	if !enrolLogged {
+		t.Errorf("the enrolment is not in the request log: %v", logs)
+	}
 	var sendLog, badLog, keyLog map[string]any
 	for _, l := range logs {
 		m := l.(map[string]any)
