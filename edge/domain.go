@@ -89,10 +89,9 @@ func (s *Server) registerDomainRoutes() {
 		Tags: []string{tagDomains}, Summary: "Add a sending domain",
 		Description: "Generates a fresh RSA-2048 DKIM keypair and a selector unique to the domain, and returns the " +
 			"five DNS records to publish. The domain starts pending. Required records: SPF, DKIM and RETURN_PATH; " +
-			"DMARC and TRACKING are recommended. Limited to 10 per organization per hour, like verify (429 with " +
-			"retryAfterSeconds); an organization holding as many domains as the deployment allows (100 unless " +
-			"the operator raised POSTMILL_MAX_DOMAINS_PER_ORG) gets 403 resource_limit_reached.",
-	}, session, s.createDomain, http.StatusBadRequest, http.StatusForbidden, http.StatusConflict, http.StatusTooManyRequests)
+			"DMARC and TRACKING are recommended. An organization holding as many domains as the deployment allows " +
+			"(100 unless the operator raised POSTMILL_MAX_DOMAINS_PER_ORG) gets 403 resource_limit_reached.",
+	}, session, s.createDomain, http.StatusBadRequest, http.StatusForbidden, http.StatusConflict)
 
 	register(s, huma.Operation{
 		OperationID: "get-domain", Method: http.MethodGet, Path: "/v1/domains/{id}",

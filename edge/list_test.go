@@ -209,12 +209,4 @@ func TestCreatePastTheBoundIs403(t *testing.T) {
 	if body["resource"] != "webhooks" || body["limit"] != float64(20) {
 		t.Errorf("webhook refusal fields: %v", body)
 	}
-
-	fake.mu.Lock()
-	fake.domainErr = ports.RateLimited(1800)
-	fake.mu.Unlock()
-	body = mustError(t, b.do(t, "POST", "/v1/domains", userToken, map[string]any{"domain": "mail.example.com"}), 429, "", "Rate limit exceeded. Try again later.")
-	if body["retryAfterSeconds"] != float64(1800) {
-		t.Errorf("429 without retryAfterSeconds: %v", body)
-	}
 }

@@ -112,6 +112,8 @@ type DomainStore interface {
 	// take an organization past max. inserted is false, with nothing written, when the organization holds
 	// max already. Errors: already_exists (domains_org_name_key).
 	InsertDomainWithin(ctx context.Context, d Domain, e Event, max int) (inserted bool, err error)
+	// DomainsHeld counts the organization's domains and says whether one is named name (normalised).
+	DomainsHeld(ctx context.Context, orgID, name string) (held int, taken bool, err error)
 	// ListDomains pages the organization's domains newest first (keyset on createdAt, id), without
 	// records. q.Limit is 1-MaxUnpagedListRows; the caller checks the client's bound. Errors:
 	// invalid_argument (limit, a cursor this store did not issue).

@@ -109,6 +109,13 @@ func (s *Domains) GetDomain(ctx context.Context, orgID, id string) (ports.Domain
 	return d, nil
 }
 
+// DomainsHeld implements ports.DomainStore with one index scan of the organization's domains.
+func (s *Domains) DomainsHeld(ctx context.Context, orgID, name string) (held int, taken bool, err error) {
+	err = s.pool.QueryRow(ctx, `SELECT count(*), coalesce(bool_or(name = $2), false) FROM domains WHERE organization_id = $1`,
+		orgID, name).Scan(&held, &taken)
+	return held, taken, interpretErrorFor("domain", err)
+}
+
 // DomainByName implements ports.DomainStore for the send path: the domain without its records. The
 // caller lower-cases name. Errors: not_found.
 func (s *Domains) DomainByName(ctx context.Context, orgID, name string) (ports.Domain, error) {

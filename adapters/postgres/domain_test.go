@@ -285,6 +285,15 @@ func TestCrossOrganization_Domains(t *testing.T) {
 	requireCode(t, err, ports.CodeNotFound)
 	_, err = s.SetDomainStatus(ctx, b.org.ID, d.ID, ports.DomainSuspended)
 	requireCode(t, err, ports.CodeNotFound)
+	if held, taken, err := s.DomainsHeld(ctx, a.org.ID, d.Name); err != nil || held != 1 || !taken {
+		t.Fatalf("A holds %d domains, %s taken %v (%v); want 1, true", held, d.Name, taken, err)
+	}
+	if held, taken, err := s.DomainsHeld(ctx, a.org.ID, "other."+d.Name); err != nil || held != 1 || taken {
+		t.Fatalf("A holds %d, another name taken %v (%v); want 1, false", held, taken, err)
+	}
+	if held, taken, err := s.DomainsHeld(ctx, b.org.ID, d.Name); err != nil || held != 0 || taken {
+		t.Fatalf("B holds %d domains, A's name taken %v (%v); want 0, false", held, taken, err)
+	}
 
 	asB := d
 	asB.OrganizationID = b.org.ID

@@ -2,6 +2,7 @@ package domain
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -15,19 +16,28 @@ import (
 type boundStore struct {
 	ports.DomainStore
 	held     int
+	names    map[string]bool
 	inserts  int
 	gotMax   int
 	gotQuery ports.PageQuery
 }
 
-func (s *boundStore) InsertDomainWithin(_ context.Context, _ ports.Domain, _ ports.Event, max int) (bool, error) {
+func (s *boundStore) InsertDomainWithin(_ context.Context, d ports.Domain, _ ports.Event, max int) (bool, error) {
 	s.inserts++
 	s.gotMax = max
 	if max > 0 && s.held >= max {
 		return false, nil
 	}
 	s.held++
+	if s.names == nil {
+		s.names = map[string]bool{}
+	}
+	s.names[d.Name] = true
 	return true, nil
+}
+
+func (s *boundStore) DomainsHeld(_ context.Context, _, name string) (int, bool, error) {
+	return s.held, s.names[name], nil
 }
 
 func (s *boundStore) ListDomains(_ context.Context, _ string, q ports.PageQuery) (ports.Page[ports.Domain], error) {
@@ -64,37 +74,35 @@ func newBoundService(tb testing.TB, cfg Config, store *boundStore, limiter *coun
 	return svc
 }
 
-// TestCreateDomainIsRateLimitedFirst: every creation counts against the organization's window before the
-// name is read or a key generated, and a refused one reaches no store, like VerifyDomain.
-func TestCreateDomainIsRateLimitedFirst(t *testing.T) {
+// TestCreateDomainIsNotRateLimited: SPEC §8 limits three routes only, so any number of creations and
+// refused names in a row are answered on their merits; a name the organization holds, or a creation past
+// its bound, is refused before a key is generated (no insert is tried), which is what bounds the key
+// generations a loop of calls can cause.
+func TestCreateDomainIsNotRateLimited(t *testing.T) {
 	t.Parallel()
 	store := &boundStore{}
-	limiter := &countingLimiter{allow: 2, calls: map[string]int{}}
+	limiter := &countingLimiter{allow: 0, calls: map[string]int{}} // refuses whatever it is asked
 	svc := newBoundService(t, validConfig(), store, limiter)
 	ctx := context.Background()
 
-	if _, err := svc.CreateDomain(ctx, "org1", "nodot"); ports.ErrorCode(err) != ports.CodeInvalidArgument {
-		t.Fatalf("bad name: %v", err)
-	}
-	if _, err := svc.CreateDomain(ctx, "org1", "a.example.test"); err != nil {
-		t.Fatalf("second creation: %v", err)
-	}
-	for _, name := range []string{"b.example.test", "nodot"} {
-		_, err := svc.CreateDomain(ctx, "org1", name)
-		e, ok := ports.AsError(err)
-		if !ok || e.Code != ports.CodeResourceExhausted || e.RetryAfterSeconds != 90 {
-			t.Fatalf("creation %q over the window: %v", name, err)
+	for i := range 20 {
+		if _, err := svc.CreateDomain(ctx, "org1", "nodot"); ports.ErrorCode(err) != ports.CodeInvalidArgument {
+			t.Fatalf("bad name %d: %v", i, err)
 		}
 	}
-	if store.inserts != 1 {
-		t.Fatalf("the store saw %d inserts, want 1", store.inserts)
+	for i := range 20 {
+		if _, err := svc.CreateDomain(ctx, "org1", fmt.Sprintf("d%d.example.test", i)); err != nil {
+			t.Fatalf("creation %d: %v", i, err)
+		}
 	}
-	if limiter.calls[CreateRateKeyPrefix+"org1"] != 4 || len(limiter.calls) != 1 {
-		t.Fatalf("limiter keys %v", limiter.calls)
+	for range 3 {
+		_, err := svc.CreateDomain(ctx, "org1", "D3.Example.Test")
+		if e, ok := ports.AsError(err); !ok || e.Code != ports.CodeAlreadyExists || e.Constraint != "domains_org_name_key" {
+			t.Fatalf("a name held already: %v", err)
+		}
 	}
-	// Another organization has its own window.
-	if _, err := svc.CreateDomain(ctx, "org2", "a.example.test"); err != nil {
-		t.Fatalf("another organization: %v", err)
+	if store.inserts != 20 || len(limiter.calls) != 0 {
+		t.Fatalf("inserts %d (want 20: none for a held name), limiter asked %v", store.inserts, limiter.calls)
 	}
 }
 
@@ -109,6 +117,9 @@ func TestCreateDomainPastTheBound(t *testing.T) {
 		t.Fatalf("100th domain: %v (max %d)", err, store.gotMax)
 	}
 	_, err := svc.CreateDomain(ctx, "org1", "b.example.test")
+	if store.inserts != 1 {
+		t.Errorf("the 101st domain reached the store (%d inserts): its key was generated", store.inserts)
+	}
 	e, ok := ports.AsError(err)
 	if !ok || e.Code != ports.CodePermissionDenied || e.Reason != ports.ReasonResourceLimit ||
 		e.Fields["limit"] != DefaultMaxDomains || e.Fields["resource"] != ports.ResourceDomains {
@@ -124,8 +135,12 @@ func TestCreateDomainPastTheBound(t *testing.T) {
 	cfg.MaxDomains = 2
 	small := &boundStore{held: 2}
 	svc = newBoundService(t, cfg, small, &countingLimiter{allow: 100, calls: map[string]int{}})
-	if _, err := svc.CreateDomain(ctx, "org1", "a.example.test"); ports.ErrorCode(err) != ports.CodePermissionDenied || small.gotMax != 2 {
-		t.Fatalf("configured bound 2: %v (max %d)", err, small.gotMax)
+	if _, err := svc.CreateDomain(ctx, "org1", "a.example.test"); ports.ErrorCode(err) != ports.CodePermissionDenied || small.inserts != 0 {
+		t.Fatalf("configured bound 2: %v (%d inserts)", err, small.inserts)
+	}
+	small.held = 1
+	if _, err := svc.CreateDomain(ctx, "org1", "a.example.test"); err != nil || small.gotMax != 2 {
+		t.Fatalf("configured bound 2, one held: %v (max %d)", err, small.gotMax)
 	}
 }
 
@@ -154,11 +169,11 @@ func TestListDomainsPaging(t *testing.T) {
 func TestConfigCreateDefaults(t *testing.T) {
 	t.Parallel()
 	c := validConfig().withDefaults()
-	if c.CreateLimit != 10 || c.CreateWindow != time.Hour || c.MaxDomains != 100 {
+	if c.MaxDomains != 100 {
 		t.Fatalf("defaults: %+v", c)
 	}
 	for _, bad := range []func(*Config){
-		func(c *Config) { c.CreateLimit = -1 }, func(c *Config) { c.CreateWindow = -time.Second }, func(c *Config) { c.MaxDomains = -1 },
+		func(c *Config) { c.MaxDomains = -1 },
 	} {
 		c := validConfig()
 		bad(&c)

@@ -14,7 +14,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"strings"
 	"time"
 
@@ -38,13 +37,6 @@ const (
 	RecordTTL = 3600
 	// VerifyRateKeyPrefix prefixes the organization id in the rate-limit key of VerifyDomain.
 	VerifyRateKeyPrefix = "verify:"
-	// DefaultCreateLimit and DefaultCreateWindow bound CreateDomain per organization like verification:
-	// every creation generates an RSA key, tens of milliseconds of CPU that a loop of calls would
-	// otherwise take from every tenant.
-	DefaultCreateLimit  = 10
-	DefaultCreateWindow = time.Hour
-	// CreateRateKeyPrefix prefixes the organization id in the rate-limit key of CreateDomain.
-	CreateRateKeyPrefix = "domain-create:"
 	// DefaultMaxDomains is how many domains an organization may hold (POSTMILL_MAX_DOMAINS_PER_ORG).
 	DefaultMaxDomains = 100
 	// MaxDomainsSetting names the configuration that raises MaxDomains, for the refusal's message.
@@ -70,9 +62,6 @@ type Config struct {
 	// VerifyLimit calls to VerifyDomain are allowed per organization per VerifyWindow (default 10 per hour).
 	VerifyLimit  int
 	VerifyWindow time.Duration
-	// CreateLimit calls to CreateDomain are allowed per organization per CreateWindow (default 10 per hour).
-	CreateLimit  int
-	CreateWindow time.Duration
 	// MaxDomains is how many domains an organization may hold (default DefaultMaxDomains); a creation past
 	// it is refused with 403 until one is removed or the bound raised.
 	MaxDomains int
@@ -94,12 +83,6 @@ func (c Config) withDefaults() Config {
 	}
 	if c.VerifyWindow == 0 {
 		c.VerifyWindow = DefaultVerifyWindow
-	}
-	if c.CreateLimit == 0 {
-		c.CreateLimit = DefaultCreateLimit
-	}
-	if c.CreateWindow == 0 {
-		c.CreateWindow = DefaultCreateWindow
 	}
 	if c.MaxDomains == 0 {
 		c.MaxDomains = DefaultMaxDomains
@@ -136,9 +119,6 @@ func (c Config) Validate() error {
 	}
 	if c.VerifyLimit < 0 || c.VerifyWindow < 0 {
 		errs = append(errs, errors.New("verify rate limit must be positive"))
-	}
-	if c.CreateLimit < 0 || c.CreateWindow < 0 {
-		errs = append(errs, errors.New("create rate limit must be positive"))
 	}
 	if c.MaxDomains < 0 {
 		errs = append(errs, errors.New("the bound on an organization's domains must be positive"))
@@ -224,22 +204,26 @@ func (s *Service) now() time.Time { return s.clock.Now().UTC() }
 
 // CreateDomain registers name for the organization with a fresh DKIM keypair, a new selector and the five
 // records of SPEC §2, in status pending, and records domain.created in the same transaction. The private key
-// is sealed before it reaches the store and is not part of the answer. Like VerifyDomain, the call is
-// counted against the organization's window first, before the name is even read, so a loop of calls costs
-// no key generation once refused; and the store inserts only while the organization holds fewer than
-// MaxDomains, decided atomically with the insert. Errors: resource_exhausted, invalid_argument,
-// already_exists, permission_denied (ports.ReasonResourceLimit).
+// is sealed before it reaches the store and is not part of the answer. The call is not rate-limited (SPEC
+// §8 limits three routes only); what bounds the RSA key generations an organization can cause is that a
+// name it holds already, or a creation past MaxDomains, is refused before a key is generated, and it can
+// hold at most MaxDomains. The store inserts only while the organization holds fewer than MaxDomains,
+// decided atomically with the insert, so the check before is an economy, not the rule. Errors:
+// invalid_argument, already_exists, permission_denied (ports.ReasonResourceLimit).
 func (s *Service) CreateDomain(ctx context.Context, orgID, name string) (ports.Domain, error) {
-	dec, err := s.limiter.Allow(ctx, CreateRateKeyPrefix+orgID, s.cfg.CreateLimit, s.cfg.CreateWindow)
-	if err != nil {
-		return ports.Domain{}, fmt.Errorf("domain: create rate limit: %w", err)
-	}
-	if !dec.Allowed {
-		return ports.Domain{}, ports.RateLimited(int(math.Ceil(dec.RetryAfter.Seconds())))
-	}
-	name, err = normaliseName(name)
+	name, err := normaliseName(name)
 	if err != nil {
 		return ports.Domain{}, err
+	}
+	held, taken, err := s.domains.DomainsHeld(ctx, orgID, name)
+	if err != nil {
+		return ports.Domain{}, fmt.Errorf("domain: held: %w", err)
+	}
+	switch {
+	case taken:
+		return ports.Domain{}, ports.AlreadyExists("domains_org_name_key")
+	case s.cfg.MaxDomains > 0 && held >= s.cfg.MaxDomains:
+		return ports.Domain{}, ports.ResourceLimitReached(ports.ResourceDomains, "domains", s.cfg.MaxDomains, MaxDomainsSetting)
 	}
 	id := newID()
 	der, publicKey, err := newDKIMKey(s.cfg.KeyBits)
