@@ -224,7 +224,9 @@ func TestDomainPatchErrors(t *testing.T) {
 			t.Errorf("%s: detail paths %v, want %v: %s", c.name, got, c.paths, r.raw)
 		}
 	}
-	mustError(t, b.do(t, "PATCH", path, userToken, nil), 400, "Bad Request", "Request body is required")
+	if got := detailPaths(t, mustError(t, b.do(t, "PATCH", path, userToken, nil), 400, "Bad Request", "Validation failed")); !slices.Equal(got, []string{""}) {
+		t.Errorf("a missing body's details %v, want one at the body", got)
+	}
 	mustError(t, b.do(t, "PATCH", path, userToken, `{"openTracking":`), 400, "Bad Request", "")
 	if n := b.fake.calledWith("UpdateDomainTracking"); n != 0 {
 		t.Errorf("invalid patches reached the core %d times", n)

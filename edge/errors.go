@@ -192,7 +192,9 @@ func humaError(status int, msg string, errs ...error) huma.StatusError {
 		// huma reports 400 (rather than 422) only when the body could not be decoded at all.
 		return problemFor(ports.Errorf(ports.CodeInvalidArgument, "Malformed JSON in request body"))
 	case status == http.StatusBadRequest && msg == "request body is required":
-		return problemFor(ports.Errorf(ports.CodeInvalidArgument, "Request body is required"))
+		// A required body that is absent fails the schema as a whole: SPEC §7's Validation failed, with
+		// the detail at the body itself.
+		return problemFor(ports.ValidationError(ports.FieldViolation{Message: "request body is required"}))
 	case status == http.StatusRequestEntityTooLarge:
 		return statusProblem(status, "Request body is too large")
 	case status == http.StatusUnsupportedMediaType:
