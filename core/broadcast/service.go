@@ -299,6 +299,11 @@ func (s *Service) UpdateBroadcast(ctx context.Context, orgID, bid string, p port
 		b.TopicID = ""
 	}
 	if p.ScheduledAt != nil {
+		// A scheduled broadcast moved to a time already past would start at once: that is POST …/send,
+		// and …/schedule refuses it too.
+		if b.Status == ports.BroadcastScheduled && !p.ScheduledAt.After(s.now()) {
+			return ports.Broadcast{}, ports.ValidationError(ports.FieldViolation{Path: "scheduledAt", Message: "must be in the future"})
+		}
 		b.ScheduledAt = utcPtr(p.ScheduledAt)
 	}
 	if p.ClearScheduledAt {

@@ -110,6 +110,15 @@ func TestStates(t *testing.T) {
 	if err != nil || s.Status != ports.BroadcastScheduled {
 		t.Fatalf("schedule: %+v %v", s, err)
 	}
+	// A scheduled broadcast's time moves only into the future, as …/schedule takes it.
+	past := now.Add(-time.Minute)
+	if _, err := f.svc.UpdateBroadcast(ctx, orgA, b.ID, ports.BroadcastPatch{ScheduledAt: &past}); ports.ErrorCode(err) != ports.CodeInvalidArgument {
+		t.Fatalf("PATCH scheduledAt into the past: %v", err)
+	}
+	later := now.Add(2 * time.Hour)
+	if m, err := f.svc.UpdateBroadcast(ctx, orgA, b.ID, ports.BroadcastPatch{ScheduledAt: &later}); err != nil || !m.ScheduledAt.Equal(later) || m.Status != ports.BroadcastScheduled {
+		t.Fatalf("PATCH scheduledAt later: %+v %v", m, err)
+	}
 	// Clearing the time of a scheduled broadcast returns it to draft.
 	d, err := f.svc.UpdateBroadcast(ctx, orgA, b.ID, ports.BroadcastPatch{ClearScheduledAt: true})
 	if err != nil || d.Status != ports.BroadcastDraft || d.ScheduledAt != nil {
