@@ -28,12 +28,7 @@ func TestInsertMessages_PageInOrderWithLimitsAndKeys(t *testing.T) {
 	newPage := func(n int) []ports.NewMessage {
 		page := make([]ports.NewMessage, n)
 		for i := range page {
-			nm := underPlan(f.newSend(t, fmt.Sprintf("c%d@rcpt%d.example", i, i%2)), plan)
-			nm.Message.IdempotencyKey = fmt.Sprintf("broadcast:b:c%d", i)
-			for j := range nm.Outbox {
-				nm.Outbox[j].Bulk = true
-			}
-			page[i] = nm
+			page[i] = asBroadcastSend(underPlan(f.newSend(t, fmt.Sprintf("c%d@rcpt%d.example", i, i%2)), plan), i)
 		}
 		return page
 	}
@@ -142,4 +137,14 @@ func TestQueue_TransactionalBeforeBulk(t *testing.T) {
 	if !leased0 || !bulk0 {
 		t.Fatalf("leased %v: want the oldest bulk job %s as the third, in the bulk lane", got, bulk[0].ID)
 	}
+}
+
+// asBroadcastSend makes nm contact i's email of a broadcast, as the expander writes it: its idempotency key
+// and jobs in the bulk lane.
+func asBroadcastSend(nm ports.NewMessage, i int) ports.NewMessage {
+	nm.Message.IdempotencyKey = fmt.Sprintf("broadcast:b:c%d", i)
+	for j := range nm.Outbox {
+		nm.Outbox[j].Bulk = true
+	}
+	return nm
 }

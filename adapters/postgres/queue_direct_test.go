@@ -58,12 +58,7 @@ func TestEnqueueSendsOn_WritesJobsIntoTheQueue(t *testing.T) {
 	// taken and c4, c5 are over the cap.
 	page := make([]ports.NewMessage, 6)
 	for i := range page {
-		nm := underPlan(f.newSend(t, fmt.Sprintf("c%d@rcpt.example", i)), plan)
-		nm.Message.IdempotencyKey = fmt.Sprintf("broadcast:b:c%d", i)
-		for j := range nm.Outbox {
-			nm.Outbox[j].Bulk = true
-		}
-		page[i] = nm
+		page[i] = asBroadcastSend(underPlan(f.newSend(t, fmt.Sprintf("c%d@rcpt.example", i)), plan), i)
 	}
 	ins, err := st.InsertMessages(ctx, page)
 	if err != nil {
@@ -172,12 +167,7 @@ func TestQueue_SignalsTransactionalJobs(t *testing.T) {
 
 	page := make([]ports.NewMessage, 3)
 	for i := range page {
-		nm := f.newSend(t, fmt.Sprintf("c%d@rcpt.example", i))
-		nm.Message.IdempotencyKey = fmt.Sprintf("broadcast:b:c%d", i)
-		for j := range nm.Outbox {
-			nm.Outbox[j].Bulk = true
-		}
-		page[i] = nm
+		page[i] = asBroadcastSend(f.newSend(t, fmt.Sprintf("c%d@rcpt.example", i)), i)
 	}
 	if _, err := st.InsertMessages(ctx, page); err != nil {
 		t.Fatalf("InsertMessages: %v", err)

@@ -66,24 +66,12 @@ func TestQueue_HearsTransactionalJobsOfOtherProcesses(t *testing.T) {
 			t.Errorf("ListenTransactional after its context ended: %v", err)
 		}
 	}()
-	// The listener says nothing when it has begun: publish transactional jobs until it hears one.
-	for heard := false; !heard; {
-		if err := writer.Publish(ctx, job(false)); err != nil {
-			t.Fatal(err)
-		}
-		if p := announced("publishing a transactional job"); p != "tx" {
-			t.Fatalf("a transactional job announced with %q, want tx", p)
-		}
-		select {
-		case <-consumer.TransactionalQueued():
-			heard = true
-		case <-time.After(100 * time.Millisecond):
-		case <-ctx.Done():
-			t.Fatal("the listener never heard a transactional job")
-		}
+	// The listener says nothing when it has begun; its connection is the one of this database whose last
+	// statement is the quoted LISTEN (the observer's is not quoted).
+	waitListening(t, ctx, st, `LISTEN "postmill_delivery_queue"`)
+	if signalled() {
+		t.Fatal("signalled before anything was queued")
 	}
-	time.Sleep(200 * time.Millisecond) // announcements of the loop still on their way
-	signalled()
 
 	// Bulk jobs, published and written by the send path: announced without payload, not signalled.
 	if err := writer.Publish(ctx, job(true)); err != nil {
@@ -94,12 +82,7 @@ func TestQueue_HearsTransactionalJobsOfOtherProcesses(t *testing.T) {
 	}
 	page := make([]ports.NewMessage, 3)
 	for i := range page {
-		nm := f.newSend(t, fmt.Sprintf("c%d@rcpt.example", i))
-		nm.Message.IdempotencyKey = fmt.Sprintf("broadcast:b:c%d", i)
-		for j := range nm.Outbox {
-			nm.Outbox[j].Bulk = true
-		}
-		page[i] = nm
+		page[i] = asBroadcastSend(f.newSend(t, fmt.Sprintf("c%d@rcpt.example", i)), i)
 	}
 	if _, err := st.InsertMessages(ctx, page); err != nil {
 		t.Fatalf("InsertMessages: %v", err)
@@ -113,6 +96,19 @@ func TestQueue_HearsTransactionalJobsOfOtherProcesses(t *testing.T) {
 		t.Fatal("the consumer was signalled for bulk jobs")
 	}
 
+	// Transactional jobs published by the other process: announced as such and heard.
+	if err := writer.Publish(ctx, job(false)); err != nil {
+		t.Fatal(err)
+	}
+	if p := announced("publishing a transactional job"); p != "tx" {
+		t.Fatalf("a transactional job announced with %q, want tx", p)
+	}
+	select {
+	case <-consumer.TransactionalQueued():
+	case <-time.After(30 * time.Second): // a bound on failure, not a measurement
+		t.Fatal("the consumer was not signalled for a transactional job published by another process")
+	}
+
 	// A transactional send in the other process: announced as such and heard.
 	f.mustInsert(t, f.newSend(t, "a@one.example"))
 	if p := announced("a transactional send"); p != "tx" {
@@ -122,5 +118,25 @@ func TestQueue_HearsTransactionalJobsOfOtherProcesses(t *testing.T) {
 	case <-consumer.TransactionalQueued():
 	case <-time.After(30 * time.Second): // a bound on failure, not a measurement
 		t.Fatal("the consumer was not signalled for a transactional send of another process")
+	}
+}
+
+// waitListening waits until a connection to the store's database has run listen and sits waiting.
+func waitListening(t *testing.T, ctx context.Context, st *postgres.Store, listen string) {
+	t.Helper()
+	for {
+		var n int
+		if err := st.Pool().QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND query = $1 AND state = 'idle'`, listen).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n > 0 {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("no connection ran %s", listen)
+		case <-time.After(20 * time.Millisecond):
+		}
 	}
 }
