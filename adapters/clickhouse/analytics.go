@@ -60,7 +60,28 @@ func Open(ctx context.Context, addr, database string) (*Analytics, error) {
 		conn.Close()
 		return nil, fmt.Errorf("clickhouse: create rollups: %w", err)
 	}
+	if err := a.scrubLoggedSeeds(ctx); err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("clickhouse: scrub logged TOTP seeds: %w", err)
+	}
 	return a, nil
+}
+
+// loggedSeeds selects the TOTP enrolment answers an older edge logged with the seed inside otpauthUrl
+// (PostgreSQL's migration 00046 does the same for its table).
+const loggedSeeds = `route = '/v1/auth/2fa/enroll' AND position(response_body, 'otpauth') > 0`
+
+// scrubLoggedSeeds replaces the bodies of such answers, when there are any: a mutation only then, since
+// one rewrites the parts it touches.
+func (a *Analytics) scrubLoggedSeeds(ctx context.Context) error {
+	var n uint64
+	if err := a.conn.QueryRow(ctx, `SELECT count() FROM `+a.db+`.requests WHERE `+loggedSeeds).Scan(&n); err != nil {
+		return err
+	}
+	if n == 0 {
+		return nil
+	}
+	return a.conn.Exec(ctx, `ALTER TABLE `+a.db+`.requests UPDATE response_body = '[redacted]' WHERE `+loggedSeeds)
 }
 
 // Close closes the connection.
