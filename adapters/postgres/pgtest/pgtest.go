@@ -73,6 +73,10 @@ func Store(tb testing.TB) *postgres.Store {
 	return s
 }
 
+// databaseTimeout bounds CREATE DATABASE and DROP DATABASE, which wait for a checkpoint: seconds on a
+// busy cluster, where a schema takes milliseconds.
+const databaseTimeout = 2 * time.Minute
+
 // DatabaseStore is Store in a database of its own, created for tb and dropped when it ends, for tests of
 // what every schema of a database shares: the channels of LISTEN and NOTIFY.
 func DatabaseStore(tb testing.TB) *postgres.Store {
@@ -82,13 +86,13 @@ func DatabaseStore(tb testing.TB) *postgres.Store {
 		base = DefaultDatabaseURL
 	}
 	name := schemaName(tb)
-	ctx, cancel := context.WithTimeout(context.Background(), setupTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), databaseTimeout)
 	defer cancel()
 	if err := exec(ctx, base, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
 		tb.Fatalf("pgtest: cannot create a test database (%s): %v", EnvDatabaseURL, err)
 	}
 	tb.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), setupTimeout)
+		ctx, cancel := context.WithTimeout(context.Background(), databaseTimeout)
 		defer cancel()
 		if err := exec(ctx, base, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)"); err != nil {
 			tb.Errorf("pgtest: drop database %s: %v", name, err)
