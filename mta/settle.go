@@ -38,10 +38,10 @@ func (m *MTA) retryLater(ctx context.Context, d ports.Delivery, log *slog.Logger
 	m.syncJournal(d.Job().ID, log)
 	delay := m.redeliveryDelay(n)
 	log.Warn("job not settled; it comes back later", "reason", why, "retry_in", delay)
+	m.metrics.jobs.WithLabelValues("nacked").Inc() // before the queue hears of it, as ack counts
 	if err := d.NackAfter(ctx, delay); err != nil {
 		log.Warn("handing the job back failed; it comes back when its lease ends", "error", err)
 	}
-	m.metrics.jobs.WithLabelValues("nacked").Inc()
 }
 
 // syncJournal fsyncs the journal when it holds the job: the job is about to go back to the queue with
@@ -120,8 +120,9 @@ func acceptedReply(e journalEntry) string {
 
 // ack acks a settled job and counts it under result.
 func (m *MTA) ack(ctx context.Context, d ports.Delivery, log *slog.Logger, result string) {
+	// Counted first, so that whoever sees the ack (a queue, a test) sees the count too.
+	m.metrics.jobs.WithLabelValues(result).Inc()
 	if err := d.Ack(ctx); err != nil {
 		log.Warn("acking the delivery failed", "error", err)
 	}
-	m.metrics.jobs.WithLabelValues(result).Inc()
 }
