@@ -1,6 +1,7 @@
 package edge
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -53,11 +54,9 @@ func (batchRequest) Schema(r huma.Registry) *huma.Schema {
 	}
 }
 
-// batchEnvelope is the batch's own schema, checked before any email: emails is an array of 1-500 objects.
-type batchEnvelope struct {
-	_      struct{}          `json:"-" additionalProperties:"true"`
-	Emails []json.RawMessage `json:"emails" nullable:"false" minItems:"1" maxItems:"500"`
-}
+// batchEnvelope is the batch's own schema (its Schema), checked before any email: emails is an array of
+// 1-500 objects.
+type batchEnvelope struct{}
 
 // Schema makes each item an object, whatever it holds.
 func (batchEnvelope) Schema(huma.Registry) *huma.Schema {
@@ -88,22 +87,42 @@ func newBatchSchemas(api huma.API) *batchSchemas {
 	}
 }
 
-// envelopeItems checks the batch's own schema and returns its emails.
+// envelopeItems checks the batch's own schema and returns its emails. The validator is shown the
+// envelope's shape only, each object item standing as {}: the emails (up to 56 MiB with their
+// attachments) are decoded once each, by request, not a second time here.
 func (b *batchSchemas) envelopeItems(raw []byte) ([]json.RawMessage, error) {
-	var doc any
-	if err := json.Unmarshal(raw, &doc); err != nil {
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &top); err != nil {
 		return nil, ports.ValidationError(ports.FieldViolation{Message: "body must be a JSON object"})
+	}
+	doc := make(map[string]any, len(top))
+	for k := range top {
+		doc[k] = nil // any value: the envelope allows other properties
+	}
+	var items []json.RawMessage
+	if emails, ok := top["emails"]; ok {
+		if err := json.Unmarshal(emails, &items); err != nil || items == nil {
+			var v any // not an array (or null): the validator names what it is
+			_ = json.Unmarshal(emails, &v)
+			doc["emails"] = v
+		} else {
+			shape := make([]any, len(items))
+			for i, item := range items {
+				if t := bytes.TrimLeft(item, " \t\r\n"); len(t) > 0 && t[0] == '{' {
+					shape[i] = map[string]any{}
+				} else {
+					_ = json.Unmarshal(item, &shape[i])
+				}
+			}
+			doc["emails"] = shape
+		}
 	}
 	res := &huma.ValidateResult{}
 	huma.Validate(b.envelopeRegistry, b.envelope, huma.NewPathBuffer([]byte("body"), 0), huma.ModeWriteToServer, doc, res)
 	if len(res.Errors) > 0 {
 		return nil, ports.ValidationError(violations(res.Errors)...)
 	}
-	var env batchEnvelope
-	if err := json.Unmarshal(raw, &env); err != nil {
-		return nil, ports.ValidationError(ports.FieldViolation{Path: "emails", Message: "must be an array of objects"})
-	}
-	return env.Emails, nil
+	return items, nil
 }
 
 // request checks one email of a batch as POST /v1/emails checks its body (schema, then Resolve, then the
