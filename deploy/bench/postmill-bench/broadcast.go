@@ -208,7 +208,7 @@ func runBroadcast(args []string) error {
 	if err := stopProfile(); err != nil {
 		return fmt.Errorf("cpu profile: %w", err)
 	}
-	_, last := mx.curve()
+	curve, last := mx.curve()
 	arrived := mx.count.Load() - base - int64(during.accepted())
 	elapsed := last.Sub(start)
 	// Every message delivered since the send, the transactional ones included, shares the CPU measured.
@@ -227,6 +227,7 @@ func runBroadcast(args []string) error {
 		*contacts, *domains, sendAnswered.Round(time.Millisecond), expanded.Round(time.Millisecond))
 	fmt.Printf("  %d of %d broadcast messages arrived in %s = %.0f msg/s (mean %d bytes; %d duplicates, %d without Message-ID)\n",
 		arrived, *contacts, elapsed.Round(time.Millisecond), float64(arrived)/elapsed.Seconds(), size, dupes, noID)
+	fmt.Printf("  arrivals per second (transactional ones included): %s\n", joinInts(curve))
 	fmt.Printf("  RSA-2048 ceiling of this run: %.0f signatures/s (delivery at %.0f%% of it); peak RSS %d MiB\n",
 		ceiling, 100*float64(arrived)/elapsed.Seconds()/ceiling, peakRSS.peak()/1024)
 	fmt.Println(cpuLine)
