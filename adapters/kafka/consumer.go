@@ -45,10 +45,16 @@ type consumer struct {
 	deadReady bool // the dead-letter topic exists
 }
 
+// bufferedHook calls its function for each record the client buffers after a fetch, ready to be polled
+// (kgo.HookFetchRecordBuffered; it runs on the client's fetching goroutine, so the function must not block).
+type bufferedHook func()
+
+func (h bufferedHook) OnFetchRecordBuffered(*kgo.Record) { h() }
+
 // revokeCommitTimeout bounds the commit made while giving partitions up.
 const revokeCommitTimeout = 30 * time.Second
 
-func newConsumer(cfg Config, producer *kgo.Client) (*consumer, error) {
+func newConsumer(cfg Config, producer *kgo.Client, buffered func()) (*consumer, error) {
 	c := &consumer{
 		producer:  producer,
 		admin:     kadm.NewClient(producer),
@@ -76,6 +82,9 @@ func newConsumer(cfg Config, producer *kgo.Client) (*consumer, error) {
 		kgo.OnPartitionsRevoked(c.revoked),
 		kgo.OnPartitionsLost(c.lost),
 	}, cfg.ClientOptions...)
+	if buffered != nil {
+		opts = append(opts, kgo.WithHooks(bufferedHook(buffered)))
+	}
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("kafka: consumer: %w", err)

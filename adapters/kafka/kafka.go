@@ -214,10 +214,7 @@ func (q *Queue) Publish(ctx context.Context, jobs []ports.DeliveryJob) error {
 		return fmt.Errorf("kafka: publish %d jobs: %w", len(jobs), err)
 	}
 	if transactional {
-		select { // a value still unread already stands for these jobs
-		case q.txQueued <- struct{}{}:
-		default:
-		}
+		q.signalTransactional()
 	}
 	return nil
 }
@@ -225,8 +222,19 @@ func (q *Queue) Publish(ctx context.Context, jobs []ports.DeliveryJob) error {
 var _ ports.TransactionalSignal = (*Queue)(nil)
 
 // TransactionalQueued implements ports.TransactionalSignal: a value follows the brokers' acknowledgement
-// of transactional jobs this Queue published.
+// of transactional jobs this Queue published and, once this Queue consumes (its first Receive joined the
+// group), the arrival of transactional jobs any process published: each record of the delivery topic its
+// consumer buffers after a fetch signals. The bulk lane never does.
 func (q *Queue) TransactionalQueued() <-chan struct{} { return q.txQueued }
+
+// signalTransactional leaves a value in txQueued unless one is still unread, which already stands for
+// the new jobs. It never blocks (it runs on the consumer client's fetching goroutine too).
+func (q *Queue) signalTransactional() {
+	select {
+	case q.txQueued <- struct{}{}:
+	default:
+	}
+}
 
 // Receive returns between 1 and max deliveries (a max below 1 counts as 1), blocking until some are
 // available or ctx ends (then it returns ctx's error). The first call joins the consumer groups; a group
@@ -293,7 +301,9 @@ func (q *Queue) consumerClients() (tx, bulk *consumer, err error) {
 		return nil, nil, errClosed
 	}
 	if q.consumer == nil {
-		c, err := newConsumer(q.cfg, q.producer)
+		// Every transactional record the consumer buffers signals too, so the MTA hears of jobs other
+		// processes published (the split shape) as it hears of its own process's.
+		c, err := newConsumer(q.cfg, q.producer, q.signalTransactional)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -302,7 +312,7 @@ func (q *Queue) consumerClients() (tx, bulk *consumer, err error) {
 	if q.bulk == nil && q.cfg.BulkTopic != "" {
 		lane := q.cfg
 		lane.Topic, lane.Group = q.cfg.BulkTopic, q.cfg.Group+"-bulk"
-		c, err := newConsumer(lane, q.producer)
+		c, err := newConsumer(lane, q.producer, nil)
 		if err != nil {
 			return nil, nil, err
 		}

@@ -528,3 +528,60 @@ func TestPublishSignalsTransactionalJobs(t *testing.T) {
 		t.Fatal("two values for one publication")
 	}
 }
+
+// A consumer signals the transactional jobs other processes publish (the split shape: the MTA's process
+// does not publish), once it joined the group, and not the bulk lane's.
+func TestConsumerSignalsTransactionalJobsOfOtherProcesses(t *testing.T) {
+	t.Parallel()
+	cfg := config(t, newCluster(t), 1)
+	publisher, consumer := mustNew(t, cfg), mustNew(t, cfg)
+	signalled := func() bool {
+		select {
+		case <-consumer.TransactionalQueued():
+			return true
+		default:
+			return false
+		}
+	}
+	// The first Receive joins the group; with nothing queued it returns when its context ends.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	_, _ = consumer.Receive(ctx, 1)
+	cancel()
+
+	bulk := job("example.com")
+	bulk.Bulk = true
+	publish(t, publisher, bulk)
+	got := receiveN(t, consumer, 1)
+	if !got[0].Job().Bulk {
+		t.Fatalf("received %+v, want the bulk job", got[0].Job())
+	}
+	ack(t, got)
+	if signalled() {
+		t.Fatal("signalled for a bulk job")
+	}
+
+	publish(t, publisher, job("example.org"))
+	deadline := time.Now().Add(30 * time.Second)
+	for !signalled() {
+		if time.Now().After(deadline) {
+			t.Fatal("no signal within 30 s of another process publishing a transactional job")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	got = receiveN(t, consumer, 1)
+	if got[0].Job().Bulk || got[0].Job().Domain != "example.org" {
+		t.Fatalf("received %+v, want the transactional job", got[0].Job())
+	}
+	ack(t, got)
+}
+
+func ack(tb testing.TB, ds []ports.Delivery) {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, d := range ds {
+		if err := d.Ack(ctx); err != nil {
+			tb.Fatalf("Ack: %v", err)
+		}
+	}
+}
