@@ -287,6 +287,16 @@ type Outbox interface {
 	EnqueueRetry(ctx context.Context, job DeliveryJob) error
 }
 
+// OutboxSignal is implemented by an Outbox that can tell the relay of this process that jobs due now were
+// just committed to it (by the send path or the scheduler's promotion), so the relay moves them at once
+// instead of after its idle pause. Jobs written without a signal (by other processes, or retries due later)
+// are moved by the relay's next round, as without it.
+type OutboxSignal interface {
+	// OutboxAdded returns a channel that receives a value after such jobs were committed; one value may
+	// stand for several commits, and the channel is never closed.
+	OutboxAdded() <-chan struct{}
+}
+
 // OutboundMessage is what the MTA needs to build, sign and deliver one job.
 type OutboundMessage struct {
 	Job            DeliveryJob

@@ -26,6 +26,9 @@ type Messages struct {
 	// queue, when set, is the PostgreSQL delivery queue the send path writes its jobs into instead of
 	// delivery_outbox (Store.EnqueueSendsOn).
 	queue atomic.Pointer[Queue]
+	// outboxAdded is the Store's Outbox.OutboxAdded channel: signalled after jobs were committed to
+	// delivery_outbox (nil in a Messages made without New).
+	outboxAdded chan struct{}
 }
 
 func newMessages(sh shared) *Messages {
@@ -165,7 +168,7 @@ func (s *Messages) PromoteDue(ctx context.Context, now time.Time, limit int, dec
 	if limit <= 0 {
 		return 0, nil
 	}
-	promoted := 0
+	promoted, queued := 0, false
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		q := s.queries.WithTx(tx)
 		due, err := q.DueScheduledMessages(ctx, db.DueScheduledMessagesParams{Now: now, RowLimit: clampInt32(limit)})
@@ -211,11 +214,14 @@ func (s *Messages) PromoteDue(ctx context.Context, now time.Time, limit int, dec
 		if err := runPipeline(ctx, tx, steps...); err != nil {
 			return err
 		}
-		promoted = len(due)
+		promoted, queued = len(due), len(jobs) > 0
 		return nil
 	})
 	if err != nil {
 		return 0, interpretError(err)
+	}
+	if queued {
+		signalOutbox(s.outboxAdded)
 	}
 	return promoted, nil
 }

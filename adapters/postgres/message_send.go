@@ -335,12 +335,16 @@ func (s *Messages) insertSendGroup(ctx context.Context, group []*pendingSend) (m
 	if err := runPipeline(ctx, s.pool, steps...); err != nil {
 		return nil, err
 	}
-	if queue != nil && len(jobs) > 0 {
+	switch {
+	case len(jobs) == 0:
+	case queue != nil:
 		tx := hasTransactional(jobs)
 		queue.wake(tx)
 		if tx {
 			queue.signalTransactional()
 		}
+	default:
+		signalOutbox(s.outboxAdded)
 	}
 	byID := make(map[string]sendOutcome, n)
 	for _, r := range rows {

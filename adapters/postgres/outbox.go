@@ -17,7 +17,25 @@ var _ ports.Outbox = (*Outbox)(nil)
 
 // Outbox is the PostgreSQL delivery outbox: jobs written with their messages, relayed to the queue
 // (ports.Outbox). Safe for concurrent use.
-type Outbox struct{ shared }
+type Outbox struct {
+	shared
+	// added receives a value after the send path or the scheduler's promotion of this Store committed jobs
+	// to delivery_outbox (ports.OutboxSignal); nil in an Outbox made without New.
+	added chan struct{}
+}
+
+var _ ports.OutboxSignal = (*Outbox)(nil)
+
+// OutboxAdded implements ports.OutboxSignal.
+func (s *Outbox) OutboxAdded() <-chan struct{} { return s.added }
+
+// signalOutbox leaves a value in added unless one is still unread, which already stands for the new jobs.
+func signalOutbox(added chan struct{}) {
+	select {
+	case added <- struct{}{}:
+	default:
+	}
+}
 
 // RelayDue implements ports.Outbox. In one transaction it deletes up to limit jobs whose not_before has
 // passed (oldest first, FOR UPDATE SKIP LOCKED, so concurrent relays take disjoint rows), hands them to

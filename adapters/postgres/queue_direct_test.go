@@ -202,3 +202,59 @@ func TestQueue_SignalsTransactionalJobs(t *testing.T) {
 		t.Fatal("no signal after publishing a transactional job")
 	}
 }
+
+// The Store's Outbox tells the relay of its process when the send path or the scheduler's promotion
+// committed jobs to delivery_outbox (ports.OutboxSignal), and not when the send path wrote them straight
+// into the PostgreSQL queue, where the relay has nothing to move.
+func TestOutbox_SignalsJobsCommittedToIt(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := pgtest.Store(t)
+	f := newSendFixture(t, st)
+	signalled := func() bool {
+		select {
+		case <-st.OutboxAdded():
+			return true
+		default:
+			return false
+		}
+	}
+	if signalled() {
+		t.Fatal("signalled before anything was written")
+	}
+
+	f.mustInsert(t, f.newSend(t, "a@one.example"))
+	f.mustInsert(t, f.newSend(t, "b@two.example"))
+	if n := countRows(t, st, `SELECT count(*) FROM delivery_outbox`); n != 2 {
+		t.Fatalf("outbox jobs = %d, want 2", n)
+	}
+	if !signalled() {
+		t.Fatal("no signal after sends wrote their jobs to the outbox")
+	}
+	if signalled() {
+		t.Fatal("two values for sends that came before the relay looked; want one standing for both")
+	}
+
+	now := baseTime.Add(time.Hour)
+	due := f.mustEarlierScheduled(t, now.Add(-time.Minute))
+	job := ports.DeliveryJob{ID: newV7(), Domain: "three.example", RecipientIDs: []string{newV7()}, Attempt: 1, FirstQueuedAt: now}
+	n, err := st.PromoteDue(ctx, now, 10, func(m ports.Message, _ ports.Organization, _ ports.Domain) (ports.MessageStatus, []ports.Event, []ports.DeliveryJob) {
+		return ports.StatusQueued, nil, []ports.DeliveryJob{job}
+	})
+	if err != nil || n != 1 {
+		t.Fatalf("PromoteDue = %d, %v; want 1 (%s)", n, err, due)
+	}
+	if !signalled() {
+		t.Fatal("no signal after a promotion wrote a job to the outbox")
+	}
+
+	q := postgres.NewQueue(st.Pool(), postgres.QueueConfig{PollInterval: time.Hour})
+	st.EnqueueSendsOn(q)
+	f.mustInsert(t, f.newSend(t, "c@four.example"))
+	if n := countRows(t, st, `SELECT count(*) FROM delivery_queue`); n != 1 {
+		t.Fatalf("queued jobs = %d, want 1", n)
+	}
+	if signalled() {
+		t.Fatal("signalled after a send wrote its job straight into the queue")
+	}
+}

@@ -79,6 +79,9 @@ func Open(ctx context.Context, databaseURL string) (*Store, error) {
 // between this Store and other PostgreSQL adapters.
 func New(pool *pgxpool.Pool) *Store {
 	sh := shared{pool: pool, queries: db.New(pool)}
+	added := make(chan struct{}, 1) // Outbox.OutboxAdded: the send path and the scheduler's promotion fill it
+	messages := newMessages(sh)
+	messages.outboxAdded = added
 	return &Store{
 		Accounts:        &Accounts{sh},
 		Organizations:   &Organizations{sh},
@@ -86,8 +89,8 @@ func New(pool *pgxpool.Pool) *Store {
 		SMTPCredentials: &SMTPCredentials{sh},
 		RateLimits:      &RateLimits{sh},
 		Domains:         &Domains{sh},
-		Messages:        newMessages(sh),
-		Outbox:          &Outbox{sh},
+		Messages:        messages,
+		Outbox:          &Outbox{shared: sh, added: added},
 		Delivery:        newDelivery(sh),
 		Deliverability:  &Deliverability{sh},
 		Templates:       &Templates{sh},

@@ -17,6 +17,13 @@ const ErrorBackoffCap = 10 * time.Second
 // the next round then starts at once; otherwise Run sleeps interval. A failed round is logged under name and
 // retried after Backoff(interval, ErrorBackoffCap, consecutive failures).
 func Run(ctx context.Context, logger *slog.Logger, name string, interval time.Duration, round func(context.Context) (again bool, err error)) error {
+	return RunWake(ctx, logger, name, interval, nil, round)
+}
+
+// RunWake is Run whose pause after a round that found no full batch also ends when wake receives a value
+// (a nil wake never does): a loop that is told of new work starts its next round at once. The pause after
+// a failed round is not shortened.
+func RunWake(ctx context.Context, logger *slog.Logger, name string, interval time.Duration, wake <-chan struct{}, round func(context.Context) (again bool, err error)) error {
 	failures := 0
 	for {
 		if ctx.Err() != nil {
@@ -27,10 +34,12 @@ func Run(ctx context.Context, logger *slog.Logger, name string, interval time.Du
 			return nil
 		}
 		var wait time.Duration
+		woken := wake
 		switch {
 		case err != nil:
 			failures++
 			wait = Backoff(interval, ErrorBackoffCap, failures)
+			woken = nil
 			logger.WarnContext(ctx, name+" round failed; retrying", "error", err, "failures", failures, "wait", wait)
 		case !again:
 			failures = 0
@@ -38,7 +47,7 @@ func Run(ctx context.Context, logger *slog.Logger, name string, interval time.Du
 		default:
 			failures = 0
 		}
-		if wait > 0 && !Sleep(ctx, wait) {
+		if wait > 0 && !sleepOrWake(ctx, wait, woken) {
 			return nil
 		}
 	}
@@ -59,6 +68,20 @@ func Backoff(base, limit time.Duration, n int) time.Duration {
 		d *= 2
 	}
 	return min(d, limit)
+}
+
+// sleepOrWake waits d, until wake receives a value, or until ctx ends, reporting whether ctx is still live.
+func sleepOrWake(ctx context.Context, d time.Duration, wake <-chan struct{}) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	case <-wake:
+		return true
+	}
 }
 
 // Sleep waits d or until ctx ends, reporting whether the full wait passed.

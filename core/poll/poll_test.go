@@ -75,3 +75,51 @@ func TestSleep(t *testing.T) {
 		t.Fatal("Sleep ignored a cancelled context")
 	}
 }
+
+// RunWake's pause after an empty round ends when wake receives a value; the pause after a failed round
+// does not.
+func TestRunWakeEndsTheIdlePause(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	wake := make(chan struct{}, 1)
+	rounds := make(chan int, 10)
+	var n atomic.Int32
+	done := make(chan error, 1)
+	go func() {
+		done <- RunWake(ctx, slog.New(slog.DiscardHandler), "test", time.Hour, wake, func(context.Context) (bool, error) {
+			k := int(n.Add(1))
+			rounds <- k
+			if k == 2 {
+				return false, errors.New("store down") // backs off for an hour whatever wake says
+			}
+			return false, nil // an empty round: an hour's pause, unless woken
+		})
+	}()
+	next := func() int {
+		select {
+		case k := <-rounds:
+			return k
+		case <-time.After(30 * time.Second): // a bound on failure, not a measurement
+			t.Fatal("no round within 30 s of the wake")
+			return 0
+		}
+	}
+	if k := next(); k != 1 {
+		t.Fatalf("first round %d", k)
+	}
+	wake <- struct{}{}
+	if k := next(); k != 2 {
+		t.Fatalf("round after the wake %d, want 2", k)
+	}
+	wake <- struct{}{}
+	select {
+	case k := <-rounds:
+		t.Fatalf("round %d ran during the backoff after a failure", k)
+	case <-time.After(100 * time.Millisecond):
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("RunWake returned %v after cancel", err)
+	}
+}

@@ -13,8 +13,16 @@ import (
 // LOCKED lets several relays run at once); it sleeps RelayInterval only when nothing was due, so a backlog
 // drains at full speed. A failing round is logged and retried after a growing pause. Retries re-enter through
 // the outbox with their NotBefore, so the relay is also what holds them back until they are due.
+//
+// When the outbox can tell of jobs this process just committed to it (ports.OutboxSignal: the send path with
+// a queue outside the database, such as Kafka, and the scheduler's promotions), the pause ends then, so a
+// send is not held back by the pause (100 ms by default) on its way to the queue.
 func (s *Service) RunRelay(ctx context.Context) error {
-	return poll.Run(ctx, s.logger, "relay", s.cfg.RelayInterval, func(ctx context.Context) (bool, error) {
+	var added <-chan struct{}
+	if sig, ok := s.outbox.(ports.OutboxSignal); ok {
+		added = sig.OutboxAdded()
+	}
+	return poll.RunWake(ctx, s.logger, "relay", s.cfg.RelayInterval, added, func(ctx context.Context) (bool, error) {
 		n, err := s.outbox.RelayDue(ctx, s.now(), s.cfg.RelayBatch, s.queue.Publish)
 		return n > 0, err
 	})

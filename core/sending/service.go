@@ -34,8 +34,9 @@ const (
 	// Three days is in the range RFC 5321 §4.5.4.1 suggests ("at least 4-5 days" for the sender's give-up
 	// time, shortened here because a transactional email older than that has lost its purpose).
 	DefaultMaxAge = 72 * time.Hour
-	// DefaultRelayInterval is how long the relay sleeps when the outbox had nothing due: the added latency of
-	// an idle system's first delivery.
+	// DefaultRelayInterval is how long the relay sleeps when the outbox had nothing due, unless the outbox
+	// signals jobs this process committed to it (ports.OutboxSignal): the added latency of jobs written by
+	// other processes.
 	DefaultRelayInterval = 100 * time.Millisecond
 	// DefaultRelayBatch is how many outbox jobs one relay transaction publishes.
 	DefaultRelayBatch = 500
