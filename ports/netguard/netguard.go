@@ -79,6 +79,8 @@ type embedding struct {
 //     be inside the translator's own network. A network-specific NAT64 prefix (RFC 6052 §2.2) cannot be
 //     known here; such deployments must not put it in AllowNets wholesale.
 //   - 6to4 2002::/16 (RFC 3056 §2): 2002:V4ADDR::/48 is encapsulated in IPv4 and sent to V4ADDR.
+//   - IPv4-translated ::ffff:0:a.b.c.d (::ffff:0:0:0/96, RFC 2765 §2.1): a stateless IP/ICMP translator
+//     (SIIT) sends packets for these to the embedded IPv4 address.
 //
 // Teredo (2001::/32, RFC 4380) is not covered: its packets go through a Teredo relay over UDP and only
 // from hosts with a Teredo interface, which servers do not run.
@@ -86,6 +88,7 @@ var embeddings = []embedding{
 	{prefix: netip.MustParsePrefix("::/96"), name: "IPv4-compatible", offset: 12},
 	{prefix: netip.MustParsePrefix("64:ff9b::/96"), name: "NAT64", offset: 12},
 	{prefix: netip.MustParsePrefix("2002::/16"), name: "6to4", offset: 2},
+	{prefix: netip.MustParsePrefix("::ffff:0:0:0/96"), name: "IPv4-translated", offset: 12},
 }
 
 // Forbidden reports whether Postmill may not connect to addr on a tenant's behalf, and if so why, naming
@@ -103,7 +106,8 @@ var embeddings = []embedding{
 //   - IPv4-mapped ::ffff:a.b.c.d (RFC 4291 §2.5.5.2), whether written dotted (::ffff:10.0.0.1) or in hex
 //     (::ffff:a00:1) — both parse to the same netip.Addr, which is unmapped and checked as IPv4. A
 //     prefix of allow matches a mapped address through its IPv4 form too, since both reach the same socket.
-//   - IPv4-compatible (::/96), NAT64 (64:ff9b::/96, RFC 6052) and 6to4 (2002::/16, RFC 3056): the embedded
+//   - IPv4-compatible (::/96), NAT64 (64:ff9b::/96, RFC 6052), 6to4 (2002::/16, RFC 3056) and
+//     IPv4-translated (::ffff:0:0:0/96, RFC 2765): the embedded
 //     IPv4 address is checked. allow exempts these only by their IPv6 form: a gateway stands between us and
 //     the embedded address, and allow-listing 127.0.0.1 must not open 64:ff9b::7f00:1.
 //

@@ -148,6 +148,10 @@ func TestForbidden(t *testing.T) {
 		{"2002:a00:1::1", "private"},
 		{"2002:a9fe:a9fe:1::1", "link-local"},
 		{"2002:c000:201::1", ""},
+		// IPv4-translated (RFC 2765, SIIT).
+		{"::ffff:0:7f00:2", "IPv4-translated"},
+		{"::ffff:0:10.0.0.1", "private"},
+		{"::ffff:0:c000:201", ""},
 	}
 	for _, tt := range tests {
 		reason, forbidden := netguard.Forbidden(netip.MustParseAddr(tt.addr), nil)
@@ -167,7 +171,7 @@ func TestForbidden(t *testing.T) {
 }
 
 // TestForbiddenEveryForm checks each IPv4 range of SPEC §6 at its first, middle and last address in every
-// spelling an attacker could choose: plain, IPv4-mapped, IPv4-compatible, NAT64 and 6to4.
+// spelling an attacker could choose: plain, IPv4-mapped, IPv4-compatible, NAT64, 6to4 and IPv4-translated.
 func TestForbiddenEveryForm(t *testing.T) {
 	t.Parallel()
 	ranges := []string{
@@ -184,6 +188,7 @@ func TestForbiddenEveryForm(t *testing.T) {
 				"IPv4-compatible": netip.AddrFrom16([16]byte{12: v4[0], 13: v4[1], 14: v4[2], 15: v4[3]}),
 				"NAT64":           netip.AddrFrom16([16]byte{1: 0x64, 2: 0xff, 3: 0x9b, 12: v4[0], 13: v4[1], 14: v4[2], 15: v4[3]}),
 				"6to4":            netip.AddrFrom16([16]byte{0: 0x20, 1: 0x02, 2: v4[0], 3: v4[1], 4: v4[2], 5: v4[3], 15: 1}),
+				"IPv4-translated": netip.AddrFrom16([16]byte{8: 0xff, 9: 0xff, 12: v4[0], 13: v4[1], 14: v4[2], 15: v4[3]}),
 			}
 			for form, addr := range forms {
 				if reason, forbidden := netguard.Forbidden(addr, nil); !forbidden {
