@@ -288,10 +288,14 @@ var (
 )
 
 // isSecretValue reports whether a string carries a secret whatever its field is called: an otpauth:// URL
-// (its secret= parameter is the TOTP seed) or any URL with a secret, token or password parameter.
+// (its secret= parameter is the TOTP seed), a URL with a password in its userinfo (a webhook receiver's
+// HTTP Basic credentials), or any URL with a secret, token or password parameter.
 func isSecretValue(s string) bool {
 	l := strings.ToLower(s)
 	if strings.HasPrefix(strings.TrimSpace(l), "otpauth:") {
+		return true
+	}
+	if maskURLPassword(s) != s {
 		return true
 	}
 	_, query, ok := strings.Cut(l, "?")

@@ -17,6 +17,23 @@ func bufferOf(s string) *boundedBuffer {
 	return b
 }
 
+func TestMaskURLPassword(t *testing.T) {
+	for in, want := range map[string]string{
+		"https://user:pa55@hooks.example.com/in?x=1":  "https://user:***@hooks.example.com/in?x=1",
+		"http://user:p%40ss:w@hooks.example.com:8443": "http://user:***@hooks.example.com:8443",
+		"https://a:b@c:d@hooks.example.com/":          "https://a:***@hooks.example.com/",
+		"https://:secret@hooks.example.com":           "https://:***@hooks.example.com",
+		"https://user@hooks.example.com/in":           "https://user@hooks.example.com/in",
+		"https://hooks.example.com/in?next=a:b@c":     "https://hooks.example.com/in?next=a:b@c",
+		"https://hooks.example.com/a:b@c#x:y@z":       "https://hooks.example.com/a:b@c#x:y@z",
+		"not a url":                                   "not a url",
+	} {
+		if got := maskURLPassword(in); got != want {
+			t.Errorf("maskURLPassword(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
 func TestLoggedBodyRedactsSecrets(t *testing.T) {
 	for _, c := range []struct{ in, want string }{
 		{``, ``},
@@ -30,6 +47,11 @@ func TestLoggedBodyRedactsSecrets(t *testing.T) {
 		{`{"otpauthUrl":"otpauth://totp/Postmill:a@example.com?issuer=Postmill&secret=FDK6ETAMBJHL"}`, `{"otpauthUrl":"[redacted]"}`},
 		{`{"link":"OTPAUTH://totp/x?secret=ABC","n":["https://x.example/p?id=1&Token=t","https://x.example/p?id=1"]}`,
 			`{"link":"[redacted]","n":["[redacted]","https://x.example/p?id=1"]}`},
+		// A webhook receiver's Basic credentials in the URL; a user name alone, or an @ in the path, is no secret.
+		{`{"url":"https://hook:pa55@hooks.example.com/in","eventTypes":["email.sent"]}`,
+			`{"eventTypes":["email.sent"],"url":"[redacted]"}`},
+		{`{"url":"https://hook@hooks.example.com/in","u":"https://hooks.example.com/a:b@c"}`,
+			`{"u":"https://hooks.example.com/a:b@c","url":"https://hook@hooks.example.com/in"}`},
 	} {
 		if got := loggedBody(bufferOf(c.in), "application/json"); got != c.want {
 			t.Errorf("loggedBody(%s) = %s, want %s", c.in, got, c.want)

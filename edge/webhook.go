@@ -147,8 +147,32 @@ func toWebhookEndpoint(e ports.WebhookEndpoint) webhookEndpointResponse {
 		types = []string{}
 	}
 	return webhookEndpointResponse{
-		ID: e.ID, URL: e.URL, Enabled: e.Enabled, EventTypes: types, Secret: maskedSecret, CreatedAt: utc(e.CreatedAt),
+		ID: e.ID, URL: maskURLPassword(e.URL), Enabled: e.Enabled, EventTypes: types, Secret: maskedSecret, CreatedAt: utc(e.CreatedAt),
 	}
+}
+
+// maskURLPassword shows the password of a URL's userinfo (https://user:password@host/…, which an endpoint
+// may use for HTTP Basic authentication) as ***, like the signing secret: it is a credential of the
+// receiver and is never shown again after the create request that carried it. The rest of the URL is
+// returned as stored.
+func maskURLPassword(raw string) string {
+	scheme, rest, ok := strings.Cut(raw, "://")
+	if !ok {
+		return raw
+	}
+	end := strings.IndexAny(rest, "/?#")
+	if end < 0 {
+		end = len(rest)
+	}
+	at := strings.LastIndexByte(rest[:end], '@')
+	if at < 0 {
+		return raw
+	}
+	user, _, hasPassword := strings.Cut(rest[:at], ":")
+	if !hasPassword {
+		return raw
+	}
+	return scheme + "://" + user + ":***" + rest[at:]
 }
 
 func toCreatedWebhookEndpoint(e ports.CreatedWebhookEndpoint) *body[createdWebhookEndpointResponse] {

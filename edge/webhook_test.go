@@ -116,6 +116,19 @@ func TestWebhookRoutesShapes(t *testing.T) {
 		t.Errorf("create used organization %s, want the key's", got)
 	}
 
+	// Basic credentials in the URL reach the core as given; the answer shows the password as ***.
+	in = map[string]any{"url": "https://hook:pa55w0rd@hooks.example.com/in", "eventTypes": []string{"email.sent"}}
+	r = mustStatus(t, b.do(t, "POST", "/v1/webhooks", starKey, in), 201)
+	if r.body["url"] != "https://hook:***@hooks.example.com/in" || strings.Contains(string(r.raw), "pa55w0rd") {
+		t.Errorf("create with credentials: %s", r.raw)
+	}
+	b.fake.mu.Lock()
+	creates = slices.Clone(b.fake.hookCreates)
+	b.fake.mu.Unlock()
+	if len(creates) != 2 || creates[1].url != "https://hook:pa55w0rd@hooks.example.com/in" {
+		t.Errorf("core received %+v", creates)
+	}
+
 	r = mustStatus(t, b.do(t, "POST", "/v1/webhooks/"+strings.ToUpper(webhookID)+"/rotate-secret", starKey, nil), 201)
 	mustNotLeak(t, r)
 	mustKeys(t, "rotated endpoint", r.body, "id", "url", "enabled", "eventTypes", "secret", "createdAt")
