@@ -93,14 +93,21 @@ func (m *MTA) open(ctx context.Context, d destination, addr netip.Addr, useTLS b
 		m.metrics.repliesCut.Inc()
 		m.log.Warn("receiving server's reply went on past 256 KiB; session ended", "host", d.host, "addr", addr.String())
 	})
-	c := m.newClient(raw)
+	rc := newReplyConn(raw)
+	c := m.newClient(rc)
 	if err := c.Hello(m.cfg.HELO); err != nil {
 		_ = c.Close()
 		return nil, fail("%s (greeting from %s)", describe(err), remote)
 	}
-	s := &session{client: c, conn: raw, remote: remote}
+	s := &session{client: c, conn: rc, remote: remote, rc: rc, sock: sockOf(raw)}
 
 	if ok, _ := c.Extension("STARTTLS"); ok && useTLS {
+		if rc.pending() {
+			// Lines after the EHLO reply that nobody asked for would be read after the handshake as if the
+			// server had said them under TLS (the plaintext injection of RFC 3207 §4.2's reset rule).
+			_ = raw.Close()
+			return nil, fail("4.5.0 %s sent more than its reply to EHLO before STARTTLS", remote)
+		}
 		tc, err := m.startTLS(ctx, raw, d)
 		var se *smtp.SMTPError
 		switch {
@@ -120,12 +127,13 @@ func (m *MTA) open(ctx context.Context, d destination, addr netip.Addr, useTLS b
 		default:
 			// After the handshake the session starts over with EHLO (RFC 3207 §4.2) on a new client; the
 			// greeting it expects was given before STARTTLS, so it is replayed locally.
-			c = m.newClient(&greetedConn{Conn: tc, r: io.MultiReader(strings.NewReader("220 "+d.host+" TLS session ready\r\n"), tc)})
+			trc := newReplyConn(tc)
+			c = m.newClient(&greetedConn{Conn: trc, r: io.MultiReader(strings.NewReader("220 "+d.host+" TLS session ready\r\n"), trc)})
 			if err := c.Hello(m.cfg.HELO); err != nil {
 				_ = c.Close()
 				return nil, fail("%s (EHLO over TLS to %s)", describe(err), remote)
 			}
-			s = &session{client: c, conn: tc, remote: remote, tls: true}
+			s = &session{client: c, conn: trc, remote: remote, tls: true, rc: trc, sock: sockOf(raw)}
 		}
 	} else if useTLS {
 		m.tlsAttempt(d, errNoSTARTTLS) // a policy's TLS-RPT counts it (security.go)
@@ -205,7 +213,7 @@ func (m *MTA) rset(s *session) error {
 	}
 	br := bufio.NewReaderSize(s.conn, 512)
 	_, _, err := textproto.NewReader(br).ReadResponse(250)
-	if err == nil && br.Buffered() > 0 {
+	if err == nil && (br.Buffered() > 0 || s.held()) {
 		return errors.New("unexpected data after the reply to RSET")
 	}
 	return smtpError(err)

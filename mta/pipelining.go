@@ -78,7 +78,7 @@ func (m *MTA) pipelined(s *session, from string, opts *smtp.MailOptions, data []
 			return m.endRefusedData(s, br)
 		}
 		err := m.readReply(s, br, 25, 2*m.cfg.CommandTimeout)
-		return (err == nil || keepable(err)) && br.Buffered() == 0
+		return (err == nil || keepable(err)) && !s.held()
 	}
 	if err := w.Flush(); err != nil {
 		if probe {
@@ -119,7 +119,7 @@ func (m *MTA) pipelined(s *session, from string, opts *smtp.MailOptions, data []
 		if err := m.readReply(s, br, 354, m.cfg.CommandTimeout); err != nil {
 			kind, keep := classify(err)
 			r.settleAll(accepted, kind, describe(err))
-			return nil, false, keep && br.Buffered() == 0, false
+			return nil, false, keep && !s.held(), false
 		}
 		if err := writeContent(w, data); err != nil {
 			r.settleAll(accepted, ports.OutcomeDeferred, describe(err))
@@ -130,11 +130,11 @@ func (m *MTA) pipelined(s *session, from string, opts *smtp.MailOptions, data []
 	if err != nil {
 		kind, keep := classify(err)
 		r.settleAll(accepted, kind, describe(err))
-		return nil, false, keep && br.Buffered() == 0, false
+		return nil, false, keep && !s.held(), false
 	}
 	r.settleAll(accepted, ports.OutcomeDelivered, truncate(strconv.Itoa(code)+" "+oneLine(msg)))
 	// Nothing may follow the last reply until the next command: bytes left mean the session is out of step.
-	return rest, true, br.Buffered() == 0, false
+	return rest, true, !s.held(), false
 }
 
 // crlfLines returns data with every bare LF made CRLF and a CRLF at the end: the lines of the content
@@ -170,7 +170,7 @@ func crlfLines(data []byte) []byte {
 func (m *MTA) endRefusedData(s *session, br *bufio.Reader) bool {
 	err := m.readReply(s, br, 354, m.cfg.CommandTimeout)
 	if err != nil {
-		return keepable(err) && br.Buffered() == 0
+		return keepable(err) && !s.held()
 	}
 	w := s.writer(m.cfg.CommandTimeout)
 	w.WriteString(".\r\n")
@@ -178,7 +178,7 @@ func (m *MTA) endRefusedData(s *session, br *bufio.Reader) bool {
 		return false
 	}
 	err = m.readReply(s, br, 250, 2*m.cfg.CommandTimeout)
-	return (err == nil || keepable(err)) && br.Buffered() == 0
+	return (err == nil || keepable(err)) && !s.held()
 }
 
 // keepable reports whether a session survives err, a reply that refused a command.
@@ -272,6 +272,12 @@ func (s *session) writer(timeout time.Duration) *bufio.Writer {
 		s.bw = bufio.NewWriterSize(deadlineWriter{conn: s.conn, timeout: timeout}, sessionBuffer)
 	}
 	return s.bw
+}
+
+// held reports whether the session's readers hold input that no reply read has taken: nothing may
+// follow the last reply of a transaction until the next command.
+func (s *session) held() bool {
+	return (s.br != nil && s.br.Buffered() > 0) || (s.rc != nil && s.rc.pending())
 }
 
 // reader returns the session's buffered reader (created on first use). Transactions read every reply they

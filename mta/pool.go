@@ -7,6 +7,7 @@ import (
 	"errors"
 	"net"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/emersion/go-smtp"
@@ -36,6 +37,10 @@ type session struct {
 	chunking bool
 	bw       *bufio.Writer
 	br       *bufio.Reader
+	// rc is the plaintext side the session's readers read through (replyconn.go), sock the socket under
+	// it; inputWaiting looks at both.
+	rc   *replyConn
+	sock syscall.Conn
 }
 
 // pool keeps SMTP connections per destination host:port: at most limit open at once (busy, idle or

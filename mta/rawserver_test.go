@@ -36,6 +36,12 @@ type rawOptions struct {
 	// BdatReply (default "250 ok"), after the replies held for its group.
 	Chunking  bool
 	BdatReply string
+	// Unsolicited lines are written, in a write of their own 20 ms after the reply that ends a message, by
+	// a server that is out of step.
+	Unsolicited []string
+	// AcceptFirst answers the RCPTs of the server's first transaction (on any connection) "250 ok" whatever
+	// RcptReplies says.
+	AcceptFirst bool
 }
 
 // rawServer is a tiny SMTP server on a loopback socket written byte by byte, for replies a real server
@@ -144,6 +150,12 @@ func (s *rawServer) serve(c net.Conn) {
 		return v
 	}
 	rcpts := 0
+	unsolicited := func() {
+		if len(s.opts.Unsolicited) > 0 {
+			time.Sleep(20 * time.Millisecond)
+			say(s.opts.Unsolicited...)
+		}
+	}
 	if !say("220 raw.test ESMTP") {
 		return
 	}
@@ -183,7 +195,7 @@ func (s *rawServer) serve(c net.Conn) {
 			hold(or(s.opts.MailReply, "250 ok"))
 		case "RCPT":
 			reply := "250 ok"
-			if n := len(s.opts.RcptReplies); n > 0 {
+			if n := len(s.opts.RcptReplies); n > 0 && !(s.opts.AcceptFirst && s.Counts().Contents+s.Counts().Bdats == 0) {
 				reply = s.opts.RcptReplies[min(rcpts, n-1)]
 			}
 			rcpts++
@@ -208,6 +220,7 @@ func (s *rawServer) serve(c net.Conn) {
 				}
 			}
 			say(or(s.opts.DataReply, "250 ok"))
+			unsolicited()
 		case "BDAT":
 			s.count(&s.bdats)
 			fields := strings.Fields(line)
@@ -224,6 +237,7 @@ func (s *rawServer) serve(c net.Conn) {
 			s.chunks = append(s.chunks, chunk)
 			s.mu.Unlock()
 			endGroup(or(s.opts.BdatReply, "250 ok"))
+			unsolicited()
 		case "QUIT":
 			say("221 bye")
 			return

@@ -120,6 +120,13 @@ func (m *MTA) send(ctx context.Context, dests []destination, from string, data [
 			}
 			allForbidden = false
 			s.idleFor = idle
+			if s.uses > 0 && s.inputWaiting() {
+				// Replies nobody asked for, or a closed connection: out of step, not to be reused.
+				m.log.Debug("reused connection had unexpected input; closing it", "remote", s.remote)
+				m.pool.discard(s)
+				last = "4.4.2 reused connection to " + s.remote + " was out of step"
+				continue
+			}
 			probe := s.uses > 0 && s.clean
 			if s.uses > 0 && !s.clean {
 				if err := m.rset(s); err != nil {
