@@ -19,15 +19,19 @@ func hostileHarness(t *testing.T, opts rawOptions) (*harness, *rawServer) {
 	return newHarness(t, cfg, r).start(), srv
 }
 
+// sessionShapes are the ways a transaction is spoken: one command at a time, pipelined (RFC 2920), and
+// pipelined with the content as a BDAT chunk (RFC 3030).
+var sessionShapes = []struct {
+	name                 string
+	pipelining, chunking bool
+}{{"one command at a time", false, false}, {"PIPELINING", true, false}, {"PIPELINING and CHUNKING", true, true}}
+
 // TestBareReplyCodes: a reply line may be its code alone (RFC 5321 §4.2: "Reply-code [ SP textstring ]
 // CRLF"), and the client acts on the code. A bare 250 after the content delivers (once), a bare 550 to a
 // RCPT bounces that recipient while the others are delivered, with or without PIPELINING and BDAT.
 func TestBareReplyCodes(t *testing.T) {
 	t.Parallel()
-	for _, tc := range []struct {
-		name                 string
-		pipelining, chunking bool
-	}{{"one command at a time", false, false}, {"PIPELINING", true, false}, {"PIPELINING and CHUNKING", true, true}} {
+	for _, tc := range sessionShapes {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			h, srv := hostileHarness(t, rawOptions{
@@ -63,10 +67,7 @@ func TestBareReplyCodes(t *testing.T) {
 // over a new connection, and each recipient's outcome is the reply to its own RCPT.
 func TestUnsolicitedRepliesRetireTheSession(t *testing.T) {
 	t.Parallel()
-	for _, tc := range []struct {
-		name                 string
-		pipelining, chunking bool
-	}{{"one command at a time", false, false}, {"PIPELINING", true, false}, {"PIPELINING and CHUNKING", true, true}} {
+	for _, tc := range sessionShapes {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			h, srv := hostileHarness(t, rawOptions{

@@ -14,12 +14,7 @@ import (
 func pipeliningHarness(t *testing.T, opts rawOptions) (*harness, *rawServer) {
 	t.Helper()
 	opts.Pipelining = true
-	srv := mustRawServer(t, "127.0.0.1", opts)
-	r := newResolver().MX("rcpt.test", ports.MX{Host: "mx.rcpt.test"}).IP("mx.rcpt.test", "127.0.0.1")
-	cfg := baseConfig(srv.Port())
-	cfg.CommandTimeout = 2 * time.Second
-	cfg.Concurrency = 1
-	return newHarness(t, cfg, r).start(), srv
+	return hostileHarness(t, opts)
 }
 
 // TestPipeliningSendsTheEnvelopeInOneGroup: with PIPELINING offered, MAIL, every RCPT and DATA of a

@@ -85,13 +85,4 @@ func sleepOrWake(ctx context.Context, d time.Duration, wake <-chan struct{}) boo
 }
 
 // Sleep waits d or until ctx ends, reporting whether the full wait passed.
-func Sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
-}
+func Sleep(ctx context.Context, d time.Duration) bool { return sleepOrWake(ctx, d, nil) }
