@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/emersion/go-smtp"
+
+	"github.com/postmill/postmill/adapters/smtpd"
 )
 
 // session is one client connection's state. go-smtp calls its methods one at a time. It implements no
@@ -94,7 +96,7 @@ func (s *session) Data(r io.Reader) error {
 		if errors.Is(err, smtp.ErrDataTooLarge) {
 			return smtp.ErrDataTooLarge
 		}
-		return err
+		return smtpd.DataReadFailure(err)
 	}
 	ctx, cancel := context.WithTimeout(s.srv.smtpd.Context(), coreTimeout)
 	defer cancel()

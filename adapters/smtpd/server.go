@@ -335,6 +335,44 @@ type trackedConn struct {
 	srv  *Server
 	key  string // ClientKey of the peer
 	once sync.Once
+	// timedOut is the first read timeout, returned by every read after it (only the connection's own
+	// goroutine reads).
+	timedOut error
+}
+
+// Read implements net.Conn. Once a read has timed out, every later read fails the same way, whatever
+// deadline is set since: the session is over. go-smtp sets a fresh deadline before each command and
+// otherwise carries on after a timeout: with a command line still unfinished when the deadline passed
+// (a client sending a byte a minute) it ran the partial line as a command and waited again, so such a
+// client held its slot for ever; and after a DATA transfer that timed out it read what came next as
+// commands, so the rest of a stalled message could run as an SMTP transaction of its own (RFC 5321
+// §4.1.1.4: the data ends only at CRLF.CRLF). Now the next read after the timeout fails, and go-smtp
+// answers 421 4.4.2 and closes the connection.
+func (c *trackedConn) Read(p []byte) (int, error) {
+	if c.timedOut != nil {
+		return 0, c.timedOut
+	}
+	n, err := c.Conn.Read(p)
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		c.timedOut = err
+	}
+	return n, err
+}
+
+// DataReadFailure is the reply of a DATA (or BDAT) whose message could not be read to its end: 421 4.4.2
+// when the client stopped sending until the read timeout passed, 421 4.4.0 when the connection failed.
+// Either way the message is not taken, the sender keeps it and retries (a 5xx would make it bounce a
+// message a slow link delayed), and the connection closes (trackedConn). The reply names no addresses or
+// Go errors.
+func DataReadFailure(err error) *smtp.SMTPError {
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return &smtp.SMTPError{Code: 421, EnhancedCode: smtp.EnhancedCode{4, 4, 2},
+			Message: "Timeout waiting for the message data, closing connection"}
+	}
+	return &smtp.SMTPError{Code: 421, EnhancedCode: smtp.EnhancedCode{4, 4, 0},
+		Message: "Connection failed while reading the message data"}
 }
 
 // Close implements net.Conn.

@@ -39,7 +39,7 @@ func (*blockingSession) Rcpt(string, *smtp.RcptOptions) error { return nil }
 
 func (s *blockingSession) Data(r io.Reader) error {
 	if _, err := io.Copy(io.Discard, r); err != nil {
-		return err
+		return smtpd.DataReadFailure(err) // as the tiers' sessions answer
 	}
 	s.b.entered <- struct{}{}
 	select {

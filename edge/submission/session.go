@@ -180,6 +180,11 @@ func (s *session) Data(r io.Reader) error {
 			slog.String("remote", s.remoteString()), slog.Int64("bytes", in.n))
 		return messageTooLarge(s.srv.cfg.MaxMessageBytes)
 	}
+	if in.failed != nil {
+		// The client stopped sending, or the connection failed, before the end of the data: whatever the
+		// parser made of that, the message was not read.
+		return smtpd.DataReadFailure(in.failed)
+	}
 	if err != nil && !isRefusal(err) {
 		// The connection failed or the client reset the transfer: there is nobody to answer.
 		return err
@@ -221,13 +226,18 @@ type meteredReader struct {
 	r        io.Reader
 	n        int64
 	tooLarge bool
+	failed   error // a read timeout or network failure, which the parser may report as a refusal
 }
 
 func (m *meteredReader) Read(p []byte) (int, error) {
 	n, err := m.r.Read(p)
 	m.n += int64(n)
-	if errors.Is(err, smtp.ErrDataTooLarge) {
+	var ne net.Error
+	switch {
+	case errors.Is(err, smtp.ErrDataTooLarge):
 		m.tooLarge = true
+	case errors.As(err, &ne):
+		m.failed = err
 	}
 	return n, err
 }
