@@ -213,6 +213,9 @@ with smtplib.SMTP(host, int(port), timeout=30) as s:
     m["Reply-To"] = Address("Support Désk", "support", domain)
     m["Subject"] = "Python: Grüße"
     m["X-Test-Tag"] = "python-names"
+    # A reply: its thread must survive the submission.
+    m["In-Reply-To"] = "<parent@client.example>"
+    m["References"] = "<root@client.example> <parent@client.example>"
     m.set_content("Hello from Python's smtplib.\n")
     m.add_alternative("<p>Hello from <b>Python</b></p>", subtype="html")
     m.add_attachment(b"%PDF-1.4 test", maintype="application", subtype="pdf", filename="report.pdf")
@@ -276,6 +279,10 @@ func TestSubmissionPythonSmtplib(t *testing.T) {
 	mustHeader(t, d, "Reply-To", [2]string{"Support Désk", "support@" + senderDomain})
 	if got := d.subject(t); got != "Python: Grüße" {
 		t.Errorf("Subject %q", got)
+	}
+	if irt, refs := d.msg.Header.Get("In-Reply-To"), d.msg.Header.Get("References"); irt != "<parent@client.example>" ||
+		refs != "<root@client.example> <parent@client.example>" {
+		t.Errorf("threading fields In-Reply-To %q, References %q: the client's, kept", irt, refs)
 	}
 	if bytes.Contains(d.data, []byte("hidden")) || bytes.Contains(d.data, []byte("Hidden")) || d.msg.Header.Get("Bcc") != "" {
 		t.Errorf("the Bcc recipient shows in the delivered mail:\n%s", d.data)

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"mime"
 	netmail "net/mail"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -147,25 +148,79 @@ func splitRecipients(to, cc []*mail.Address, envelope []string) (toOut, ccOut, b
 	return toOut, ccOut, bcc
 }
 
-// customHeaders keeps the client's X- header fields that the send API would accept (names per SPEC §8) and
-// that Postmill does not reserve; the first occurrence of a name wins.
+// customHeaders keeps the client's header fields that the send API would accept as custom headers
+// (SPEC §8's names, one line of at most 998 characters, at most ports.MaxHeaders of them) and that the
+// message Postmill builds does not write itself: In-Reply-To and References (so replies sent over SMTP stay
+// in their thread), Keywords, Importance, List-* and every X- field. Dropped are the fields the send
+// request carries in fields of its own (From, To, Cc, Bcc, Reply-To, Subject), those Postmill writes
+// (Date, Message-ID, Sender, MIME-Version, Content-*, x-postmill-*), and trace and authentication fields a
+// client has no business setting (Received, Return-Path, DKIM-Signature, Authentication-Results, ARC-*,
+// Resent-* …). The first occurrence of a name wins. A References field too long for one line keeps its
+// first message id and as many of the last ones as fit (RFC 5322 §3.6.4 asks for the parent's ids; the
+// first and the latest matter most to threading); any other field too long for one line is dropped.
 func customHeaders(h mail.Header) map[string]string {
 	out := map[string]string{}
 	seen := map[string]bool{}
 	fields := h.Fields()
-	for fields.Next() {
+	for fields.Next() && len(out) < ports.MaxHeaders {
 		name := fields.Key()
 		lower := strings.ToLower(name)
-		if !strings.HasPrefix(lower, "x-") || strings.HasPrefix(lower, reservedHeaderPrefix) || seen[lower] || !validHeaderName(name) {
+		if seen[lower] || !validHeaderName(name) || droppedHeader(lower) {
 			continue
 		}
 		seen[lower] = true
-		out[name] = fields.Value()
+		value := cleanLine(fields.Value())
+		room := ports.MaxHeaderLineChars - len(name) - 2
+		if lower == "references" {
+			value = trimReferences(value, room)
+		}
+		if value == "" || !utf8.ValidString(value) || utf8.RuneCountInString(value) > room {
+			continue
+		}
+		out[name] = value
 	}
 	if len(out) == 0 {
 		return nil
 	}
 	return out
+}
+
+// droppedHeader says which header fields (lower case) customHeaders leaves out.
+func droppedHeader(lower string) bool {
+	switch lower {
+	case "from", "to", "cc", "bcc", "reply-to", "subject", "date", "message-id", "sender", "mime-version",
+		"received", "return-path", "dkim-signature", "domainkey-signature", "authentication-results",
+		"received-spf", "delivered-to", "x-original-to":
+		return true
+	}
+	for _, prefix := range []string{reservedHeaderPrefix, "content-", "arc-", "resent-"} {
+		if strings.HasPrefix(lower, prefix) {
+			return true
+		}
+	}
+	return false
+}
+
+// trimReferences fits a References value into room characters: the first message id, then the latest
+// ones that fit.
+func trimReferences(value string, room int) string {
+	if len(value) <= room {
+		return value
+	}
+	ids := strings.Fields(value)
+	if len(ids) == 0 || len(ids[0]) > room {
+		return ""
+	}
+	kept, n := []string{}, len(ids[0])
+	for i := len(ids) - 1; i > 0; i-- {
+		if n+1+len(ids[i]) > room {
+			break
+		}
+		n += 1 + len(ids[i])
+		kept = append(kept, ids[i])
+	}
+	slices.Reverse(kept)
+	return strings.Join(append([]string{ids[0]}, kept...), " ")
 }
 
 func validHeaderName(name string) bool {

@@ -100,10 +100,15 @@ func FuzzParseMessage(f *testing.F) {
 			t.Fatalf("envelope %q, but to=%q cc=%q bcc=%q", envelope, req.To, req.Cc, req.Bcc)
 		}
 
-		for name := range req.Headers {
-			lower := strings.ToLower(name)
-			if !validHeaderName(name) || !strings.HasPrefix(lower, "x-") || strings.HasPrefix(lower, reservedHeaderPrefix) {
+		if len(req.Headers) > ports.MaxHeaders {
+			t.Fatalf("%d custom headers", len(req.Headers))
+		}
+		for name, value := range req.Headers {
+			if !validHeaderName(name) || droppedHeader(strings.ToLower(name)) {
 				t.Fatalf("custom header %q kept", name)
+			}
+			if strings.ContainsAny(value, "\r\n") || !utf8.ValidString(value) || len(name)+2+utf8.RuneCountInString(value) > ports.MaxHeaderLineChars {
+				t.Fatalf("custom header %s: %q is not one line the send API takes", name, value)
 			}
 		}
 		if len(req.Attachments) > ports.MaxAttachments {

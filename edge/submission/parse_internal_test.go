@@ -74,6 +74,40 @@ func TestSinglePartHTMLAndHeaderFilter(t *testing.T) {
 	}
 }
 
+// Threading and other fields a client sets reach the send as custom headers; the fields Postmill writes
+// or the request carries otherwise, and trace fields, do not. A References field too long for one line
+// keeps its first id and the latest ones.
+func TestSubmittedHeadersKept(t *testing.T) {
+	t.Parallel()
+	var refs []string
+	for i := range 60 {
+		refs = append(refs, fmt.Sprintf("<message-%02d@client.example>", i))
+	}
+	req, err := parseMessage(strings.NewReader("From: a@sender.example\r\nTo: b@rcpt.example\r\nSubject: s\r\n"+
+		"Message-ID: <mine@client.example>\r\nDate: Sat, 28 Nov 2026 10:00:00 +0000\r\nSender: x@sender.example\r\n"+
+		"In-Reply-To: <parent@client.example>\r\nReferences: "+strings.Join(refs, "\r\n ")+"\r\n"+
+		"Importance: high\r\nReceived: from somewhere\r\nAuthentication-Results: spoofed\r\nARC-Seal: x\r\n"+
+		"Resent-From: r@x.example\r\nContent-Language: en\r\nX-Mailer: client\r\n\r\nbody"),
+		[]string{"b@rcpt.example"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"In-Reply-To": "<parent@client.example>", "Importance": "high", "X-Mailer": "client"}
+	for name, value := range want {
+		if req.Headers[name] != value {
+			t.Errorf("%s = %q, want %q", name, req.Headers[name], value)
+		}
+	}
+	got := req.Headers["References"]
+	if !strings.HasPrefix(got, refs[0]+" ") || !strings.HasSuffix(got, " "+refs[59]) || len("References: ")+len(got) > ports.MaxHeaderLineChars ||
+		strings.Contains(got, refs[1]+" ") {
+		t.Errorf("References %q: want the first id, then the latest that fit one line", got)
+	}
+	if len(req.Headers) != len(want)+1 {
+		t.Errorf("headers %v: want only %v and References", req.Headers, want)
+	}
+}
+
 func TestInlineNeedsAContentID(t *testing.T) {
 	t.Parallel()
 	req, err := parseMessage(strings.NewReader("From: a@sender.example\r\nTo: b@rcpt.example\r\nSubject: s\r\nContent-Type: multipart/mixed; boundary=B\r\n\r\n"+

@@ -252,8 +252,8 @@ func TestSubmitMultipartMessage(t *testing.T) {
 	if got.Text != "Hello Bob, the résumé is attached." || got.HTML != `<p>Hello Bob <img src="cid:logo@sender.example"></p>` {
 		t.Errorf("bodies text=%q html=%q", got.Text, got.HTML)
 	}
-	if len(got.Headers) != 1 || got.Headers["X-Campaign"] != "q4" {
-		t.Errorf("custom headers %v (only X-Campaign, first value)", got.Headers)
+	if len(got.Headers) != 2 || got.Headers["X-Campaign"] != "q4" || got.Headers["List-Unsubscribe"] != "<mailto:u@sender.example>" {
+		t.Errorf("custom headers %v (X-Campaign's first value and List-Unsubscribe)", got.Headers)
 	}
 	if got.IdempotencyKey != "" || got.Sandbox || got.ScheduledAt != nil || got.Template != nil || got.Metadata != nil {
 		t.Errorf("SMTP sends set no API-only fields: %+v", got)
