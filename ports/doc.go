@@ -13,6 +13,7 @@
 //	errors.go         Error, its codes and constraint names (SPEC §7)
 //	page.go           the list bounds every paged route shares
 //	limits.go         the send-body and per-organization bounds SPEC §8 leaves open
+//	address.go        the addr-spec and domain rules every tier applies to a recipient alike
 //	netguard/         the forbidden-address rule for webhooks and outbound SMTP
 //	porttest/         the contract suites every adapter of a driven port runs (STYLE.md §8)
 //	scope.go          API key scopes (SPEC §5)

@@ -152,14 +152,24 @@ func (s *session) Mail(string, *smtp.MailOptions) error {
 	return nil
 }
 
-// Rcpt adds an envelope recipient; go-smtp enforces MaxRecipients.
+// Rcpt adds an envelope recipient; go-smtp enforces MaxRecipients. An address the send path cannot take
+// (ports.ValidAddrSpec: a quoted local part, an internationalised or literal domain) is refused here, for
+// itself, rather than accepted and then failing the whole message at the end of DATA.
 func (s *session) Rcpt(to string, _ *smtp.RcptOptions) error {
 	if s.principal == nil {
 		return errAuthRequired
 	}
+	if !ports.ValidAddrSpec(to) {
+		return errRecipientUnsupported
+	}
 	s.rcpts = append(s.rcpts, to)
 	return nil
 }
+
+// errRecipientUnsupported refuses a recipient the send path cannot deliver to (RFC 5321 §4.2.2: 553,
+// mailbox name not allowed; RFC 3463 X.1.3: bad destination mailbox address syntax).
+var errRecipientUnsupported = &smtp.SMTPError{Code: 553, EnhancedCode: smtp.EnhancedCode{5, 1, 3},
+	Message: "Postmill cannot send to this address: quoted local parts, internationalised domain names and address literals are not supported"}
 
 // Data parses the message as it arrives and hands it to the core's send path; the reply carries the
 // message id. The raw message is never held whole: the parser keeps only what the send request needs

@@ -522,3 +522,37 @@ func TestNewRejectsBadWiring(t *testing.T) {
 		t.Error("New accepted a negative size")
 	}
 }
+
+// A recipient the send path cannot take is refused at its RCPT, alone: the others of the transaction are
+// sent (before, it was accepted and the whole message then failed at the end of DATA).
+func TestUnsupportedRecipientsAreRefusedAtRCPT(t *testing.T) {
+	t.Parallel()
+	fake := &fakeCore{}
+	b := MustStartSubmission(t, fake, nil)
+	c := b.dial(t)
+	if err := c.Auth(sasl.NewPlainClient("", smtpUser, smtpPass)); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Mail("envelope@sender.example", &smtp.MailOptions{UTF8: true}); err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []string{`"john doe"@rcpt.example`, "bob@bücher.example", "ann@[192.0.2.1]"} {
+		mustSMTPError(t, c.Rcpt(bad, nil), 553, smtp.EnhancedCode{5, 1, 3}, "cannot send to this address")
+	}
+	if err := c.Rcpt("bob@rcpt.example", nil); err != nil {
+		t.Fatal(err)
+	}
+	w, err := c.Data()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.WriteString(w, simple); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatalf("DATA with the good recipient: %v", err)
+	}
+	if sends, _ := fake.snapshot(); len(sends) != 1 || len(sends[0].To)+len(sends[0].Cc)+len(sends[0].Bcc) != 1 {
+		t.Errorf("sends %+v: want one, to bob alone", sends)
+	}
+}
