@@ -624,3 +624,21 @@ func TestFieldHelpers(t *testing.T) {
 		t.Errorf("clean = %q", got)
 	}
 }
+
+func TestQuoteLocalPart(t *testing.T) {
+	for in, want := range map[string]string{
+		"john@in.example":        "john@in.example",
+		"j.o+tag@in.example":     "j.o+tag@in.example",
+		"jöhn@in.example":        "jöhn@in.example",
+		"john doe@in.example":    `"john doe"@in.example`,
+		`a"b\c@in.example`:       `"a\"b\\c"@in.example`,
+		".lead@in.example":       `".lead"@in.example`,
+		"a..b@in.example":        `"a..b"@in.example`,
+		"weird@local@in.example": `"weird@local"@in.example`,
+		"postmaster":             "postmaster",
+	} {
+		if got := quoteLocalPart(in); got != want {
+			t.Errorf("quoteLocalPart(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -43,6 +43,7 @@ func (s *session) Mail(from string, _ *smtp.MailOptions) error {
 // Rcpt asks the core whether the address is one Postmill takes mail for (a VERP return path whose MAC
 // checks, or the feedback-loop address); go-smtp enforces MaxRecipients.
 func (s *session) Rcpt(to string, _ *smtp.RcptOptions) error {
+	to = quoteLocalPart(to)
 	if s.isDMARCAddress(to) {
 		s.dmarc = true
 		return nil
@@ -74,6 +75,42 @@ func (s *session) Rcpt(to string, _ *smtp.RcptOptions) error {
 	}
 	s.log(ctx, slog.LevelInfo, "recipient refused", attrs...)
 	return errNoSuchRecipient
+}
+
+// quoteLocalPart gives back the quotes go-smtp removes from a quoted local part (RFC 5321 §4.1.2
+// Quoted-string: RCPT TO:<"john doe"@example.org> reaches Rcpt as john doe@example.org), so the address
+// matched, stored and shown is a valid one. A local part that is a dot-atom is left as it is.
+func quoteLocalPart(addr string) string {
+	at := strings.LastIndexByte(addr, '@')
+	if at <= 0 || dotAtom(addr[:at]) {
+		return addr
+	}
+	var b strings.Builder
+	b.WriteByte('"')
+	for _, r := range addr[:at] {
+		if r == '"' || r == '\\' {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	b.WriteByte('"')
+	return b.String() + addr[at:]
+}
+
+// dotAtom reports whether s is an RFC 5322 §3.2.3 dot-atom (atext, with UTF-8 allowed as RFC 6531 does).
+func dotAtom(s string) bool {
+	if s == "" || s[0] == '.' || s[len(s)-1] == '.' || strings.Contains(s, "..") {
+		return false
+	}
+	for _, r := range s {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r >= 0x80:
+		case strings.ContainsRune("!#$%&'*+-/=?^_`{|}~.", r):
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // appendOnce adds addr to list unless it is there already (compared without case).
