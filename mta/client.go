@@ -141,6 +141,9 @@ func (m *MTA) open(ctx context.Context, d destination, addr netip.Addr, useTLS b
 	s.pipelining, _ = s.client.Extension("PIPELINING")
 	if s.pipelining && !m.cfg.NoChunking {
 		s.chunking, _ = s.client.Extension("CHUNKING")
+		if _, refused := m.noBDAT.Load(d.key()); refused {
+			s.chunking = false
+		}
 	}
 	if !s.tls && d.requireTLS {
 		m.quit(s)

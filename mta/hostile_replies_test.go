@@ -91,3 +91,22 @@ func TestUnsolicitedRepliesRetireTheSession(t *testing.T) {
 		})
 	}
 }
+
+// A server that offers CHUNKING but answers BDAT as an unknown command (502) is not a verdict on the
+// message: the recipients are deferred, not bounced, and the next attempt to that host uses DATA and is
+// delivered.
+func TestBDATRefusedAsUnknownFallsBackToDATA(t *testing.T) {
+	t.Parallel()
+	h, srv := hostileHarness(t, rawOptions{Pipelining: true, Chunking: true, BdatReply: "502 5.5.1 command not implemented"})
+	rep, _ := h.Send(outbound(t, "rcpt.test", "a@rcpt.test"))
+	if got := outcomes(rep)["r1"]; !strings.HasPrefix(got, "deferred|4.5.0 BDAT refused") {
+		t.Fatalf("first attempt: %q, want deferred", got)
+	}
+	rep, _ = h.Send(outbound(t, "rcpt.test", "a@rcpt.test"))
+	if got := outcomes(rep)["r1"]; got != "delivered|250 ok" {
+		t.Fatalf("second attempt: %q, want delivered over DATA", got)
+	}
+	if c := srv.Counts(); c.Bdats != 1 || c.Datas != 1 || c.Contents != 1 {
+		t.Errorf("server saw %+v: want one BDAT, then one DATA with the content", c)
+	}
+}

@@ -58,13 +58,16 @@ type TLSPolicy interface {
 // the recipient domain's MX hosts (or the relay) over pooled connections, and reports every recipient's
 // outcome to the core.
 type MTA struct {
-	cfg     Config
-	deps    Deps
-	log     *slog.Logger
-	relay   *destination
-	pool    *pool
-	keys    keyCache
-	signed  signedCache
+	cfg    Config
+	deps   Deps
+	log    *slog.Logger
+	relay  *destination
+	pool   *pool
+	keys   keyCache
+	signed signedCache
+	// noBDAT holds the hosts (host:port) that refused BDAT as unknown after offering CHUNKING (session
+	// chunking is off for them from then on; pipelining.go).
+	noBDAT  sync.Map
 	routes  routeCache
 	journal *journal
 	metrics *metrics

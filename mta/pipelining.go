@@ -127,6 +127,15 @@ func (m *MTA) pipelined(s *session, from string, opts *smtp.MailOptions, data []
 		}
 	}
 	code, msg, err := m.readResponse(s, br, 250, 2*m.cfg.CommandTimeout)
+	if s.chunking && bdatUnknown(err) {
+		// CHUNKING was offered but BDAT is not understood: a server fault, not a verdict on the message.
+		// The host is sent DATA from now on, and the recipients are retried (RFC 3030 §2 has a server
+		// that offers CHUNKING take BDAT; a 5xx here would bounce a message the server would accept).
+		m.noBDAT.Store(s.key, true)
+		m.log.Warn("server refused BDAT after offering CHUNKING; using DATA with it from now on", "remote", s.remote, "reply", describe(err))
+		r.settleAll(accepted, ports.OutcomeDeferred, truncate("4.5.0 BDAT refused after CHUNKING was offered ("+describe(err)+"); retrying with DATA"))
+		return nil, false, false, false
+	}
 	if err != nil {
 		kind, keep := classify(err)
 		r.settleAll(accepted, kind, describe(err))
@@ -135,6 +144,16 @@ func (m *MTA) pipelined(s *session, from string, opts *smtp.MailOptions, data []
 	r.settleAll(accepted, ports.OutcomeDelivered, truncate(strconv.Itoa(code)+" "+oneLine(msg)))
 	// Nothing may follow the last reply until the next command: bytes left mean the session is out of step.
 	return rest, true, !s.held(), false
+}
+
+// bdatUnknown reports whether err is a reply saying the BDAT command itself is unknown or not
+// implemented (RFC 5321 §4.2.4: 500, 502, 504), as opposed to a refusal of the message.
+func bdatUnknown(err error) bool {
+	var se *smtp.SMTPError
+	if !errors.As(err, &se) {
+		return false
+	}
+	return se.Code == 500 || se.Code == 502 || se.Code == 504
 }
 
 // crlfLines returns data with every bare LF made CRLF and a CRLF at the end: the lines of the content
