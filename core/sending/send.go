@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 
@@ -368,6 +369,7 @@ func (s *Service) renderTemplate(ctx context.Context, orgID string, req ports.Se
 	req.Subject, req.HTML, req.Text = r.Subject, r.HTML, r.Text
 	// Variables are arbitrary JSON: a value may be empty (leaving the subject empty) or carry a NUL, which
 	// PostgreSQL text cannot store. Both are the caller's to fix, so a 400 rather than a failed insert.
+	// The rendered parts have the bounds of a send's own (the renderer stops just past them).
 	var v violations
 	if req.Subject == "" {
 		v.add("template.variables", "the rendered subject is empty")
@@ -375,7 +377,18 @@ func (s *Service) renderTemplate(ctx context.Context, orgID string, req ports.Se
 	if req.HTML == "" && req.Text == "" {
 		v.add("template.variables", "the rendered template has no body")
 	}
-	if !storable(req.Subject) || !storable(req.HTML) || !storable(req.Text) {
+	tooLong := false
+	if utf8.RuneCountInString(req.Subject) > ports.MaxSubjectChars {
+		v.add("template.variables", "the rendered subject "+msgSubjectLen)
+		tooLong = true
+	}
+	for _, part := range []struct{ name, body string }{{"html", req.HTML}, {"text", req.Text}} {
+		if len(part.body) > ports.MaxBodyPartBytes {
+			v.add("template.variables", "the rendered "+part.name+" "+msgBodyPartLen)
+			tooLong = true
+		}
+	}
+	if !tooLong && (!storable(req.Subject) || !storable(req.HTML) || !storable(req.Text)) {
 		v.add("template.variables", msgStorable)
 	}
 	if len(v.list) > 0 {

@@ -455,3 +455,31 @@ func TestSend_MetersWhatTheCoreDecided(t *testing.T) {
 		t.Fatalf("meters = %v, want 4 units this month", w.meters)
 	}
 }
+
+// A template's rendered parts have a send's own bounds: a subject over 998 characters or a body over 5 MiB
+// is a 400 at template.variables, and nothing is written.
+func TestSend_RenderedTemplateWithinTheSendBounds(t *testing.T) {
+	t.Parallel()
+	for name, r := range map[string]ports.RenderedTemplate{
+		"subject": {Subject: strings.Repeat("s", ports.MaxSubjectChars+1), Text: "t"},
+		"html":    {Subject: "s", HTML: strings.Repeat("h", ports.MaxBodyPartBytes+1)},
+		"text":    {Subject: "s", Text: strings.Repeat("t", ports.MaxBodyPartBytes+1)},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			w := newSendWorld(t)
+			w.templates["0193d6d0-0000-7000-8000-0000000000aa"] = r
+			_, err := w.svc.Send(context.Background(), orderOrgID, orderRequest())
+			pe, ok := ports.AsError(err)
+			if !ok || pe.Code != ports.CodeInvalidArgument || len(pe.Details) != 1 || pe.Details[0].Path != "template.variables" ||
+				!strings.Contains(pe.Details[0].Message, "the rendered "+name+" must be at most") {
+				t.Fatalf("Send = %v, want a 400 at template.variables for the rendered %s", err, name)
+			}
+			for _, step := range w.steps() {
+				if strings.Contains(step, "insert") {
+					t.Fatalf("steps %v: something was written", w.steps())
+				}
+			}
+		})
+	}
+}

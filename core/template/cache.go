@@ -56,12 +56,14 @@ func compileParts(subject, htmlSrc, text string) (*CompiledVersion, []ports.Fiel
 	return &cv, nil
 }
 
-// Render renders the three parts with vars.
+// Render renders the three parts with vars. A part is built only up to just past what a send may carry
+// (ports.MaxSubjectChars characters, of at most four bytes each, and ports.MaxBodyPartBytes): a part that
+// comes out longer is cut there, and the send path refuses it as too long.
 func (cv *CompiledVersion) Render(vars map[string]any) ports.RenderedTemplate {
 	return ports.RenderedTemplate{
-		Subject: cv.Subject.Render(vars),
-		HTML:    cv.HTML.Render(vars),
-		Text:    cv.Text.Render(vars),
+		Subject: cv.Subject.RenderAtMost(vars, 4*ports.MaxSubjectChars),
+		HTML:    cv.HTML.RenderAtMost(vars, ports.MaxBodyPartBytes),
+		Text:    cv.Text.RenderAtMost(vars, ports.MaxBodyPartBytes),
 	}
 }
 

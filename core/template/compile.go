@@ -188,7 +188,13 @@ var bufferPool = sync.Pool{New: func() any { return new([]byte) }}
 
 // Render writes the template with vars substituted (vars may be nil: every placeholder renders empty). It
 // reads c without changing it, so concurrent calls are safe.
-func (c *Compiled) Render(vars map[string]any) string {
+func (c *Compiled) Render(vars map[string]any) string { return c.RenderAtMost(vars, 0) }
+
+// RenderAtMost is Render that stops once the output passes max bytes (max <= 0: no bound) and returns
+// its first max+1 bytes: what a caller that refuses output over max needs to see, without building the
+// rest. A short template with a large variable repeated in it would otherwise make hundreds of MiB out of
+// a small request before any bound is checked.
+func (c *Compiled) RenderAtMost(vars map[string]any, max int) string {
 	bp := bufferPool.Get().(*[]byte)
 	buf := (*bp)[:0]
 	if need := c.litLen + valueAllowance*c.values; cap(buf) < need {
@@ -208,6 +214,10 @@ func (c *Compiled) Render(vars map[string]any) string {
 			if dangerousRaw(o.url, buf[urlStart:]) {
 				buf = buf[:urlStart]
 			}
+		}
+		if max > 0 && len(buf) > max {
+			buf = buf[:max+1]
+			break
 		}
 	}
 	out := string(buf)

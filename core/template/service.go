@@ -19,6 +19,7 @@ const (
 	msgName            = "must be 1 to 120 characters without control characters"
 	msgSubjectRequired = "is required"
 	msgNoCRLF          = "must not contain CR or LF"
+	msgSubjectLen      = "must be at most 998 characters"
 	msgStorable        = "must be valid UTF-8 without NUL characters"
 	msgContentRequired = "one of html, text or reactSource is required"
 	msgReactMissing    = "React rendering is not available"
@@ -163,6 +164,8 @@ func validateVersion(v ports.NewTemplateVersion, reactAvailable bool) []ports.Fi
 		add("subject", msgNoCRLF)
 	case !storable(v.Subject):
 		add("subject", msgStorable)
+	case utf8.RuneCountInString(v.Subject) > ports.MaxSubjectChars:
+		add("subject", msgSubjectLen)
 	}
 	if v.HTML == "" && v.Text == "" && v.ReactSource == "" {
 		add("", msgContentRequired)

@@ -209,6 +209,8 @@ func TestCreateTemplateVersionValidation(t *testing.T) {
 			[]ports.FieldViolation{{Path: "subject", Message: msgNoCRLF}}},
 		{"subject with NUL", false, ports.NewTemplateVersion{Subject: "a\x00", Text: "t"},
 			[]ports.FieldViolation{{Path: "subject", Message: msgStorable}}},
+		{"subject over 998 characters", false, ports.NewTemplateVersion{Subject: strings.Repeat("é", 999), Text: "t"},
+			[]ports.FieldViolation{{Path: "subject", Message: msgSubjectLen}}},
 		{"no content", false, ports.NewTemplateVersion{Subject: "s"},
 			[]ports.FieldViolation{{Path: "", Message: msgContentRequired}}},
 		{"react unavailable", false, ports.NewTemplateVersion{Subject: "s", ReactSource: "x"},
@@ -461,3 +463,26 @@ func TestListsAndVersionWindow(t *testing.T) {
 }
 
 func firstErr[T any](_ T, err error) error { return err }
+
+// A version renders each part only to just past what a send may carry: a short template with a large
+// variable repeated in it is cut there instead of building hundreds of MiB, and the cut part is longer than
+// the bound, so the send path refuses it.
+func TestRenderStopsPastTheSendBounds(t *testing.T) {
+	t.Parallel()
+	cv, err := CompileVersion(ports.TemplateVersion{Subject: strings.Repeat("{{ a }}", 100),
+		HTML: "<p>" + strings.Repeat("{{ a }}", 2000) + "</p>", Text: strings.Repeat("{{ a }}", 2000)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := cv.Render(map[string]any{"a": strings.Repeat("x", 100_000)})
+	if len(r.Subject) != 4*ports.MaxSubjectChars+1 {
+		t.Errorf("subject of %d bytes, want %d", len(r.Subject), 4*ports.MaxSubjectChars+1)
+	}
+	if len(r.HTML) != ports.MaxBodyPartBytes+1 || len(r.Text) != ports.MaxBodyPartBytes+1 {
+		t.Errorf("html of %d and text of %d bytes, want %d each", len(r.HTML), len(r.Text), ports.MaxBodyPartBytes+1)
+	}
+	small := cv.Render(map[string]any{"a": "y"})
+	if small.Text != strings.Repeat("y", 2000) || small.Subject != strings.Repeat("y", 100) {
+		t.Errorf("a render within the bounds changed: subject %q", small.Subject)
+	}
+}
