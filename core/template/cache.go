@@ -12,6 +12,27 @@ import (
 // hundred kilobytes for typical emails.
 const DefaultCacheSize = 1000
 
+// DefaultCacheBytes bounds the memory a Cache's compiled versions take, as weight estimates it: a count
+// alone let a tenant fill the server's memory with a thousand versions of a few MiB of placeholders each
+// (one "{{ a }}" compiles to about 40 bytes of operations). A version heavier than the whole budget is
+// compiled for each use and never kept.
+const DefaultCacheBytes = 128 << 20
+
+// opWeight is what weight counts for each compiled operation beyond its literal text: the operation, the
+// variable path and the escaper it refers to.
+const opWeight = 64
+
+// weight estimates the memory cv takes.
+func (cv *CompiledVersion) weight() int {
+	n := 0
+	for _, c := range []*Compiled{cv.Subject, cv.HTML, cv.Text} {
+		if c != nil {
+			n += c.litLen + opWeight*len(c.ops)
+		}
+	}
+	return n
+}
+
 // CompiledVersion is a template version's three parts, compiled. An empty part compiles to a template that
 // renders "".
 type CompiledVersion struct {
@@ -70,7 +91,9 @@ func (cv *CompiledVersion) Render(vars map[string]any) ports.RenderedTemplate {
 // Cache keeps the most recently used compiled versions, keyed by version id. Versions are immutable, so an
 // entry never goes stale; the bound only limits memory. It is safe for concurrent use.
 type Cache struct {
-	size int
+	size     int
+	maxBytes int // the weight the entries may add up to
+	bytes    int // their weight now
 
 	mu      sync.Mutex
 	order   *list.List // front: most recently used; values are *cacheEntry
@@ -80,6 +103,7 @@ type Cache struct {
 type cacheEntry struct {
 	id      string
 	version *CompiledVersion
+	weight  int
 }
 
 // NewCache returns a Cache that keeps up to size compiled versions (DefaultCacheSize when size < 1).
@@ -87,7 +111,7 @@ func NewCache(size int) *Cache {
 	if size < 1 {
 		size = DefaultCacheSize
 	}
-	return &Cache{size: size, order: list.New(), entries: make(map[string]*list.Element)}
+	return &Cache{size: size, maxBytes: DefaultCacheBytes, order: list.New(), entries: make(map[string]*list.Element)}
 }
 
 // Get returns v compiled, compiling it on a miss. Two goroutines missing the same version at once both
@@ -141,11 +165,18 @@ func (c *Cache) store(id string, cv *CompiledVersion) *CompiledVersion {
 		c.order.MoveToFront(e)
 		return e.Value.(*cacheEntry).version
 	}
-	c.entries[id] = c.order.PushFront(&cacheEntry{id: id, version: cv})
-	for c.order.Len() > c.size {
+	w := cv.weight()
+	if w > c.maxBytes {
+		return cv
+	}
+	c.entries[id] = c.order.PushFront(&cacheEntry{id: id, version: cv, weight: w})
+	c.bytes += w
+	for c.order.Len() > c.size || c.bytes > c.maxBytes {
 		oldest := c.order.Back()
 		c.order.Remove(oldest)
-		delete(c.entries, oldest.Value.(*cacheEntry).id)
+		e := oldest.Value.(*cacheEntry)
+		delete(c.entries, e.id)
+		c.bytes -= e.weight
 	}
 	return cv
 }

@@ -2,6 +2,7 @@ package template
 
 import (
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 
@@ -83,5 +84,38 @@ func TestCacheConcurrentGets(t *testing.T) {
 	wg.Wait()
 	if n := c.Len(); n > 8 {
 		t.Errorf("cache grew to %d entries, bound 8", n)
+	}
+}
+
+// The cache is bounded by the weight of what it keeps as well as by a count: placeholder-dense versions
+// evict older ones once their weight passes the budget, and one heavier than the whole budget is compiled
+// and not kept.
+func TestCacheBoundedByWeight(t *testing.T) {
+	t.Parallel()
+	c := NewCache(1000)
+	heavy := func(id string, n int) ports.TemplateVersion {
+		return ports.TemplateVersion{ID: id, Subject: "s", HTML: "<p>" + strings.Repeat("{{ a }}", n) + "</p>"}
+	}
+	one, err := CompileVersion(heavy("", 10_000))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.maxBytes = 3*one.weight() + one.weight()/2 // room for three
+	for i := range 5 {
+		if _, err := c.Get(heavy(fmt.Sprint(i), 10_000)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if c.Len() != 3 || c.bytes > c.maxBytes {
+		t.Errorf("%d versions of weight %d kept (budget %d), want 3", c.Len(), c.bytes, c.maxBytes)
+	}
+	if _, ok := c.Lookup("0"); ok {
+		t.Error("the least recently used version was kept")
+	}
+	if _, err := c.Get(heavy("big", 50_000)); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := c.Lookup("big"); ok || c.Len() != 3 {
+		t.Errorf("a version heavier than the budget was kept (%d kept)", c.Len())
 	}
 }
