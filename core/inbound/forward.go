@@ -3,6 +3,7 @@ package inbound
 import (
 	"context"
 	"net/mail"
+	"strconv"
 	"strings"
 
 	"github.com/postmill/postmill/core/webhook"
@@ -19,6 +20,35 @@ import (
 
 // forwardLocalPart is the mailbox a forward is sent from, at the organization's sending domain.
 const forwardLocalPart = "forwarding"
+
+// Loop bounds. A forward is a new message, so the trace fields of the mail it forwards do not travel with
+// it; it carries forwardHopsHeader instead, one more than the mail it forwards had, and mail that already
+// went through maxForwardHops forwards, or that carries maxReceived Received fields (RFC 5321 §6.3: a
+// loop is suspected past a bound; Postfix's hopcount_limit is 50), is not forwarded again. Without it a
+// route forwarding to its own address, or two organizations forwarding to each other, sent a metered,
+// signed message every tenth of a second until a field grew too long.
+const (
+	forwardHopsHeader = "X-Postmill-Forward-Hops"
+	maxForwardHops    = 10
+	maxReceived       = 50
+)
+
+// forwardHops returns the hop count e carries, and how many Received fields it has.
+func forwardHops(e ports.ReceivedEmail) (hops, received int) {
+	for k, vs := range e.Headers {
+		switch {
+		case strings.EqualFold(k, forwardHopsHeader) && len(vs) > 0:
+			for _, v := range vs {
+				if n, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && n > hops {
+					hops = n
+				}
+			}
+		case strings.EqualFold(k, "Received"):
+			received += len(vs)
+		}
+	}
+	return hops, received
+}
 
 // permanentSendError reports a refusal that retrying cannot change.
 func permanentSendError(err error) bool {
@@ -47,6 +77,11 @@ func (s *Service) forward(ctx context.Context, d ports.DueAction) error {
 	}
 	attempts := d.Attempts + 1
 	if s.deps.Emails == nil || s.deps.Domains == nil {
+		return record(ports.ReceivedFailed, ports.ForwardFailed, attempts, nil)
+	}
+	if hops, received := forwardHops(e); hops >= maxForwardHops || received >= maxReceived {
+		s.deps.Logger.WarnContext(ctx, "inbound forward refused: mail loop suspected", "id", e.ID,
+			"forward_hops", hops, "received_fields", received)
 		return record(ports.ReceivedFailed, ports.ForwardFailed, attempts, nil)
 	}
 	req, err := s.forwardRequest(ctx, e, d.Route.Destination)
@@ -90,13 +125,14 @@ func (s *Service) forwardRequest(ctx context.Context, e ports.ReceivedEmail, to 
 	if name == "" {
 		name = original
 	}
+	hops, _ := forwardHops(e)
 	req := ports.SendRequest{
 		From:           (&mail.Address{Name: name + " via " + sending, Address: forwardLocalPart + "@" + sending}).String(),
 		To:             []string{to},
 		Subject:        e.Subject,
 		Text:           e.Text,
 		HTML:           e.HTML,
-		Headers:        map[string]string{"X-Postmill-Forwarded-For": e.To},
+		Headers:        map[string]string{"X-Postmill-Forwarded-For": e.To, forwardHopsHeader: strconv.Itoa(hops + 1)},
 		IdempotencyKey: "inbound-forward:" + e.ID,
 	}
 	if original != "" && !strings.ContainsAny(original, "\r\n") {

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/postmill/postmill/ports"
@@ -324,5 +325,68 @@ func TestReceiveStoresCleanText(t *testing.T) {
 		if !utf8.ValidString(s) || strings.ContainsRune(s, 0) {
 			t.Errorf("stored body %q is not UTF-8 without NUL", s)
 		}
+	}
+}
+
+// recordingStore is the inbound store as forward sees it: what RecordAction was told.
+type recordingStore struct {
+	ports.InboundStore
+	mu       sync.Mutex
+	statuses []string
+}
+
+func (r *recordingStore) RecordAction(_ context.Context, _, _ string, status string, _ int, _ *time.Time, _ int, _, fwd string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.statuses = append(r.statuses, status+"/"+fwd)
+	return nil
+}
+
+// sendingFake is the send path as forward sees it: the requests it was given.
+type sendingFake struct {
+	ports.EmailService
+	reqs []ports.SendRequest
+}
+
+func (s *sendingFake) Send(_ context.Context, _ string, req ports.SendRequest) (ports.SendResult, error) {
+	s.reqs = append(s.reqs, req)
+	return ports.SendResult{ID: "m"}, nil
+}
+
+// A forward carries one hop more than the mail it forwards, and mail that went through maxForwardHops
+// forwards, or carries maxReceived Received fields, is not forwarded again: a route forwarding to its own
+// address, or two organizations forwarding to each other, stop after a bounded number of sends.
+func TestForwardStopsMailLoops(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name    string
+		headers map[string][]string
+		sent    string // the hop count of the forward, "" for none sent
+	}{
+		{"first forward", nil, "1"},
+		{"forwarded before", map[string][]string{"X-Postmill-Forward-Hops": {"3"}}, "4"},
+		{"at the hop bound", map[string][]string{"x-postmill-forward-hops": {"10"}}, ""},
+		{"many Received fields", map[string][]string{"Received": make([]string, 50)}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			store, emails := &recordingStore{}, &sendingFake{}
+			svc, err := New(Config{MXHost: "mx.postmill.test"}, Deps{Store: store, Resolver: struct{ ports.Resolver }{},
+				Blobs: &fakeBlobs{objs: map[string][]byte{}}, Scanner: cleanScanner{}, Emails: emails, Domains: oneDomain{}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			e := ports.ReceivedEmail{ID: "e1", OrganizationID: "o1", To: "loop@in.test", From: "a@x.test", Subject: "s",
+				Text: "t", Headers: tc.headers}
+			if err := svc.forward(context.Background(), ports.DueAction{Email: e, Route: ports.InboundRoute{Destination: "loop@in.test"}}); err != nil {
+				t.Fatal(err)
+			}
+			switch {
+			case tc.sent == "" && (len(emails.reqs) != 0 || len(store.statuses) != 1 || store.statuses[0] != ports.ReceivedFailed+"/"+ports.ForwardFailed):
+				t.Errorf("sent %d, recorded %v: want nothing sent and the forward failed", len(emails.reqs), store.statuses)
+			case tc.sent != "" && (len(emails.reqs) != 1 || emails.reqs[0].Headers["X-Postmill-Forward-Hops"] != tc.sent):
+				t.Errorf("sent %+v: want one forward with hop count %s", emails.reqs, tc.sent)
+			}
+		})
 	}
 }
