@@ -33,13 +33,21 @@ const (
 // bodyText): the core and PostgreSQL refuse anything else, and refusing the message would only make the
 // sender retry it for days. The raw message is kept as received.
 func parseMail(raw []byte, from string, rcpts []string) ports.InboundMessage {
+	m, _ := parseMailWhole(raw, from, rcpts)
+	return m
+}
+
+// parseMailWhole is parseMail that also reports whether the walk reached every part: false when the
+// message has more than maxParts parts or nests deeper than maxDepth, so that some of its parts were
+// neither read nor scanned.
+func parseMailWhole(raw []byte, from string, rcpts []string) (ports.InboundMessage, bool) {
 	m := ports.InboundMessage{From: oneLine(from), Rcpts: make([]string, len(rcpts)), Raw: raw, Headers: map[string][]string{}}
 	for i, r := range rcpts {
 		m.Rcpts[i] = oneLine(r)
 	}
 	e, err := message.Read(bytes.NewReader(raw))
 	if e == nil {
-		return m
+		return m, true
 	}
 	_ = err // an unknown charset or encoding still yields the entity
 	latin1Header(&e.Header)
@@ -59,7 +67,7 @@ func parseMail(raw []byte, from string, rcpts []string) ports.InboundMessage {
 	m.To, m.Cc = addresses(h, "To"), addresses(h, "Cc")
 	w := walker{m: &m}
 	w.walk(e, "", true, 0)
-	return m
+	return m, !w.cut
 }
 
 func addresses(h mail.Header, key string) []string {
@@ -77,6 +85,7 @@ func addresses(h mail.Header, key string) []string {
 type walker struct {
 	m     *ports.InboundMessage
 	parts int
+	cut   bool // a part was left out: past maxParts or maxDepth
 }
 
 // childSection is the section number of the n-th part below section, as IMAP numbers the parts of a
@@ -94,6 +103,7 @@ func childSection(section string, n int) string {
 // runs this same walk to find it again, so the numbering and the decoding are the same by construction.
 func (w *walker) walk(e *message.Entity, section string, msg bool, depth int) {
 	if w.parts >= maxParts || depth > maxDepth {
+		w.cut = true
 		return
 	}
 	w.parts++

@@ -642,3 +642,42 @@ func TestQuoteLocalPart(t *testing.T) {
 		}
 	}
 }
+
+// A message with more parts, or deeper nesting, than the walk reaches is reported as not whole: the parts
+// past the bounds were neither read nor scanned, so the listener refuses it (errTooComplex).
+func TestParseMailWholeReportsTheBounds(t *testing.T) {
+	part := func(i int) string {
+		return fmt.Sprintf("--B\r\nContent-Type: application/octet-stream\r\nContent-Disposition: attachment; filename=\"f%d\"\r\n\r\nx\r\n", i)
+	}
+	flat := func(n int) []byte {
+		var b strings.Builder
+		b.WriteString("From: a@x.test\r\nSubject: s\r\nContent-Type: multipart/mixed; boundary=\"B\"\r\n\r\n")
+		for i := range n {
+			b.WriteString(part(i))
+		}
+		b.WriteString("--B--\r\n")
+		return []byte(b.String())
+	}
+	nested := func(depth int) []byte {
+		body := "Content-Type: application/octet-stream\r\nContent-Disposition: attachment; filename=\"deep\"\r\n\r\nx\r\n"
+		for d := depth; d > 0; d-- {
+			b := fmt.Sprintf("B%d", d)
+			body = fmt.Sprintf("Content-Type: multipart/mixed; boundary=\"%s\"\r\n\r\n--%s\r\n%s--%s--\r\n", b, b, body, b)
+		}
+		return []byte("From: a@x.test\r\nSubject: s\r\n" + body)
+	}
+	for name, tc := range map[string]struct {
+		raw   []byte
+		whole bool
+	}{
+		"ten parts":      {flat(10), true},
+		"600 parts":      {flat(600), false},
+		"nested 5 deep":  {nested(5), true},
+		"nested 12 deep": {nested(12), false},
+	} {
+		m, whole := parseMailWhole(tc.raw, "a@x.test", []string{"r@in.test"})
+		if whole != tc.whole {
+			t.Errorf("%s: whole = %v, want %v (%d attachments)", name, whole, tc.whole, len(m.Attachments))
+		}
+	}
+}

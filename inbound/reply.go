@@ -48,6 +48,12 @@ func classify(err error) outcome {
 // refused is the DATA reply for a report that cannot be used: 550 5.6.0 (RFC 3463 §3.7 X.6.0, other or
 // undefined media error) with the reason. The sender of a bounce or feedback report uses the null path or
 // a report mailbox, so a refusal never starts a bounce loop.
+// errTooComplex refuses a message with more MIME parts, or deeper nesting, than the parser walks
+// (maxParts, maxDepth): what lies beyond could not be scanned for malware (RFC 3463 X.6.0: other or
+// undefined media error).
+var errTooComplex = &smtp.SMTPError{Code: 554, EnhancedCode: smtp.EnhancedCode{5, 6, 0},
+	Message: "Message structure too complex to check: more than 500 MIME parts or nested deeper than 10 levels"}
+
 func refused(err error) *smtp.SMTPError {
 	msg := "Report not accepted"
 	if pe, ok := ports.AsError(err); ok {

@@ -226,7 +226,14 @@ func (s *session) Reset() {
 // durably before answering; any failure is temporary (451) so the sender retries, and a retried message is
 // stored once.
 func (s *session) receiveMail(ctx context.Context, raw []byte) error {
-	m := parseMail(raw, s.from, slices.Clone(s.mail))
+	m, whole := parseMailWhole(raw, s.from, slices.Clone(s.mail))
+	if !whole {
+		// Parts the walk did not reach were not scanned for malware either: the message is refused rather
+		// than kept and acted on as clean.
+		s.log(ctx, slog.LevelInfo, "message refused: MIME structure past the bounds", slog.Any("rcpts", s.mail),
+			slog.Int("bytes", len(raw)))
+		return errTooComplex
+	}
 	if s.remote != nil {
 		m.RemoteAddr = s.remote.String()
 	}
