@@ -361,11 +361,17 @@ func (c *trackedConn) Read(p []byte) (int, error) {
 }
 
 // DataReadFailure is the reply of a DATA (or BDAT) whose message could not be read to its end: 421 4.4.2
-// when the client stopped sending until the read timeout passed, 421 4.4.0 when the connection failed.
+// when the client stopped sending until the read timeout passed, 421 4.4.0 when the connection failed,
+// and a permanent 500 for a line over go-smtp's limit (the connection then closes).
 // Either way the message is not taken, the sender keeps it and retries (a 5xx would make it bounce a
 // message a slow link delayed), and the connection closes (trackedConn). The reply names no addresses or
 // Go errors.
 func DataReadFailure(err error) *smtp.SMTPError {
+	if errors.Is(err, smtp.ErrTooLongLine) {
+		// RFC 5321 §4.5.3.1.6: a line past the limit may be refused, and retrying cannot change it.
+		return &smtp.SMTPError{Code: 500, EnhancedCode: smtp.EnhancedCode{5, 5, 6},
+			Message: "Line too long in the message data"}
+	}
 	var ne net.Error
 	if errors.As(err, &ne) && ne.Timeout() {
 		return &smtp.SMTPError{Code: 421, EnhancedCode: smtp.EnhancedCode{4, 4, 2},

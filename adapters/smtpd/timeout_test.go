@@ -107,3 +107,31 @@ func TestNothingIsReadAfterADataTimeout(t *testing.T) {
 		}
 	}
 }
+
+// A message line over the limit is refused for good (500): a temporary reply would have the sender retry
+// a message that can never be taken, for days.
+func TestOverlongDataLineIsRefusedForGood(t *testing.T) {
+	t.Parallel()
+	b := MustNewServerWith(t, smtpd.Config{})
+	addr, _ := b.MustServe(t)
+	conn, r := MustGreet(t, addr)
+	for _, c := range []string{"EHLO relay.example", "MAIL FROM:<a@example.org>", "RCPT TO:<b@example.net>", "DATA"} {
+		if _, err := conn.Write([]byte(c + "\r\n")); err != nil {
+			t.Fatal(err)
+		}
+		for {
+			line, err := r.ReadString('\n')
+			if err != nil {
+				t.Fatalf("%s: %v", c, err)
+			}
+			if len(line) > 3 && line[3] == ' ' {
+				break
+			}
+		}
+	}
+	_, _ = conn.Write([]byte("Subject: long\r\n\r\n" + strings.Repeat("a", 5000) + "\r\n.\r\n"))
+	lines := readUntilClosed(t, conn, r)
+	if len(lines) == 0 || !strings.HasPrefix(lines[0], "5") {
+		t.Fatalf("replies %q: want a permanent refusal first", lines)
+	}
+}
