@@ -334,6 +334,10 @@ func TestRcptPolicy(t *testing.T) {
 	if err := c.Rcpt(known, nil); err != nil {
 		t.Fatalf("the same return path again: %v", err)
 	}
+	// A domain written as absolute, with its trailing dot, is the same recipient.
+	if err := c.Rcpt(known+".", nil); err != nil {
+		t.Fatalf("the same return path with a trailing dot: %v", err)
+	}
 	w, err := c.Data()
 	if err != nil {
 		t.Fatal(err)

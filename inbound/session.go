@@ -43,7 +43,7 @@ func (s *session) Mail(from string, _ *smtp.MailOptions) error {
 // Rcpt asks the core whether the address is one Postmill takes mail for (a VERP return path whose MAC
 // checks, or the feedback-loop address); go-smtp enforces MaxRecipients.
 func (s *session) Rcpt(to string, _ *smtp.RcptOptions) error {
-	to = quoteLocalPart(to)
+	to = quoteLocalPart(strings.TrimSuffix(to, ".")) // a domain written as absolute (x@in.example.) is the same domain
 	if s.isDMARCAddress(to) {
 		s.dmarc = true
 		return nil
