@@ -274,9 +274,14 @@ func (r *Resolver) ask(ctx context.Context, name string, qtype uint16, dnssec bo
 		return nil, false, &ports.DNSError{Kind: ports.DNSTemporary, Name: name,
 			Err: fmt.Errorf("server %s answered %s", r.server, rcodeName(resp.Rcode))}
 	}
+	// Only records at the name asked for count, or at the names its CNAMEs in the answer lead to (RFC 1034
+	// §5.3.3; RFC 5452 §9.1): a record for another name is not an answer to this question, whatever a
+	// misbehaving or spoofing server put in the section.
+	owners := answerOwners(fqdn, resp.Answer)
 	var out []mdns.RR
 	for _, rr := range resp.Answer {
-		if rr.Header().Rrtype == qtype && rr.Header().Class == mdns.ClassINET {
+		h := rr.Header()
+		if h.Rrtype == qtype && h.Class == mdns.ClassINET && owners[strings.ToLower(h.Name)] {
 			out = append(out, rr)
 		}
 	}
@@ -284,6 +289,31 @@ func (r *Resolver) ask(ctx context.Context, name string, qtype uint16, dnssec bo
 		return nil, false, &ports.DNSError{Kind: ports.DNSNoData, Name: name}
 	}
 	return out, dnssec && resp.AuthenticatedData && m.IsEdns0() != nil, nil
+}
+
+// maxCNAMEChain bounds how many CNAMEs of one answer are followed (a loop or a long chain in the answer
+// section ends there).
+const maxCNAMEChain = 8
+
+// answerOwners is the set of lower-case owner names whose records answer a question for fqdn: fqdn and
+// the targets of the CNAME chain that starts at it within answer.
+func answerOwners(fqdn string, answer []mdns.RR) map[string]bool {
+	owners := map[string]bool{strings.ToLower(fqdn): true}
+	name := strings.ToLower(fqdn)
+	for range maxCNAMEChain {
+		next := ""
+		for _, rr := range answer {
+			if c, ok := rr.(*mdns.CNAME); ok && strings.ToLower(c.Hdr.Name) == name {
+				next = strings.ToLower(c.Target)
+				break
+			}
+		}
+		if next == "" || owners[next] {
+			break
+		}
+		owners[next], name = true, next
+	}
+	return owners
 }
 
 // exchange sends m with c, retrying once after a transport failure (a lost datagram, a timeout, a garbled

@@ -392,3 +392,37 @@ func TestNewServerAddress(t *testing.T) {
 		}
 	}
 }
+
+// Records whose owner is not the name asked for (nor reached from it through a CNAME of the answer) are
+// not an answer: a server that answers example.test's TXT question with evil.example.test's records has
+// answered nothing.
+func TestRecordsOfAnotherNameAreIgnored(t *testing.T) {
+	t.Parallel()
+	addr, _ := serveUDP(t, func(q *mdns.Msg, _ int64) *mdns.Msg {
+		r := new(mdns.Msg).SetReply(q)
+		name := q.Question[0].Name
+		hdr := func(owner string, t uint16) mdns.RR_Header {
+			return mdns.RR_Header{Name: owner, Rrtype: t, Class: mdns.ClassINET, Ttl: 60}
+		}
+		switch name {
+		case "wrong.test.":
+			r.Answer = []mdns.RR{&mdns.TXT{Hdr: hdr("evil.wrong.test.", mdns.TypeTXT), Txt: []string{"v=spf1 -all"}},
+				&mdns.MX{Hdr: hdr("evil.wrong.test.", mdns.TypeMX), Preference: 10, Mx: "mx.evil.test."}}
+		case "chain.test.":
+			r.Answer = []mdns.RR{&mdns.CNAME{Hdr: hdr("CHAIN.test.", mdns.TypeCNAME), Target: "target.test."},
+				&mdns.TXT{Hdr: hdr("target.test.", mdns.TypeTXT), Txt: []string{"via the chain"}},
+				&mdns.TXT{Hdr: hdr("elsewhere.test.", mdns.TypeTXT), Txt: []string{"not on it"}}}
+		}
+		return r
+	})
+	res := dns.New(addr, dns.Options{Timeout: time.Second})
+	ctx := context.Background()
+	_, err := res.LookupTXT(ctx, "wrong.test")
+	wantDNSError(t, err, ports.DNSNoData, "wrong.test")
+	_, err = res.LookupMX(ctx, "wrong.test")
+	wantDNSError(t, err, ports.DNSNoData, "wrong.test")
+	got, err := res.LookupTXT(ctx, "chain.test")
+	if err != nil || !slices.Equal(got, []string{"via the chain"}) {
+		t.Fatalf("TXT through the answer's CNAME = %q, %v; want only the record on the chain", got, err)
+	}
+}
