@@ -36,6 +36,25 @@ func readUntilClosed(t *testing.T, conn net.Conn, r *bufio.Reader) []string {
 	}
 }
 
+// mustStartData opens a transaction and its DATA, reading each reply through its last line.
+func mustStartData(t *testing.T, conn net.Conn, r *bufio.Reader) {
+	t.Helper()
+	for _, c := range []string{"EHLO relay.example", "MAIL FROM:<a@example.org>", "RCPT TO:<b@example.net>", "DATA"} {
+		if _, err := conn.Write([]byte(c + "\r\n")); err != nil {
+			t.Fatal(err)
+		}
+		for {
+			line, err := r.ReadString('\n')
+			if err != nil {
+				t.Fatalf("%s: %v", c, err)
+			}
+			if len(line) > 3 && line[3] == ' ' {
+				break
+			}
+		}
+	}
+}
+
 // A client that never finishes a command line is answered 421 and disconnected at the first read timeout,
 // not served its partial command and given another timeout's worth (a slow-loris holding a slot for ever).
 func TestUnfinishedCommandIsCutAtTheReadTimeout(t *testing.T) {
@@ -73,20 +92,7 @@ func TestNothingIsReadAfterADataTimeout(t *testing.T) {
 	b := MustNewServerWith(t, smtpd.Config{ReadTimeout: 300 * time.Millisecond})
 	addr, _ := b.MustServe(t)
 	conn, r := MustGreet(t, addr)
-	for _, c := range []string{"EHLO relay.example", "MAIL FROM:<a@example.org>", "RCPT TO:<b@example.net>", "DATA"} {
-		if _, err := conn.Write([]byte(c + "\r\n")); err != nil {
-			t.Fatal(err)
-		}
-		for {
-			line, err := r.ReadString('\n')
-			if err != nil {
-				t.Fatalf("%s: %v", c, err)
-			}
-			if len(line) > 3 && line[3] == ' ' {
-				break
-			}
-		}
-	}
+	mustStartData(t, conn, r)
 	if _, err := conn.Write([]byte("Subject: outer\r\n\r\nfirst part\r\n")); err != nil {
 		t.Fatal(err)
 	}
@@ -115,20 +121,7 @@ func TestOverlongDataLineIsRefusedForGood(t *testing.T) {
 	b := MustNewServerWith(t, smtpd.Config{})
 	addr, _ := b.MustServe(t)
 	conn, r := MustGreet(t, addr)
-	for _, c := range []string{"EHLO relay.example", "MAIL FROM:<a@example.org>", "RCPT TO:<b@example.net>", "DATA"} {
-		if _, err := conn.Write([]byte(c + "\r\n")); err != nil {
-			t.Fatal(err)
-		}
-		for {
-			line, err := r.ReadString('\n')
-			if err != nil {
-				t.Fatalf("%s: %v", c, err)
-			}
-			if len(line) > 3 && line[3] == ' ' {
-				break
-			}
-		}
-	}
+	mustStartData(t, conn, r)
 	_, _ = conn.Write([]byte("Subject: long\r\n\r\n" + strings.Repeat("a", 5000) + "\r\n.\r\n"))
 	lines := readUntilClosed(t, conn, r)
 	if len(lines) == 0 || !strings.HasPrefix(lines[0], "5") {
