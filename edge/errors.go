@@ -309,12 +309,19 @@ func sentence(s string) string {
 	return strings.ToUpper(s[:1]) + s[1:]
 }
 
-// logInternal records the real cause of a 500 with the request's logger; the client never sees it.
+// logInternal records the real cause of a 500 with the request's logger; the client never sees it. A
+// request its client abandoned (the request's context is cancelled and the cause says so) is not a
+// server error: it is logged at info, so that a client hanging up on slow work cannot fill the error log.
 func logInternal(ctx context.Context, msg string, errs ...error) {
 	logger := loggerFrom(ctx)
 	attrs := []any{slog.String("cause", msg)}
-	if err := errors.Join(errs...); err != nil {
+	err := errors.Join(errs...)
+	if err != nil {
 		attrs = append(attrs, slog.String("error", err.Error()))
+	}
+	if ctx.Err() != nil && errors.Is(err, context.Canceled) {
+		logger.Info("request abandoned by the client", attrs...)
+		return
 	}
 	logger.Error("internal error", attrs...)
 }

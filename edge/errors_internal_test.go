@@ -1,6 +1,14 @@
 package edge
 
-import "testing"
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"testing"
+)
 
 func TestFieldPath(t *testing.T) {
 	t.Parallel()
@@ -43,5 +51,29 @@ func TestLooksLikeJWT(t *testing.T) {
 		if got := looksLikeJWT(tok); got != want {
 			t.Errorf("looksLikeJWT(%q) = %v", tok, got)
 		}
+	}
+}
+
+// A cause that is the cancellation of a request its client abandoned is logged at info, not as an
+// internal error; any other cause still is.
+func TestLogInternalAbandonedRequests(t *testing.T) {
+	var buf bytes.Buffer
+	logger := slog.New(slog.NewJSONHandler(&buf, nil))
+	base := context.WithValue(context.Background(), requestInfoKey{}, requestInfo{logger: logger})
+	gone, cancel := context.WithCancel(base)
+	cancel()
+	logInternal(gone, "render", fmt.Errorf("react: render: %w", context.Canceled))
+	if !strings.Contains(buf.String(), `"level":"INFO"`) || strings.Contains(buf.String(), "ERROR") {
+		t.Errorf("abandoned request logged as %s", buf.String())
+	}
+	buf.Reset()
+	logInternal(base, "render", errors.New("disk full"))
+	if !strings.Contains(buf.String(), `"level":"ERROR"`) {
+		t.Errorf("internal error logged as %s", buf.String())
+	}
+	buf.Reset()
+	logInternal(gone, "render", errors.New("disk full"))
+	if !strings.Contains(buf.String(), `"level":"ERROR"`) {
+		t.Errorf("a cause that is no cancellation, on an abandoned request, logged as %s", buf.String())
 	}
 }
