@@ -27,6 +27,7 @@ func TestMaskURLPassword(t *testing.T) {
 		"https://hooks.example.com/in?next=a:b@c":     "https://hooks.example.com/in?next=a:b@c",
 		"https://hooks.example.com/a:b@c#x:y@z":       "https://hooks.example.com/a:b@c#x:y@z",
 		"not a url":                                   "not a url",
+		`<a href="https://u:p@x.example/">`:           `<a href="https://u:p@x.example/">`, // text holding a URL is no URL
 	} {
 		if got := maskURLPassword(in); got != want {
 			t.Errorf("maskURLPassword(%q) = %q, want %q", in, got, want)

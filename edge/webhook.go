@@ -157,7 +157,7 @@ func toWebhookEndpoint(e ports.WebhookEndpoint) webhookEndpointResponse {
 // returned as stored.
 func maskURLPassword(raw string) string {
 	scheme, rest, ok := strings.Cut(raw, "://")
-	if !ok {
+	if !ok || !urlScheme(scheme) {
 		return raw
 	}
 	end := strings.IndexAny(rest, "/?#")
@@ -173,6 +173,18 @@ func maskURLPassword(raw string) string {
 		return raw
 	}
 	return scheme + "://" + user + ":***" + rest[at:]
+}
+
+// urlScheme reports whether s is a URL scheme (RFC 3986 §3.1: a letter, then letters, digits, "+", "-" or
+// "."), so that maskURLPassword leaves alone a text that merely contains a URL.
+func urlScheme(s string) bool {
+	for i, c := range s {
+		letter := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
+		if !letter && (i == 0 || !(c >= '0' && c <= '9' || c == '+' || c == '-' || c == '.')) {
+			return false
+		}
+	}
+	return s != ""
 }
 
 func toCreatedWebhookEndpoint(e ports.CreatedWebhookEndpoint) *body[createdWebhookEndpointResponse] {

@@ -2,7 +2,6 @@ package inbound
 
 import (
 	"context"
-	"errors"
 	"io"
 	"log/slog"
 	"net"
@@ -130,9 +129,6 @@ func appendOnce(list []string, addr string) []string {
 func (s *session) Data(r io.Reader) error {
 	raw, err := io.ReadAll(r)
 	if err != nil {
-		if errors.Is(err, smtp.ErrDataTooLarge) {
-			return smtp.ErrDataTooLarge
-		}
 		return smtpd.DataReadFailure(err)
 	}
 	ctx, cancel := context.WithTimeout(s.srv.smtpd.Context(), coreTimeout)

@@ -360,13 +360,19 @@ func (c *trackedConn) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// DataReadFailure is the reply of a DATA (or BDAT) whose message could not be read to its end: 421 4.4.2
-// when the client stopped sending until the read timeout passed, 421 4.4.0 when the connection failed,
-// and a permanent 500 for a line over go-smtp's limit (the connection then closes).
-// Either way the message is not taken, the sender keeps it and retries (a 5xx would make it bounce a
-// message a slow link delayed), and the connection closes (trackedConn). The reply names no addresses or
-// Go errors.
+// DataReadFailure is the reply of a DATA (or BDAT) whose message could not be read to its end:
+//   - go-smtp's own 552 when the message passed MaxMessageBytes;
+//   - a permanent 500 for a line over go-smtp's limit, which retrying cannot change (the connection then
+//     closes);
+//   - 421 4.4.2 when the client stopped sending until the read timeout passed, and 421 4.4.0 when the
+//     connection failed: the sender keeps the message and retries (a 5xx would bounce a message a slow
+//     link delayed), and the connection closes (trackedConn).
+//
+// The reply names no addresses or Go errors.
 func DataReadFailure(err error) *smtp.SMTPError {
+	if errors.Is(err, smtp.ErrDataTooLarge) {
+		return smtp.ErrDataTooLarge
+	}
 	if errors.Is(err, smtp.ErrTooLongLine) {
 		// RFC 5321 §4.5.3.1.6: a line past the limit may be refused, and retrying cannot change it.
 		return &smtp.SMTPError{Code: 500, EnhancedCode: smtp.EnhancedCode{5, 5, 6},

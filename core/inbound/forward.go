@@ -79,12 +79,13 @@ func (s *Service) forward(ctx context.Context, d ports.DueAction) error {
 	if s.deps.Emails == nil || s.deps.Domains == nil {
 		return record(ports.ReceivedFailed, ports.ForwardFailed, attempts, nil)
 	}
-	if hops, received := forwardHops(e); hops >= maxForwardHops || received >= maxReceived {
+	hops, received := forwardHops(e)
+	if hops >= maxForwardHops || received >= maxReceived {
 		s.deps.Logger.WarnContext(ctx, "inbound forward refused: mail loop suspected", "id", e.ID,
 			"forward_hops", hops, "received_fields", received)
 		return record(ports.ReceivedFailed, ports.ForwardFailed, attempts, nil)
 	}
-	req, err := s.forwardRequest(ctx, e, d.Route.Destination)
+	req, err := s.forwardRequest(ctx, e, d.Route.Destination, hops)
 	if err == nil {
 		_, err = s.deps.Emails.Send(ctx, e.OrganizationID, req)
 	}
@@ -101,8 +102,9 @@ func (s *Service) forward(ctx context.Context, d ports.DueAction) error {
 }
 
 // forwardRequest builds the send of a forward: from forwarding@<a verified sending domain>, named after the
-// original sender, Reply-To the original sender, with the bodies and the clean attachments.
-func (s *Service) forwardRequest(ctx context.Context, e ports.ReceivedEmail, to string) (ports.SendRequest, error) {
+// original sender, Reply-To the original sender, with the bodies and the clean attachments, and one hop
+// more than the hops e carries (forwardHops).
+func (s *Service) forwardRequest(ctx context.Context, e ports.ReceivedEmail, to string, hops int) (ports.SendRequest, error) {
 	domains, err := s.deps.Domains.ListDomains(ctx, e.OrganizationID)
 	if err != nil {
 		return ports.SendRequest{}, err
@@ -125,7 +127,6 @@ func (s *Service) forwardRequest(ctx context.Context, e ports.ReceivedEmail, to 
 	if name == "" {
 		name = original
 	}
-	hops, _ := forwardHops(e)
 	req := ports.SendRequest{
 		From:           (&mail.Address{Name: name + " via " + sending, Address: forwardLocalPart + "@" + sending}).String(),
 		To:             []string{to},

@@ -262,7 +262,7 @@ func TestForwardAttachmentsFromRaw(t *testing.T) {
 	reads := 0
 	counting := &countingBlobs{fakeBlobs: b.blobs, reads: &reads}
 	b.svc.deps.Blobs = counting
-	req, err := b.svc.forwardRequest(context.Background(), e, "dest@example.test")
+	req, err := b.svc.forwardRequest(context.Background(), e, "dest@example.test", 0)
 	if err != nil || len(req.Attachments) != 2 || string(req.Attachments[0].Content) != "first part" ||
 		string(req.Attachments[1].Content) != "second part" || reads != 1 {
 		t.Fatalf("forward request: %+v, %v (%d raw reads)", req.Attachments, err, reads)

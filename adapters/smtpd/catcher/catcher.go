@@ -190,9 +190,6 @@ func (s *session) Rcpt(to string, _ *smtp.RcptOptions) error {
 func (s *session) Data(r io.Reader) error {
 	raw, err := io.ReadAll(r)
 	if err != nil {
-		if errors.Is(err, smtp.ErrDataTooLarge) {
-			return err
-		}
 		return smtpd.DataReadFailure(err)
 	}
 	ctx, cancel := context.WithTimeout(s.c.smtpd.Context(), dkimTimeout+5*time.Second)
